@@ -1,0 +1,122 @@
+//! The reference GUI's test motion: a great-circle arc on the forearm sphere (radius l_arm
+//! about the elbow) between two spherical directions, with a trapezoidal angular speed.
+
+use serde::{Deserialize, Serialize};
+
+use super::trajectory::Waypoint;
+use crate::model::math::{spherical_direction, Vec3};
+
+/// An arc between two directions seen from the elbow.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArcSpec {
+    /// Start direction: polar angle from +z and azimuth from +x [deg].
+    pub from_deg: [f64; 2],
+    /// End direction [deg].
+    pub to_deg: [f64; 2],
+    /// Peak angular speed along the arc [deg/s]. Default 5.
+    pub max_speed_deg_s: f64,
+    /// Angular acceleration and deceleration [deg/s^2]. Default 10.
+    pub max_accel_deg_s2: f64,
+    /// Waypoint density along the arc [1/deg]. Default 100.
+    pub waypoints_per_degree: f64,
+    /// Time of the first waypoint [s]. Default 0.
+    pub start_time_s: f64,
+}
+
+impl Default for ArcSpec {
+    /// A 46.8 degree arc across the reachable band of the reference robot, about 10 s long.
+    fn default() -> Self {
+        ArcSpec {
+            from_deg: [70.0, -160.0],
+            to_deg: [70.0, -110.0],
+            max_speed_deg_s: 5.0,
+            max_accel_deg_s2: 10.0,
+            waypoints_per_degree: 100.0,
+            start_time_s: 0.0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ArcError {
+    #[error("{name} must be finite and > 0, got {value}")]
+    NotPositive { name: &'static str, value: f64 },
+    #[error("the arc's end directions must be finite and neither equal nor opposite")]
+    Degenerate,
+}
+
+/// A trapezoidal speed profile over a distance: accelerate, cruise, decelerate.
+#[derive(Debug, Clone, Copy)]
+struct Trapezoid {
+    distance: f64,
+    peak_speed: f64,
+    accel: f64,
+    accel_time: f64,
+    accel_distance: f64,
+    total_time: f64,
+}
+
+impl Trapezoid {
+    fn new(distance: f64, max_speed: f64, accel: f64) -> Trapezoid {
+        // Too short to reach max_speed: a triangle that peaks halfway.
+        let peak_speed = max_speed.min((distance * accel).sqrt());
+        let accel_time = peak_speed / accel;
+        let accel_distance = 0.5 * accel * accel_time * accel_time;
+        let total_time = 2.0 * accel_time + (distance - 2.0 * accel_distance) / peak_speed;
+        Trapezoid { distance, peak_speed, accel, accel_time, accel_distance, total_time }
+    }
+
+    /// (time, speed, acceleration) at which distance `s` is reached.
+    fn at_distance(&self, s: f64) -> (f64, f64, f64) {
+        if s < self.accel_distance {
+            let t = (2.0 * s / self.accel).sqrt();
+            (t, self.accel * t, self.accel)
+        } else if s <= self.distance - self.accel_distance {
+            (self.accel_time + (s - self.accel_distance) / self.peak_speed, self.peak_speed, 0.0)
+        } else {
+            let remaining_time = (2.0 * (self.distance - s).max(0.0) / self.accel).sqrt();
+            (self.total_time - remaining_time, self.accel * remaining_time, -self.accel)
+        }
+    }
+}
+
+impl ArcSpec {
+    /// The waypoints of the arc about `elbow` [m] with radius `l_arm` [m], evenly spaced in angle.
+    pub fn waypoints(&self, elbow: &Vec3, l_arm: f64) -> Result<Vec<Waypoint>, ArcError> {
+        for (name, value) in [
+            ("max_speed_deg_s", self.max_speed_deg_s),
+            ("max_accel_deg_s2", self.max_accel_deg_s2),
+            ("waypoints_per_degree", self.waypoints_per_degree),
+            ("l_arm", l_arm),
+        ] {
+            if !(value.is_finite() && value > 0.0) {
+                return Err(ArcError::NotPositive { name, value });
+            }
+        }
+        let direction = |[theta, phi]: [f64; 2]| spherical_direction(theta.to_radians(), phi.to_radians());
+        let (start, end) = (direction(self.from_deg), direction(self.to_deg));
+        let angle = start.cross(&end).norm().atan2(start.dot(&end));
+        let normal_part = end - start * start.dot(&end);
+        if !(angle > 1e-9 && angle < std::f64::consts::PI - 1e-9 && self.start_time_s.is_finite()) {
+            return Err(ArcError::Degenerate);
+        }
+        let across = normal_part.normalize();
+        let profile = Trapezoid::new(angle, self.max_speed_deg_s.to_radians(), self.max_accel_deg_s2.to_radians());
+        let intervals = (angle.to_degrees() * self.waypoints_per_degree).ceil().max(1.0) as usize;
+        Ok((0..=intervals)
+            .map(|k| {
+                let s = angle * k as f64 / intervals as f64;
+                let (t, speed, accel) = profile.at_distance(s);
+                let (sin, cos) = s.sin_cos();
+                let radial = start * cos + across * sin;
+                let tangent = across * cos - start * sin;
+                Waypoint {
+                    t: self.start_time_s + t,
+                    x: elbow + radial * l_arm,
+                    xd: tangent * (l_arm * speed),
+                    xdd: (tangent * accel - radial * (speed * speed)) * l_arm,
+                }
+            })
+            .collect())
+    }
+}

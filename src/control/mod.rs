@@ -1,0 +1,18 @@
+//! Control: validated trajectories, their interpolation, the task-space controller and the
+//! state estimator.
+//!
+//! Architecture invariant: no I/O and no clock; time arrives as `t` or `dt` arguments.
+
+pub mod arc;
+mod controller;
+mod estimator;
+mod interpolation;
+mod trajectory;
+pub mod trajectory_csv;
+
+pub use controller::{clamp_torque, ControlOutput, ControllerConfig, TaskSpaceController};
+pub use estimator::{
+    Estimate, Estimator, EstimatorConfig, PositionVelocityKalman, RangeBiasEstimator, SphericalReading,
+};
+pub use interpolation::{Reference, ReferenceSampler};
+pub use trajectory::{Trajectory, TrajectoryError, Waypoint, MAX_WAYPOINTS};

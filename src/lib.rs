@@ -1,0 +1,10 @@
+//! arm_hil: simulation and hardware-in-the-loop control of a 3-DOF parallel arm carrying a
+//! prosthetic forearm, with drivers and bridges for the lab's devices and clients.
+//!
+//! Layers, each using only the ones above it (DESIGN.md §1):
+//! [`model`] (the robot), [`control`] (trajectories, controller, filters),
+//! [`sim`] (the SIL engine).
+
+pub mod control;
+pub mod model;
+pub mod sim;

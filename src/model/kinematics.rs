@@ -1,0 +1,140 @@
+//! Closed-form kinematics (docs/model.md §K; Schreiber & Gosselin 2019).
+//!
+//! Platform point p [m], joint angles th [rad]. Leg i closes when |b_i(p) - s_i(th_i)| = l_i2.
+
+use super::math::{wrap_angle, Mat3, Vec3};
+use super::{Leg, ModelError, Robot};
+
+impl Leg {
+    /// Proximal tip s(th) = pivot + l1 (cos th a + sin th b) [m] (K1).
+    fn tip(&self, theta: f64) -> Vec3 {
+        let (sin, cos) = theta.sin_cos();
+        self.pivot + self.l_proximal * (cos * self.axis_cos + sin * self.axis_sin)
+    }
+
+    /// ds/dth [m/rad] (K1').
+    fn tip_derivative(&self, theta: f64) -> Vec3 {
+        let (sin, cos) = theta.sin_cos();
+        self.l_proximal * (cos * self.axis_sin - sin * self.axis_cos)
+    }
+
+    /// d^2 s/dth^2 = -(s - pivot) [m/rad^2] (K1'').
+    fn tip_second_derivative(&self, theta: f64) -> Vec3 {
+        self.pivot - self.tip(theta)
+    }
+
+    /// Both roots of the leg's closure equation A sin th + B cos th = C (K2), as
+    /// (atan2(A, B), acos(C / hypot(A, B))), or `None` when the platform point is out of reach.
+    fn closure_roots(&self, p: &Vec3) -> Option<(f64, f64)> {
+        let w = p + self.attachment - self.pivot;
+        let a = 2.0 * self.l_proximal * w.dot(&self.axis_sin);
+        let b = 2.0 * self.l_proximal * w.dot(&self.axis_cos);
+        let c = w.norm_squared() + self.l_proximal * self.l_proximal - self.l_distal * self.l_distal;
+        let radius = a.hypot(b);
+        let ratio = c / radius;
+        // The tolerance admits points exactly on the workspace boundary despite rounding.
+        if !(radius > 0.0 && ratio.abs() <= 1.0 + 1e-12) {
+            return None;
+        }
+        Some((a.atan2(b), ratio.clamp(-1.0, 1.0).acos()))
+    }
+}
+
+impl Robot {
+    /// Proximal tip s_i(th_i) of leg `leg` (0-based) [m].
+    pub fn tip(&self, leg: usize, theta: f64) -> Vec3 {
+        self.legs[leg].tip(theta)
+    }
+
+    /// Attachment point b_i(p) of leg `leg` on the platform [m].
+    pub fn attachment(&self, leg: usize, p: &Vec3) -> Vec3 {
+        p + self.legs[leg].attachment
+    }
+
+    /// Inverse kinematics of one leg (K2). With a previous angle, returns the root nearest to it,
+    /// unwrapped so that the angle is continuous; without, the leg's assembly-mode root in (-pi, pi].
+    pub fn inverse_kinematics_leg(&self, leg: usize, p: &Vec3, previous: Option<f64>) -> Result<f64, ModelError> {
+        let geometry = &self.legs[leg];
+        let (phase, spread) =
+            geometry.closure_roots(p).ok_or(ModelError::Unreachable { point: (*p).into(), leg: leg + 1 })?;
+        Ok(match previous {
+            Some(previous) => {
+                let step_plus = wrap_angle(phase + spread - previous);
+                let step_minus = wrap_angle(phase - spread - previous);
+                let step = if step_plus.abs() <= step_minus.abs() { step_plus } else { step_minus };
+                previous + step
+            }
+            None => wrap_angle(phase + geometry.branch.sign() * spread),
+        })
+    }
+
+    /// Inverse kinematics of the arm: joint angles [rad] that put the platform at `p` [m].
+    pub fn inverse_kinematics(&self, p: &Vec3, previous: Option<&Vec3>) -> Result<Vec3, ModelError> {
+        let mut theta = Vec3::zeros();
+        for leg in 0..3 {
+            theta[leg] = self.inverse_kinematics_leg(leg, p, previous.map(|th| th[leg]))?;
+        }
+        Ok(theta)
+    }
+
+    /// Forward kinematics by intersecting the three spheres |p - (s_i - (b_i - p))| = l_i2 (K3);
+    /// of the two roots, the one nearest `near` [m].
+    pub fn forward_kinematics(&self, theta: &Vec3, near: &Vec3) -> Result<Vec3, ModelError> {
+        let centre = |i: usize| self.legs[i].tip(theta[i]) - self.legs[i].attachment;
+        let radius_sq = |i: usize| self.legs[i].l_distal * self.legs[i].l_distal;
+        let (q1, q2, q3) = (centre(0), centre(1), centre(2));
+        let (u, w) = (q2 - q1, q3 - q1);
+        let normal = u.cross(&w);
+        let normal_sq = normal.norm_squared();
+        if !(normal_sq > 1e-24) {
+            return Err(ModelError::Singular {
+                theta: (*theta).into(),
+                what: "the distal sphere centres are collinear",
+            });
+        }
+        // Relative to q1: 2 u.x = alpha and 2 w.x = beta fix x on a line along `normal`.
+        let alpha = radius_sq(0) - radius_sq(1) + u.norm_squared();
+        let beta = radius_sq(0) - radius_sq(2) + w.norm_squared();
+        let foot = (0.5 * alpha * w.cross(&normal) + 0.5 * beta * normal.cross(&u)) / normal_sq;
+        let height_sq = radius_sq(0) - foot.norm_squared();
+        if !(height_sq >= 0.0) {
+            return Err(ModelError::NoAssembly { theta: (*theta).into() });
+        }
+        let offset = normal * (height_sq / normal_sq).sqrt();
+        let (above, below) = (q1 + foot + offset, q1 + foot - offset);
+        Ok(if (above - near).norm_squared() <= (below - near).norm_squared() { above } else { below })
+    }
+
+    /// The constraint Jacobians of J pdot = K thdot (K4): row i of J is (b_i - s_i)^T [m],
+    /// K = diag((b_i - s_i) . ds_i/dth_i) [m^2/rad], returned as its diagonal.
+    pub fn constraint_jacobians(&self, p: &Vec3, theta: &Vec3) -> (Mat3, Vec3) {
+        let mut j = Mat3::zeros();
+        let mut k = Vec3::zeros();
+        for (i, leg) in self.legs.iter().enumerate() {
+            let link = p + leg.attachment - leg.tip(theta[i]);
+            j.set_row(i, &link.transpose());
+            k[i] = link.dot(&leg.tip_derivative(theta[i]));
+        }
+        (j, k)
+    }
+
+    /// Time derivatives of J and K along a motion (K5): row i of Jdot is (pdot - sdot_i)^T,
+    /// Kdot_i = (pdot - sdot_i) . ds_i/dth_i + (b_i - s_i) . d2s_i/dth_i2 thdot_i.
+    pub fn constraint_jacobian_rates(&self, p: &Vec3, theta: &Vec3, p_dot: &Vec3, theta_dot: &Vec3) -> (Mat3, Vec3) {
+        let mut j_dot = Mat3::zeros();
+        let mut k_dot = Vec3::zeros();
+        for (i, leg) in self.legs.iter().enumerate() {
+            let link = p + leg.attachment - leg.tip(theta[i]);
+            let tip_derivative = leg.tip_derivative(theta[i]);
+            let link_rate = p_dot - tip_derivative * theta_dot[i];
+            j_dot.set_row(i, &link_rate.transpose());
+            k_dot[i] = link_rate.dot(&tip_derivative) + link.dot(&leg.tip_second_derivative(theta[i])) * theta_dot[i];
+        }
+        (j_dot, k_dot)
+    }
+
+    /// ds_i/dth_i for every leg, as the columns of a matrix [m/rad].
+    pub(super) fn tip_derivatives(&self, theta: &Vec3) -> Mat3 {
+        Mat3::from_fn(|row, leg| self.legs[leg].tip_derivative(theta[leg])[row])
+    }
+}

@@ -1,0 +1,72 @@
+//! Everything a SIL run is configured by, loadable from one YAML file.
+
+use serde::{Deserialize, Serialize};
+
+use super::integrator::IntegratorConfig;
+use super::sensor::SensorConfig;
+use crate::control::{ControllerConfig, EstimatorConfig};
+use crate::model::{ModelError, RobotParams};
+
+/// The SIL configuration. Every section and field is optional in YAML; missing ones take the
+/// reference defaults, unknown ones are an error.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SilConfig {
+    pub robot: RobotParams,
+    pub controller: ControllerConfig,
+    pub estimator: EstimatorConfig,
+    pub sensor: SensorConfig,
+    pub integrator: IntegratorConfig,
+    pub run: RunConfig,
+}
+
+/// Limits of one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RunConfig {
+    /// Frames after which a run stops early, cleanly (the spec's MAX_FRAME_POINTS). Default 1 000 000.
+    pub frame_cap: u64,
+    /// Tracking error beyond which the run is declared diverged [m]. Default 0.05.
+    pub divergence_threshold_m: f64,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig { frame_cap: 1_000_000, divergence_threshold_m: 0.05 }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("invalid YAML configuration: {0}")]
+    Yaml(#[from] serde_norway::Error),
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+}
+
+impl SilConfig {
+    /// Parses and validates a YAML document.
+    pub fn from_yaml(text: &str) -> Result<SilConfig, ConfigError> {
+        // An empty document means "all defaults", which serde_norway reads as a unit value.
+        let config: SilConfig =
+            if text.trim().is_empty() { SilConfig::default() } else { serde_norway::from_str(text)? };
+        config.validate()?;
+        Ok(config)
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.robot.validate()?;
+        self.controller.validate().map_err(ConfigError::Invalid)?;
+        self.sensor.validate().map_err(ConfigError::Invalid)?;
+        self.integrator.validate().map_err(ConfigError::Invalid)?;
+        if !(self.run.divergence_threshold_m > 0.0) {
+            return Err(ConfigError::Invalid(format!(
+                "run.divergence_threshold_m must be > 0, got {}",
+                self.run.divergence_threshold_m
+            )));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,261 @@
+//! One SIL run as an iterator of frames (DESIGN.md §2-§3).
+//!
+//! Each `next()` performs integrator attempts until one is accepted and yields its frame.
+//! Control ticks fall on t0 + k / rate; steps never straddle a tick, because the torque
+//! changes there. The controller sees only the simulated sensor, never the true state.
+
+use std::sync::Arc;
+
+use super::config::SilConfig;
+use super::integrator::{BogackiShampine, IntegratorError, StepOutcome};
+use super::plant::{plant_state, Plant, PlantState};
+use super::sensor::SimulatedSensor;
+use crate::control::{Estimator, ReferenceSampler, TaskSpaceController, Trajectory};
+use crate::model::math::Vec3;
+use crate::model::{ModelError, Robot};
+
+/// The state after one accepted step (the port-5555 frame, DESIGN.md §3).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Frame {
+    /// End of the step [s].
+    pub t: f64,
+    /// Platform point [m].
+    pub x: Vec3,
+    /// Platform velocity [m/s].
+    pub x_dot: Vec3,
+    /// Joint angles [rad].
+    pub theta: Vec3,
+    /// Joint rates [rad/s].
+    pub theta_dot: Vec3,
+    /// Joint torques held during the step [N m].
+    pub tau: Vec3,
+    /// The reference position at `t` [m]; not part of the wire frame.
+    pub x_ref: Vec3,
+}
+
+/// Why a run stopped early.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SimError {
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    #[error("diverged at t = {t:.6} s: tracking error {error_m:.4} m exceeds {threshold_m} m")]
+    Diverged { t: f64, error_m: f64, threshold_m: f64 },
+    #[error("the state became non-finite at t = {t:.6} s")]
+    NonFinite { t: f64 },
+    #[error("at t = {t:.6} s: {source}")]
+    Model { t: f64, source: ModelError },
+    #[error("step size underflow at t = {t:.6} s: a step of {dt:e} s still misses the error tolerance")]
+    StepUnderflow { t: f64, dt: f64 },
+}
+
+/// Running statistics of a run, updated with every frame.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RunStats {
+    /// Accepted integrator steps.
+    pub steps: u64,
+    /// Rejected integrator attempts.
+    pub rejected_steps: u64,
+    /// Frames emitted.
+    pub frames: u64,
+    /// Simulated time since the first waypoint [s].
+    pub sim_time_s: f64,
+    /// Largest Cartesian tracking error |x - x_ref| at a frame [m].
+    pub max_error_m: f64,
+    /// Largest |tau| per joint [N m].
+    pub max_abs_tau: Vec3,
+    /// Control updates that fell back to the last valid inverse kinematics.
+    pub ik_fallbacks: u64,
+    /// True when the frame cap ended the run before the trajectory did.
+    pub capped: bool,
+    /// Integral of the squared tracking error over time [m^2 s].
+    squared_error_integral: f64,
+}
+
+impl RunStats {
+    /// Time-weighted RMS of the Cartesian tracking error [m].
+    pub fn rms_error_m(&self) -> f64 {
+        if self.sim_time_s > 0.0 {
+            (self.squared_error_integral / self.sim_time_s).sqrt()
+        } else {
+            0.0
+        }
+    }
+}
+
+/// A SIL run in progress.
+#[derive(Debug, Clone)]
+pub struct Simulation {
+    trajectory: Arc<Trajectory>,
+    sampler: ReferenceSampler,
+    plant: Plant,
+    integrator: BogackiShampine<6>,
+    controller: TaskSpaceController,
+    estimator: Estimator,
+    sensor: SimulatedSensor,
+    /// The last commanded platform acceleration [m/s^2], the estimator's input.
+    task_acceleration: Vec3,
+    t: f64,
+    y: PlantState,
+    ticks_done: u64,
+    control_period: f64,
+    frame_cap: u64,
+    divergence_threshold_m: f64,
+    stats: RunStats,
+    finished: bool,
+}
+
+impl Simulation {
+    /// Two times closer than this are the same instant [s]; far below dt_min.
+    const TIME_EPS: f64 = 1e-12;
+
+    /// Starts a run of `trajectory`, which must have been validated against `robot`, at rest
+    /// on its first waypoint. `config.robot` is not read: `robot` is the model.
+    pub fn new(robot: Robot, trajectory: Arc<Trajectory>, config: &SilConfig) -> Result<Simulation, SimError> {
+        config.validate().map_err(|error| SimError::Config(error.to_string()))?;
+        let start = trajectory.waypoints()[0];
+        let t0 = start.t;
+        let model_error = |source| SimError::Model { t: t0, source };
+        let initial = robot.motion_from_task(&start.x, &start.xd, None, 0.0).map_err(model_error)?;
+        let plant = Plant::new(robot, &initial.theta, &initial.theta_dot, &start.x).map_err(model_error)?;
+        let sigma_m = trajectory.l_arm() * config.sensor.quantum_rad;
+        let estimator = Estimator::new(config.estimator.clone(), trajectory.elbow(), trajectory.l_arm(), sigma_m);
+        Ok(Simulation {
+            finished: trajectory.end_time() <= t0,
+            sampler: ReferenceSampler::new(),
+            plant,
+            integrator: BogackiShampine::new(config.integrator.clone()),
+            controller: TaskSpaceController::new(config.controller.clone()),
+            estimator,
+            sensor: SimulatedSensor::new(&config.sensor).map_err(SimError::Config)?,
+            task_acceleration: Vec3::zeros(),
+            t: t0,
+            y: plant_state(&initial.theta, &initial.theta_dot),
+            ticks_done: 0,
+            control_period: config.controller.period(),
+            frame_cap: config.run.frame_cap,
+            divergence_threshold_m: config.run.divergence_threshold_m,
+            stats: RunStats::default(),
+            trajectory,
+        })
+    }
+
+    pub fn stats(&self) -> &RunStats {
+        &self.stats
+    }
+
+    pub fn trajectory(&self) -> &Arc<Trajectory> {
+        &self.trajectory
+    }
+
+    pub fn robot(&self) -> &Robot {
+        self.plant.robot()
+    }
+
+    /// The current simulated time [s].
+    pub fn time(&self) -> f64 {
+        self.t
+    }
+
+    fn tick_time(&self, tick: u64) -> f64 {
+        self.trajectory.start_time() + tick as f64 * self.control_period
+    }
+
+    /// Reads the sensor, updates the estimate and sets the torque held until the next tick.
+    fn control_tick(&mut self) -> Result<(), SimError> {
+        let elbow = self.trajectory.elbow();
+        let reading = self.sensor.measure(&self.plant.motion().p, &elbow);
+        let estimate = self.estimator.update(&reading, self.control_period, &self.task_acceleration);
+        let reference = self.sampler.sample(&self.trajectory, self.t);
+        let output = self
+            .controller
+            .update(self.plant.robot(), &reference, &estimate, self.control_period)
+            .map_err(|source| SimError::Model { t: self.t, source })?;
+        self.stats.ik_fallbacks += u64::from(output.used_fallback);
+        self.task_acceleration = output.task_acceleration;
+        self.plant.set_torque(output.tau);
+        self.integrator.invalidate();
+        Ok(())
+    }
+
+    /// Runs until one integrator step is accepted and returns its frame.
+    fn advance(&mut self) -> Result<Frame, SimError> {
+        let end_time = self.trajectory.end_time();
+        loop {
+            let next_tick = self.tick_time(self.ticks_done);
+            if self.t >= next_tick - Self::TIME_EPS {
+                self.control_tick()?;
+                self.ticks_done += 1;
+                continue;
+            }
+            let boundary = next_tick.min(end_time);
+            let outcome = self.integrator.step(&mut self.plant, self.t, &self.y, boundary - self.t);
+            match outcome.map_err(|error| self.integrator_error(error))? {
+                StepOutcome::Rejected => self.stats.rejected_steps += 1,
+                StepOutcome::Accepted { t, y, dt } => {
+                    let t = if (boundary - t).abs() < Self::TIME_EPS { boundary } else { t };
+                    return self.accept(t, y, dt);
+                }
+            }
+        }
+    }
+
+    fn integrator_error(&self, error: IntegratorError<ModelError>) -> SimError {
+        match error {
+            IntegratorError::StepUnderflow { t, dt } => SimError::StepUnderflow { t, dt },
+            IntegratorError::System(source) => SimError::Model { t: self.t, source },
+        }
+    }
+
+    fn accept(&mut self, t: f64, y: PlantState, dt: f64) -> Result<Frame, SimError> {
+        if !y.iter().all(|value| value.is_finite()) {
+            return Err(SimError::NonFinite { t });
+        }
+        self.t = t;
+        self.y = y;
+        let motion = *self.plant.accept(&y);
+        let frame = Frame {
+            t,
+            x: motion.p,
+            x_dot: motion.p_dot,
+            theta: motion.theta,
+            theta_dot: motion.theta_dot,
+            tau: self.plant.torque(),
+            x_ref: self.sampler.sample(&self.trajectory, t).x,
+        };
+        let error_m = (frame.x - frame.x_ref).norm();
+        let stats = &mut self.stats;
+        stats.steps += 1;
+        stats.frames += 1;
+        stats.sim_time_s = t - self.trajectory.start_time();
+        stats.squared_error_integral += error_m * error_m * dt;
+        stats.max_error_m = stats.max_error_m.max(error_m);
+        stats.max_abs_tau = stats.max_abs_tau.sup(&frame.tau.abs());
+        if !(error_m <= self.divergence_threshold_m) {
+            return Err(SimError::Diverged { t, error_m, threshold_m: self.divergence_threshold_m });
+        }
+        if t >= self.trajectory.end_time() {
+            self.finished = true;
+        }
+        Ok(frame)
+    }
+}
+
+impl Iterator for Simulation {
+    type Item = Result<Frame, SimError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.finished {
+            return None;
+        }
+        if self.stats.frames >= self.frame_cap {
+            self.stats.capped = true;
+            self.finished = true;
+            return None;
+        }
+        let result = self.advance();
+        if result.is_err() {
+            self.finished = true;
+        }
+        Some(result)
+    }
+}

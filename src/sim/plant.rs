@@ -1,0 +1,84 @@
+//! The simulated arm: joint-space state (th, thdot) driven by held joint torques through the
+//! forward dynamics (D7).
+
+use nalgebra::Vector6;
+
+use super::integrator::OdeSystem;
+use crate::model::math::Vec3;
+use crate::model::{ArmMotion, ModelError, Robot};
+
+/// Plant state: joint angles [rad] then joint rates [rad/s].
+pub type PlantState = Vector6<f64>;
+
+/// Builds the plant state from joint angles and rates.
+pub fn plant_state(theta: &Vec3, theta_dot: &Vec3) -> PlantState {
+    let mut y = PlantState::zeros();
+    y.fixed_rows_mut::<3>(0).copy_from(theta);
+    y.fixed_rows_mut::<3>(3).copy_from(theta_dot);
+    y
+}
+
+/// The arm as an ODE system. Forward kinematics takes the root nearest the last accepted
+/// platform point, which keeps the assembly mode through the run.
+#[derive(Debug, Clone)]
+pub struct Plant {
+    robot: Robot,
+    tau: Vec3,
+    accepted: ArmMotion,
+    last_evaluated: ArmMotion,
+}
+
+impl Plant {
+    /// A plant at rest or moving with the given joint state; `near` [m] picks the assembly.
+    pub fn new(robot: Robot, theta: &Vec3, theta_dot: &Vec3, near: &Vec3) -> Result<Plant, ModelError> {
+        let motion = robot.motion_from_joints(theta, theta_dot, near)?;
+        Ok(Plant { robot, tau: Vec3::zeros(), accepted: motion, last_evaluated: motion })
+    }
+
+    pub fn robot(&self) -> &Robot {
+        &self.robot
+    }
+
+    /// Sets the joint torques held until the next call [N m].
+    pub fn set_torque(&mut self, tau: Vec3) {
+        self.tau = tau;
+    }
+
+    pub fn torque(&self) -> Vec3 {
+        self.tau
+    }
+
+    /// The motion at the last accepted state.
+    pub fn motion(&self) -> &ArmMotion {
+        &self.accepted
+    }
+
+    /// Marks the last evaluated state as accepted. With the integrator's FSAL stage order
+    /// the last evaluation is at the accepted step's end point, so nothing is recomputed.
+    pub fn accept(&mut self, y: &PlantState) -> &ArmMotion {
+        debug_assert_eq!(self.last_evaluated.theta, y.fixed_rows::<3>(0).into_owned());
+        self.accepted = self.last_evaluated;
+        &self.accepted
+    }
+
+    /// Total mechanical energy at the accepted state [J].
+    pub fn energy(&self) -> f64 {
+        self.robot.kinetic_energy(&self.accepted) + self.robot.potential_energy(&self.accepted)
+    }
+}
+
+impl OdeSystem<6> for Plant {
+    type Error = ModelError;
+
+    fn derivative(&mut self, _t: f64, y: &PlantState) -> Result<PlantState, ModelError> {
+        let theta = y.fixed_rows::<3>(0).into_owned();
+        let theta_dot = y.fixed_rows::<3>(3).into_owned();
+        let motion = self.robot.motion_from_joints(&theta, &theta_dot, &self.accepted.p)?;
+        let theta_ddot = self.robot.forward_dynamics(&motion, &self.tau)?;
+        self.last_evaluated = motion;
+        let mut dy = PlantState::zeros();
+        dy.fixed_rows_mut::<3>(0).copy_from(&theta_dot);
+        dy.fixed_rows_mut::<3>(3).copy_from(&theta_ddot);
+        Ok(dy)
+    }
+}

@@ -1,0 +1,184 @@
+//! The SIL engine: energy conservation of the plant, tracking on the default arc, the frame
+//! stream's shape, ideal torques, and clean stops.
+
+use std::sync::Arc;
+
+use arm_hil::control::arc::ArcSpec;
+use arm_hil::control::{Trajectory, Waypoint};
+use arm_hil::model::math::Vec3;
+use arm_hil::model::{Robot, RobotParams};
+use arm_hil::sim::{
+    plant_state, BogackiShampine, IdealTorques, IntegratorConfig, OdeSystem, Plant, SilConfig, SimError, Simulation,
+    StepOutcome,
+};
+
+/// Integrates the plant with zero torque for `duration` [s]; returns the largest relative
+/// deviation of the total energy from its initial value.
+fn free_motion_energy_drift(robot: Robot, p: Vec3, p_dot: Vec3, duration: f64) -> f64 {
+    let motion = robot.motion_from_task(&p, &p_dot, None, 0.0).unwrap();
+    let mut plant = Plant::new(robot, &motion.theta, &motion.theta_dot, &p).unwrap();
+    let mut integrator = BogackiShampine::<6>::new(IntegratorConfig::default());
+    let (mut t, mut y) = (0.0, plant_state(&motion.theta, &motion.theta_dot));
+    let initial = plant.energy();
+    let mut worst: f64 = 0.0;
+    while t < duration {
+        if let StepOutcome::Accepted { t: t_next, y: y_next, .. } =
+            integrator.step(&mut plant, t, &y, duration - t).unwrap()
+        {
+            (t, y) = (t_next, y_next);
+            plant.accept(&y);
+            worst = worst.max(((plant.energy() - initial) / initial).abs());
+        }
+    }
+    worst
+}
+
+fn default_arc(robot: &Robot) -> Arc<Trajectory> {
+    let waypoints = ArcSpec::default().waypoints(&robot.elbow(), robot.params().l_arm).unwrap();
+    Arc::new(Trajectory::with_robot_forearm(waypoints, robot).unwrap())
+}
+
+#[test]
+fn energy_is_conserved_over_one_second_of_free_motion() {
+    // Without gravity the arm coasts for the whole second, exercising M and the velocity terms.
+    let weightless = Robot::new(RobotParams { gravity: 0.0, ..RobotParams::default() }).unwrap();
+    let drift = free_motion_energy_drift(weightless, Vec3::new(0.1, 0.15, 0.15), Vec3::new(0.05, -0.05, 0.0), 1.0);
+    assert!(drift < 1e-5, "relative energy drift {drift:e}");
+}
+
+#[test]
+fn energy_is_conserved_while_the_arm_falls_under_gravity() {
+    // With gravity and no torque the arm falls into a singular configuration within about
+    // 0.2 s, so the fall is checked over its first 0.15 s.
+    let drift = free_motion_energy_drift(Robot::default(), Vec3::new(0.15, 0.0, 0.2), Vec3::zeros(), 0.15);
+    assert!(drift < 1e-5, "relative energy drift {drift:e}");
+}
+
+#[test]
+fn gravity_torques_are_the_gradient_of_the_potential_energy() {
+    let robot = Robot::default();
+    let p = Vec3::new(0.15, 0.0, 0.2);
+    let theta = robot.inverse_kinematics(&p, None).unwrap();
+    let potential = |theta: &Vec3| {
+        let motion = robot.motion_from_joints(theta, &Vec3::zeros(), &p).unwrap();
+        robot.potential_energy(&motion)
+    };
+    let gravity = robot.gravity_torques(&robot.motion_from_joints(&theta, &Vec3::zeros(), &p).unwrap());
+    let h = 1e-6;
+    for i in 0..3 {
+        let step = Vec3::ith(i, h);
+        let gradient = (potential(&(theta + step)) - potential(&(theta - step))) / (2.0 * h);
+        assert!((gradient - gravity[i]).abs() < 1e-6, "joint {i}: dV/dth = {gradient}, G = {}", gravity[i]);
+    }
+}
+
+#[test]
+fn the_default_arc_is_tracked_with_rms_error_below_one_millimetre() {
+    let robot = Robot::default();
+    let trajectory = default_arc(&robot);
+    let mut simulation = Simulation::new(robot, trajectory.clone(), &SilConfig::default()).unwrap();
+    let mut previous_t = trajectory.start_time();
+    let mut last = None;
+    for frame in &mut simulation {
+        let frame = frame.unwrap();
+        assert!(frame.t > previous_t);
+        previous_t = frame.t;
+        last = Some(frame);
+    }
+    assert_eq!(last.unwrap().t, trajectory.end_time());
+    let stats = simulation.stats();
+    assert!(stats.rms_error_m() < 1e-3, "RMS tracking error {} m", stats.rms_error_m());
+    assert!(!stats.capped);
+    assert_eq!(stats.frames, stats.steps);
+}
+
+#[test]
+fn equal_seeds_give_equal_runs() {
+    let robot = Robot::default();
+    let trajectory = default_arc(&robot);
+    let mut config = SilConfig::default();
+    config.run.frame_cap = 5_000;
+    let run = || {
+        let simulation = Simulation::new(robot.clone(), trajectory.clone(), &config).unwrap();
+        simulation.map(|frame| frame.unwrap()).last().unwrap()
+    };
+    assert_eq!(run(), run());
+}
+
+#[test]
+fn the_frame_cap_ends_a_run_early_and_cleanly() {
+    let robot = Robot::default();
+    let mut config = SilConfig::default();
+    config.run.frame_cap = 1_000;
+    let mut simulation = Simulation::new(robot.clone(), default_arc(&robot), &config).unwrap();
+    let frames = (&mut simulation).inspect(|frame| assert!(frame.is_ok())).count();
+    assert_eq!(frames, 1_000);
+    assert!(simulation.stats().capped);
+    assert!(simulation.next().is_none());
+}
+
+#[test]
+fn a_run_that_cannot_hold_the_arm_stops_with_when_and_why() {
+    let robot = Robot::default();
+    let mut config = SilConfig::default();
+    config.controller.torque_limit = 0.01;
+    let simulation = Simulation::new(robot.clone(), default_arc(&robot), &config).unwrap();
+    let error = simulation.filter_map(Result::err).next().expect("the run must fail");
+    let message = error.to_string();
+    assert!(message.starts_with("diverged at t = ") || message.starts_with("at t = "), "{message}");
+    if let SimError::Diverged { t, error_m, threshold_m } = error {
+        assert!(t > 0.0 && error_m > threshold_m);
+    }
+}
+
+#[test]
+fn ideal_torques_hold_the_arm_at_rest_against_gravity() {
+    let robot = Robot::default();
+    let p = Vec3::new(0.15, 0.0, 0.2);
+    let waypoint = Waypoint { t: 0.0, x: p, ..Waypoint::default() };
+    let trajectory = Trajectory::with_robot_forearm(vec![waypoint], &robot).unwrap();
+    let ideal = IdealTorques::new(&robot, &trajectory).next().unwrap().unwrap();
+    let motion = robot.motion_from_task(&p, &Vec3::zeros(), None, 0.0).unwrap();
+    assert_eq!(ideal.theta, motion.theta);
+    assert!((ideal.tau - robot.gravity_torques(&motion)).amax() < 1e-12);
+}
+
+#[test]
+fn ideal_torques_reproduce_each_waypoints_acceleration() {
+    let robot = Robot::default();
+    let trajectory = default_arc(&robot);
+    let mut previous = None;
+    for (waypoint, ideal) in trajectory.waypoints().iter().zip(IdealTorques::new(&robot, &trajectory)).step_by(97) {
+        let ideal = ideal.unwrap();
+        let motion = robot.motion_from_joints(&ideal.theta, &ideal.theta_dot, &waypoint.x).unwrap();
+        let theta_ddot = robot.forward_dynamics(&motion, &ideal.tau).unwrap();
+        let p_ddot = motion.velocity_map * theta_ddot + motion.acceleration_bias;
+        assert!((motion.p - waypoint.x).amax() < 1e-9);
+        assert!((p_ddot - waypoint.xdd).amax() < 1e-9);
+        previous = Some(ideal.t);
+    }
+    assert!(previous.is_some());
+}
+
+#[test]
+fn the_integrator_meets_its_tolerance_on_a_linear_oscillator() {
+    struct Oscillator;
+    impl OdeSystem<2> for Oscillator {
+        type Error = ();
+        fn derivative(&mut self, _t: f64, y: &nalgebra::Vector2<f64>) -> Result<nalgebra::Vector2<f64>, ()> {
+            Ok(nalgebra::Vector2::new(y[1], -y[0]))
+        }
+    }
+    let config = IntegratorConfig { rtol: 1e-10, atol: 1e-12, dt_max: 1e-2, ..IntegratorConfig::default() };
+    let mut integrator = BogackiShampine::<2>::new(config);
+    let (mut t, mut y) = (0.0, nalgebra::Vector2::new(1.0, 0.0));
+    while t < 1.0 {
+        if let StepOutcome::Accepted { t: t_next, y: y_next, .. } =
+            integrator.step(&mut Oscillator, t, &y, 1.0 - t).unwrap()
+        {
+            (t, y) = (t_next, y_next);
+        }
+    }
+    assert_eq!(t, 1.0);
+    assert!((y[0] - 1f64.cos()).abs() < 1e-8 && (y[1] + 1f64.sin()).abs() < 1e-8, "{y}");
+}
