@@ -1,0 +1,40 @@
+//! `arm_hil`: the command line. Everything runs without ROS and without hardware.
+
+mod plot;
+mod sil;
+mod trajectory;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "arm_hil", version, about = "Simulate and drive the lab's parallel arm without ROS")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the SIL simulator on a trajectory (default: the built-in arc) and print a summary.
+    Sil(sil::SilArgs),
+    /// Write trajectories.
+    #[command(subcommand)]
+    Trajectory(trajectory::TrajectoryCommand),
+}
+
+fn main() -> ExitCode {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+    let result = match Cli::parse().command {
+        Command::Sil(args) => sil::run(args),
+        Command::Trajectory(command) => trajectory::run(command),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            log::error!("{error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,277 @@
+//! `arm_hil sil`: one SIL run from a trajectory CSV (or the built-in arc) to a summary, with
+//! optional frame, ideal-torque and plot outputs. Frames are streamed, never kept.
+
+use std::fs::File;
+use std::io::{BufWriter, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+
+use arm_hil::control::arc::ArcSpec;
+use arm_hil::control::trajectory_csv::read_waypoints;
+use arm_hil::control::Trajectory;
+use arm_hil::model::Robot;
+use arm_hil::sim::{Frame, IdealPoint, IdealTorques, RunStats, SilConfig, Simulation};
+
+use crate::plot::PlotRecorder;
+
+#[derive(Debug, Args)]
+pub(crate) struct SilArgs {
+    /// Trajectory CSV with header t,x,y,z,xd,yd,zd,xdd,ydd,zdd (default: the built-in arc)
+    #[arg(long, value_name = "FILE.csv")]
+    trajectory: Option<PathBuf>,
+    /// YAML configuration: robot, controller, estimator, sensor, integrator, run sections
+    #[arg(long, value_name = "FILE.yaml")]
+    config: Option<PathBuf>,
+    /// Write every frame as CSV
+    #[arg(long, value_name = "OUT.csv")]
+    frames: Option<PathBuf>,
+    /// Write the ideal joint trajectory and torques per waypoint as CSV
+    #[arg(long, value_name = "OUT.csv")]
+    ideal: Option<PathBuf>,
+    /// Draw tracking error and joint torques over time as SVG
+    #[arg(long, value_name = "OUT.svg")]
+    plot: Option<PathBuf>,
+    /// Print the summary as one JSON object on standard output
+    #[arg(long)]
+    json: bool,
+}
+
+/// The run summary; these keys are an interface (`--json`).
+#[derive(Debug, Serialize)]
+struct Summary {
+    steps: u64,
+    rejected_steps: u64,
+    frames: u64,
+    sim_time_s: f64,
+    wall_time_s: f64,
+    rtf: f64,
+    rms_error_m: f64,
+    max_error_m: f64,
+    max_abs_tau: [f64; 3],
+    capped: bool,
+    ik_fallbacks: u64,
+    waypoints: usize,
+    peak_rss_kib: Option<i64>,
+}
+
+impl Summary {
+    fn new(stats: &RunStats, wall_time_s: f64, waypoints: usize) -> Summary {
+        Summary {
+            steps: stats.steps,
+            rejected_steps: stats.rejected_steps,
+            frames: stats.frames,
+            sim_time_s: stats.sim_time_s,
+            wall_time_s,
+            rtf: stats.sim_time_s / wall_time_s,
+            rms_error_m: stats.rms_error_m(),
+            max_error_m: stats.max_error_m,
+            max_abs_tau: stats.max_abs_tau.into(),
+            capped: stats.capped,
+            ik_fallbacks: stats.ik_fallbacks,
+            waypoints,
+            peak_rss_kib: peak_rss_kib(),
+        }
+    }
+
+    fn print_text(&self) {
+        println!("steps            {} accepted, {} rejected", self.steps, self.rejected_steps);
+        println!("frames           {}{}", self.frames, if self.capped { " (frame cap reached)" } else { "" });
+        println!(
+            "simulated time   {:.3} s in {:.3} s wall (real-time factor {:.1})",
+            self.sim_time_s, self.wall_time_s, self.rtf
+        );
+        println!("tracking error   RMS {:.3} mm, max {:.3} mm", self.rms_error_m * 1e3, self.max_error_m * 1e3);
+        let [t1, t2, t3] = self.max_abs_tau;
+        println!("max |tau|        {t1:.3}, {t2:.3}, {t3:.3} N m");
+        if let Some(kib) = self.peak_rss_kib {
+            println!("peak memory      {:.1} MiB", kib as f64 / 1024.0);
+        }
+    }
+}
+
+/// Peak resident set size of this process [KiB], where the OS reports it.
+fn peak_rss_kib() -> Option<i64> {
+    use nix::sys::resource::{getrusage, UsageWho};
+    getrusage(UsageWho::RUSAGE_SELF).ok().map(|usage| usage.max_rss())
+}
+
+/// Loads a YAML configuration, or the defaults without one.
+pub(crate) fn load_config(path: Option<&Path>) -> anyhow::Result<SilConfig> {
+    let Some(path) = path else { return Ok(SilConfig::default()) };
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    SilConfig::from_yaml(&text).with_context(|| format!("configuration {}", path.display()))
+}
+
+fn load_trajectory(path: Option<&Path>, robot: &Robot) -> anyhow::Result<Trajectory> {
+    let (waypoints, source) = match path {
+        Some(path) => {
+            let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+            let waypoints = read_waypoints(file).with_context(|| format!("trajectory {}", path.display()))?;
+            (waypoints, path.display().to_string())
+        }
+        None => (ArcSpec::default().waypoints(&robot.elbow(), robot.params().l_arm)?, "the built-in arc".to_owned()),
+    };
+    Trajectory::with_robot_forearm(waypoints, robot).with_context(|| format!("{source} is not a valid trajectory"))
+}
+
+#[derive(Debug, Serialize)]
+struct FrameRow {
+    t: f64,
+    x: f64,
+    y: f64,
+    z: f64,
+    xd: f64,
+    yd: f64,
+    zd: f64,
+    theta1: f64,
+    theta2: f64,
+    theta3: f64,
+    theta1_dot: f64,
+    theta2_dot: f64,
+    theta3_dot: f64,
+    tau1: f64,
+    tau2: f64,
+    tau3: f64,
+    x_ref: f64,
+    y_ref: f64,
+    z_ref: f64,
+}
+
+impl From<&Frame> for FrameRow {
+    fn from(f: &Frame) -> FrameRow {
+        FrameRow {
+            t: f.t,
+            x: f.x.x,
+            y: f.x.y,
+            z: f.x.z,
+            xd: f.x_dot.x,
+            yd: f.x_dot.y,
+            zd: f.x_dot.z,
+            theta1: f.theta.x,
+            theta2: f.theta.y,
+            theta3: f.theta.z,
+            theta1_dot: f.theta_dot.x,
+            theta2_dot: f.theta_dot.y,
+            theta3_dot: f.theta_dot.z,
+            tau1: f.tau.x,
+            tau2: f.tau.y,
+            tau3: f.tau.z,
+            x_ref: f.x_ref.x,
+            y_ref: f.x_ref.y,
+            z_ref: f.x_ref.z,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct IdealRow {
+    t: f64,
+    theta1: f64,
+    theta2: f64,
+    theta3: f64,
+    theta1_dot: f64,
+    theta2_dot: f64,
+    theta3_dot: f64,
+    tau1: f64,
+    tau2: f64,
+    tau3: f64,
+}
+
+impl From<&IdealPoint> for IdealRow {
+    fn from(p: &IdealPoint) -> IdealRow {
+        IdealRow {
+            t: p.t,
+            theta1: p.theta.x,
+            theta2: p.theta.y,
+            theta3: p.theta.z,
+            theta1_dot: p.theta_dot.x,
+            theta2_dot: p.theta_dot.y,
+            theta3_dot: p.theta_dot.z,
+            tau1: p.tau.x,
+            tau2: p.tau.y,
+            tau3: p.tau.z,
+        }
+    }
+}
+
+fn csv_writer(path: &Path) -> anyhow::Result<csv::Writer<BufWriter<File>>> {
+    let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+    Ok(csv::Writer::from_writer(BufWriter::new(file)))
+}
+
+/// A progress bar over simulated milliseconds, drawn only when stderr is a terminal.
+fn progress_bar(trajectory: &Trajectory) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let total_ms = ((trajectory.end_time() - trajectory.start_time()) * 1e3).ceil() as u64;
+    let style = ProgressStyle::with_template("{bar:40} {pos}/{len} ms simulated, {per_sec}, eta {eta}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+    ProgressBar::new(total_ms).with_style(style)
+}
+
+pub(crate) fn run(args: SilArgs) -> anyhow::Result<()> {
+    let config = load_config(args.config.as_deref())?;
+    let robot = Robot::new(config.robot.clone()).context("robot parameters")?;
+    let trajectory = Arc::new(load_trajectory(args.trajectory.as_deref(), &robot)?);
+    let mut frames_out = args.frames.as_deref().map(csv_writer).transpose()?;
+    let mut plot = args.plot.as_ref().map(|_| PlotRecorder::new());
+    let progress = progress_bar(&trajectory);
+    let mut simulation = Simulation::new(robot.clone(), trajectory.clone(), &config)?;
+
+    let started = Instant::now();
+    let mut failure = None;
+    while let Some(frame) = simulation.next() {
+        let frame = match frame {
+            Ok(frame) => frame,
+            Err(error) => {
+                failure = Some(error);
+                break;
+            }
+        };
+        if let Some(writer) = &mut frames_out {
+            writer.serialize(FrameRow::from(&frame)).context("cannot write a frame")?;
+        }
+        if let Some(plot) = &mut plot {
+            plot.record(&frame);
+        }
+        if simulation.stats().frames % 4096 == 0 {
+            progress.set_position(((frame.t - trajectory.start_time()) * 1e3) as u64);
+        }
+    }
+    let wall_time_s = started.elapsed().as_secs_f64();
+    progress.finish_and_clear();
+    if let Some(mut writer) = frames_out {
+        writer.flush().context("cannot write the frames")?;
+    }
+
+    if let Some(path) = &args.ideal {
+        let mut writer = csv_writer(path)?;
+        for point in IdealTorques::new(&robot, &trajectory) {
+            writer.serialize(IdealRow::from(&point?)).context("cannot write an ideal point")?;
+        }
+        writer.flush().context("cannot write the ideal torques")?;
+    }
+    if let (Some(path), Some(plot)) = (&args.plot, &plot) {
+        plot.draw(path).with_context(|| format!("cannot draw {}", path.display()))?;
+    }
+
+    let summary = Summary::new(simulation.stats(), wall_time_s, trajectory.waypoints().len());
+    if args.json {
+        let mut stdout = std::io::stdout().lock();
+        serde_json::to_writer(&mut stdout, &summary)?;
+        writeln!(stdout)?;
+    } else {
+        summary.print_text();
+    }
+    match failure {
+        Some(error) => Err(error).context("the simulation stopped early"),
+        None => Ok(()),
+    }
+}

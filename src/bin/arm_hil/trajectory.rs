@@ -1,0 +1,77 @@
+//! `arm_hil trajectory ...`: trajectory generators.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+
+use arm_hil::control::arc::ArcSpec;
+use arm_hil::control::trajectory_csv::write_waypoints;
+use arm_hil::model::math::Vec3;
+
+use crate::sil::load_config;
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum TrajectoryCommand {
+    /// The reference GUI's test motion: a great-circle arc on the forearm sphere, 100 waypoints
+    /// per degree, trapezoidal angular speed. Writes trajectory CSV.
+    Arc(ArcArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ArcArgs {
+    /// Start direction seen from the elbow: polar angle from +z, azimuth from +x [deg] [default: 70,-160]
+    #[arg(long, value_name = "THETA,PHI", value_parser = parse_direction, allow_hyphen_values = true)]
+    from: Option<[f64; 2]>,
+    /// End direction [deg] [default: 70,-110]
+    #[arg(long, value_name = "THETA,PHI", value_parser = parse_direction, allow_hyphen_values = true)]
+    to: Option<[f64; 2]>,
+    /// Peak angular speed [deg/s] [default: 5]
+    #[arg(long, value_name = "DEG_PER_S")]
+    max_speed: Option<f64>,
+    /// Angular acceleration [deg/s^2] [default: 10]
+    #[arg(long, value_name = "DEG_PER_S2")]
+    max_accel: Option<f64>,
+    /// Robot YAML whose elbow and l_arm define the sphere (default: the reference robot)
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Output CSV (default: standard output)
+    #[arg(long, short, value_name = "FILE")]
+    out: Option<PathBuf>,
+}
+
+pub(crate) fn run(command: TrajectoryCommand) -> anyhow::Result<()> {
+    let TrajectoryCommand::Arc(args) = command;
+    let config = load_config(args.config.as_deref())?;
+    let defaults = ArcSpec::default();
+    let spec = ArcSpec {
+        from_deg: args.from.unwrap_or(defaults.from_deg),
+        to_deg: args.to.unwrap_or(defaults.to_deg),
+        max_speed_deg_s: args.max_speed.unwrap_or(defaults.max_speed_deg_s),
+        max_accel_deg_s2: args.max_accel.unwrap_or(defaults.max_accel_deg_s2),
+        ..defaults
+    };
+    let waypoints = spec.waypoints(&Vec3::from(config.robot.elbow), config.robot.l_arm)?;
+    let out: Box<dyn Write> = match &args.out {
+        Some(path) => Box::new(File::create(path).with_context(|| format!("cannot create {}", path.display()))?),
+        None => Box::new(io::stdout().lock()),
+    };
+    write_waypoints(BufWriter::new(out), &waypoints).context("cannot write the trajectory")?;
+    log::info!(
+        "arc of {} waypoints over {:.3} s",
+        waypoints.len(),
+        waypoints.last().map_or(0.0, |w| w.t) - waypoints[0].t
+    );
+    Ok(())
+}
+
+/// Parses a direction `THETA,PHI` in degrees.
+fn parse_direction(text: &str) -> Result<[f64; 2], String> {
+    let angles = text.split(',').map(|part| part.trim().parse::<f64>()).collect::<Result<Vec<_>, _>>();
+    match angles.as_deref() {
+        Ok(&[theta, phi]) => Ok([theta, phi]),
+        _ => Err(format!("expected THETA,PHI in degrees, got `{text}`")),
+    }
+}

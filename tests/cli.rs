@@ -1,0 +1,100 @@
+//! The `arm_hil` command line as users and scripts call it.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn arm_hil(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_arm_hil")).args(args).output().expect("arm_hil runs")
+}
+
+fn scratch_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("arm_hil_cli_{name}_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn sil_without_arguments_runs_the_built_in_arc_and_prints_a_json_summary() {
+    let output = arm_hil(&["sil", "--json"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    for key in [
+        "steps",
+        "rejected_steps",
+        "frames",
+        "sim_time_s",
+        "wall_time_s",
+        "rtf",
+        "rms_error_m",
+        "max_error_m",
+        "max_abs_tau",
+    ] {
+        assert!(summary.get(key).is_some(), "missing key {key} in {summary}");
+    }
+    assert_eq!(summary["max_abs_tau"].as_array().unwrap().len(), 3);
+    assert!(summary["rms_error_m"].as_f64().unwrap() < 1e-3);
+}
+
+#[test]
+fn an_arc_written_by_trajectory_arc_runs_in_sil_with_all_outputs() {
+    let dir = scratch_dir("arc");
+    let arc = dir.join("arc.csv");
+    let arc_arg = arc.to_str().unwrap();
+    let written = arm_hil(&["trajectory", "arc", "--from", "65,-150", "--to", "65,-140", "--out", arc_arg]);
+    assert!(written.status.success(), "{}", String::from_utf8_lossy(&written.stderr));
+    let text = std::fs::read_to_string(&arc).unwrap();
+    assert!(text.starts_with("t,x,y,z,xd,yd,zd,xdd,ydd,zdd\n"));
+    let arc_degrees = 9.06; // the great circle between the two directions
+    let rows = text.lines().count() - 1;
+    assert!(rows as f64 > arc_degrees * 100.0 && (rows as f64) < arc_degrees * 100.0 + 3.0, "{rows} waypoints");
+
+    let [frames, ideal, plot] = ["frames.csv", "ideal.csv", "plot.svg"].map(|name| dir.join(name));
+    let output = arm_hil(&[
+        "sil",
+        "--trajectory",
+        arc_arg,
+        "--frames",
+        frames.to_str().unwrap(),
+        "--ideal",
+        ideal.to_str().unwrap(),
+        "--plot",
+        plot.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("tracking error"));
+    let frames = std::fs::read_to_string(frames).unwrap();
+    assert!(frames.starts_with("t,x,y,z,xd,yd,zd,theta1,theta2,theta3,"));
+    assert_eq!(std::fs::read_to_string(ideal).unwrap().lines().count(), rows + 1);
+    assert!(std::fs::read_to_string(plot).unwrap().starts_with("<svg"));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn an_unreachable_waypoint_is_refused_naming_its_index() {
+    let dir = scratch_dir("unreachable");
+    let path = dir.join("bad.csv");
+    std::fs::write(&path, "t,x,y,z,xd,yd,zd,xdd,ydd,zdd\n0,0.15,0,0.2,0,0,0,0,0,0\n1,3,3,3,0,0,0,0,0,0\n").unwrap();
+    let output = arm_hil(&["sil", "--trajectory", path.to_str().unwrap()]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("waypoint 1 is unreachable"), "{stderr}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_configuration_with_an_unknown_key_is_refused() {
+    let dir = scratch_dir("config");
+    let path = dir.join("bad.yaml");
+    std::fs::write(&path, "controller:\n  kp: 100\n  kq: 3\n").unwrap();
+    let output = arm_hil(&["sil", "--config", path.to_str().unwrap()]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("unknown field `kq`"), "{stderr}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn the_example_configuration_lists_the_defaults() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/sil.yaml")).unwrap();
+    assert_eq!(arm_hil::sim::SilConfig::from_yaml(&text).unwrap(), arm_hil::sim::SilConfig::default());
+}
