@@ -3,8 +3,10 @@
 //!
 //! Layers, each using only the ones above it (DESIGN.md §1):
 //! [`model`] (the robot), [`control`] (trajectories, controller, filters),
-//! [`sim`] (the SIL engine).
+//! [`sim`] (the SIL engine), [`protocol`] (sans-IO wire codecs), [`bridge`] (TCP servers).
 
+pub mod bridge;
 pub mod control;
 pub mod model;
+pub mod protocol;
 pub mod sim;

@@ -1,6 +1,7 @@
 //! `arm_hil`: the command line. Everything runs without ROS and without hardware.
 
 mod plot;
+mod serve;
 mod sil;
 mod trajectory;
 
@@ -19,6 +20,8 @@ struct Cli {
 enum Command {
     /// Run the SIL simulator on a trajectory (default: the built-in arc) and print a summary.
     Sil(sil::SilArgs),
+    /// Serve the port-5555 binary protocol to the lab's GUI clients.
+    Serve(serve::ServeArgs),
     /// Write trajectories.
     #[command(subcommand)]
     Trajectory(trajectory::TrajectoryCommand),
@@ -28,6 +31,7 @@ fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let result = match Cli::parse().command {
         Command::Sil(args) => sil::run(args),
+        Command::Serve(args) => serve::run(args),
         Command::Trajectory(command) => trajectory::run(command),
     };
     match result {

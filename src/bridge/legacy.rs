@@ -1,0 +1,360 @@
+//! The port-5555 server: existing GUI clients drive the simulator over TCP (DESIGN.md §3).
+//!
+//! Per connection: read the request in bounded chunks with an idle timeout, validate it, send
+//! the 12-byte header, stream frames as the engine produces them, the end marker, the ideal
+//! blocks (SIL), then shut down the write side. Frames pass from a blocking producer thread to
+//! the socket through a bounded channel, so a slow reader slows only its own session and memory
+//! does not grow with the number of frames. A refused connection is logged with the peer and
+//! the reason, and gets no bytes.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, Semaphore};
+
+use crate::control::{Trajectory, TrajectoryError, MAX_WAYPOINTS};
+use crate::model::Robot;
+use crate::protocol::legacy::{
+    encode_frame, encode_header, encode_ideal, end_marker, Mode, Request, RequestDecoder, RequestError, FRAME_BYTES,
+};
+use crate::sim::{Frame, IdealTorques, SilConfig, SimError, Simulation};
+
+/// Server settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LegacyServerConfig {
+    /// Listening address. Default 127.0.0.1:5555 (loopback: expose it on purpose).
+    pub bind: SocketAddr,
+    /// Longest wait for the next bytes of a request [s]. Default 10.
+    pub idle_timeout_s: f64,
+    /// Longest a single write to a client may make no progress [s]. Default 30.
+    pub write_stall_timeout_s: f64,
+    /// Sessions served at once; more connections are refused. Default 64.
+    pub max_sessions: usize,
+    /// Largest trajectory accepted. Default 1 000 000 (the spec's limit).
+    pub max_waypoints: usize,
+    /// Device paths an `H` client may name (glob patterns). A network client never opens
+    /// anything else. Default /dev/ttyUSB*, /dev/ttyACM*, /dev/serial/by-id/*, auto.
+    pub device_allow_list: Vec<String>,
+}
+
+impl Default for LegacyServerConfig {
+    fn default() -> Self {
+        LegacyServerConfig {
+            bind: SocketAddr::from(([127, 0, 0, 1], 5555)),
+            idle_timeout_s: 10.0,
+            write_stall_timeout_s: 30.0,
+            max_sessions: 64,
+            max_waypoints: MAX_WAYPOINTS,
+            device_allow_list: ["/dev/ttyUSB*", "/dev/ttyACM*", "/dev/serial/by-id/*", "auto"]
+                .map(String::from)
+                .to_vec(),
+        }
+    }
+}
+
+impl LegacyServerConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        for (name, value) in
+            [("idle_timeout_s", self.idle_timeout_s), ("write_stall_timeout_s", self.write_stall_timeout_s)]
+        {
+            if !(value.is_finite() && value > 0.0) {
+                return Err(format!("server.{name} must be finite and > 0, got {value}"));
+            }
+        }
+        if self.max_sessions == 0 || !(1..=MAX_WAYPOINTS).contains(&self.max_waypoints) {
+            return Err(format!(
+                "server.max_sessions must be > 0 and server.max_waypoints in 1..={MAX_WAYPOINTS}, got {} and {}",
+                self.max_sessions, self.max_waypoints
+            ));
+        }
+        if let Some(bad) = self.device_allow_list.iter().find(|pattern| glob::Pattern::new(pattern).is_err()) {
+            return Err(format!("server.device_allow_list has an invalid pattern `{bad}`"));
+        }
+        Ok(())
+    }
+}
+
+/// Why a session ended early. Every variant is logged with the peer.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("too many sessions ({0} running)")]
+    Busy(usize),
+    #[error("no bytes for {0:?} while reading the request ({1} waypoints received)")]
+    IdleTimeout(Duration, usize),
+    #[error("the client closed the connection mid-request ({0} waypoints received)")]
+    Truncated(usize),
+    #[error("bad request: {0}")]
+    Request(#[from] RequestError),
+    #[error("bad trajectory: {0}")]
+    Trajectory(#[from] TrajectoryError),
+    #[error("device `{0}` is not on the allow-list")]
+    DeviceNotAllowed(String),
+    #[error("this server has no HIL hardware configured")]
+    HilUnavailable,
+    #[error("the client read nothing for {0:?}")]
+    WriteStalled(Duration),
+    #[error("the simulation stopped: {0}")]
+    Simulation(#[from] SimError),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// What a completed session sent.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SessionReport {
+    pub waypoints: usize,
+    /// Frames sent before the end marker.
+    pub frames: u64,
+    /// True when the frame cap ended the run early (the end marker was still sent).
+    pub capped: bool,
+}
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    #[error(transparent)]
+    SilConfig(#[from] crate::sim::ConfigError),
+    #[error(transparent)]
+    Model(#[from] crate::model::ModelError),
+    #[error("cannot listen: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+struct Shared {
+    config: LegacyServerConfig,
+    sil: SilConfig,
+    robot: Robot,
+    sessions: Semaphore,
+}
+
+/// A bound port-5555 server.
+pub struct LegacyServer {
+    listener: TcpListener,
+    shared: Arc<Shared>,
+}
+
+/// Frames per chunk handed from the simulation thread to the socket writer (64 KiB).
+const CHUNK_FRAMES: usize = 512;
+/// Chunks in flight per session: the whole per-session buffer is 4 x 64 KiB.
+const CHUNKS_IN_FLIGHT: usize = 4;
+
+impl LegacyServer {
+    /// Validates the configuration and binds the listening socket.
+    pub async fn bind(config: LegacyServerConfig, sil: SilConfig) -> Result<LegacyServer, ServerError> {
+        config.validate().map_err(ServerError::Config)?;
+        sil.validate()?;
+        let robot = Robot::new(sil.robot.clone())?;
+        let listener = TcpListener::bind(config.bind).await?;
+        let sessions = Semaphore::new(config.max_sessions);
+        let shared = Arc::new(Shared { config, sil, robot, sessions });
+        Ok(LegacyServer { listener, shared })
+    }
+
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Accepts clients until the task is dropped; each is served on its own task.
+    pub async fn serve(self) -> std::io::Result<()> {
+        loop {
+            let (stream, peer) = match self.listener.accept().await {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    // Running out of file descriptors must not end the server: wait and retry.
+                    log::warn!("accept failed: {error}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            };
+            let shared = self.shared.clone();
+            tokio::spawn(async move {
+                match serve_connection(&shared, stream).await {
+                    Ok(report) => log::info!(
+                        "{peer}: served {} waypoints, {} frames{}",
+                        report.waypoints,
+                        report.frames,
+                        if report.capped { " (frame cap reached)" } else { "" }
+                    ),
+                    Err(error) => {
+                        let index = match &error {
+                            SessionError::Trajectory(trajectory) => trajectory.index(),
+                            _ => None,
+                        };
+                        match index {
+                            Some(index) => log::warn!("{peer}: refused: {error} (first bad index {index})"),
+                            None => log::warn!("{peer}: refused: {error}"),
+                        }
+                    }
+                }
+            });
+        }
+    }
+}
+
+async fn serve_connection(shared: &Shared, mut stream: TcpStream) -> Result<SessionReport, SessionError> {
+    let in_use = shared.config.max_sessions - shared.sessions.available_permits();
+    let _permit = shared.sessions.try_acquire().map_err(|_| SessionError::Busy(in_use))?;
+    stream.set_nodelay(true)?;
+    let request = read_request(shared, &mut stream).await?;
+    match &request.mode {
+        Mode::Sil => {}
+        Mode::Hil { sensor, arduino } => {
+            for device in [sensor, arduino] {
+                let allowed = shared.config.device_allow_list.iter().filter_map(|p| glob::Pattern::new(p).ok());
+                if !allowed.into_iter().any(|pattern| pattern.matches(device)) {
+                    return Err(SessionError::DeviceNotAllowed(device.clone()));
+                }
+            }
+            return Err(SessionError::HilUnavailable);
+        }
+    }
+    let trajectory = Arc::new(Trajectory::new(request.waypoints, request.elbow, request.l_arm, &shared.robot)?);
+    stream_sil(shared, stream, trajectory).await
+}
+
+async fn read_request(shared: &Shared, stream: &mut TcpStream) -> Result<Request, SessionError> {
+    let idle = Duration::from_secs_f64(shared.config.idle_timeout_s);
+    let mut decoder = RequestDecoder::new(shared.config.max_waypoints);
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let read = tokio::time::timeout(idle, stream.read(&mut buf))
+            .await
+            .map_err(|_| SessionError::IdleTimeout(idle, decoder.waypoints_received()))??;
+        if read == 0 {
+            return Err(SessionError::Truncated(decoder.waypoints_received()));
+        }
+        let (used, request) = decoder.decode(&buf[..read])?;
+        if let Some(request) = request {
+            if used < read {
+                log::debug!("ignoring {} bytes after the request", read - used);
+            }
+            return Ok(request);
+        }
+    }
+}
+
+/// Streams a SIL run: header, frames, end marker, ideal blocks, then shuts down writing.
+async fn stream_sil(
+    shared: &Shared,
+    mut stream: TcpStream,
+    trajectory: Arc<Trajectory>,
+) -> Result<SessionReport, SessionError> {
+    let stall = Duration::from_secs_f64(shared.config.write_stall_timeout_s);
+    let count = trajectory.waypoints().len();
+    let mut header = Vec::with_capacity(12);
+    encode_header(trajectory.end_time(), count as i32, &mut header);
+    write_chunk(&mut stream, &header, stall).await?;
+
+    let (chunks, mut received) = mpsc::channel::<Vec<u8>>(CHUNKS_IN_FLIGHT);
+    let (robot, config) = (shared.robot.clone(), shared.sil.clone());
+    let producer = tokio::task::spawn_blocking(move || produce_sil(robot, trajectory, &config, chunks));
+    let mut written = Ok(());
+    while let Some(chunk) = received.recv().await {
+        written = write_chunk(&mut stream, &chunk, stall).await;
+        if written.is_err() {
+            // Dropping the receiver stops the producer at its next chunk.
+            break;
+        }
+    }
+    drop(received);
+    let produced = producer.await.map_err(|error| std::io::Error::other(error.to_string()))?;
+    written?;
+    stream.shutdown().await?;
+    let (report, simulation_error) = produced;
+    match simulation_error {
+        Some(error) => Err(error.into()),
+        None => Ok(SessionReport { waypoints: count, ..report }),
+    }
+}
+
+async fn write_chunk(stream: &mut TcpStream, bytes: &[u8], stall: Duration) -> Result<(), SessionError> {
+    tokio::time::timeout(stall, stream.write_all(bytes)).await.map_err(|_| SessionError::WriteStalled(stall))??;
+    Ok(())
+}
+
+/// Collects encoded bytes and hands them to the socket writer in chunks.
+struct ChunkSender {
+    chunks: mpsc::Sender<Vec<u8>>,
+    chunk: Vec<u8>,
+}
+
+impl ChunkSender {
+    const CHUNK_BYTES: usize = CHUNK_FRAMES * FRAME_BYTES;
+
+    fn new(chunks: mpsc::Sender<Vec<u8>>) -> ChunkSender {
+        ChunkSender { chunks, chunk: Vec::with_capacity(Self::CHUNK_BYTES) }
+    }
+
+    /// Sends the chunk once it is full; false when the writer is gone.
+    fn send_when_full(&mut self) -> bool {
+        self.chunk.len() < Self::CHUNK_BYTES || self.send()
+    }
+
+    /// Sends what is collected; false when the writer is gone.
+    fn send(&mut self) -> bool {
+        let full = std::mem::replace(&mut self.chunk, Vec::with_capacity(Self::CHUNK_BYTES));
+        self.chunks.blocking_send(full).is_ok()
+    }
+}
+
+/// Runs the simulation on a blocking thread and sends the encoded response in chunks. A run that
+/// fails mid-way still ends its stream with the end marker and the ideal blocks, so that clients
+/// finish reading; the error is returned for the log. Stops early when the writer is gone.
+fn produce_sil(
+    robot: Robot,
+    trajectory: Arc<Trajectory>,
+    config: &SilConfig,
+    chunks: mpsc::Sender<Vec<u8>>,
+) -> (SessionReport, Option<SimError>) {
+    let mut report = SessionReport { waypoints: trajectory.waypoints().len(), frames: 0, capped: false };
+    let mut out = ChunkSender::new(chunks);
+    let mut simulation = match Simulation::new(robot.clone(), trajectory.clone(), config) {
+        Ok(simulation) => simulation,
+        Err(error) => return (report, Some(error)),
+    };
+    let start = trajectory.waypoints()[0];
+    let mut last = Frame { t: start.t, x: start.x, x_dot: start.xd, ..Frame::default() };
+    let mut failure = None;
+    for frame in &mut simulation {
+        match frame {
+            // The run's last frame ends at end_time; the end marker carries that state instead,
+            // because clients stop at the first frame with t >= end_time.
+            Ok(frame) if frame.t >= trajectory.end_time() => last = frame,
+            Ok(frame) => {
+                encode_frame(&frame, &mut out.chunk);
+                report.frames += 1;
+                last = frame;
+                if !out.send_when_full() {
+                    return (report, None);
+                }
+            }
+            Err(error) => {
+                failure = Some(error);
+                break;
+            }
+        }
+    }
+    report.capped = simulation.stats().capped;
+    encode_frame(&end_marker(&last, trajectory.end_time()), &mut out.chunk);
+    for point in IdealTorques::new(&robot, &trajectory) {
+        match point {
+            Ok(point) => encode_ideal(&point, &mut out.chunk),
+            Err(error) => {
+                failure.get_or_insert(SimError::Model { t: trajectory.end_time(), source: error });
+                break;
+            }
+        }
+        if !out.send_when_full() {
+            return (report, failure);
+        }
+    }
+    out.send();
+    (report, failure)
+}

@@ -1,0 +1,3 @@
+//! TCP servers and clients: thin async shells around the sans-IO codecs of [`crate::protocol`].
+
+pub mod legacy;

@@ -1,0 +1,269 @@
+//! The port-5555 server over real sockets on 127.0.0.1: complete streams, parallel clients,
+//! and misbehaving clients that never stop it from serving the next one.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::time::Duration;
+
+use arm_hil::bridge::legacy::{LegacyServer, LegacyServerConfig};
+use arm_hil::control::arc::ArcSpec;
+use arm_hil::control::{Trajectory, Waypoint};
+use arm_hil::model::math::Vec3;
+use arm_hil::model::Robot;
+use arm_hil::protocol::legacy::{encode_request, Mode, Request, ResponseDecoder, ResponseItem};
+use arm_hil::sim::{Frame, IdealPoint, IdealTorques, SilConfig, Simulation};
+
+/// Starts a server on a free loopback port on its own runtime thread.
+fn start_server(config: LegacyServerConfig) -> SocketAddr {
+    let (address_tx, address_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(async {
+            let server = LegacyServer::bind(config, SilConfig::default()).await.unwrap();
+            address_tx.send(server.local_addr().unwrap()).unwrap();
+            server.serve().await
+        })
+    });
+    address_rx.recv().unwrap()
+}
+
+fn test_config() -> LegacyServerConfig {
+    LegacyServerConfig {
+        bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+        idle_timeout_s: 1.0,
+        write_stall_timeout_s: 1.0,
+        ..LegacyServerConfig::default()
+    }
+}
+
+/// A short arc: 2 degrees, about 0.9 s, 18 000 frames.
+fn short_arc() -> Vec<Waypoint> {
+    let robot = Robot::default();
+    let spec = ArcSpec { from_deg: [65.0, -150.0], to_deg: [65.0, -148.0], ..ArcSpec::default() };
+    spec.waypoints(&robot.elbow(), robot.params().l_arm).unwrap()
+}
+
+fn sil_request(waypoints: Vec<Waypoint>) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    encode_request(&Request { mode: Mode::Sil, elbow: Vec3::new(0.35, 0.35, 0.0), l_arm: 0.45, waypoints }, &mut bytes);
+    bytes
+}
+
+fn hil_request(sensor: &str, arduino: &str) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    let mode = Mode::Hil { sensor: sensor.into(), arduino: arduino.into() };
+    encode_request(
+        &Request { mode, elbow: Vec3::new(0.35, 0.35, 0.0), l_arm: 0.45, waypoints: short_arc() },
+        &mut bytes,
+    );
+    bytes
+}
+
+/// What a client received.
+#[derive(Debug, Default)]
+struct Response {
+    header: Option<(f64, i32)>,
+    frames: Vec<Frame>,
+    end_marker: Option<Frame>,
+    ideal: Vec<IdealPoint>,
+    eof_after_response: bool,
+    bytes: usize,
+}
+
+fn connect(address: SocketAddr) -> TcpStream {
+    let stream = TcpStream::connect(address).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    stream
+}
+
+/// Sends `request` and reads the whole response as the GUI does.
+fn exchange(address: SocketAddr, request: &[u8]) -> Response {
+    let mut stream = connect(address);
+    stream.write_all(request).unwrap();
+    read_response(&mut stream)
+}
+
+fn read_response(stream: &mut TcpStream) -> Response {
+    let mut decoder = ResponseDecoder::new(true);
+    let mut response = Response::default();
+    let mut buf = vec![0u8; 65536];
+    loop {
+        let read = match stream.read(&mut buf) {
+            Ok(read) => read,
+            Err(error) if error.kind() == std::io::ErrorKind::ConnectionReset => 0,
+            Err(error) => panic!("read failed: {error}"),
+        };
+        if read == 0 {
+            response.eof_after_response = decoder.is_done();
+            return response;
+        }
+        response.bytes += read;
+        let mut rest = &buf[..read];
+        while !rest.is_empty() {
+            let (used, item) = decoder.decode(rest).unwrap();
+            rest = &rest[used..];
+            match item {
+                Some(ResponseItem::Header { end_time, n }) => response.header = Some((end_time, n)),
+                Some(ResponseItem::Frame(frame)) => response.frames.push(frame),
+                Some(ResponseItem::EndMarker(frame)) => response.end_marker = Some(frame),
+                Some(ResponseItem::Ideal(point)) => response.ideal.push(point),
+                None => assert!(rest.is_empty() || decoder.is_done(), "bytes after the response"),
+            }
+        }
+    }
+}
+
+/// The response the engine itself gives for `waypoints`, wire fields only.
+fn expected_response(waypoints: Vec<Waypoint>) -> (Vec<Frame>, Vec<IdealPoint>) {
+    let robot = Robot::default();
+    let trajectory = Arc::new(Trajectory::with_robot_forearm(waypoints, &robot).unwrap());
+    let simulation = Simulation::new(robot.clone(), trajectory.clone(), &SilConfig::default()).unwrap();
+    let frames = simulation.map(|frame| Frame { x_ref: Vec3::zeros(), ..frame.unwrap() }).collect();
+    let ideal = IdealTorques::new(&robot, &trajectory).map(Result::unwrap).collect();
+    (frames, ideal)
+}
+
+fn assert_complete_and_correct(response: &Response, frames: &[Frame], ideal: &[IdealPoint]) {
+    let (end_time, n) = response.header.expect("header");
+    assert_eq!(n as usize, ideal.len());
+    let last = frames.last().unwrap();
+    assert_eq!(end_time, last.t);
+    // Every frame before the end, exactly as the engine computed it.
+    assert_eq!(response.frames.as_slice(), &frames[..frames.len() - 1]);
+    assert!(response.frames.windows(2).all(|pair| pair[0].t < pair[1].t));
+    let marker = response.end_marker.expect("end marker");
+    assert_eq!(marker, Frame { tau: Vec3::zeros(), ..*last });
+    assert_eq!(response.ideal.as_slice(), ideal);
+    assert!(response.eof_after_response, "the server must close after the response");
+}
+
+#[test]
+fn a_sil_session_returns_header_frames_end_marker_ideal_blocks_then_eof() {
+    let address = start_server(test_config());
+    let (frames, ideal) = expected_response(short_arc());
+    let response = exchange(address, &sil_request(short_arc()));
+    assert_complete_and_correct(&response, &frames, &ideal);
+}
+
+#[test]
+fn thirty_two_parallel_sil_clients_all_get_complete_correct_streams() {
+    let address = start_server(test_config());
+    let (frames, ideal) = expected_response(short_arc());
+    let request = Arc::new(sil_request(short_arc()));
+    let clients: Vec<_> = (0..32)
+        .map(|_| {
+            let request = request.clone();
+            std::thread::spawn(move || exchange(address, &request))
+        })
+        .collect();
+    for client in clients {
+        assert_complete_and_correct(&client.join().unwrap(), &frames, &ideal);
+    }
+}
+
+#[test]
+fn the_python_client_written_from_the_spec_reads_a_complete_stream() {
+    let address = start_server(test_config());
+    let output = std::process::Command::new("python3")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/legacy_client.py"))
+        .arg(address.to_string())
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/arc_9deg.csv"))
+        .output()
+        .expect("python3 runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(summary["n"], 908);
+    assert_eq!(summary["ideal_blocks"], 908);
+    assert_eq!(summary["increasing_t"], true);
+    assert_eq!(summary["end_marker_t"], summary["end_time"]);
+    assert_eq!(summary["end_marker_tau"], serde_json::json!([0.0, 0.0, 0.0]));
+    assert_eq!(summary["eof"], true);
+    assert!(summary["frames"].as_u64().unwrap() > 40_000);
+}
+
+/// A refused request gets no bytes at all, and the connection is closed.
+fn assert_refused(address: SocketAddr, request: &[u8]) {
+    let response = exchange(address, request);
+    assert_eq!(response.bytes, 0, "a refused request must get no bytes");
+}
+
+fn with_waypoint(change: impl FnOnce(&mut Vec<Waypoint>)) -> Vec<u8> {
+    let mut waypoints = short_arc();
+    change(&mut waypoints);
+    sil_request(waypoints)
+}
+
+fn bad_count(n: i32) -> Vec<u8> {
+    let mut bytes = vec![b'S'];
+    bytes.extend_from_slice(&n.to_le_bytes());
+    bytes.extend_from_slice(&[0u8; 32]);
+    bytes
+}
+
+#[test]
+fn bad_requests_are_refused_and_the_next_good_client_is_served() {
+    let address = start_server(test_config());
+    let (frames, ideal) = expected_response(short_arc());
+    let good = sil_request(short_arc());
+    let bad_requests: Vec<(&str, Vec<u8>)> = vec![
+        ("unknown mode byte", b"Q".to_vec()),
+        ("n = 0", bad_count(0)),
+        ("n = -5", bad_count(-5)),
+        ("n = 1 000 001", bad_count(1_000_001)),
+        ("NaN in a waypoint", with_waypoint(|w| w[10].xd.y = f64::NAN)),
+        ("t not increasing", with_waypoint(|w| w[20].t = w[19].t)),
+        ("an unreachable point", with_waypoint(|w| w[30].x = Vec3::new(3.0, 3.0, 3.0))),
+        ("a HIL device outside the allow-list", hil_request("/etc/passwd", "auto")),
+        ("a HIL Arduino outside the allow-list", hil_request("/dev/ttyUSB0", "/dev/sda")),
+    ];
+    for (what, request) in bad_requests {
+        assert_refused(address, &request);
+        let response = exchange(address, &good);
+        assert_complete_and_correct(&response, &frames, &ideal);
+        eprintln!("served a good client after: {what}");
+    }
+}
+
+#[test]
+fn a_truncated_payload_is_refused_and_the_next_good_client_is_served() {
+    let address = start_server(test_config());
+    let (frames, ideal) = expected_response(short_arc());
+    let good = sil_request(short_arc());
+    // Half a request, then the client closes its write side.
+    let mut stream = connect(address);
+    stream.write_all(&good[..good.len() / 2]).unwrap();
+    stream.shutdown(Shutdown::Write).unwrap();
+    assert_eq!(read_response(&mut stream).bytes, 0);
+    // Half a request, then silence: the idle timeout ends it.
+    let mut silent = connect(address);
+    silent.write_all(&good[..100]).unwrap();
+    assert_eq!(read_response(&mut silent).bytes, 0);
+    assert_complete_and_correct(&exchange(address, &good), &frames, &ideal);
+}
+
+#[test]
+fn clients_that_vanish_or_never_read_do_not_stall_the_server() {
+    let address = start_server(test_config());
+    let (frames, ideal) = expected_response(short_arc());
+    let good = sil_request(short_arc());
+    // One client disconnects mid-stream.
+    let mut leaving = connect(address);
+    leaving.write_all(&good).unwrap();
+    let mut some = [0u8; 4096];
+    leaving.read_exact(&mut some).unwrap();
+    drop(leaving);
+    // Another sends a request and never reads: its session stalls and is dropped on its own.
+    let mut idle = connect(address);
+    idle.write_all(&good).unwrap();
+    for _ in 0..2 {
+        assert_complete_and_correct(&exchange(address, &good), &frames, &ideal);
+    }
+    drop(idle);
+}
+
+#[test]
+fn hil_sessions_are_refused_while_the_server_has_no_hil_hardware() {
+    let address = start_server(test_config());
+    assert_refused(address, &hil_request("/dev/ttyUSB0", "auto"));
+}
