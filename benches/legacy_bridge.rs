@@ -60,7 +60,10 @@ fn arc(waypoints_per_degree: f64) -> Vec<Waypoint> {
 fn stream(address: &str, waypoints: Vec<Waypoint>) -> (u64, f64) {
     let robot = Robot::default();
     let mut request = Vec::new();
-    encode_request(&Request { mode: Mode::Sil, elbow: robot.elbow(), l_arm: robot.params().l_arm, waypoints }, &mut request);
+    encode_request(
+        &Request { mode: Mode::Sil, elbow: robot.elbow(), l_arm: robot.params().l_arm, waypoints },
+        &mut request,
+    );
     let started = Instant::now();
     let mut socket = TcpStream::connect(address).expect("connect");
     socket.write_all(&request).expect("send");
@@ -86,21 +89,27 @@ fn engine_alone(waypoints: Vec<Waypoint>) -> (u64, f64) {
     let trajectory = Arc::new(Trajectory::with_robot_forearm(waypoints, &robot).expect("valid"));
     let started = Instant::now();
     let simulation = Simulation::new(robot, trajectory, &SilConfig::default()).expect("valid run");
-    let frames = simulation.map(|frame| frame.expect("no divergence")).count() as u64;
+    let frames = simulation.inspect(|frame| assert!(frame.is_ok(), "no divergence")).count() as u64;
     (frames, started.elapsed().as_secs_f64())
 }
 
 fn main() {
     let server = Server::start();
     let long = arc(100.0);
-    let best = |run: &dyn Fn() -> (u64, f64)| (0..5).map(|_| run()).fold((0, f64::INFINITY), |a, b| if b.1 < a.1 { b } else { a });
+    let best = |run: &dyn Fn() -> (u64, f64)| {
+        (0..5).map(|_| run()).fold((0, f64::INFINITY), |a, b| if b.1 < a.1 { b } else { a })
+    };
     let (engine_frames, engine_s) = best(&|| engine_alone(long.clone()));
     let (served_frames, served_s) = best(&|| stream(&server.address, long.clone()));
     let engine_rate = engine_frames as f64 / engine_s;
     let served_rate = served_frames as f64 / served_s;
     println!("default arc, {engine_frames} frames, best of 5:");
     println!("  engine alone            {:>10.0} frames/s", engine_rate);
-    println!("  streamed over loopback  {:>10.0} frames/s ({:.1}% of the engine)", served_rate, 100.0 * served_rate / engine_rate);
+    println!(
+        "  streamed over loopback  {:>10.0} frames/s ({:.1}% of the engine)",
+        served_rate,
+        100.0 * served_rate / engine_rate
+    );
 
     let huge = arc(999_999.0 / 46.8);
     let count = huge.len().min(1_000_000);

@@ -7,6 +7,7 @@
 
 pub mod bridge;
 pub mod control;
+pub mod hil;
 pub mod model;
 pub mod protocol;
 pub mod sim;

@@ -96,6 +96,11 @@ impl TaskSpaceController {
         &self.config
     }
 
+    /// The joint-space motion of the last update (or the fallback it reused).
+    pub fn last_motion(&self) -> Option<&ArmMotion> {
+        self.last_motion.as_ref()
+    }
+
     /// PID in task space (C2): xdd_cmd = xdd_d + Kp e + Kd edot + Ki int(e), with the integral
     /// clamped component-wise (anti-windup). `dt` is the control period [s].
     pub fn task_acceleration(&mut self, reference: &Reference, estimate: &Estimate, dt: f64) -> Vec3 {

@@ -172,20 +172,27 @@ impl Estimator {
         self.elbow + spherical_direction(reading.theta, reading.phi) * (self.l_arm + bias)
     }
 
-    /// One filter cycle: predict over `dt` [s] with the last commanded acceleration [m/s^2],
-    /// then correct with `reading`. The first reading initialises the filter.
+    /// One filter cycle with a reading: predict over `dt` [s] with the last commanded
+    /// acceleration [m/s^2], then correct. The first reading initialises the filter.
     pub fn update(&mut self, reading: &SphericalReading, dt: f64, commanded_acceleration: &Vec3) -> Estimate {
         let z = self.measured_point(reading);
-        let acceleration = if self.config.use_commanded_acceleration { *commanded_acceleration } else { Vec3::zeros() };
+        self.predict(dt, commanded_acceleration);
         let kalman = match &mut self.kalman {
             Some(kalman) => {
-                kalman.predict(dt, &acceleration);
                 kalman.correct(&z);
                 kalman
             }
             None => self.kalman.insert(PositionVelocityKalman::new(z, self.config.sigma_a, self.sigma_m)),
         };
         kalman.estimate()
+    }
+
+    /// One filter cycle without a reading: predict only. `None` before the first reading.
+    pub fn predict(&mut self, dt: f64, commanded_acceleration: &Vec3) -> Option<Estimate> {
+        let acceleration = if self.config.use_commanded_acceleration { *commanded_acceleration } else { Vec3::zeros() };
+        let kalman = self.kalman.as_mut()?;
+        kalman.predict(dt, &acceleration);
+        Some(kalman.estimate())
     }
 
     /// Current range-bias estimate [m].

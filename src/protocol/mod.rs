@@ -4,3 +4,4 @@
 //! of the input, never panic, and check lengths before allocating.
 
 pub mod legacy;
+pub mod rig;

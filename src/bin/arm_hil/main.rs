@@ -1,5 +1,7 @@
 //! `arm_hil`: the command line. Everything runs without ROS and without hardware.
 
+mod config;
+mod hil;
 mod plot;
 mod serve;
 mod sil;
@@ -20,6 +22,8 @@ struct Cli {
 enum Command {
     /// Run the SIL simulator on a trajectory (default: the built-in arc) and print a summary.
     Sil(sil::SilArgs),
+    /// Run the HIL loop at a fixed rate against the simulated plant or the reference rig.
+    Hil(hil::HilArgs),
     /// Serve the port-5555 binary protocol to the lab's GUI clients.
     Serve(serve::ServeArgs),
     /// Write trajectories.
@@ -32,6 +36,7 @@ fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Command::Sil(args) => sil::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Hil(args) => hil::run(args),
         Command::Trajectory(command) => trajectory::run(command),
     };
     match result {

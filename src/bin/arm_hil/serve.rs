@@ -1,15 +1,15 @@
 //! `arm_hil serve`: the port-5555 server for the lab's GUI clients.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
 use serde::Deserialize;
 
 use arm_hil::bridge::legacy::{LegacyServer, LegacyServerConfig};
-use arm_hil::sim::SilConfig;
+
+use crate::config;
 
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
@@ -21,32 +21,15 @@ pub(crate) struct ServeArgs {
     config: Option<PathBuf>,
 }
 
-/// The serve configuration file: the SIL sections at the top level, plus `server`.
+/// The sections of `serve` beside the SIL ones.
 #[derive(Debug, Default, Deserialize)]
-struct ServeConfig {
+struct ServeSections {
     #[serde(default)]
     server: LegacyServerConfig,
-    #[serde(flatten)]
-    sil: SilConfig,
-    /// Top-level keys neither section took: refused, as everywhere else.
-    #[serde(flatten)]
-    unknown: BTreeMap<String, serde_norway::Value>,
-}
-
-fn load(path: Option<&Path>) -> anyhow::Result<ServeConfig> {
-    let Some(path) = path else { return Ok(ServeConfig::default()) };
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let config: ServeConfig =
-        serde_norway::from_str(&text).with_context(|| format!("configuration {}", path.display()))?;
-    if let Some(key) = config.unknown.keys().next() {
-        anyhow::bail!("configuration {}: unknown section `{key}`", path.display());
-    }
-    config.sil.validate().with_context(|| format!("configuration {}", path.display()))?;
-    Ok(config)
 }
 
 pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
-    let ServeConfig { mut server, sil, .. } = load(args.config.as_deref())?;
+    let (sil, ServeSections { mut server }) = config::load::<ServeSections>(args.config.as_deref())?;
     if let Some(bind) = args.bind {
         server.bind = bind;
     }

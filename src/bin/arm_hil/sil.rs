@@ -18,6 +18,7 @@ use arm_hil::control::Trajectory;
 use arm_hil::model::Robot;
 use arm_hil::sim::{Frame, IdealPoint, IdealTorques, RunStats, SilConfig, Simulation};
 
+use crate::config;
 use crate::plot::PlotRecorder;
 
 #[derive(Debug, Args)]
@@ -101,11 +102,9 @@ fn peak_rss_kib() -> Option<i64> {
     getrusage(UsageWho::RUSAGE_SELF).ok().map(|usage| usage.max_rss())
 }
 
-/// Loads a YAML configuration, or the defaults without one.
+/// Loads a configuration file with the SIL sections only, or the defaults without one.
 pub(crate) fn load_config(path: Option<&Path>) -> anyhow::Result<SilConfig> {
-    let Some(path) = path else { return Ok(SilConfig::default()) };
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    SilConfig::from_yaml(&text).with_context(|| format!("configuration {}", path.display()))
+    config::load::<config::NoSections>(path).map(|(sil, _)| sil)
 }
 
 fn load_trajectory(path: Option<&Path>, robot: &Robot) -> anyhow::Result<Trajectory> {

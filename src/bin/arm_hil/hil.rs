@@ -1,0 +1,274 @@
+//! `arm_hil hil`: the 1 kHz HIL loop against the simulated plant or the reference rig.
+
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use serde::{Deserialize, Serialize};
+
+use arm_hil::control::arc::ArcSpec;
+use arm_hil::control::trajectory_csv::read_waypoints;
+use arm_hil::control::{Trajectory, Waypoint};
+use arm_hil::hil::{FeedItem, Hardware, HilConfig, HilLoop, HilReport, SimulatedRig};
+use arm_hil::model::math::Vec3;
+use arm_hil::model::Robot;
+use arm_hil::protocol::rig::parse_trajectory_line;
+use arm_hil::sim::SilConfig;
+
+use crate::config;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Backend {
+    /// The simulated plant and sensor, stepped in real time: HIL without hardware.
+    Sim,
+    /// The reference rig: angle sensor and step-driver Arduino on serial ports.
+    Robotscara,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct HilArgs {
+    /// Hardware behind the loop
+    #[arg(long, value_enum, default_value = "sim")]
+    hardware: Backend,
+    /// Angle sensor serial device (robotscara)
+    #[arg(long, value_name = "DEV", default_value = "/dev/ttyUSB0")]
+    sensor: String,
+    /// Step-driver Arduino serial device, or `auto` to find it by USB id (robotscara)
+    #[arg(long, value_name = "DEV|auto", default_value = "auto")]
+    arduino: String,
+    /// Trajectory CSV (header t,x,y,z,xd,yd,zd,xdd,ydd,zdd), or `-` for `P,t,x,y,z,xd,yd,zd,xdd,ydd,zdd`
+    /// lines streamed on stdin (default: the built-in arc)
+    #[arg(long, value_name = "FILE|-")]
+    trajectory: Option<PathBuf>,
+    /// Stop after this many seconds of loop time
+    #[arg(long, value_name = "S")]
+    duration: Option<f64>,
+    /// YAML configuration: the sections of `arm_hil sil --config` plus `hil`
+    #[arg(long, value_name = "FILE.yaml")]
+    config: Option<PathBuf>,
+    /// Print the result as one JSON object on standard output
+    #[arg(long)]
+    json: bool,
+}
+
+/// The sections of `hil` beside the SIL ones.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct HilSections {
+    #[serde(default)]
+    pub(crate) hil: HilConfig,
+}
+
+/// The result; these keys are an interface (`--json`).
+#[derive(Debug, Serialize)]
+struct Summary {
+    rate_hz: f64,
+    cycles: u64,
+    overruns: u64,
+    jitter_p50_us: f64,
+    jitter_p99_us: f64,
+    jitter_max_us: f64,
+    rms_error_m: f64,
+    max_error_m: f64,
+    longest_overrun_us: f64,
+    skipped_periods: u64,
+    duration_s: f64,
+    sensor_readings: u64,
+    starved_cycles: u64,
+    ik_fallbacks: u64,
+    error_from_truth: bool,
+    outcome: String,
+}
+
+impl Summary {
+    fn new(report: &HilReport) -> Summary {
+        let stats = &report.stats;
+        Summary {
+            rate_hz: stats.rate_hz,
+            cycles: stats.cycles,
+            overruns: stats.overruns,
+            jitter_p50_us: stats.jitter_quantile_us(0.5),
+            jitter_p99_us: stats.jitter_quantile_us(0.99),
+            jitter_max_us: stats.jitter_max_us,
+            rms_error_m: stats.rms_error_m(),
+            max_error_m: stats.max_error_m,
+            longest_overrun_us: stats.longest_overrun_us,
+            skipped_periods: stats.skipped_periods,
+            duration_s: report.duration_s,
+            sensor_readings: stats.sensor_readings,
+            starved_cycles: stats.starved_cycles,
+            ik_fallbacks: stats.ik_fallbacks,
+            error_from_truth: stats.error_from_truth,
+            outcome: match &report.outcome {
+                Ok(()) => "ok".to_owned(),
+                Err(error) => error.to_string(),
+            },
+        }
+    }
+
+    fn print_text(&self) {
+        println!("cycles           {} at {} Hz over {:.3} s", self.cycles, self.rate_hz, self.duration_s);
+        println!(
+            "period jitter    p50 {:.0} us, p99 {:.0} us, max {:.1} us",
+            self.jitter_p50_us, self.jitter_p99_us, self.jitter_max_us
+        );
+        println!(
+            "overruns         {} (longest {:.1} us, {} periods skipped)",
+            self.overruns, self.longest_overrun_us, self.skipped_periods
+        );
+        let against = if self.error_from_truth { "true position" } else { "estimate" };
+        println!(
+            "tracking error   RMS {:.3} mm, max {:.3} mm ({against})",
+            self.rms_error_m * 1e3,
+            self.max_error_m * 1e3
+        );
+        println!("outcome          {}", self.outcome);
+    }
+}
+
+/// Where trajectory samples come from.
+enum Source {
+    Validated(Trajectory),
+    Stdin,
+}
+
+fn open_source(path: Option<&Path>, robot: &Robot) -> anyhow::Result<Source> {
+    let waypoints = match path {
+        Some(path) if path == Path::new("-") => return Ok(Source::Stdin),
+        Some(path) => {
+            let file = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+            read_waypoints(file).with_context(|| format!("trajectory {}", path.display()))?
+        }
+        None => ArcSpec::default().waypoints(&robot.elbow(), robot.params().l_arm)?,
+    };
+    Ok(Source::Validated(Trajectory::with_robot_forearm(waypoints, robot).context("not a valid trajectory")?))
+}
+
+/// Reads `P,...` lines from stdin until the first usable one. Bad lines are logged and skipped.
+struct StdinSamples {
+    robot: Robot,
+    line_number: usize,
+    previous: Option<(f64, Vec3)>,
+}
+
+impl StdinSamples {
+    fn next_sample(&mut self, lines: &mut impl Iterator<Item = std::io::Result<String>>) -> Option<Waypoint> {
+        for line in lines {
+            self.line_number += 1;
+            let line = match line {
+                Ok(line) => line,
+                Err(error) => {
+                    log::error!("stdin: {error}");
+                    return None;
+                }
+            };
+            if line.trim().is_empty() {
+                continue;
+            }
+            let sample = match parse_trajectory_line(&line) {
+                Ok(sample) => sample,
+                Err(error) => {
+                    log::warn!("stdin line {}: refused: {error}", self.line_number);
+                    continue;
+                }
+            };
+            if let Some((previous_t, _)) = self.previous {
+                if !(sample.t > previous_t) {
+                    log::warn!(
+                        "stdin line {}: refused: t = {} s is not after {} s",
+                        self.line_number,
+                        sample.t,
+                        previous_t
+                    );
+                    continue;
+                }
+            }
+            match self.robot.inverse_kinematics(&sample.x, self.previous.as_ref().map(|(_, theta)| theta)) {
+                Ok(theta) => self.previous = Some((sample.t, theta)),
+                Err(error) => {
+                    log::warn!("stdin line {}: refused: {error}", self.line_number);
+                    continue;
+                }
+            }
+            return Some(sample);
+        }
+        None
+    }
+}
+
+/// Starts the thread that feeds the loop; returns the first sample.
+fn start_feed(source: Source, robot: &Robot, feed: SyncSender<FeedItem>) -> anyhow::Result<Waypoint> {
+    match source {
+        Source::Validated(trajectory) => {
+            let first = trajectory.waypoints()[0];
+            std::thread::spawn(move || {
+                for &sample in trajectory.waypoints() {
+                    if feed.send(FeedItem::Sample(sample)).is_err() {
+                        return;
+                    }
+                }
+                let _ = feed.send(FeedItem::End);
+            });
+            Ok(first)
+        }
+        Source::Stdin => {
+            let mut samples = StdinSamples { robot: robot.clone(), line_number: 0, previous: None };
+            let mut lines = std::io::stdin().lock().lines();
+            let first = samples.next_sample(&mut lines).context("stdin ended before the first usable P line")?;
+            std::thread::spawn(move || {
+                let mut lines = std::io::stdin().lock().lines();
+                let mut next = Some(first);
+                while let Some(sample) = next {
+                    if feed.send(FeedItem::Sample(sample)).is_err() {
+                        return;
+                    }
+                    next = samples.next_sample(&mut lines);
+                }
+                let _ = feed.send(FeedItem::End);
+            });
+            Ok(first)
+        }
+    }
+}
+
+fn hardware(args: &HilArgs, robot: &Robot, sil: &SilConfig, first: &Waypoint) -> anyhow::Result<Box<dyn Hardware>> {
+    match args.hardware {
+        Backend::Sim => Ok(Box::new(SimulatedRig::new(robot.clone(), sil, first, robot.elbow())?)),
+        Backend::Robotscara => anyhow::bail!("the robotscara backend is not available yet"),
+    }
+}
+
+pub(crate) fn run(args: HilArgs) -> anyhow::Result<()> {
+    let (sil, sections) = config::load::<HilSections>(args.config.as_deref())?;
+    let robot = Robot::new(sil.robot.clone()).context("robot parameters")?;
+    let source = open_source(args.trajectory.as_deref(), &robot)?;
+    // Room for the ring's refills between cycles; the feeder blocks when it is full.
+    let (feed, samples) = sync_channel(256);
+    let first = start_feed(source, &robot, feed)?;
+    let hardware = hardware(&args, &robot, &sil, &first)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop_on_signal = stop.clone();
+    ctrlc::set_handler(move || stop_on_signal.store(true, Ordering::Relaxed)).context("cannot handle Ctrl-C")?;
+    let mut hil = HilLoop::new(sections.hil, &sil, robot.elbow(), robot.params().l_arm, hardware, samples, stop)?;
+    if let Some(duration) = args.duration {
+        hil = hil.with_max_duration(duration);
+    }
+    let report = std::thread::Builder::new()
+        .name("hil-loop".into())
+        .spawn(move || hil.run())
+        .context("cannot start the loop thread")?
+        .join()
+        .map_err(|_| anyhow::anyhow!("the loop thread panicked"))?;
+    let summary = Summary::new(&report);
+    if args.json {
+        let mut stdout = std::io::stdout().lock();
+        serde_json::to_writer(&mut stdout, &summary)?;
+        writeln!(stdout)?;
+    } else {
+        summary.print_text();
+    }
+    report.outcome.context("the HIL run stopped")
+}

@@ -1,0 +1,61 @@
+//! Hardware in the loop: the fixed-rate control loop, the [`Hardware`] interface its backends
+//! implement, the simulated-plant backend and the trajectory ring buffer.
+//!
+//! Architecture invariant: inside the loop's cycle nothing allocates, blocks on I/O or logs;
+//! backends that talk to devices do their I/O on their own threads and exchange the newest
+//! values with the cycle (DESIGN.md §6, ros2_control's read/update/write).
+
+mod realtime;
+mod ring;
+mod runner;
+mod sim_rig;
+pub mod stepper;
+
+pub use ring::{RingError, RingSample, TrajectoryRing, RING_CAPACITY};
+pub use runner::{FeedItem, FrameSink, HilConfig, HilError, HilLoop, HilReport, LoopStats};
+pub use sim_rig::SimulatedRig;
+
+use crate::control::SphericalReading;
+use crate::model::math::Vec3;
+
+/// What `read` delivers to a cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct SensorInput {
+    /// A reading that arrived since the last cycle, if any.
+    pub reading: Option<SphericalReading>,
+}
+
+/// What a cycle hands to `write`.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ActuatorCommand {
+    /// Joint torques [N m]; zero means a safe stop.
+    pub tau: Vec3,
+    /// The controller's joint angles [rad], for drives that need the rotor position.
+    pub theta: Vec3,
+}
+
+/// A device-level failure, with what the backend knows about it.
+#[derive(Debug, thiserror::Error)]
+pub enum HardwareError {
+    #[error("device I/O failed: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("device link lost: {0}")]
+    Link(String),
+    #[error("simulated plant failed: {0}")]
+    Plant(String),
+}
+
+/// The loop's view of the rig. `read` and `write` run inside the cycle: they must return
+/// quickly and never block on I/O.
+pub trait Hardware: Send {
+    /// Collects the newest sensor reading at loop time `now` [s], one `period` [s] after the last.
+    fn read(&mut self, now: f64, period: f64, input: &mut SensorInput) -> Result<(), HardwareError>;
+    /// Applies a command at loop time `now` [s].
+    fn write(&mut self, now: f64, period: f64, command: &ActuatorCommand) -> Result<(), HardwareError>;
+    /// Safe stop: zero torque, zero step rate. Called once when the loop ends, however it ends.
+    fn stop(&mut self);
+    /// The true platform point [m], where the backend knows it (a simulation).
+    fn true_position(&self) -> Option<Vec3> {
+        None
+    }
+}

@@ -1,0 +1,44 @@
+//! The loop thread's clock and scheduling: absolute deadlines on CLOCK_MONOTONIC, fine timer
+//! slack, and SCHED_FIFO where the process may use it.
+
+use nix::sys::time::TimeSpec;
+use nix::time::{clock_gettime, clock_nanosleep, ClockId, ClockNanosleepFlags};
+
+/// Now on the monotonic clock. CLOCK_MONOTONIC cannot fail on Linux.
+pub(super) fn now() -> TimeSpec {
+    clock_gettime(ClockId::CLOCK_MONOTONIC).unwrap_or_else(|_| TimeSpec::new(0, 0))
+}
+
+/// Sleeps until the absolute monotonic time `deadline`, resuming after signals.
+pub(super) fn sleep_until(deadline: &TimeSpec) {
+    while let Err(nix::errno::Errno::EINTR) =
+        clock_nanosleep(ClockId::CLOCK_MONOTONIC, ClockNanosleepFlags::TIMER_ABSTIME, deadline)
+    {}
+}
+
+pub(super) fn seconds(span: TimeSpec) -> f64 {
+    span.tv_sec() as f64 + span.tv_nsec() as f64 * 1e-9
+}
+
+pub(super) fn from_seconds(seconds: f64) -> TimeSpec {
+    TimeSpec::from_duration(std::time::Duration::from_secs_f64(seconds))
+}
+
+/// Prepares the calling thread for the loop. Returns what could not be set, for the log: the
+/// loop runs either way, with more jitter.
+pub(super) fn prepare_thread(priority: Option<i32>) -> Vec<String> {
+    let mut problems = Vec::new();
+    // The default 50 us timer slack would be most of the jitter budget.
+    if let Err(error) = nix::sys::prctl::set_timerslack(1) {
+        problems.push(format!("timer slack: {error}"));
+    }
+    if let Some(priority) = priority {
+        let param = libc::sched_param { sched_priority: priority };
+        // SAFETY: sched_setscheduler reads `param` and changes only this thread's policy.
+        let result = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+        if result != 0 {
+            problems.push(format!("SCHED_FIFO priority {priority}: {}", std::io::Error::last_os_error()));
+        }
+    }
+    problems
+}

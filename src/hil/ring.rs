@@ -1,0 +1,130 @@
+//! The trajectory ring buffer of the HIL loop (control_architecture.md): a fixed number of
+//! samples, linearly interpolated on demand, refilled while the loop runs.
+
+use std::collections::VecDeque;
+
+use crate::control::{Reference, Waypoint};
+
+/// Samples the reference HIL controller keeps.
+pub const RING_CAPACITY: usize = 2000;
+
+/// Why a sample was not taken.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RingError {
+    #[error("the ring buffer is full ({0} samples)")]
+    Full(usize),
+    #[error("the sample at t = {t} s has a value that is not finite")]
+    NonFinite { t: f64 },
+    #[error("the sample at t = {t} s is not after the previous one at {previous_t} s")]
+    TimeNotIncreasing { t: f64, previous_t: f64 },
+    #[error("no more samples are accepted: the trajectory was closed")]
+    Closed,
+}
+
+/// What the ring gives for an instant.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RingSample {
+    /// The reference, interpolated between the samples around the instant.
+    Reference(Reference),
+    /// The instant is past the last sample and more are expected: hold the last position.
+    Starved(Reference),
+    /// The instant is past the last sample of a closed trajectory.
+    Ended,
+    /// No sample has arrived yet.
+    Empty,
+}
+
+/// A bounded buffer of trajectory samples in time order. Memory is reserved once; nothing is
+/// allocated after construction.
+#[derive(Debug, Clone)]
+pub struct TrajectoryRing {
+    samples: VecDeque<Waypoint>,
+    capacity: usize,
+    low_water: usize,
+    last_t: Option<f64>,
+    closed: bool,
+}
+
+impl TrajectoryRing {
+    /// A ring of `capacity` samples that reports low water below `low_water` samples ahead.
+    pub fn new(capacity: usize, low_water: usize) -> TrajectoryRing {
+        TrajectoryRing { samples: VecDeque::with_capacity(capacity), capacity, low_water, last_t: None, closed: false }
+    }
+
+    /// Appends a sample after the last one.
+    pub fn push(&mut self, sample: Waypoint) -> Result<(), RingError> {
+        if self.closed {
+            return Err(RingError::Closed);
+        }
+        if self.samples.len() == self.capacity {
+            return Err(RingError::Full(self.capacity));
+        }
+        let finite =
+            sample.t.is_finite() && [sample.x, sample.xd, sample.xdd].iter().all(|v| v.iter().all(|c| c.is_finite()));
+        if !finite {
+            return Err(RingError::NonFinite { t: sample.t });
+        }
+        if let Some(previous_t) = self.last_t {
+            if !(sample.t > previous_t) {
+                return Err(RingError::TimeNotIncreasing { t: sample.t, previous_t });
+            }
+        }
+        self.last_t = Some(sample.t);
+        self.samples.push_back(sample);
+        Ok(())
+    }
+
+    /// Marks the trajectory complete: once past its last sample the ring reports the end.
+    pub fn close(&mut self) {
+        self.closed = true;
+    }
+
+    /// Room for more samples.
+    pub fn free(&self) -> usize {
+        self.capacity - self.samples.len()
+    }
+
+    /// Samples held, including the one before the current instant.
+    pub fn len(&self) -> usize {
+        self.samples.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.samples.is_empty()
+    }
+
+    /// True while more samples are expected and fewer than the low-water mark are held.
+    pub fn is_low(&self) -> bool {
+        !self.closed && self.samples.len() < self.low_water
+    }
+
+    /// Time of the first sample held [s].
+    pub fn first_time(&self) -> Option<f64> {
+        self.samples.front().map(|sample| sample.t)
+    }
+
+    /// The reference at `t` [s], linearly interpolated; samples before the one preceding `t` are
+    /// dropped, so time must not go backwards.
+    pub fn sample(&mut self, t: f64) -> RingSample {
+        while self.samples.len() >= 2 && self.samples[1].t <= t {
+            self.samples.pop_front();
+        }
+        let hold = |sample: &Waypoint| Reference { x: sample.x, ..Reference::default() };
+        match (self.samples.front(), self.samples.get(1)) {
+            (None, _) if self.closed => RingSample::Ended,
+            (None, _) => RingSample::Empty,
+            (Some(first), _) if t < first.t => RingSample::Reference(hold(first)),
+            (Some(start), Some(end)) => {
+                let s = (t - start.t) / (end.t - start.t);
+                RingSample::Reference(Reference {
+                    x: start.x.lerp(&end.x, s),
+                    xd: start.xd.lerp(&end.xd, s),
+                    xdd: start.xdd.lerp(&end.xdd, s),
+                })
+            }
+            (Some(last), None) if self.closed && t > last.t => RingSample::Ended,
+            (Some(last), None) if self.closed => RingSample::Reference(hold(last)),
+            (Some(last), None) => RingSample::Starved(hold(last)),
+        }
+    }
+}

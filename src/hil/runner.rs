@@ -1,0 +1,421 @@
+//! The fixed-rate HIL loop: read, estimate, control, write, once per period, on its own thread.
+//!
+//! Deadlines are absolute (start + k period), so the loop does not drift; a cycle that ends after
+//! the next deadline is an overrun, and whole periods missed are skipped rather than caught up.
+//! Everything the cycle touches is allocated before the first cycle.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::realtime;
+use super::ring::{RingSample, TrajectoryRing, RING_CAPACITY};
+use super::{ActuatorCommand, Hardware, HardwareError, SensorInput};
+use crate::control::{Estimate, Estimator, TaskSpaceController, Waypoint};
+use crate::model::math::Vec3;
+use crate::model::{ModelError, Robot};
+use crate::sim::{Frame, SilConfig};
+
+/// Loop settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HilConfig {
+    /// Loop rate [Hz]. Default 1000.
+    pub rate_hz: f64,
+    /// Longest the sensor may stay silent before a safe stop [s]. Default 0.1.
+    pub sensor_timeout_s: f64,
+    /// Longest wait for the first reading and the first trajectory sample [s]. Default 2.
+    pub startup_timeout_s: f64,
+    /// SCHED_FIFO priority of the loop thread; null for normal scheduling. Default 50.
+    pub realtime_priority: Option<i32>,
+    /// Samples ahead below which the ring buffer reports low water. Default 500.
+    pub low_water: usize,
+    /// Hand every n-th cycle's frame to the frame sink. Default 1.
+    pub frame_every: u32,
+}
+
+impl Default for HilConfig {
+    fn default() -> Self {
+        HilConfig {
+            rate_hz: 1000.0,
+            sensor_timeout_s: 0.1,
+            startup_timeout_s: 2.0,
+            realtime_priority: Some(50),
+            low_water: 500,
+            frame_every: 1,
+        }
+    }
+}
+
+impl HilConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        for (name, value) in [
+            ("rate_hz", self.rate_hz),
+            ("sensor_timeout_s", self.sensor_timeout_s),
+            ("startup_timeout_s", self.startup_timeout_s),
+        ] {
+            if !(value.is_finite() && value > 0.0) {
+                return Err(format!("hil.{name} must be finite and > 0, got {value}"));
+            }
+        }
+        if self.frame_every == 0 || self.low_water > RING_CAPACITY {
+            return Err(format!(
+                "hil.frame_every must be > 0 and hil.low_water <= {RING_CAPACITY}, got {} and {}",
+                self.frame_every, self.low_water
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// What feeds the ring buffer: samples in time order, then `End`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FeedItem {
+    Sample(Waypoint),
+    End,
+}
+
+/// Where the loop hands its frames. `offer` must not block: a frame that cannot be taken is
+/// dropped and counted.
+pub trait FrameSink: Send {
+    /// Returns false when the frame was not taken.
+    fn offer(&mut self, frame: &Frame) -> bool;
+}
+
+/// Why the loop stopped before the trajectory ended. The loop always ends with a safe stop.
+#[derive(Debug, thiserror::Error)]
+pub enum HilError {
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    #[error("no trajectory sample arrived within {0:?}")]
+    NoTrajectory(Duration),
+    #[error("trajectory sample refused: {0}")]
+    BadSample(#[from] super::RingError),
+    #[error("sensor lost at t = {t:.3} s: no reading for {silent_s:.3} s")]
+    SensorLost { t: f64, silent_s: f64 },
+    #[error("sensor reading at t = {t:.3} s is not finite")]
+    NonFiniteReading { t: f64 },
+    #[error("controller output at t = {t:.3} s is not finite")]
+    NonFiniteTorque { t: f64 },
+    #[error("hardware failed at t = {t:.3} s: {source}")]
+    Hardware { t: f64, source: HardwareError },
+    #[error("control failed at t = {t:.3} s: {source}")]
+    Control { t: f64, source: ModelError },
+}
+
+/// Loop statistics. Period jitter is how late each cycle woke after its deadline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoopStats {
+    pub rate_hz: f64,
+    pub cycles: u64,
+    /// Cycles whose work ended after the next deadline.
+    pub overruns: u64,
+    /// The longest overrun past the next deadline [us].
+    pub longest_overrun_us: f64,
+    /// Periods skipped after overruns.
+    pub skipped_periods: u64,
+    pub jitter_max_us: f64,
+    /// Lateness histogram in 1 us bins; the last bin holds everything beyond.
+    jitter_histogram: Box<[u32; Self::HISTOGRAM_BINS]>,
+    /// Integral of the squared tracking error [m^2 s] and its span [s].
+    squared_error_integral: f64,
+    error_time: f64,
+    pub max_error_m: f64,
+    pub sensor_readings: u64,
+    pub starved_cycles: u64,
+    pub low_water_events: u64,
+    pub frames_dropped: u64,
+    pub ik_fallbacks: u64,
+    /// True when the tracking error is measured against the true position (simulated rigs);
+    /// false when against the estimate.
+    pub error_from_truth: bool,
+}
+
+impl LoopStats {
+    const HISTOGRAM_BINS: usize = 2001;
+
+    fn new(rate_hz: f64) -> LoopStats {
+        LoopStats {
+            rate_hz,
+            cycles: 0,
+            overruns: 0,
+            longest_overrun_us: 0.0,
+            skipped_periods: 0,
+            jitter_max_us: 0.0,
+            jitter_histogram: Box::new([0; Self::HISTOGRAM_BINS]),
+            squared_error_integral: 0.0,
+            error_time: 0.0,
+            max_error_m: 0.0,
+            sensor_readings: 0,
+            starved_cycles: 0,
+            low_water_events: 0,
+            frames_dropped: 0,
+            ik_fallbacks: 0,
+            error_from_truth: false,
+        }
+    }
+
+    fn record_lateness(&mut self, lateness_us: f64) {
+        let bin = (lateness_us.max(0.0) as usize).min(Self::HISTOGRAM_BINS - 1);
+        self.jitter_histogram[bin] += 1;
+        self.jitter_max_us = self.jitter_max_us.max(lateness_us);
+    }
+
+    /// The `p`-quantile (0..1) of the period jitter [us], to the 1 us bin.
+    pub fn jitter_quantile_us(&self, p: f64) -> f64 {
+        let total: u64 = self.jitter_histogram.iter().map(|&count| u64::from(count)).sum();
+        let rank = (p * total as f64).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for (bin, &count) in self.jitter_histogram.iter().enumerate() {
+            seen += u64::from(count);
+            if seen >= rank {
+                return bin as f64;
+            }
+        }
+        0.0
+    }
+
+    /// Time-weighted RMS tracking error [m].
+    pub fn rms_error_m(&self) -> f64 {
+        if self.error_time > 0.0 {
+            (self.squared_error_integral / self.error_time).sqrt()
+        } else {
+            0.0
+        }
+    }
+}
+
+/// How a run ended, and its statistics.
+#[derive(Debug)]
+pub struct HilReport {
+    pub stats: LoopStats,
+    /// Loop time covered [s].
+    pub duration_s: f64,
+    /// Ok when the trajectory ended, the duration elapsed or a stop was requested.
+    pub outcome: Result<(), HilError>,
+}
+
+/// A HIL run ready to start; [`HilLoop::run`] blocks the calling thread for the whole run.
+pub struct HilLoop {
+    config: HilConfig,
+    robot: Robot,
+    controller: TaskSpaceController,
+    estimator: Estimator,
+    hardware: Box<dyn Hardware>,
+    feed: Receiver<FeedItem>,
+    frames: Option<Box<dyn FrameSink>>,
+    stop: Arc<AtomicBool>,
+    max_duration_s: Option<f64>,
+}
+
+impl HilLoop {
+    /// `sil` supplies the robot, controller and estimator settings; `elbow` [m] and `l_arm` [m]
+    /// are the forearm's. `stop` ends the run (with a safe stop) when set.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        config: HilConfig,
+        sil: &SilConfig,
+        elbow: Vec3,
+        l_arm: f64,
+        hardware: Box<dyn Hardware>,
+        feed: Receiver<FeedItem>,
+        stop: Arc<AtomicBool>,
+    ) -> Result<HilLoop, HilError> {
+        config.validate().map_err(HilError::Config)?;
+        sil.validate().map_err(|error| HilError::Config(error.to_string()))?;
+        let robot = Robot::new(sil.robot.clone()).map_err(|error| HilError::Config(error.to_string()))?;
+        let sigma_m = l_arm * sil.sensor.quantum_rad;
+        Ok(HilLoop {
+            estimator: Estimator::new(sil.estimator.clone(), elbow, l_arm, sigma_m),
+            controller: TaskSpaceController::new(sil.controller.clone()),
+            config,
+            robot,
+            hardware,
+            feed,
+            frames: None,
+            stop,
+            max_duration_s: None,
+        })
+    }
+
+    /// Hands frames (estimated state, commanded torque) to `sink` while running.
+    pub fn with_frames(mut self, sink: Box<dyn FrameSink>) -> HilLoop {
+        self.frames = Some(sink);
+        self
+    }
+
+    /// Ends the run after `seconds` of loop time.
+    pub fn with_max_duration(mut self, seconds: f64) -> HilLoop {
+        self.max_duration_s = Some(seconds);
+        self
+    }
+
+    /// Runs to the end of the trajectory, the duration, a stop request or a fault, then stops
+    /// the hardware safely.
+    pub fn run(mut self) -> HilReport {
+        let mut stats = LoopStats::new(self.config.rate_hz);
+        stats.error_from_truth = self.hardware.true_position().is_some();
+        let mut ring = TrajectoryRing::new(RING_CAPACITY, self.config.low_water);
+        for problem in realtime::prepare_thread(self.config.realtime_priority) {
+            log::warn!("HIL loop runs without {problem}: expect more jitter");
+        }
+        let startup = Duration::from_secs_f64(self.config.startup_timeout_s);
+        let outcome = match self.feed.recv_timeout(startup) {
+            Ok(FeedItem::Sample(first)) => match ring.push(first) {
+                Ok(()) => self.cycle_until_done(&mut ring, &mut stats),
+                Err(error) => (Err(error.into()), 0.0),
+            },
+            Ok(FeedItem::End) | Err(_) => (Err(HilError::NoTrajectory(startup)), 0.0),
+        };
+        self.hardware.stop();
+        HilReport { stats, duration_s: outcome.1, outcome: outcome.0 }
+    }
+
+    /// The loop proper. Returns the outcome and the loop time covered [s].
+    fn cycle_until_done(&mut self, ring: &mut TrajectoryRing, stats: &mut LoopStats) -> (Result<(), HilError>, f64) {
+        let period = 1.0 / self.config.rate_hz;
+        let period_span = realtime::from_seconds(period);
+        let start_time = ring.first_time().unwrap_or(0.0);
+        let start = realtime::now();
+        let mut deadline = start;
+        let mut input = SensorInput::default();
+        let mut command = ActuatorCommand::default();
+        let mut task_acceleration = Vec3::zeros();
+        let mut last_reading_at = 0.0;
+        let mut was_low = false;
+        let mut seen_reading = false;
+        loop {
+            realtime::sleep_until(&deadline);
+            let lateness_us = realtime::seconds(realtime::now() - deadline) * 1e6;
+            stats.record_lateness(lateness_us);
+            let now = realtime::seconds(deadline - start);
+            stats.cycles += 1;
+
+            if let Err(error) = self.fill(ring) {
+                return (Err(error), now);
+            }
+            if ring.is_low() && !was_low {
+                stats.low_water_events += 1;
+            }
+            was_low = ring.is_low();
+
+            input.reading = None;
+            if let Err(source) = self.hardware.read(now, period, &mut input) {
+                return (Err(HilError::Hardware { t: now, source }), now);
+            }
+            let estimate = match input.reading {
+                Some(reading) => {
+                    if ![reading.r, reading.theta, reading.phi].iter().all(|value| value.is_finite()) {
+                        return (Err(HilError::NonFiniteReading { t: now }), now);
+                    }
+                    stats.sensor_readings += 1;
+                    last_reading_at = now;
+                    seen_reading = true;
+                    Some(self.estimator.update(&reading, period, &task_acceleration))
+                }
+                None => self.estimator.predict(period, &task_acceleration),
+            };
+            let timeout = if seen_reading { self.config.sensor_timeout_s } else { self.config.startup_timeout_s };
+            if now - last_reading_at > timeout {
+                return (Err(HilError::SensorLost { t: now, silent_s: now - last_reading_at }), now);
+            }
+
+            let trajectory_time = start_time + now;
+            let reference = match ring.sample(trajectory_time) {
+                RingSample::Ended => return (Ok(()), now),
+                RingSample::Reference(reference) => Some(reference),
+                RingSample::Starved(reference) => {
+                    stats.starved_cycles += 1;
+                    Some(reference)
+                }
+                RingSample::Empty => None,
+            };
+            command = match (estimate, reference) {
+                (Some(estimate), Some(reference)) => {
+                    let output = match self.controller.update(&self.robot, &reference, &estimate, period) {
+                        Ok(output) => output,
+                        Err(source) => return (Err(HilError::Control { t: now, source }), now),
+                    };
+                    if !output.tau.iter().all(|tau| tau.is_finite()) {
+                        return (Err(HilError::NonFiniteTorque { t: now }), now);
+                    }
+                    stats.ik_fallbacks += u64::from(output.used_fallback);
+                    task_acceleration = output.task_acceleration;
+                    let theta = self.controller.last_motion().map_or(command.theta, |motion| motion.theta);
+                    self.record_tracking(stats, &estimate, &reference.x, period);
+                    self.offer_frame(stats, trajectory_time, &estimate, &reference.x, &output.tau, &theta);
+                    ActuatorCommand { tau: output.tau, theta }
+                }
+                // Before the first reading there is nothing to control from: hold zero torque.
+                _ => ActuatorCommand { tau: Vec3::zeros(), theta: command.theta },
+            };
+            if let Err(source) = self.hardware.write(now, period, &command) {
+                return (Err(HilError::Hardware { t: now, source }), now);
+            }
+
+            if self.stop.load(Ordering::Relaxed) || self.max_duration_s.is_some_and(|limit| now + period > limit) {
+                return (Ok(()), now);
+            }
+            deadline = deadline + period_span;
+            let finished = realtime::now();
+            if finished > deadline {
+                let late = realtime::seconds(finished - deadline);
+                stats.overruns += 1;
+                stats.longest_overrun_us = stats.longest_overrun_us.max(late * 1e6);
+                let missed = (late / period).floor() as u64;
+                stats.skipped_periods += missed;
+                for _ in 0..missed {
+                    deadline = deadline + period_span;
+                }
+            }
+        }
+    }
+
+    /// Moves samples from the feed into the ring while it has room.
+    fn fill(&mut self, ring: &mut TrajectoryRing) -> Result<(), HilError> {
+        while ring.free() > 0 {
+            match self.feed.try_recv() {
+                Ok(FeedItem::Sample(sample)) => ring.push(sample)?,
+                Ok(FeedItem::End) | Err(TryRecvError::Disconnected) => {
+                    ring.close();
+                    break;
+                }
+                Err(TryRecvError::Empty) => break,
+            }
+        }
+        Ok(())
+    }
+
+    fn record_tracking(&self, stats: &mut LoopStats, estimate: &Estimate, reference: &Vec3, period: f64) {
+        let position = self.hardware.true_position().unwrap_or(estimate.x);
+        let error = (position - reference).norm();
+        stats.squared_error_integral += error * error * period;
+        stats.error_time += period;
+        stats.max_error_m = stats.max_error_m.max(error);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn offer_frame(
+        &mut self,
+        stats: &mut LoopStats,
+        t: f64,
+        estimate: &Estimate,
+        reference: &Vec3,
+        tau: &Vec3,
+        theta: &Vec3,
+    ) {
+        let Some(sink) = self.frames.as_mut() else { return };
+        if stats.cycles % u64::from(self.config.frame_every) != 0 {
+            return;
+        }
+        let theta_dot = self.controller.last_motion().map_or(Vec3::zeros(), |motion| motion.theta_dot);
+        let frame =
+            Frame { t, x: estimate.x, x_dot: estimate.v, theta: *theta, theta_dot, tau: *tau, x_ref: *reference };
+        if !sink.offer(&frame) {
+            stats.frames_dropped += 1;
+        }
+    }
+}

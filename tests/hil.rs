@@ -1,0 +1,208 @@
+//! The HIL building blocks: the ring buffer, the rig's line protocols, the torque-to-step
+//! mapping, and the loop against the simulated plant.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::sync_channel;
+use std::sync::Arc;
+
+use arm_hil::control::arc::ArcSpec;
+use arm_hil::control::Waypoint;
+use arm_hil::hil::stepper::{StepRates, StepperConfig, StepperDrive};
+use arm_hil::hil::{FeedItem, HilConfig, HilError, HilLoop, RingError, RingSample, SimulatedRig, TrajectoryRing};
+use arm_hil::model::math::Vec3;
+use arm_hil::model::Robot;
+use arm_hil::protocol::rig::{
+    encode_sensor_line, encode_step_command, parse_sensor_line, parse_step_command, parse_trajectory_line, LineError,
+    LineSplitter, SensorLine,
+};
+use arm_hil::sim::SilConfig;
+use proptest::prelude::*;
+
+fn sample(t: f64, x: f64) -> Waypoint {
+    Waypoint { t, x: Vec3::new(x, 0.0, 0.0), xd: Vec3::new(2.0 * x, 0.0, 0.0), ..Waypoint::default() }
+}
+
+#[test]
+fn the_ring_interpolates_linearly_and_drops_what_is_behind() {
+    let mut ring = TrajectoryRing::new(4, 2);
+    for k in 0..4 {
+        ring.push(sample(k as f64, k as f64 * 10.0)).unwrap();
+    }
+    assert_eq!(ring.push(sample(4.0, 40.0)), Err(RingError::Full(4)));
+    let RingSample::Reference(reference) = ring.sample(1.25) else { panic!("a reference") };
+    assert_eq!(reference.x.x, 12.5);
+    assert_eq!(reference.xd.x, 25.0);
+    // The sample before 1.25 is kept for interpolation; the one before that is gone.
+    assert_eq!(ring.len(), 3);
+    assert_eq!(ring.free(), 1);
+}
+
+#[test]
+fn the_ring_wraps_while_segments_are_appended_and_signals_low_water() {
+    let mut ring = TrajectoryRing::new(3, 2);
+    let mut next = 0;
+    let mut low_seen = 0;
+    for step in 0..40 {
+        while ring.free() > 0 && next < 30 {
+            ring.push(sample(next as f64, next as f64)).unwrap();
+            next += 1;
+        }
+        if next == 30 {
+            ring.close();
+        }
+        let t = step as f64 * 0.75;
+        match ring.sample(t) {
+            RingSample::Reference(reference) => assert!((reference.x.x - t).abs() < 1e-12, "at {t}: {reference:?}"),
+            RingSample::Ended => {
+                assert!(t > 29.0);
+                return assert!(low_seen == 0, "a closed ring is never low");
+            }
+            other => panic!("at {t}: {other:?}"),
+        }
+        low_seen += usize::from(ring.is_low());
+    }
+    panic!("the ring never ended");
+}
+
+#[test]
+fn a_ring_that_runs_dry_holds_the_last_sample_until_closed() {
+    let mut ring = TrajectoryRing::new(8, 4);
+    assert_eq!(ring.sample(0.0), RingSample::Empty);
+    ring.push(sample(0.0, 1.0)).unwrap();
+    ring.push(sample(1.0, 2.0)).unwrap();
+    assert!(ring.is_low());
+    let RingSample::Starved(held) = ring.sample(5.0) else { panic!("starved") };
+    assert_eq!((held.x.x, held.xd.x), (2.0, 0.0));
+    assert_eq!(ring.push(sample(0.5, 0.0)), Err(RingError::TimeNotIncreasing { t: 0.5, previous_t: 1.0 }));
+    assert_eq!(
+        ring.push(Waypoint { t: 2.0, x: Vec3::new(f64::NAN, 0.0, 0.0), ..Waypoint::default() }),
+        Err(RingError::NonFinite { t: 2.0 })
+    );
+    ring.close();
+    assert_eq!(ring.sample(5.0), RingSample::Ended);
+}
+
+#[test]
+fn trajectory_lines_are_parsed_or_refused_with_a_reason() {
+    let line = "P,0.5,0.1,0.2,0.3,0,0,0,0,0,-1";
+    let waypoint = parse_trajectory_line(line).unwrap();
+    assert_eq!((waypoint.t, waypoint.x, waypoint.xdd.z), (0.5, Vec3::new(0.1, 0.2, 0.3), -1.0));
+    assert_eq!(parse_trajectory_line("Q,0,0,0,0,0,0,0,0,0,0"), Err(LineError::Tag { expected: "P" }));
+    assert_eq!(parse_trajectory_line("P,0,0,0"), Err(LineError::FieldCount { expected: 11, found: 4 }));
+    assert_eq!(
+        parse_trajectory_line("P,0,0,x,0,0,0,0,0,0,0"),
+        Err(LineError::NotANumber { index: 3, text: "x".into() })
+    );
+    assert_eq!(
+        parse_trajectory_line("P,0,0,inf,0,0,0,0,0,0,0"),
+        Err(LineError::NotANumber { index: 3, text: "inf".into() })
+    );
+}
+
+#[test]
+fn sensor_and_step_lines_round_trip() {
+    let sample = SensorLine { t: 1.5, r: 0.45, theta: 1.2, phi: -2.5 };
+    let mut bytes = Vec::new();
+    encode_sensor_line(&sample, &mut bytes);
+    assert_eq!(bytes, b"1.500000,0.450000,1.200000,-2.500000\n");
+    assert_eq!(parse_sensor_line("1.5,0.45,1.2,-2.5").unwrap(), sample);
+
+    let mut bytes = Vec::new();
+    encode_step_command(&StepRates([1234.56, -62500.0, -0.04]), &mut bytes);
+    // |f| with one decimal; bit i set when f_i < 0 (a rate that rounds to zero has no direction).
+    assert_eq!(bytes, b"F,1234.6,62500.0,0.0,2\n");
+    assert_eq!(parse_step_command("F,1234.6,62500.0,0.0,2").unwrap(), StepRates([1234.6, -62500.0, 0.0]));
+    assert_eq!(parse_step_command("F,1,2,3,9"), Err(LineError::DirectionBits { text: "9".into() }));
+}
+
+#[test]
+fn the_line_splitter_resynchronises_after_overlong_lines() {
+    let mut splitter = LineSplitter::new(16);
+    let mut lines = Vec::new();
+    splitter.push(b"1,2,3,4\r\nthis line is far too long to keep\n5,6,", |line| lines.push(line.to_owned()));
+    splitter.push(b"7,8\n\xff\xfe\n", |line| lines.push(line.to_owned()));
+    assert_eq!(lines, vec!["1,2,3,4", "5,6,7,8"]);
+    assert!(splitter.dropped_bytes() > 30);
+}
+
+#[test]
+fn torque_maps_to_the_lag_that_produces_it() {
+    let config = StepperConfig::default();
+    let safe = config.safe_torque();
+    assert!((safe - Vec3::new(3.608, 3.608, 72.16)).amax() < 1e-9);
+    let lag = config.lag_setpoint(&Vec3::new(safe.x / 2.0, -2.0 * safe.y, 0.0));
+    assert!((lag - Vec3::new(std::f64::consts::FRAC_PI_6, -std::f64::consts::FRAC_PI_2, 0.0)).amax() < 1e-12);
+}
+
+#[test]
+fn the_lag_loop_steps_toward_the_lag_and_respects_the_rate_limit() {
+    let config = StepperConfig::default();
+    let theta = Vec3::new(0.1, -0.2, 0.3);
+    let mut drive = StepperDrive::new(config.clone(), &theta);
+    let tau = config.safe_torque().component_mul(&Vec3::new(0.5, -0.5, 0.0));
+    let first = drive.update(&tau, &theta, 1e-3);
+    // Positive torque steps forward, negative backward, zero torque at zero lag holds still.
+    assert!(first.0[0] > 0.0 && first.0[1] < 0.0 && first.0[2] == 0.0, "{first:?}");
+    let huge = drive.update(&(tau * 1e6), &(theta * 10.0), 1e-3);
+    assert!(huge.0.iter().all(|f| f.abs() <= config.max_rate));
+    // With the rotor held, the lag converges to the setpoint.
+    let mut drive = StepperDrive::new(config.clone(), &theta);
+    let mut angle = theta.component_mul(&Vec3::from(config.gear_ratio));
+    for _ in 0..3000 {
+        let rates = drive.update(&tau, &theta, 1e-3);
+        angle += Vec3::from(rates.0) * (config.step_angle_rad * 1e-3);
+    }
+    let lag = config.electrical_lag(&angle, &theta);
+    assert!((lag - config.lag_setpoint(&tau)).amax() < 0.05, "{lag}");
+}
+
+#[test]
+fn the_loop_tracks_the_default_arc_on_the_simulated_plant() {
+    let robot = Robot::default();
+    let config = SilConfig::default();
+    let spec = ArcSpec { from_deg: [65.0, -150.0], to_deg: [65.0, -148.0], ..ArcSpec::default() };
+    let waypoints = spec.waypoints(&robot.elbow(), robot.params().l_arm).unwrap();
+    let rig = SimulatedRig::new(robot.clone(), &config, &waypoints[0], robot.elbow()).unwrap();
+    let (feed, samples) = sync_channel(64);
+    let feeder = std::thread::spawn(move || {
+        for waypoint in waypoints {
+            feed.send(FeedItem::Sample(waypoint)).unwrap();
+        }
+        feed.send(FeedItem::End).unwrap();
+    });
+    let hil_config = HilConfig { realtime_priority: None, ..HilConfig::default() };
+    let stop = Arc::new(AtomicBool::new(false));
+    let hil = HilLoop::new(hil_config, &config, robot.elbow(), 0.45, Box::new(rig), samples, stop).unwrap();
+    let report = hil.run();
+    feeder.join().unwrap();
+    report.outcome.unwrap();
+    assert!(report.stats.cycles > 800);
+    assert!(report.stats.error_from_truth);
+    assert!(report.stats.rms_error_m() < 2e-3, "RMS {} m", report.stats.rms_error_m());
+}
+
+#[test]
+fn a_loop_that_gets_no_trajectory_stops_safely_with_a_reason() {
+    let robot = Robot::default();
+    let config = SilConfig::default();
+    let start = Waypoint { x: Vec3::new(0.15, 0.0, 0.2), ..Waypoint::default() };
+    let rig = SimulatedRig::new(robot.clone(), &config, &start, robot.elbow()).unwrap();
+    let (feed, samples) = sync_channel(1);
+    drop(feed);
+    let hil_config = HilConfig { realtime_priority: None, startup_timeout_s: 0.05, ..HilConfig::default() };
+    let stop = Arc::new(AtomicBool::new(false));
+    let report = HilLoop::new(hil_config, &config, robot.elbow(), 0.45, Box::new(rig), samples, stop).unwrap().run();
+    assert!(matches!(report.outcome, Err(HilError::NoTrajectory(_))));
+}
+
+proptest! {
+    #[test]
+    fn the_line_parsers_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+        let mut splitter = LineSplitter::new(64);
+        splitter.push(&bytes, |line| {
+            let _ = parse_sensor_line(line);
+            let _ = parse_step_command(line);
+            let _ = parse_trajectory_line(line);
+        });
+    }
+}
