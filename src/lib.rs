@@ -1,13 +1,16 @@
 //! arm_hil: simulation and hardware-in-the-loop control of a 3-DOF parallel arm carrying a
 //! prosthetic forearm, with drivers and bridges for the lab's devices and clients.
 //!
-//! Layers, each using only the ones above it (DESIGN.md §1):
-//! [`model`] (the robot), [`control`] (trajectories, controller, filters),
-//! [`sim`] (the SIL engine), [`protocol`] (sans-IO wire codecs), [`bridge`] (TCP servers).
+//! Modules are listed in layer order; each uses only the ones above it (DESIGN.md §1):
+//! the robot, control, the SIL engine, the HIL loop, sans-IO codecs, then I/O (serial ports,
+//! drivers, TCP bridges) and device emulators.
 
-pub mod bridge;
-pub mod control;
-pub mod hil;
 pub mod model;
-pub mod protocol;
+pub mod control;
 pub mod sim;
+pub mod hil;
+pub mod protocol;
+pub mod serial;
+pub mod drivers;
+pub mod bridge;
+pub mod emulate;

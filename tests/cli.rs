@@ -98,3 +98,12 @@ fn the_example_configuration_lists_the_defaults() {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/sil.yaml")).unwrap();
     assert_eq!(arm_hil::sim::SilConfig::from_yaml(&text).unwrap(), arm_hil::sim::SilConfig::default());
 }
+
+#[test]
+fn the_sil_section_names_are_the_configuration_keys() {
+    let value = serde_json::to_value(arm_hil::sim::SilConfig::default()).unwrap();
+    let keys: Vec<&str> = value.as_object().unwrap().keys().map(String::as_str).collect();
+    let mut expected = arm_hil::sim::SilConfig::SECTIONS.to_vec();
+    expected.sort_unstable();
+    assert_eq!(keys, expected);
+}

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use arm_hil::control::arc::ArcSpec;
 use arm_hil::control::Waypoint;
-use arm_hil::hil::stepper::{StepRates, StepperConfig, StepperDrive};
+use arm_hil::hil::stepper::{FieldTracker, StepRates, StepperConfig, StepperDrive};
 use arm_hil::hil::{FeedItem, HilConfig, HilError, HilLoop, RingError, RingSample, SimulatedRig, TrajectoryRing};
 use arm_hil::model::math::Vec3;
 use arm_hil::model::Robot;
@@ -138,21 +138,23 @@ fn torque_maps_to_the_lag_that_produces_it() {
 fn the_lag_loop_steps_toward_the_lag_and_respects_the_rate_limit() {
     let config = StepperConfig::default();
     let theta = Vec3::new(0.1, -0.2, 0.3);
-    let mut drive = StepperDrive::new(config.clone(), &theta);
+    let aligned = config.holding_field_angle(&theta, &Vec3::zeros());
+    let mut drive = StepperDrive::new(config.clone());
     let tau = config.safe_torque().component_mul(&Vec3::new(0.5, -0.5, 0.0));
-    let first = drive.update(&tau, &theta, 1e-3);
+    let first = drive.update(&tau, &theta, &aligned, 1e-3);
     // Positive torque steps forward, negative backward, zero torque at zero lag holds still.
     assert!(first.0[0] > 0.0 && first.0[1] < 0.0 && first.0[2] == 0.0, "{first:?}");
-    let huge = drive.update(&(tau * 1e6), &(theta * 10.0), 1e-3);
+    let huge = drive.update(&(tau * 1e6), &(theta * 10.0), &aligned, 1e-3);
     assert!(huge.0.iter().all(|f| f.abs() <= config.max_rate));
-    // With the rotor held, the lag converges to the setpoint.
-    let mut drive = StepperDrive::new(config.clone(), &theta);
-    let mut angle = theta.component_mul(&Vec3::from(config.gear_ratio));
-    for _ in 0..3000 {
-        let rates = drive.update(&tau, &theta, 1e-3);
-        angle += Vec3::from(rates.0) * (config.step_angle_rad * 1e-3);
+    // With the rotor held, the field's lag converges to the setpoint.
+    let mut drive = StepperDrive::new(config.clone());
+    let mut field = FieldTracker::new(aligned, 0.0);
+    for k in 0..3000 {
+        let t = k as f64 * 1e-3;
+        let rates = drive.update(&tau, &theta, &field.angle_at(t), 1e-3);
+        field.set_rates(t, &rates, &config);
     }
-    let lag = config.electrical_lag(&angle, &theta);
+    let lag = config.electrical_lag(&field.angle_at(3.0), &theta);
     assert!((lag - config.lag_setpoint(&tau)).amax() < 0.05, "{lag}");
 }
 

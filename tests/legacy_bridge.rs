@@ -6,9 +6,11 @@ use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::time::Duration;
 
-use arm_hil::bridge::legacy::{LegacyServer, LegacyServerConfig};
+use arm_hil::bridge::legacy::{HilSetup, LegacyServer, LegacyServerConfig};
 use arm_hil::control::arc::ArcSpec;
 use arm_hil::control::{Trajectory, Waypoint};
+use arm_hil::drivers::{RigKind, RigSettings};
+use arm_hil::hil::HilConfig;
 use arm_hil::model::math::Vec3;
 use arm_hil::model::Robot;
 use arm_hil::protocol::legacy::{encode_request, Mode, Request, ResponseDecoder, ResponseItem};
@@ -16,11 +18,21 @@ use arm_hil::sim::{Frame, IdealPoint, IdealTorques, SilConfig, Simulation};
 
 /// Starts a server on a free loopback port on its own runtime thread.
 fn start_server(config: LegacyServerConfig) -> SocketAddr {
+    start_server_with_hil(config, None)
+}
+
+/// `H` sessions on the simulated plant, at normal scheduling priority.
+fn sim_hil() -> Option<HilSetup> {
+    let hil = HilConfig { realtime_priority: None, ..HilConfig::default() };
+    Some(HilSetup { kind: RigKind::Sim, hil, settings: RigSettings::default() })
+}
+
+fn start_server_with_hil(config: LegacyServerConfig, hil: Option<HilSetup>) -> SocketAddr {
     let (address_tx, address_rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Runtime::new().unwrap();
         runtime.block_on(async {
-            let server = LegacyServer::bind(config, SilConfig::default()).await.unwrap();
+            let server = LegacyServer::bind(config, SilConfig::default(), hil).await.unwrap();
             address_tx.send(server.local_addr().unwrap()).unwrap();
             server.serve().await
         })
@@ -85,7 +97,11 @@ fn exchange(address: SocketAddr, request: &[u8]) -> Response {
 }
 
 fn read_response(stream: &mut TcpStream) -> Response {
-    let mut decoder = ResponseDecoder::new(true);
+    read_response_of(stream, true)
+}
+
+fn read_response_of(stream: &mut TcpStream, sil: bool) -> Response {
+    let mut decoder = ResponseDecoder::new(sil);
     let mut response = Response::default();
     let mut buf = vec![0u8; 65536];
     loop {
@@ -266,4 +282,45 @@ fn clients_that_vanish_or_never_read_do_not_stall_the_server() {
 fn hil_sessions_are_refused_while_the_server_has_no_hil_hardware() {
     let address = start_server(test_config());
     assert_refused(address, &hil_request("/dev/ttyUSB0", "auto"));
+}
+
+fn hil_exchange(address: SocketAddr, request: &[u8]) -> Response {
+    let mut stream = connect(address);
+    stream.write_all(request).unwrap();
+    read_response_of(&mut stream, false)
+}
+
+#[test]
+fn a_hil_session_streams_loop_frames_then_the_end_marker_then_eof() {
+    let address = start_server_with_hil(test_config(), sim_hil());
+    let arc = short_arc();
+    let end_time = arc[arc.len() - 1].t;
+    let response = hil_exchange(address, &hil_request("/dev/ttyUSB0", "auto"));
+    assert_eq!(response.header, Some((end_time, arc.len() as i32)));
+    // About one frame per millisecond of the arc, in time order, all before the end.
+    let expected = (end_time - arc[0].t) * 1000.0;
+    assert!((response.frames.len() as f64) > 0.9 * expected, "{} frames for {expected}", response.frames.len());
+    assert!(response.frames.windows(2).all(|pair| pair[0].t < pair[1].t));
+    let marker = response.end_marker.expect("end marker");
+    assert_eq!((marker.t, marker.tau), (end_time, Vec3::zeros()));
+    assert!((marker.x - arc[arc.len() - 1].x).norm() < 5e-3, "ended at {}", marker.x);
+    assert!(response.ideal.is_empty());
+    assert!(response.eof_after_response);
+}
+
+#[test]
+fn a_second_hil_client_is_refused_while_one_runs_and_served_after() {
+    let address = start_server_with_hil(test_config(), sim_hil());
+    let request = hil_request("/dev/ttyUSB0", "auto");
+    let first = {
+        let request = request.clone();
+        std::thread::spawn(move || hil_exchange(address, &request))
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    assert_refused(address, &request);
+    // SIL clients are served meanwhile.
+    let (frames, ideal) = expected_response(short_arc());
+    assert_complete_and_correct(&exchange(address, &sil_request(short_arc())), &frames, &ideal);
+    assert!(first.join().unwrap().end_marker.is_some());
+    assert!(hil_exchange(address, &request).end_marker.is_some());
 }

@@ -1,4 +1,5 @@
-//! The port-5555 server: existing GUI clients drive the simulator over TCP (DESIGN.md §3).
+//! The port-5555 server: existing GUI clients drive the simulator and the HIL loop over TCP
+//! (DESIGN.md §3).
 //!
 //! Per connection: read the request in bounded chunks with an idle timeout, validate it, send
 //! the 12-byte header, stream frames as the engine produces them, the end marker, the ideal
@@ -8,6 +9,7 @@
 //! the reason, and gets no bytes.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,6 +19,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Semaphore};
 
 use crate::control::{Trajectory, TrajectoryError, MAX_WAYPOINTS};
+use crate::drivers::{open_hardware, RigDevices, RigKind, RigSettings};
+use crate::hil::{feed_trajectory, FrameSink, HardwareError, HilConfig, HilError, HilLoop};
 use crate::model::Robot;
 use crate::protocol::legacy::{
     encode_frame, encode_header, encode_ideal, end_marker, Mode, Request, RequestDecoder, RequestError, FRAME_BYTES,
@@ -96,6 +100,12 @@ pub enum SessionError {
     DeviceNotAllowed(String),
     #[error("this server has no HIL hardware configured")]
     HilUnavailable,
+    #[error("a HIL session is already running")]
+    HilBusy,
+    #[error("the HIL hardware could not be opened: {0}")]
+    Hardware(#[from] HardwareError),
+    #[error("the HIL run stopped: {0}")]
+    Hil(#[from] HilError),
     #[error("the client read nothing for {0:?}")]
     WriteStalled(Duration),
     #[error("the simulation stopped: {0}")]
@@ -127,11 +137,37 @@ pub enum ServerError {
     Io(#[from] std::io::Error),
 }
 
+/// What `H` sessions run on.
+#[derive(Debug, Clone)]
+pub struct HilSetup {
+    pub kind: RigKind,
+    pub hil: HilConfig,
+    pub settings: RigSettings,
+}
+
 struct Shared {
     config: LegacyServerConfig,
     sil: SilConfig,
     robot: Robot,
     sessions: Semaphore,
+    hil: Option<HilSetup>,
+    /// One set of hardware: one HIL session at a time.
+    hil_running: AtomicBool,
+}
+
+/// Holds the HIL slot for one session and frees it when dropped.
+struct HilSlot<'a>(&'a AtomicBool);
+
+impl<'a> HilSlot<'a> {
+    fn take(running: &'a AtomicBool) -> Option<HilSlot<'a>> {
+        running.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire).ok().map(|_| HilSlot(running))
+    }
+}
+
+impl Drop for HilSlot<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
 }
 
 /// A bound port-5555 server.
@@ -146,14 +182,22 @@ const CHUNK_FRAMES: usize = 512;
 const CHUNKS_IN_FLIGHT: usize = 4;
 
 impl LegacyServer {
-    /// Validates the configuration and binds the listening socket.
-    pub async fn bind(config: LegacyServerConfig, sil: SilConfig) -> Result<LegacyServer, ServerError> {
+    /// Validates the configuration and binds the listening socket. Without `hil`, `H` sessions
+    /// are refused.
+    pub async fn bind(
+        config: LegacyServerConfig,
+        sil: SilConfig,
+        hil: Option<HilSetup>,
+    ) -> Result<LegacyServer, ServerError> {
         config.validate().map_err(ServerError::Config)?;
         sil.validate()?;
         let robot = Robot::new(sil.robot.clone())?;
         let listener = TcpListener::bind(config.bind).await?;
         let sessions = Semaphore::new(config.max_sessions);
-        let shared = Arc::new(Shared { config, sil, robot, sessions });
+        if let Some(setup) = &hil {
+            setup.hil.validate().map_err(ServerError::Config)?;
+        }
+        let shared = Arc::new(Shared { config, sil, robot, sessions, hil, hil_running: AtomicBool::new(false) });
         Ok(LegacyServer { listener, shared })
     }
 
@@ -203,20 +247,27 @@ async fn serve_connection(shared: &Shared, mut stream: TcpStream) -> Result<Sess
     let _permit = shared.sessions.try_acquire().map_err(|_| SessionError::Busy(in_use))?;
     stream.set_nodelay(true)?;
     let request = read_request(shared, &mut stream).await?;
-    match &request.mode {
-        Mode::Sil => {}
+    let devices = match request.mode {
+        Mode::Sil => None,
         Mode::Hil { sensor, arduino } => {
-            for device in [sensor, arduino] {
+            for device in [&sensor, &arduino] {
                 let allowed = shared.config.device_allow_list.iter().filter_map(|p| glob::Pattern::new(p).ok());
                 if !allowed.into_iter().any(|pattern| pattern.matches(device)) {
                     return Err(SessionError::DeviceNotAllowed(device.clone()));
                 }
             }
-            return Err(SessionError::HilUnavailable);
+            Some(RigDevices { sensor, arduino })
+        }
+    };
+    let trajectory = Arc::new(Trajectory::new(request.waypoints, request.elbow, request.l_arm, &shared.robot)?);
+    match devices {
+        None => stream_sil(shared, stream, trajectory).await,
+        Some(devices) => {
+            let setup = shared.hil.as_ref().ok_or(SessionError::HilUnavailable)?;
+            let _slot = HilSlot::take(&shared.hil_running).ok_or(SessionError::HilBusy)?;
+            stream_hil(shared, setup, stream, trajectory, devices).await
         }
     }
-    let trajectory = Arc::new(Trajectory::new(request.waypoints, request.elbow, request.l_arm, &shared.robot)?);
-    stream_sil(shared, stream, trajectory).await
 }
 
 async fn read_request(shared: &Shared, stream: &mut TcpStream) -> Result<Request, SessionError> {
@@ -272,6 +323,77 @@ async fn stream_sil(
         Some(error) => Err(error.into()),
         None => Ok(SessionReport { waypoints: count, ..report }),
     }
+}
+
+/// Hands the HIL loop's frames to the session's writer; a full channel drops the frame.
+struct ChannelSink(mpsc::Sender<Frame>);
+
+impl FrameSink for ChannelSink {
+    fn offer(&mut self, frame: &Frame) -> bool {
+        self.0.try_send(*frame).is_ok()
+    }
+}
+
+/// Frames in flight from the HIL loop to one client: 1 s at 1 kHz.
+const HIL_FRAMES_IN_FLIGHT: usize = 1000;
+
+/// Streams a HIL run: header, a frame per loop cycle (the estimate and the commanded torque), the
+/// end marker, then shuts down writing. The loop never waits for the client: frames it cannot
+/// hand over are dropped and counted. A client that leaves stops the run (with a safe stop).
+async fn stream_hil(
+    shared: &Shared,
+    setup: &HilSetup,
+    mut stream: TcpStream,
+    trajectory: Arc<Trajectory>,
+    devices: RigDevices,
+) -> Result<SessionReport, SessionError> {
+    let stall = Duration::from_secs_f64(shared.config.write_stall_timeout_s);
+    let end_time = trajectory.end_time();
+    let start = trajectory.waypoints()[0];
+    let mut header = Vec::with_capacity(12);
+    encode_header(end_time, trajectory.waypoints().len() as i32, &mut header);
+    write_chunk(&mut stream, &header, stall).await?;
+
+    let (frames, mut received) = mpsc::channel::<Frame>(HIL_FRAMES_IN_FLIGHT);
+    let stop = Arc::new(AtomicBool::new(false));
+    let run = {
+        let (sil, setup, trajectory, stop) = (shared.sil.clone(), setup.clone(), trajectory.clone(), stop.clone());
+        tokio::task::spawn_blocking(move || -> Result<_, SessionError> {
+            let hardware = open_hardware(setup.kind, &devices, &setup.settings, &sil, &start, trajectory.elbow())?;
+            let feed = feed_trajectory(trajectory.clone());
+            let hil = HilLoop::new(setup.hil, &sil, trajectory.elbow(), trajectory.l_arm(), hardware, feed, stop)?;
+            Ok(hil.with_frames(Box::new(ChannelSink(frames))).run())
+        })
+    };
+    let mut last = Frame { t: start.t, x: start.x, x_dot: start.xd, ..Frame::default() };
+    let mut sent = 0;
+    let mut buf = Vec::with_capacity(FRAME_BYTES);
+    let mut written = Ok(());
+    while let Some(frame) = received.recv().await {
+        last = frame;
+        // The end marker is the only frame at or after end_time.
+        if frame.t >= end_time || written.is_err() {
+            continue;
+        }
+        buf.clear();
+        encode_frame(&frame, &mut buf);
+        written = write_chunk(&mut stream, &buf, stall).await;
+        match written {
+            Ok(()) => sent += 1,
+            Err(_) => stop.store(true, Ordering::Relaxed),
+        }
+    }
+    let report = run.await.map_err(|error| std::io::Error::other(error.to_string()))??;
+    written?;
+    buf.clear();
+    encode_frame(&end_marker(&last, end_time), &mut buf);
+    write_chunk(&mut stream, &buf, stall).await?;
+    stream.shutdown().await?;
+    if report.stats.frames_dropped > 0 {
+        log::warn!("HIL session dropped {} frames the client did not read in time", report.stats.frames_dropped);
+    }
+    report.outcome?;
+    Ok(SessionReport { waypoints: trajectory.waypoints().len(), frames: sent, capped: false })
 }
 
 async fn write_chunk(stream: &mut TcpStream, bytes: &[u8], stall: Duration) -> Result<(), SessionError> {

@@ -12,7 +12,9 @@ mod sim_rig;
 pub mod stepper;
 
 pub use ring::{RingError, RingSample, TrajectoryRing, RING_CAPACITY};
-pub use runner::{FeedItem, FrameSink, HilConfig, HilError, HilLoop, HilReport, LoopStats};
+pub use runner::{
+    feed_trajectory, FeedItem, FrameSink, HilConfig, HilError, HilLoop, HilReport, LoopStats, FEED_DEPTH,
+};
 pub use sim_rig::SimulatedRig;
 
 use crate::control::SphericalReading;
@@ -30,8 +32,9 @@ pub struct SensorInput {
 pub struct ActuatorCommand {
     /// Joint torques [N m]; zero means a safe stop.
     pub tau: Vec3,
-    /// The controller's joint angles [rad], for drives that need the rotor position.
-    pub theta: Vec3,
+    /// The controller's joint angles [rad], for drives that need the rotor position; `None`
+    /// until the first estimate.
+    pub theta: Option<Vec3>,
 }
 
 /// A device-level failure, with what the backend knows about it.

@@ -5,7 +5,7 @@
 //! Everything the cycle touches is allocated before the first cycle.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::mpsc::{sync_channel, Receiver, TryRecvError};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::realtime;
 use super::ring::{RingSample, TrajectoryRing, RING_CAPACITY};
 use super::{ActuatorCommand, Hardware, HardwareError, SensorInput};
-use crate::control::{Estimate, Estimator, TaskSpaceController, Waypoint};
+use crate::control::{Estimate, Estimator, TaskSpaceController, Trajectory, Waypoint};
 use crate::model::math::Vec3;
 use crate::model::{ModelError, Robot};
 use crate::sim::{Frame, SilConfig};
@@ -77,6 +77,24 @@ pub enum FeedItem {
     Sample(Waypoint),
     End,
 }
+
+/// Feeds a validated trajectory to a loop from a thread of its own; the returned receiver
+/// is the loop's feed. Samples wait in a bounded channel until the ring has room.
+pub fn feed_trajectory(trajectory: Arc<Trajectory>) -> Receiver<FeedItem> {
+    let (feed, samples) = sync_channel(FEED_DEPTH);
+    std::thread::spawn(move || {
+        for &sample in trajectory.waypoints() {
+            if feed.send(FeedItem::Sample(sample)).is_err() {
+                return;
+            }
+        }
+        let _ = feed.send(FeedItem::End);
+    });
+    samples
+}
+
+/// Samples in flight between a feeder and the loop.
+pub const FEED_DEPTH: usize = 256;
 
 /// Where the loop hands its frames. `offer` must not block: a frame that cannot be taken is
 /// dropped and counted.
@@ -344,9 +362,9 @@ impl HilLoop {
                     }
                     stats.ik_fallbacks += u64::from(output.used_fallback);
                     task_acceleration = output.task_acceleration;
-                    let theta = self.controller.last_motion().map_or(command.theta, |motion| motion.theta);
+                    let theta = self.controller.last_motion().map(|motion| motion.theta);
                     self.record_tracking(stats, &estimate, &reference.x, period);
-                    self.offer_frame(stats, trajectory_time, &estimate, &reference.x, &output.tau, &theta);
+                    self.offer_frame(stats, trajectory_time, &estimate, &reference.x, &output.tau);
                     ActuatorCommand { tau: output.tau, theta }
                 }
                 // Before the first reading there is nothing to control from: hold zero torque.
@@ -397,23 +415,16 @@ impl HilLoop {
         stats.max_error_m = stats.max_error_m.max(error);
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn offer_frame(
-        &mut self,
-        stats: &mut LoopStats,
-        t: f64,
-        estimate: &Estimate,
-        reference: &Vec3,
-        tau: &Vec3,
-        theta: &Vec3,
-    ) {
+    fn offer_frame(&mut self, stats: &mut LoopStats, t: f64, estimate: &Estimate, reference: &Vec3, tau: &Vec3) {
         let Some(sink) = self.frames.as_mut() else { return };
         if stats.cycles % u64::from(self.config.frame_every) != 0 {
             return;
         }
-        let theta_dot = self.controller.last_motion().map_or(Vec3::zeros(), |motion| motion.theta_dot);
-        let frame =
-            Frame { t, x: estimate.x, x_dot: estimate.v, theta: *theta, theta_dot, tau: *tau, x_ref: *reference };
+        let (theta, theta_dot) = self
+            .controller
+            .last_motion()
+            .map_or((Vec3::zeros(), Vec3::zeros()), |motion| (motion.theta, motion.theta_dot));
+        let frame = Frame { t, x: estimate.x, x_dot: estimate.v, theta, theta_dot, tau: *tau, x_ref: *reference };
         if !sink.offer(&frame) {
             stats.frames_dropped += 1;
         }

@@ -77,32 +77,75 @@ impl StepperConfig {
         (motor_angle - theta.component_mul(&Vec3::from(self.gear_ratio))) * self.pole_pairs
     }
 
+    /// Field angle that holds joint angles `theta` [rad] with torque `tau` [N m] [rad, motor side].
+    pub fn holding_field_angle(&self, theta: &Vec3, tau: &Vec3) -> Vec3 {
+        theta.component_mul(&Vec3::from(self.gear_ratio)) + self.lag_setpoint(tau) / self.pole_pairs
+    }
+
     /// Lag that produces `tau` [N m]: delta* = asin(clamp(tau / tau_safe, -1, 1)) [rad].
     pub fn lag_setpoint(&self, tau: &Vec3) -> Vec3 {
         tau.component_div(&self.safe_torque()).map(|ratio| ratio.clamp(-1.0, 1.0).asin())
     }
 }
 
-/// The lag controller: integrates its own step position and turns torques into step rates.
+/// Where the drives' fields point: the step position integrated from the rates sent, over the
+/// times they were in force. Both the driver (send times) and the emulated Arduino (arrival
+/// times) keep one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FieldTracker {
+    /// Field angle at `since` [rad, motor side].
+    angle: Vec3,
+    /// Field rate [rad/s, motor side].
+    rate: Vec3,
+    /// When the current rate took effect [s].
+    since: f64,
+}
+
+impl FieldTracker {
+    /// Fields at rest at `angle` [rad, motor side] from time `t` [s].
+    pub fn new(angle: Vec3, t: f64) -> FieldTracker {
+        FieldTracker { angle, rate: Vec3::zeros(), since: t }
+    }
+
+    /// Field angle at time `t` [s].
+    pub fn angle_at(&self, t: f64) -> Vec3 {
+        self.angle + self.rate * (t - self.since)
+    }
+
+    /// Field rate [rad/s, motor side].
+    pub fn rate(&self) -> Vec3 {
+        self.rate
+    }
+
+    /// New step rates take effect at `t` [s].
+    pub fn set_rates(&mut self, t: f64, rates: &StepRates, config: &StepperConfig) {
+        self.angle = self.angle_at(t);
+        self.rate = Vec3::from(rates.0) * config.step_angle_rad;
+        self.since = t;
+    }
+}
+
+/// The lag controller: a PI on the lag error whose output is the step rate.
 #[derive(Debug, Clone)]
 pub struct StepperDrive {
     config: StepperConfig,
-    /// Step position of each drive since alignment [rad, motor side].
-    motor_angle: Vec3,
     integral: Vec3,
 }
 
 impl StepperDrive {
-    /// A drive whose step position is aligned with the rotor at joint angles `theta` [rad].
-    pub fn new(config: StepperConfig, theta: &Vec3) -> StepperDrive {
-        let motor_angle = theta.component_mul(&Vec3::from(config.gear_ratio));
-        StepperDrive { config, motor_angle, integral: Vec3::zeros() }
+    pub fn new(config: StepperConfig) -> StepperDrive {
+        StepperDrive { config, integral: Vec3::zeros() }
+    }
+
+    pub fn config(&self) -> &StepperConfig {
+        &self.config
     }
 
     /// Step rates for the next `dt` [s] that steer the lag toward the one that produces `tau`
-    /// [N m] at joint angles `theta` [rad]. The integral stops while the rate is saturated.
-    pub fn update(&mut self, tau: &Vec3, theta: &Vec3, dt: f64) -> StepRates {
-        let error = self.config.lag_setpoint(tau) - self.config.electrical_lag(&self.motor_angle, theta);
+    /// [N m], given the field angle `field` [rad, motor side] and joint angles `theta` [rad].
+    /// The integral stops while the rate is saturated.
+    pub fn update(&mut self, tau: &Vec3, theta: &Vec3, field: &Vec3, dt: f64) -> StepRates {
+        let error = self.config.lag_setpoint(tau) - self.config.electrical_lag(field, theta);
         let limit = self.config.max_rate;
         let mut rates = [0.0; 3];
         for i in 0..3 {
@@ -112,9 +155,7 @@ impl StepperDrive {
             }
             rates[i] = unclamped.clamp(-limit, limit);
         }
-        let sent = StepRates(rates).quantised();
-        self.motor_angle += Vec3::from(sent.0) * (self.config.step_angle_rad * dt);
-        sent
+        StepRates(rates).quantised()
     }
 
     /// Zero rates: the drives hold their position.

@@ -47,6 +47,9 @@ pub enum ConfigError {
 }
 
 impl SilConfig {
+    /// The top-level keys of a SIL configuration document.
+    pub const SECTIONS: [&'static str; 6] = ["robot", "controller", "estimator", "sensor", "integrator", "run"];
+
     /// Parses and validates a YAML document.
     pub fn from_yaml(text: &str) -> Result<SilConfig, ConfigError> {
         // An empty document means "all defaults", which serde_norway reads as a unit value.

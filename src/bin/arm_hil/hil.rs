@@ -3,7 +3,7 @@
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -13,20 +13,31 @@ use serde::{Deserialize, Serialize};
 use arm_hil::control::arc::ArcSpec;
 use arm_hil::control::trajectory_csv::read_waypoints;
 use arm_hil::control::{Trajectory, Waypoint};
-use arm_hil::hil::{FeedItem, Hardware, HilConfig, HilLoop, HilReport, SimulatedRig};
+use arm_hil::drivers::robotscara::RigConfig;
+use arm_hil::drivers::{open_hardware, RigDevices, RigKind, RigSettings};
+use arm_hil::hil::stepper::StepperConfig;
+use arm_hil::hil::{feed_trajectory, FeedItem, HilConfig, HilLoop, HilReport, FEED_DEPTH};
 use arm_hil::model::math::Vec3;
 use arm_hil::model::Robot;
 use arm_hil::protocol::rig::parse_trajectory_line;
-use arm_hil::sim::SilConfig;
 
 use crate::config;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Backend {
+pub(crate) enum Backend {
     /// The simulated plant and sensor, stepped in real time: HIL without hardware.
     Sim,
     /// The reference rig: angle sensor and step-driver Arduino on serial ports.
     Robotscara,
+}
+
+impl Backend {
+    pub(crate) fn kind(self) -> RigKind {
+        match self {
+            Backend::Sim => RigKind::Sim,
+            Backend::Robotscara => RigKind::Robotscara,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -47,7 +58,7 @@ pub(crate) struct HilArgs {
     /// Stop after this many seconds of loop time
     #[arg(long, value_name = "S")]
     duration: Option<f64>,
-    /// YAML configuration: the sections of `arm_hil sil --config` plus `hil`
+    /// YAML configuration: the sections of `arm_hil sil --config` plus `hil`, `stepper` and `rig`
     #[arg(long, value_name = "FILE.yaml")]
     config: Option<PathBuf>,
     /// Print the result as one JSON object on standard output
@@ -57,9 +68,18 @@ pub(crate) struct HilArgs {
 
 /// The sections of `hil` beside the SIL ones.
 #[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct HilSections {
     #[serde(default)]
     pub(crate) hil: HilConfig,
+    #[serde(default)]
+    pub(crate) stepper: StepperConfig,
+    #[serde(default)]
+    pub(crate) rig: RigConfig,
+}
+
+impl config::Sections for HilSections {
+    const KEYS: &'static [&'static str] = &["hil", "stepper", "rig"];
 }
 
 /// The result; these keys are an interface (`--json`).
@@ -199,25 +219,18 @@ impl StdinSamples {
     }
 }
 
-/// Starts the thread that feeds the loop; returns the first sample.
-fn start_feed(source: Source, robot: &Robot, feed: SyncSender<FeedItem>) -> anyhow::Result<Waypoint> {
+/// Starts the thread that feeds the loop; returns the feed and the first sample.
+fn start_feed(source: Source, robot: &Robot) -> anyhow::Result<(Receiver<FeedItem>, Waypoint)> {
     match source {
         Source::Validated(trajectory) => {
             let first = trajectory.waypoints()[0];
-            std::thread::spawn(move || {
-                for &sample in trajectory.waypoints() {
-                    if feed.send(FeedItem::Sample(sample)).is_err() {
-                        return;
-                    }
-                }
-                let _ = feed.send(FeedItem::End);
-            });
-            Ok(first)
+            Ok((feed_trajectory(Arc::new(trajectory)), first))
         }
         Source::Stdin => {
             let mut samples = StdinSamples { robot: robot.clone(), line_number: 0, previous: None };
             let mut lines = std::io::stdin().lock().lines();
             let first = samples.next_sample(&mut lines).context("stdin ended before the first usable P line")?;
+            let (feed, received) = sync_channel(FEED_DEPTH);
             std::thread::spawn(move || {
                 let mut lines = std::io::stdin().lock().lines();
                 let mut next = Some(first);
@@ -229,15 +242,8 @@ fn start_feed(source: Source, robot: &Robot, feed: SyncSender<FeedItem>) -> anyh
                 }
                 let _ = feed.send(FeedItem::End);
             });
-            Ok(first)
+            Ok((received, first))
         }
-    }
-}
-
-fn hardware(args: &HilArgs, robot: &Robot, sil: &SilConfig, first: &Waypoint) -> anyhow::Result<Box<dyn Hardware>> {
-    match args.hardware {
-        Backend::Sim => Ok(Box::new(SimulatedRig::new(robot.clone(), sil, first, robot.elbow())?)),
-        Backend::Robotscara => anyhow::bail!("the robotscara backend is not available yet"),
     }
 }
 
@@ -245,14 +251,16 @@ pub(crate) fn run(args: HilArgs) -> anyhow::Result<()> {
     let (sil, sections) = config::load::<HilSections>(args.config.as_deref())?;
     let robot = Robot::new(sil.robot.clone()).context("robot parameters")?;
     let source = open_source(args.trajectory.as_deref(), &robot)?;
-    // Room for the ring's refills between cycles; the feeder blocks when it is full.
-    let (feed, samples) = sync_channel(256);
-    let first = start_feed(source, &robot, feed)?;
-    let hardware = hardware(&args, &robot, &sil, &first)?;
+    let (samples, first) = start_feed(source, &robot)?;
+    let kind = args.hardware.kind();
+    let devices = RigDevices { sensor: args.sensor.clone(), arduino: args.arduino.clone() };
+    let settings = RigSettings { stepper: sections.stepper.clone(), rig: sections.rig.clone() };
+    let hardware = open_hardware(kind, &devices, &settings, &sil, &first, robot.elbow())?;
     let stop = Arc::new(AtomicBool::new(false));
     let stop_on_signal = stop.clone();
     ctrlc::set_handler(move || stop_on_signal.store(true, Ordering::Relaxed)).context("cannot handle Ctrl-C")?;
-    let mut hil = HilLoop::new(sections.hil, &sil, robot.elbow(), robot.params().l_arm, hardware, samples, stop)?;
+    let mut hil =
+        HilLoop::new(sections.hil.clone(), &sil, robot.elbow(), robot.params().l_arm, hardware, samples, stop)?;
     if let Some(duration) = args.duration {
         hil = hil.with_max_duration(duration);
     }

@@ -1,6 +1,7 @@
 //! `arm_hil`: the command line. Everything runs without ROS and without hardware.
 
 mod config;
+mod emulate;
 mod hil;
 mod plot;
 mod serve;
@@ -26,6 +27,9 @@ enum Command {
     Hil(hil::HilArgs),
     /// Serve the port-5555 binary protocol to the lab's GUI clients.
     Serve(serve::ServeArgs),
+    /// Run a device emulator on a pseudo-terminal.
+    #[command(subcommand)]
+    Emulate(emulate::EmulateCommand),
     /// Write trajectories.
     #[command(subcommand)]
     Trajectory(trajectory::TrajectoryCommand),
@@ -37,6 +41,7 @@ fn main() -> ExitCode {
         Command::Sil(args) => sil::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Hil(args) => hil::run(args),
+        Command::Emulate(command) => emulate::run(command),
         Command::Trajectory(command) => trajectory::run(command),
     };
     match result {

@@ -7,16 +7,21 @@ use anyhow::Context;
 use clap::Args;
 use serde::Deserialize;
 
-use arm_hil::bridge::legacy::{LegacyServer, LegacyServerConfig};
+use arm_hil::bridge::legacy::{HilSetup, LegacyServer, LegacyServerConfig};
+use arm_hil::drivers::RigSettings;
 
 use crate::config;
+use crate::hil::{Backend, HilSections};
 
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
     /// Listening address [default: 127.0.0.1:5555, or the file's server.bind]
     #[arg(long, value_name = "ADDR")]
     bind: Option<SocketAddr>,
-    /// YAML configuration: the sections of `arm_hil sil --config` plus `server`
+    /// Hardware for `H` sessions; without it they are refused
+    #[arg(long, value_enum, value_name = "KIND")]
+    hil_hardware: Option<Backend>,
+    /// YAML configuration: the sections of `arm_hil hil --config` plus `server`
     #[arg(long, value_name = "FILE.yaml")]
     config: Option<PathBuf>,
 }
@@ -26,16 +31,27 @@ pub(crate) struct ServeArgs {
 struct ServeSections {
     #[serde(default)]
     server: LegacyServerConfig,
+    #[serde(flatten)]
+    hil: HilSections,
+}
+
+impl config::Sections for ServeSections {
+    const KEYS: &'static [&'static str] = &["server", "hil", "stepper", "rig"];
 }
 
 pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
-    let (sil, ServeSections { mut server }) = config::load::<ServeSections>(args.config.as_deref())?;
+    let (sil, ServeSections { mut server, hil }) = config::load::<ServeSections>(args.config.as_deref())?;
     if let Some(bind) = args.bind {
         server.bind = bind;
     }
+    let hil = args.hil_hardware.map(|backend| HilSetup {
+        kind: backend.kind(),
+        hil: hil.hil,
+        settings: RigSettings { stepper: hil.stepper, rig: hil.rig },
+    });
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let server = LegacyServer::bind(server, sil).await.context("cannot start the server")?;
+        let server = LegacyServer::bind(server, sil, hil).await.context("cannot start the server")?;
         let address = server.local_addr()?;
         // Scripts read the bound address (port 0 picks a free one) from this first line.
         println!("listening on {address}");

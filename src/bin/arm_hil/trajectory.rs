@@ -22,10 +22,10 @@ pub(crate) enum TrajectoryCommand {
 
 #[derive(Debug, Args)]
 pub(crate) struct ArcArgs {
-    /// Start direction seen from the elbow: polar angle from +z, azimuth from +x [deg] [default: 70,-160]
+    /// Start direction seen from the elbow: polar angle from +z, azimuth from +x [deg] [default: 70,-140]
     #[arg(long, value_name = "THETA,PHI", value_parser = parse_direction, allow_hyphen_values = true)]
     from: Option<[f64; 2]>,
-    /// End direction [deg] [default: 70,-110]
+    /// End direction [deg] [default: 70,-90]
     #[arg(long, value_name = "THETA,PHI", value_parser = parse_direction, allow_hyphen_values = true)]
     to: Option<[f64; 2]>,
     /// Peak angular speed [deg/s] [default: 5]

@@ -1,0 +1,67 @@
+//! Device drivers: the I/O side of the rigs, behind the interfaces of [`crate::hil`].
+
+pub mod robotscara;
+
+use serde::{Deserialize, Serialize};
+
+use crate::control::Waypoint;
+use crate::hil::stepper::StepperConfig;
+use crate::hil::{Hardware, HardwareError, SimulatedRig};
+use crate::model::math::Vec3;
+use crate::model::Robot;
+use crate::serial::detect::find_arduino;
+use crate::sim::SilConfig;
+use robotscara::{ReferenceRig, RigConfig};
+
+/// The hardware behind a HIL run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RigKind {
+    /// The simulated plant and sensor, stepped in real time.
+    Sim,
+    /// The reference rig: angle sensor and step-driver Arduino on serial ports.
+    Robotscara,
+}
+
+/// Device paths of the reference rig; `arduino` may be `auto`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RigDevices {
+    pub sensor: String,
+    pub arduino: String,
+}
+
+/// Settings of the reference rig's devices.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RigSettings {
+    pub stepper: StepperConfig,
+    pub rig: RigConfig,
+}
+
+/// Opens the hardware for a run that starts at rest on `start`, with the forearm's elbow at
+/// `elbow` [m] (the simulated sensor sits there).
+pub fn open_hardware(
+    kind: RigKind,
+    devices: &RigDevices,
+    settings: &RigSettings,
+    sil: &SilConfig,
+    start: &Waypoint,
+    elbow: Vec3,
+) -> Result<Box<dyn Hardware>, HardwareError> {
+    match kind {
+        RigKind::Sim => {
+            let robot = Robot::new(sil.robot.clone()).map_err(|error| HardwareError::Plant(error.to_string()))?;
+            Ok(Box::new(SimulatedRig::new(robot, sil, start, elbow)?))
+        }
+        RigKind::Robotscara => {
+            let arduino = match devices.arduino.as_str() {
+                "auto" => find_arduino(&devices.sensor)
+                    .map_err(|error| HardwareError::Link(error.to_string()))?
+                    .to_string_lossy()
+                    .into_owned(),
+                path => path.to_owned(),
+            };
+            log::info!("reference rig: sensor {}, Arduino {arduino}", devices.sensor);
+            Ok(Box::new(ReferenceRig::connect(&devices.sensor, &arduino, &settings.rig, settings.stepper.clone())?))
+        }
+    }
+}

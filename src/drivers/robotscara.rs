@@ -1,0 +1,265 @@
+//! The reference rig behind the HIL loop: the angle sensor (115200 8N1, `t,r,theta,phi` lines)
+//! and the step-driver Arduino (250000 8N1, `F,fx,fy,fz,dirBits` lines).
+//!
+//! Serial I/O runs on two threads of its own. The loop's `read` takes the newest sensor
+//! reading, its `write` turns torque into step rates and leaves them for the writer, which sends
+//! the newest rates as fast as the link allows (at 250000 baud a command line takes about 1 ms).
+//! Neither call blocks on I/O; a failed port is reported by the next `read` or `write`.
+
+use std::io::{Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::control::SphericalReading;
+use crate::hil::stepper::{FieldTracker, StepRates, StepperConfig, StepperDrive};
+use crate::hil::{ActuatorCommand, Hardware, HardwareError, SensorInput};
+use crate::protocol::rig::{encode_step_command, parse_sensor_line, LineSplitter};
+use crate::serial;
+
+/// Serial settings of the rig. Defaults are the reference rig's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RigConfig {
+    /// Angle sensor baud rate. Default 115200.
+    pub sensor_baud: u32,
+    /// Step-driver Arduino baud rate. Default 250000.
+    pub arduino_baud: u32,
+}
+
+impl Default for RigConfig {
+    fn default() -> Self {
+        RigConfig { sensor_baud: 115_200, arduino_baud: 250_000 }
+    }
+}
+
+/// The newest sensor reading and how many have arrived.
+#[derive(Debug, Default)]
+struct SensorSlot {
+    count: u64,
+    reading: Option<SphericalReading>,
+    bad_lines: u64,
+}
+
+/// The newest step rates for the writer.
+#[derive(Debug, Default)]
+struct CommandSlot {
+    sequence: u64,
+    rates: StepRates,
+    closing: bool,
+}
+
+#[derive(Debug)]
+struct Shared {
+    /// The clock of the field tracker.
+    started: Instant,
+    sensor: Mutex<SensorSlot>,
+    command: Mutex<CommandSlot>,
+    command_changed: Condvar,
+    /// The drives' fields as the writer has commanded them, at real send times; `None` until
+    /// the loop knows the joint angles.
+    field: Mutex<Option<FieldTracker>>,
+    /// The first I/O failure of either thread.
+    failure: Mutex<Option<String>>,
+    stop: AtomicBool,
+}
+
+impl Shared {
+    fn new() -> Shared {
+        Shared {
+            started: Instant::now(),
+            sensor: Mutex::default(),
+            command: Mutex::default(),
+            command_changed: Condvar::new(),
+            field: Mutex::new(None),
+            failure: Mutex::new(None),
+            stop: AtomicBool::new(false),
+        }
+    }
+
+    fn elapsed(&self) -> f64 {
+        self.started.elapsed().as_secs_f64()
+    }
+
+    fn fail(&self, what: String) {
+        if let Ok(mut failure) = self.failure.lock() {
+            failure.get_or_insert(what);
+        }
+    }
+}
+
+/// The reference rig as a [`Hardware`] backend.
+pub struct ReferenceRig {
+    shared: Arc<Shared>,
+    drive: StepperDrive,
+    readings_seen: u64,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl ReferenceRig {
+    /// Opens both ports and starts their threads.
+    pub fn connect(
+        sensor: &str,
+        arduino: &str,
+        config: &RigConfig,
+        stepper: StepperConfig,
+    ) -> Result<ReferenceRig, HardwareError> {
+        let open = |path: &str, baud: u32| {
+            serial::open(path, baud, Duration::from_millis(20))
+                .map_err(|error| HardwareError::Link(format!("cannot open {path} at {baud} baud: {error}")))
+        };
+        let sensor_port = open(sensor, config.sensor_baud)?;
+        let arduino_port = open(arduino, config.arduino_baud)?;
+        let shared = Arc::new(Shared::new());
+        let spawn = |name: &str, body: Box<dyn FnOnce() + Send>| {
+            std::thread::Builder::new().name(name.into()).spawn(body).map_err(HardwareError::Io)
+        };
+        let threads = vec![
+            spawn("rig-sensor", {
+                let shared = shared.clone();
+                Box::new(move || read_sensor(sensor_port, &shared))
+            })?,
+            spawn("rig-stepper", {
+                let shared = shared.clone();
+                let config = stepper.clone();
+                Box::new(move || write_steps(arduino_port, &shared, &config))
+            })?,
+        ];
+        Ok(ReferenceRig { shared, drive: StepperDrive::new(stepper), readings_seen: 0, threads })
+    }
+
+    fn check_failure(&self) -> Result<(), HardwareError> {
+        match self.shared.failure.try_lock().ok().and_then(|failure| failure.clone()) {
+            Some(what) => Err(HardwareError::Link(what)),
+            None => Ok(()),
+        }
+    }
+
+    fn send(&self, rates: StepRates, closing: bool) {
+        // A writer holding the lock is only copying the rates out: wait for it.
+        if let Ok(mut slot) = self.shared.command.lock() {
+            slot.sequence += 1;
+            slot.rates = rates;
+            slot.closing |= closing;
+        }
+        self.shared.command_changed.notify_one();
+    }
+}
+
+impl Hardware for ReferenceRig {
+    fn read(&mut self, _now: f64, _period: f64, input: &mut SensorInput) -> Result<(), HardwareError> {
+        self.check_failure()?;
+        // The reader holds the lock only to store a reading; if it does now, the reading is
+        // taken next cycle.
+        if let Ok(slot) = self.shared.sensor.try_lock() {
+            if slot.count > self.readings_seen {
+                self.readings_seen = slot.count;
+                input.reading = slot.reading;
+            }
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, _now: f64, period: f64, command: &ActuatorCommand) -> Result<(), HardwareError> {
+        self.check_failure()?;
+        // No joint angles yet: the drives hold still.
+        let Some(theta) = command.theta else {
+            self.send(StepRates::default(), false);
+            return Ok(());
+        };
+        let now = self.shared.elapsed();
+        let field = {
+            let Ok(mut field) = self.shared.field.lock() else {
+                return Err(HardwareError::Link("the stepper writer failed".into()));
+            };
+            // The rig holds the arm when the loop starts: the first torque is taken as the one
+            // the drives already give.
+            let config = self.drive.config();
+            field
+                .get_or_insert_with(|| FieldTracker::new(config.holding_field_angle(&theta, &command.tau), now))
+                .angle_at(now)
+        };
+        let rates = self.drive.update(&command.tau, &theta, &field, period);
+        self.send(rates, false);
+        Ok(())
+    }
+
+    fn stop(&mut self) {
+        self.drive.stop();
+        self.send(StepRates::default(), true);
+    }
+}
+
+impl Drop for ReferenceRig {
+    fn drop(&mut self) {
+        self.send(StepRates::default(), true);
+        self.shared.stop.store(true, Ordering::Relaxed);
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The sensor thread: lines in, newest reading out.
+fn read_sensor(mut port: Box<dyn serialport::SerialPort>, shared: &Shared) {
+    let mut splitter = LineSplitter::new(128);
+    let mut buf = [0u8; 512];
+    while !shared.stop.load(Ordering::Relaxed) {
+        let read = match port.read(&mut buf) {
+            Ok(0) => continue,
+            Ok(read) => read,
+            Err(error) if error.kind() == std::io::ErrorKind::TimedOut => continue,
+            Err(error) => return shared.fail(format!("sensor port: {error}")),
+        };
+        splitter.push(&buf[..read], |line| {
+            let Ok(mut slot) = shared.sensor.lock() else { return };
+            match parse_sensor_line(line) {
+                Ok(sample) => {
+                    slot.count += 1;
+                    slot.reading = Some(SphericalReading { r: sample.r, theta: sample.theta, phi: sample.phi });
+                }
+                Err(error) => {
+                    slot.bad_lines += 1;
+                    log::debug!("sensor line `{line}` refused: {error}");
+                }
+            }
+        });
+    }
+}
+
+/// The stepper thread: sends the newest rates whenever they change, and zero rates on closing;
+/// the field tracker learns each rate at the moment it is sent.
+fn write_steps(mut port: Box<dyn serialport::SerialPort>, shared: &Shared, config: &StepperConfig) {
+    let mut sent = 0;
+    let mut line = Vec::with_capacity(48);
+    loop {
+        let (rates, closing) = {
+            let Ok(slot) = shared.command.lock() else { return };
+            let Ok((slot, _)) = shared
+                .command_changed
+                .wait_timeout_while(slot, Duration::from_millis(100), |slot| slot.sequence == sent && !slot.closing)
+            else {
+                return;
+            };
+            sent = slot.sequence;
+            (if slot.closing { StepRates::default() } else { slot.rates }, slot.closing)
+        };
+        line.clear();
+        encode_step_command(&rates, &mut line);
+        if let Err(error) = port.write_all(&line).and_then(|()| port.flush()) {
+            return shared.fail(format!("Arduino port: {error}"));
+        }
+        if let Ok(mut field) = shared.field.lock() {
+            let now = shared.elapsed();
+            if let Some(field) = field.as_mut() {
+                field.set_rates(now, &rates, config);
+            }
+        }
+        if closing || shared.stop.load(Ordering::Relaxed) {
+            return;
+        }
+    }
+}

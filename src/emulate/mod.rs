@@ -1,0 +1,3 @@
+//! Device emulators on pseudo-terminals, for tests, demos and users without hardware.
+
+pub mod rig;

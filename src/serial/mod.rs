@@ -1,0 +1,17 @@
+//! Serial ports: opening them, finding the Arduino, and pseudo-terminals for the emulators.
+
+pub mod detect;
+pub mod pty;
+
+use std::time::Duration;
+
+/// Opens `path` at `baud` 8N1 without flow control; reads time out after `timeout`.
+pub fn open(path: &str, baud: u32, timeout: Duration) -> serialport::Result<Box<dyn serialport::SerialPort>> {
+    serialport::new(path, baud)
+        .data_bits(serialport::DataBits::Eight)
+        .parity(serialport::Parity::None)
+        .stop_bits(serialport::StopBits::One)
+        .flow_control(serialport::FlowControl::None)
+        .timeout(timeout)
+        .open()
+}

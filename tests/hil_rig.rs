@@ -1,0 +1,117 @@
+//! The HIL loop through real pseudo-terminals: the reference-rig backend against the rig
+//! emulator (sensor lines in, step commands out), and auto-detection of the Arduino.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::sync_channel;
+use std::sync::Arc;
+use std::time::Duration;
+
+use arm_hil::control::arc::ArcSpec;
+use arm_hil::control::Waypoint;
+use arm_hil::drivers::robotscara::{ReferenceRig, RigConfig};
+use arm_hil::emulate::rig::RigEmulator;
+use arm_hil::hil::stepper::StepperConfig;
+use arm_hil::hil::{FeedItem, HilConfig, HilError, HilLoop, HilReport};
+use arm_hil::model::Robot;
+use arm_hil::serial::detect::{choose_arduino, Candidate};
+use arm_hil::sim::SilConfig;
+
+/// The rig's settings from examples/robotscara.yaml.
+fn rig_config() -> SilConfig {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/robotscara.yaml")).unwrap();
+    SilConfig::from_yaml(&text).unwrap()
+}
+
+fn run_loop(emulator: &RigEmulator, config: &SilConfig, waypoints: Vec<Waypoint>, hil: HilConfig) -> HilReport {
+    let robot = Robot::new(config.robot.clone()).unwrap();
+    let path = |p: &Path| p.to_str().unwrap().to_owned();
+    let rig = ReferenceRig::connect(
+        &path(emulator.sensor_path()),
+        &path(emulator.arduino_path()),
+        &RigConfig::default(),
+        StepperConfig::default(),
+    )
+    .unwrap();
+    let (feed, samples) = sync_channel(64);
+    std::thread::spawn(move || {
+        for waypoint in waypoints {
+            if feed.send(FeedItem::Sample(waypoint)).is_err() {
+                return;
+            }
+        }
+        let _ = feed.send(FeedItem::End);
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+    HilLoop::new(hil, config, robot.elbow(), robot.params().l_arm, Box::new(rig), samples, stop).unwrap().run()
+}
+
+fn loop_config() -> HilConfig {
+    HilConfig { realtime_priority: None, ..HilConfig::default() }
+}
+
+#[test]
+fn the_loop_tracks_the_default_arc_through_the_pty_emulators() {
+    let config = rig_config();
+    let robot = Robot::new(config.robot.clone()).unwrap();
+    let arc = ArcSpec::default().waypoints(&robot.elbow(), robot.params().l_arm).unwrap();
+    let (start, end) = (arc[0].x, arc[arc.len() - 1].x);
+    let emulator = RigEmulator::start(&config, StepperConfig::default(), start, 250.0).unwrap();
+    let report = run_loop(&emulator, &config, arc, loop_config());
+    report.outcome.unwrap();
+    let stats = emulator.stop();
+    assert!(report.stats.cycles > 9_000, "{} cycles", report.stats.cycles);
+    assert!(report.stats.sensor_readings > 2_000, "{} readings", report.stats.sensor_readings);
+    eprintln!(
+        "RMS tracking error {:.3} mm (estimate), final position error {:.3} mm",
+        report.stats.rms_error_m() * 1e3,
+        (stats.position - end).norm() * 1e3
+    );
+    assert!(report.stats.rms_error_m() < 5e-3, "RMS {} m", report.stats.rms_error_m());
+    // The true arm ends where the arc ends, within a few sensor quanta (2.3 mm each), and the
+    // drives were stopped.
+    assert!((stats.position - end).norm() < 15e-3, "ended at {} instead of {}", stats.position, end);
+    assert_eq!(stats.last_rates, [0.0; 3]);
+    assert_eq!(stats.bad_step_lines, 0);
+}
+
+#[test]
+fn a_silent_sensor_stops_the_loop_safely_with_the_reason() {
+    let config = rig_config();
+    let robot = Robot::new(config.robot.clone()).unwrap();
+    let arc = ArcSpec::default().waypoints(&robot.elbow(), robot.params().l_arm).unwrap();
+    let emulator = RigEmulator::start(&config, StepperConfig::default(), arc[0].x, 250.0).unwrap();
+    let silencer = {
+        let emulator = &emulator;
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                std::thread::sleep(Duration::from_millis(500));
+                emulator.set_sensor_silent(true);
+            });
+            run_loop(emulator, &config, arc, loop_config())
+        })
+    };
+    assert!(matches!(silencer.outcome, Err(HilError::SensorLost { .. })), "{:?}", silencer.outcome);
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(emulator.stop().last_rates, [0.0; 3]);
+}
+
+fn candidate(path: &str, usb_id: Option<(u16, u16)>, by_id_name: Option<&str>) -> Candidate {
+    Candidate { path: PathBuf::from(path), usb_id, by_id_name: by_id_name.map(String::from) }
+}
+
+#[test]
+fn auto_detection_finds_the_arduino_by_usb_id_then_by_name_and_never_the_sensor() {
+    let sensor = Path::new("/dev/ttyUSB0");
+    let ftdi_sensor = candidate("/dev/ttyUSB0", Some((0x0403, 0x6001)), Some("usb-FTDI_FT232R-if00-port0"));
+    let uno = candidate("/dev/ttyACM0", Some((0x2341, 0x0043)), None);
+    let ch340 = candidate("/dev/ttyUSB1", Some((0x1a86, 0x7523)), None);
+    let named = candidate("/dev/ttyACM3", None, Some("usb-Arduino__www.arduino.cc__0043_75735-if00"));
+    assert_eq!(choose_arduino(&[ftdi_sensor.clone(), uno.clone()], sensor), Some(&uno));
+    assert_eq!(choose_arduino(&[ftdi_sensor.clone(), named.clone(), ch340.clone()], sensor), Some(&ch340));
+    assert_eq!(choose_arduino(&[ftdi_sensor.clone(), named.clone()], sensor), Some(&named));
+    // A CH340 sensor is never taken for the Arduino.
+    let ch340_sensor = candidate("/dev/ttyUSB0", Some((0x1a86, 0x7523)), None);
+    assert_eq!(choose_arduino(&[ch340_sensor], sensor), None);
+    assert_eq!(choose_arduino(&[ftdi_sensor], sensor), None);
+}
