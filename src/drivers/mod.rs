@@ -1,6 +1,8 @@
 //! Device drivers: the I/O side of the rigs, behind the interfaces of [`crate::hil`].
 
 pub mod robotscara;
+pub mod stm32;
+mod stm32_link;
 
 use serde::{Deserialize, Serialize};
 

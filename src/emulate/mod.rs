@@ -1,3 +1,4 @@
 //! Device emulators on pseudo-terminals, for tests, demos and users without hardware.
 
 pub mod rig;
+pub mod stm32;

@@ -203,7 +203,7 @@ impl Emulation {
             // Wake for the next command as soon as it arrives, so that rates take effect when
             // they would on the Arduino, or for the next sensor line.
             let until_sensor = Duration::from_secs_f64((next_sensor - started.elapsed().as_secs_f64()).max(0.0));
-            wait_readable(arduino_pty.master(), until_sensor.min(Self::MAX_WAIT));
+            arduino_pty.wait_readable(until_sensor.min(Self::MAX_WAIT));
             let now = started.elapsed().as_secs_f64();
             self.advance(now)?;
             loop {
@@ -267,14 +267,4 @@ impl Emulation {
         }
         Ok(())
     }
-}
-
-/// Waits until `file` has bytes to read or `timeout` passes.
-fn wait_readable(file: &std::fs::File, timeout: Duration) {
-    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-    use std::os::fd::AsFd;
-    let mut fds = [PollFd::new(file.as_fd(), PollFlags::POLLIN)];
-    let millis = PollTimeout::try_from(timeout.as_millis().max(1) as i32).unwrap_or(PollTimeout::NONE);
-    // An interrupted or failed poll only means the next round comes sooner.
-    let _ = poll(&mut fds, millis);
 }

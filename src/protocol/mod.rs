@@ -5,3 +5,4 @@
 
 pub mod legacy;
 pub mod rig;
+pub mod stm32;

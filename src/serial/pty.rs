@@ -6,7 +6,10 @@ use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
+use std::time::Duration;
+
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::pty::openpty;
 use nix::sys::termios::{cfmakeraw, tcgetattr, tcsetattr, SetArg};
 
@@ -40,5 +43,13 @@ impl Pty {
     /// The master side: what the emulated device reads and writes.
     pub fn master(&mut self) -> &mut File {
         &mut self.master
+    }
+
+    /// Waits until the master side has bytes to read or `timeout` passes (at least 1 ms).
+    pub fn wait_readable(&self, timeout: Duration) {
+        let mut fds = [PollFd::new(self.master.as_fd(), PollFlags::POLLIN)];
+        let millis = PollTimeout::try_from(timeout.as_millis().max(1)).unwrap_or(PollTimeout::MAX);
+        // An interrupted or failed poll only means the caller looks again sooner.
+        let _ = poll(&mut fds, millis);
     }
 }

@@ -10,7 +10,9 @@ use clap::{Args, Subcommand};
 
 use arm_hil::control::arc::ArcSpec;
 use arm_hil::emulate::rig::RigEmulator;
+use arm_hil::emulate::stm32::{Faults, Stm32Emulator, Stm32EmulatorConfig};
 use arm_hil::model::math::Vec3;
+use arm_hil::protocol::stm32::LengthStyle;
 
 use crate::config;
 use crate::hil::HilSections;
@@ -22,6 +24,24 @@ pub(crate) enum EmulateCommand {
     Sensor(RigArgs),
     /// The reference rig's step-driver Arduino: the same emulated rig as `sensor`.
     Stepper(RigArgs),
+    /// The STM32 arm's firmware: prints the device path (a link that survives replugs).
+    Stm32(Stm32EmulatorArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct Stm32EmulatorArgs {
+    /// Lengths of ANGLES_ONLY, ACK and ERROR_RESPONSE: firmware or document
+    #[arg(long, value_name = "STYLE", default_value = "firmware")]
+    style: String,
+    /// Send telemetry unasked at this rate [Hz] (the real firmware only answers GET_TELEMETRY)
+    #[arg(long, value_name = "HZ")]
+    stream_rate: Option<f64>,
+    /// Probability that a byte sent has a bit flipped
+    #[arg(long, value_name = "P", default_value_t = 0.0)]
+    bit_flip_rate: f64,
+    /// Probability that a byte sent is lost
+    #[arg(long, value_name = "P", default_value_t = 0.0)]
+    drop_rate: f64,
 }
 
 #[derive(Debug, Args)]
@@ -35,7 +55,43 @@ pub(crate) struct RigArgs {
 }
 
 pub(crate) fn run(command: EmulateCommand) -> anyhow::Result<()> {
-    let (EmulateCommand::Sensor(args) | EmulateCommand::Stepper(args)) = command;
+    match command {
+        EmulateCommand::Sensor(args) | EmulateCommand::Stepper(args) => run_rig(args),
+        EmulateCommand::Stm32(args) => run_stm32(args),
+    }
+}
+
+/// Runs until Ctrl-C.
+fn until_interrupted(mut failed: impl FnMut() -> Option<String>) -> anyhow::Result<()> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop_on_signal = stop.clone();
+    ctrlc::set_handler(move || stop_on_signal.store(true, Ordering::Relaxed)).context("cannot handle Ctrl-C")?;
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(200));
+        if let Some(failure) = failed() {
+            anyhow::bail!("the emulator stopped: {failure}");
+        }
+    }
+    Ok(())
+}
+
+fn run_stm32(args: Stm32EmulatorArgs) -> anyhow::Result<()> {
+    let style = match args.style.as_str() {
+        "firmware" => LengthStyle::Firmware,
+        "document" => LengthStyle::Document,
+        other => anyhow::bail!("--style must be firmware or document, got `{other}`"),
+    };
+    let config = Stm32EmulatorConfig { style, stream_rate_hz: args.stream_rate, ..Stm32EmulatorConfig::default() };
+    let emulator = Stm32Emulator::start(config).context("cannot start the STM32 emulator")?;
+    emulator.set_faults(Faults { bit_flip_rate: args.bit_flip_rate, drop_rate: args.drop_rate, silent: false });
+    println!("{}", emulator.path().display());
+    until_interrupted(|| None)?;
+    let stats = emulator.stop();
+    log::info!("answered {} commands, sent {} telemetry packets", stats.commands, stats.telemetry_sent);
+    Ok(())
+}
+
+fn run_rig(args: RigArgs) -> anyhow::Result<()> {
     let (sil, sections) = config::load::<HilSections>(args.config.as_deref())?;
     // The arm starts where the built-in arc starts, held by its motors.
     let elbow = Vec3::from(sil.robot.elbow);
@@ -45,15 +101,7 @@ pub(crate) fn run(command: EmulateCommand) -> anyhow::Result<()> {
         .context("cannot start the rig emulator")?;
     println!("sensor {}", emulator.sensor_path().display());
     println!("stepper {}", emulator.arduino_path().display());
-    let stop = Arc::new(AtomicBool::new(false));
-    let stop_on_signal = stop.clone();
-    ctrlc::set_handler(move || stop_on_signal.store(true, Ordering::Relaxed)).context("cannot handle Ctrl-C")?;
-    while !stop.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(200));
-        if let Some(failure) = emulator.failure() {
-            anyhow::bail!("the rig emulator stopped: {failure}");
-        }
-    }
+    until_interrupted(|| emulator.failure())?;
     let stats = emulator.stop();
     log::info!(
         "emulated {} sensor lines, {} step commands ({} refused)",

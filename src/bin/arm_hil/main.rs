@@ -6,6 +6,7 @@ mod hil;
 mod plot;
 mod serve;
 mod sil;
+mod stm32;
 mod trajectory;
 
 use std::process::ExitCode;
@@ -27,6 +28,8 @@ enum Command {
     Hil(hil::HilArgs),
     /// Serve the port-5555 binary protocol to the lab's GUI clients.
     Serve(serve::ServeArgs),
+    /// Drive the STM32 2-DOF arm over its serial protocol.
+    Stm32(stm32::Stm32Args),
     /// Run a device emulator on a pseudo-terminal.
     #[command(subcommand)]
     Emulate(emulate::EmulateCommand),
@@ -42,6 +45,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::Hil(args) => hil::run(args),
         Command::Emulate(command) => emulate::run(command),
+        Command::Stm32(args) => stm32::run(args),
         Command::Trajectory(command) => trajectory::run(command),
     };
     match result {
