@@ -3,7 +3,7 @@
 //!
 //! Modules are listed in layer order; each uses only the ones above it (DESIGN.md §1):
 //! the robot, control, the SIL engine, the HIL loop, sans-IO codecs, then I/O (serial ports,
-//! drivers, TCP bridges) and device emulators.
+//! drivers, TCP bridges), device emulators, and the ROS nodes' logic (without ROS).
 
 pub mod model;
 pub mod control;
@@ -14,3 +14,4 @@ pub mod serial;
 pub mod drivers;
 pub mod bridge;
 pub mod emulate;
+pub mod nodes;

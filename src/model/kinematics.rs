@@ -133,6 +133,13 @@ impl Robot {
         (j_dot, k_dot)
     }
 
+    /// The motor axis of leg `leg` (unit, world frame) and the proximal link's direction at
+    /// th = 0: the link turns by th about the axis, as in the URDF.
+    pub fn leg_frame(&self, leg: usize) -> (Vec3, Vec3) {
+        let geometry = &self.legs[leg];
+        (geometry.axis_cos.cross(&geometry.axis_sin), geometry.axis_cos)
+    }
+
     /// ds_i/dth_i for every leg, as the columns of a matrix [m/rad].
     pub(super) fn tip_derivatives(&self, theta: &Vec3) -> Mat3 {
         Mat3::from_fn(|row, leg| self.legs[leg].tip_derivative(theta[leg])[row])

@@ -1,0 +1,136 @@
+//! What the ROS nodes do, tested without ROS: parameters, message conversion, the SIL run loop.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::channel;
+use std::sync::Arc;
+
+use arm_hil::control::arc::ArcSpec;
+use arm_hil::control::{Trajectory, TrajectoryError};
+use arm_hil::model::math::Vec3;
+use arm_hil::model::{Branch, Robot};
+use arm_hil::nodes::messages::{trajectory_from_points, MultiDofPoint, TrajectoryMessageError};
+use arm_hil::nodes::params::{ParamError, ParamValue};
+use arm_hil::nodes::sil::{run_sil, sil_node_config, SilEvent, SilNodeSettings};
+use arm_hil::sim::SilConfig;
+
+fn params(entries: &[(&str, ParamValue)]) -> BTreeMap<String, ParamValue> {
+    entries.iter().map(|(name, value)| (name.to_string(), value.clone())).collect()
+}
+
+#[test]
+fn parameters_fill_the_sil_configuration_and_the_node_settings() {
+    let given = params(&[
+        ("use_sim_time", ParamValue::Bool(true)),
+        ("controller.kp", ParamValue::Integer(400)),
+        ("controller.kd", ParamValue::Double(40.0)),
+        ("robot.elbow", ParamValue::DoubleArray(vec![0.3, 0.35, 0.0])),
+        ("robot.assembly", ParamValue::StringArray(vec!["minus".into(), "plus".into(), "plus".into()])),
+        ("sensor.ideal", ParamValue::Bool(true)),
+        ("publish_rate_hz", ParamValue::Double(100.0)),
+        ("loop", ParamValue::Bool(true)),
+        ("trajectory_file", ParamValue::String("arc.csv".into())),
+    ]);
+    let (sil, settings) = sil_node_config(&given).unwrap();
+    assert_eq!((sil.controller.kp, sil.controller.kd, sil.controller.ki), (400.0, 40.0, 4.0));
+    assert_eq!(sil.robot.elbow, [0.3, 0.35, 0.0]);
+    assert_eq!(sil.robot.assembly, [Branch::Minus, Branch::Plus, Branch::Plus]);
+    assert!(sil.sensor.ideal);
+    assert_eq!(
+        settings,
+        SilNodeSettings {
+            publish_rate_hz: 100.0,
+            repeat: true,
+            trajectory_file: "arc.csv".into(),
+            ..SilNodeSettings::default()
+        }
+    );
+    assert_eq!(sil_node_config(&BTreeMap::new()).unwrap(), (SilConfig::default(), SilNodeSettings::default()));
+}
+
+#[test]
+fn bad_parameters_are_refused_with_their_names() {
+    let message = |entries: &[(&str, ParamValue)]| sil_node_config(&params(entries)).unwrap_err().to_string();
+    assert!(message(&[("controller.kq", ParamValue::Double(1.0))]).contains("unknown field `kq`"));
+    assert!(message(&[("publish_rate", ParamValue::Double(1.0))]).contains("unknown field `publish_rate`"));
+    assert!(message(&[("controller.kp", ParamValue::String("fast".into()))]).contains("invalid type"));
+    assert!(message(&[("real_time_factor", ParamValue::Double(-1.0))]).contains("real_time_factor"));
+    assert!(message(&[("controller.torque_limit", ParamValue::Double(-1.0))]).contains("torque_limit"));
+    let conflict = sil_node_config(&params(&[("robot", ParamValue::Bool(true)), ("robot.d", ParamValue::Double(0.5))]));
+    assert!(matches!(conflict, Err(ParamError::Conflict { .. })), "{conflict:?}");
+}
+
+fn point(t: f64, x: [f64; 3]) -> MultiDofPoint {
+    MultiDofPoint { translations: vec![x], time_from_start_s: t, ..MultiDofPoint::default() }
+}
+
+#[test]
+fn a_multidof_trajectory_becomes_a_validated_trajectory() {
+    let robot = Robot::default();
+    let mut second = point(0.5, [0.151, 0.0, 0.2]);
+    second.linear_velocities = vec![[0.002, 0.0, 0.0]];
+    second.linear_accelerations = vec![[0.0, 0.0, 0.0]];
+    let trajectory =
+        trajectory_from_points(&[point(0.0, [0.15, 0.0, 0.2]), second], &robot, robot.elbow(), 0.45).unwrap();
+    assert_eq!(trajectory.waypoints()[1].xd, Vec3::new(0.002, 0.0, 0.0));
+    assert_eq!(trajectory.end_time(), 0.5);
+}
+
+#[test]
+fn bad_trajectory_messages_are_refused_naming_the_point() {
+    let robot = Robot::default();
+    let convert = |points: &[MultiDofPoint]| trajectory_from_points(points, &robot, robot.elbow(), 0.45).unwrap_err();
+    let two_transforms = MultiDofPoint { translations: vec![[0.15, 0.0, 0.2]; 2], ..point(1.0, [0.0; 3]) };
+    assert_eq!(
+        convert(&[point(0.0, [0.15, 0.0, 0.2]), two_transforms]),
+        TrajectoryMessageError::Transforms { index: 1, count: 2 }
+    );
+    let two_velocities = MultiDofPoint { linear_velocities: vec![[0.0; 3]; 2], ..point(0.0, [0.15, 0.0, 0.2]) };
+    assert!(matches!(
+        convert(&[two_velocities]),
+        TrajectoryMessageError::Derivatives { index: 0, what: "velocities", count: 2 }
+    ));
+    let backwards = convert(&[point(1.0, [0.15, 0.0, 0.2]), point(0.5, [0.15, 0.0, 0.2])]);
+    assert!(matches!(
+        backwards,
+        TrajectoryMessageError::Trajectory(TrajectoryError::TimeNotIncreasing { index: 1, .. })
+    ));
+    assert_eq!(convert(&[]), TrajectoryMessageError::Trajectory(TrajectoryError::Empty));
+    let unreachable = convert(&[point(0.0, [2.0, 2.0, 2.0])]);
+    assert!(unreachable.to_string().starts_with("waypoint 0 is unreachable"), "{unreachable}");
+}
+
+fn short_arc(robot: &Robot) -> Arc<Trajectory> {
+    let spec = ArcSpec { from_deg: [70.0, -140.0], to_deg: [70.0, -138.0], ..ArcSpec::default() };
+    Arc::new(Trajectory::with_robot_forearm(spec.waypoints(&robot.elbow(), 0.45).unwrap(), robot).unwrap())
+}
+
+#[test]
+fn the_sil_loop_samples_at_the_publish_rate_and_ends_each_run_on_its_last_frame() {
+    let robot = Robot::default();
+    let trajectory = short_arc(&robot);
+    let settings = SilNodeSettings { real_time_factor: 0.0, publish_rate_hz: 100.0, ..SilNodeSettings::default() };
+    let (replace, next) = channel();
+    let stop = AtomicBool::new(false);
+    let (mut samples, mut runs, mut started) = (Vec::new(), 0, 0);
+    let end = trajectory.end_time();
+    run_sil(&robot, &SilConfig::default(), &settings, trajectory.clone(), &next, &stop, &mut |event| match event {
+        SilEvent::RunStarted { ideal, trajectory } => {
+            started += 1;
+            assert_eq!(ideal.len(), trajectory.waypoints().len());
+        }
+        SilEvent::Sample(sample) => samples.push(sample),
+        SilEvent::RunEnded { error, .. } => {
+            assert!(error.is_none());
+            runs += 1;
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+    drop(replace);
+    assert_eq!((started, runs), (1, 1));
+    let expected = (end * 100.0).floor() as usize + 1;
+    assert!(samples.len().abs_diff(expected) <= 1, "{} samples for {expected}", samples.len());
+    assert!(samples.windows(2).all(|pair| pair[1].clock_s > pair[0].clock_s));
+    assert_eq!(samples.last().unwrap().frame.t, end);
+    assert_eq!(samples.last().unwrap().joints.position[0], samples.last().unwrap().frame.theta[0]);
+}
