@@ -15,3 +15,5 @@ pub mod drivers;
 pub mod bridge;
 pub mod emulate;
 pub mod nodes;
+#[cfg(feature = "ros")]
+pub mod ros;

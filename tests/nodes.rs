@@ -119,7 +119,7 @@ fn the_sil_loop_samples_at_the_publish_rate_and_ends_each_run_on_its_last_frame(
             started += 1;
             assert_eq!(ideal.len(), trajectory.waypoints().len());
         }
-        SilEvent::Sample(sample) => samples.push(sample),
+        SilEvent::Sample(sample) => samples.push(sample.clone()),
         SilEvent::RunEnded { error, .. } => {
             assert!(error.is_none());
             runs += 1;
@@ -133,4 +133,48 @@ fn the_sil_loop_samples_at_the_publish_rate_and_ends_each_run_on_its_last_frame(
     assert!(samples.windows(2).all(|pair| pair[1].clock_s > pair[0].clock_s));
     assert_eq!(samples.last().unwrap().frame.t, end);
     assert_eq!(samples.last().unwrap().joints.position[0], samples.last().unwrap().frame.theta[0]);
+}
+
+/// Flattens a `/**: ros__parameters:` file into dotted names, as ROS does.
+fn ros_parameters_file(path: &str) -> BTreeMap<String, ParamValue> {
+    fn flatten(prefix: &str, value: &serde_norway::Value, out: &mut BTreeMap<String, ParamValue>) {
+        let name = |key: &str| if prefix.is_empty() { key.to_owned() } else { format!("{prefix}.{key}") };
+        match value {
+            serde_norway::Value::Mapping(mapping) => {
+                for (key, value) in mapping {
+                    flatten(&name(key.as_str().unwrap()), value, out);
+                }
+            }
+            serde_norway::Value::Bool(b) => drop(out.insert(prefix.to_owned(), ParamValue::Bool(*b))),
+            serde_norway::Value::Number(n) if n.is_i64() => {
+                drop(out.insert(prefix.to_owned(), ParamValue::Integer(n.as_i64().unwrap())))
+            }
+            serde_norway::Value::Number(n) => {
+                drop(out.insert(prefix.to_owned(), ParamValue::Double(n.as_f64().unwrap())))
+            }
+            serde_norway::Value::String(s) => drop(out.insert(prefix.to_owned(), ParamValue::String(s.clone()))),
+            serde_norway::Value::Sequence(items) if items.iter().all(|i| i.is_f64() || i.is_i64()) => drop(out.insert(
+                prefix.to_owned(),
+                ParamValue::DoubleArray(items.iter().map(|i| i.as_f64().unwrap()).collect()),
+            )),
+            serde_norway::Value::Sequence(items) => drop(out.insert(
+                prefix.to_owned(),
+                ParamValue::StringArray(items.iter().map(|i| i.as_str().unwrap().to_owned()).collect()),
+            )),
+            other => panic!("unexpected parameter value {other:?}"),
+        }
+    }
+    let text = std::fs::read_to_string(format!("{}/{path}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let document: serde_norway::Value = serde_norway::from_str(&text).unwrap();
+    let mut out = BTreeMap::new();
+    flatten("", &document["/**"]["ros__parameters"], &mut out);
+    out
+}
+
+#[test]
+fn the_shipped_sil_node_parameters_are_read_without_error() {
+    let (sil, settings) = sil_node_config(&ros_parameters_file("config/sil.yaml")).unwrap();
+    assert!(settings.repeat);
+    assert_eq!(settings.publish_rate_hz, 250.0);
+    assert_eq!(sil.controller, SilConfig::default().controller);
 }

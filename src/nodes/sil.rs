@@ -93,7 +93,7 @@ pub enum SilEvent<'a> {
         trajectory: &'a Trajectory,
         ideal: &'a [IdealPoint],
     },
-    Sample(SilSample),
+    Sample(&'a SilSample),
     /// A run ended, by reaching the end of its trajectory or by an error.
     RunEnded {
         stats: RunStats,
@@ -161,7 +161,7 @@ pub fn run_sil(
                 std::thread::sleep(due.saturating_duration_since(Instant::now()));
             }
             let joints = arm_joint_state(robot, &frame, &elbow);
-            sink(SilEvent::Sample(SilSample { clock_s: clock_offset + frame.t - t0, frame, joints }));
+            sink(SilEvent::Sample(&SilSample { clock_s: clock_offset + frame.t - t0, frame, joints }));
         }
         clock_offset += simulation.time() - t0;
         sink(SilEvent::RunEnded { stats: simulation.stats().clone(), error });

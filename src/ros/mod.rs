@@ -1,0 +1,108 @@
+//! Thin r2r adapters (feature `ros`): parameters in, topics out. Everything a node decides is in
+//! [`crate::nodes`] and tested without ROS; this module only copies data to and from messages.
+//!
+//! r2r is spun on the thread that calls [`spin`], which does nothing else; simulations and loops
+//! run on threads of their own and publish through r2r publishers, which are thread-safe.
+
+pub mod sil_node;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::executor::LocalPool;
+use r2r::builtin_interfaces::msg::Time;
+use r2r::diagnostic_msgs::msg::{DiagnosticArray, DiagnosticStatus, KeyValue};
+use r2r::std_msgs::msg::Header;
+use r2r::{ParameterValue, QosProfile};
+
+use crate::nodes::params::ParamValue;
+
+/// QoS of state topics: reliable, the last 10 (as ros2_control's /joint_states).
+pub fn state_qos() -> QosProfile {
+    QosProfile::default().keep_last(10).reliable()
+}
+
+/// QoS of data published once per run (paths, ideal trajectories): late joiners get it.
+pub fn latched_qos() -> QosProfile {
+    QosProfile::default().keep_last(1).reliable().transient_local()
+}
+
+/// The node's parameters (from the command line and parameter files) in the library's form.
+pub fn node_params(node: &r2r::Node) -> BTreeMap<String, ParamValue> {
+    let Ok(params) = node.params.lock() else { return BTreeMap::new() };
+    params
+        .iter()
+        .filter_map(|(name, parameter)| {
+            let value = match parameter.value.clone() {
+                ParameterValue::NotSet | ParameterValue::ByteArray(_) => return None,
+                ParameterValue::Bool(value) => ParamValue::Bool(value),
+                ParameterValue::Integer(value) => ParamValue::Integer(value),
+                ParameterValue::Double(value) => ParamValue::Double(value),
+                ParameterValue::String(value) => ParamValue::String(value),
+                ParameterValue::BoolArray(values) => ParamValue::BoolArray(values),
+                ParameterValue::IntegerArray(values) => ParamValue::IntegerArray(values),
+                ParameterValue::DoubleArray(values) => ParamValue::DoubleArray(values),
+                ParameterValue::StringArray(values) => ParamValue::StringArray(values),
+            };
+            Some((name.clone(), value))
+        })
+        .collect()
+}
+
+/// A stamp `seconds` after the clock's epoch.
+pub fn stamp(seconds: f64) -> Time {
+    r2r::Clock::to_builtin_time(&Duration::from_secs_f64(seconds.max(0.0)))
+}
+
+/// Now on the node's ROS clock (simulated time under `use_sim_time`).
+pub fn now(clock: &Mutex<r2r::Clock>) -> Time {
+    let now = clock.lock().ok().and_then(|mut clock| clock.get_now().ok()).unwrap_or_default();
+    r2r::Clock::to_builtin_time(&now)
+}
+
+pub fn header(stamp: Time, frame_id: &str) -> Header {
+    Header { stamp, frame_id: frame_id.to_owned() }
+}
+
+/// Diagnostic levels of diagnostic_msgs/DiagnosticStatus.
+pub const OK: u8 = 0;
+pub const WARN: u8 = 1;
+pub const ERROR: u8 = 2;
+
+/// One /diagnostics message with one status.
+pub fn diagnostics(
+    stamp: Time,
+    level: u8,
+    name: &str,
+    message: &str,
+    hardware_id: &str,
+    values: &[(&str, String)],
+) -> DiagnosticArray {
+    DiagnosticArray {
+        header: header(stamp, ""),
+        status: vec![DiagnosticStatus {
+            level,
+            name: name.to_owned(),
+            message: message.to_owned(),
+            hardware_id: hardware_id.to_owned(),
+            values: values
+                .iter()
+                .map(|(key, value)| KeyValue { key: (*key).to_owned(), value: value.clone() })
+                .collect(),
+        }],
+    }
+}
+
+/// Spins `node` and runs `pool`'s tasks (the parameter handler, subscriptions) on this thread
+/// until `stop` is set or the process is interrupted.
+pub fn spin(mut node: r2r::Node, mut pool: LocalPool, stop: &Arc<AtomicBool>) -> anyhow::Result<()> {
+    let on_signal = stop.clone();
+    ctrlc::set_handler(move || on_signal.store(true, Ordering::Relaxed))?;
+    while !stop.load(Ordering::Relaxed) {
+        node.spin_once(Duration::from_millis(10));
+        pool.run_until_stalled();
+    }
+    Ok(())
+}

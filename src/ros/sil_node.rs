@@ -1,0 +1,217 @@
+//! sil_node: the SIL simulator as a ROS 2 node (see [`crate::nodes::sil`] for what it does).
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::channel;
+use std::sync::Arc;
+
+use anyhow::Context;
+use futures::executor::LocalPool;
+use futures::task::LocalSpawnExt;
+use futures::StreamExt;
+use r2r::builtin_interfaces::msg::Duration as DurationMsg;
+use r2r::diagnostic_msgs::msg::DiagnosticArray;
+use r2r::geometry_msgs::msg::{Point, PointStamped, Pose, PoseStamped, Quaternion, Twist, TwistStamped, Vector3};
+use r2r::nav_msgs::msg::Path as PathMsg;
+use r2r::rosgraph_msgs::msg::Clock;
+use r2r::sensor_msgs::msg::JointState;
+use r2r::trajectory_msgs::msg::{JointTrajectory, JointTrajectoryPoint, MultiDOFJointTrajectory};
+use r2r::QosProfile;
+
+use super::{diagnostics, header, latched_qos, node_params, now, spin, stamp, state_qos, ERROR, OK};
+use crate::control::arc::ArcSpec;
+use crate::control::trajectory_csv::read_waypoints;
+use crate::control::Trajectory;
+use crate::model::math::Vec3;
+use crate::model::Robot;
+use crate::nodes::joints::JOINT_NAMES;
+use crate::nodes::messages::{trajectory_from_points, MultiDofPoint};
+use crate::nodes::sil::{run_sil, sil_node_config, SilEvent};
+
+fn point(v: &Vec3) -> Point {
+    Point { x: v.x, y: v.y, z: v.z }
+}
+
+fn vector(v: &Vec3) -> Vector3 {
+    Vector3 { x: v.x, y: v.y, z: v.z }
+}
+
+fn duration(seconds: f64) -> DurationMsg {
+    let time = stamp(seconds);
+    DurationMsg { sec: time.sec, nanosec: time.nanosec }
+}
+
+fn load_trajectory(file: &str, robot: &Robot) -> anyhow::Result<Trajectory> {
+    let waypoints = if file.is_empty() {
+        ArcSpec::default().waypoints(&robot.elbow(), robot.params().l_arm)?
+    } else {
+        let path = Path::new(file);
+        let opened = std::fs::File::open(path).with_context(|| format!("cannot open trajectory_file {file}"))?;
+        read_waypoints(opened).with_context(|| format!("trajectory_file {file}"))?
+    };
+    Ok(Trajectory::with_robot_forearm(waypoints, robot)?)
+}
+
+fn to_points(message: &MultiDOFJointTrajectory) -> Vec<MultiDofPoint> {
+    message
+        .points
+        .iter()
+        .map(|p| MultiDofPoint {
+            translations: p.transforms.iter().map(|t| [t.translation.x, t.translation.y, t.translation.z]).collect(),
+            linear_velocities: p.velocities.iter().map(|v| [v.linear.x, v.linear.y, v.linear.z]).collect(),
+            linear_accelerations: p.accelerations.iter().map(|a| [a.linear.x, a.linear.y, a.linear.z]).collect(),
+            time_from_start_s: f64::from(p.time_from_start.sec) + f64::from(p.time_from_start.nanosec) * 1e-9,
+        })
+        .collect()
+}
+
+/// Runs the node until interrupted.
+pub fn main() -> anyhow::Result<()> {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+    let context = r2r::Context::create()?;
+    let mut node = r2r::Node::create(context, "sil_node", "")?;
+    let (config, settings) = sil_node_config(&node_params(&node)).context("sil_node parameters")?;
+    let robot = Robot::new(config.robot.clone())?;
+    let first = Arc::new(load_trajectory(&settings.trajectory_file, &robot)?);
+
+    let joint_states = node.create_publisher::<JointState>("/joint_states", state_qos())?;
+    let end_effector = node.create_publisher::<PointStamped>("~/end_effector", state_qos())?;
+    let end_effector_twist = node.create_publisher::<TwistStamped>("~/end_effector_twist", state_qos())?;
+    let reference = node.create_publisher::<PointStamped>("~/reference", state_qos())?;
+    let reference_path = node.create_publisher::<PathMsg>("~/reference_path", latched_qos())?;
+    let ideal = node.create_publisher::<JointTrajectory>("~/ideal", latched_qos())?;
+    let diagnostics_out =
+        node.create_publisher::<DiagnosticArray>("/diagnostics", QosProfile::default().keep_last(10))?;
+    let clock_out = match settings.publish_clock {
+        true => Some(node.create_publisher::<Clock>("/clock", QosProfile::default().keep_last(1))?),
+        false => None,
+    };
+
+    let pool = LocalPool::new();
+    let (handler, _parameter_events) = node.make_parameter_handler()?;
+    pool.spawner().spawn_local(handler)?;
+    let (replace, replacements) = channel();
+    let subscription = node.subscribe::<MultiDOFJointTrajectory>("~/trajectory", QosProfile::default())?;
+    let (message_robot, elbow, l_arm) = (robot.clone(), robot.elbow(), robot.params().l_arm);
+    pool.spawner().spawn_local(subscription.for_each(move |message| {
+        match trajectory_from_points(&to_points(&message), &message_robot, elbow, l_arm) {
+            Ok(trajectory) => {
+                log::info!("new trajectory of {} points", trajectory.waypoints().len());
+                let _ = replace.send(Arc::new(trajectory));
+            }
+            Err(error) => log::error!("~/trajectory refused: {error}"),
+        }
+        futures::future::ready(())
+    }))?;
+
+    let ros_clock = node.get_ros_clock();
+    let stop = Arc::new(AtomicBool::new(false));
+    let runner_stop = stop.clone();
+    let frame_id = settings.frame_id.clone();
+    let runner = std::thread::Builder::new().name("sil".into()).spawn(move || {
+        let names: Vec<String> = JOINT_NAMES.iter().map(|name| (*name).to_owned()).collect();
+        let publish_clock = settings.publish_clock;
+        let stamp_of = |clock_s: f64| if publish_clock { stamp(clock_s) } else { now(&ros_clock) };
+        let mut last_clock = 0.0;
+        run_sil(&robot, &config, &settings, first, &replacements, &runner_stop, &mut |event| {
+            let result = match event {
+                SilEvent::RunStarted { trajectory, ideal: points } => {
+                    let time = stamp_of(last_clock);
+                    let poses = trajectory
+                        .waypoints()
+                        .iter()
+                        .map(|w| PoseStamped {
+                            header: header(time.clone(), &frame_id),
+                            pose: Pose {
+                                position: point(&w.x),
+                                orientation: Quaternion { x: 0.0, y: 0.0, z: 0.0, w: 1.0 },
+                            },
+                        })
+                        .collect();
+                    let t0 = trajectory.start_time();
+                    let joint_points = points
+                        .iter()
+                        .map(|p| JointTrajectoryPoint {
+                            positions: p.theta.as_slice().to_vec(),
+                            velocities: p.theta_dot.as_slice().to_vec(),
+                            accelerations: Vec::new(),
+                            effort: p.tau.as_slice().to_vec(),
+                            time_from_start: duration(p.t - t0),
+                        })
+                        .collect();
+                    let joint_names = JOINT_NAMES[..3].iter().map(|name| (*name).to_owned()).collect();
+                    reference_path
+                        .publish(&PathMsg { header: header(time.clone(), &frame_id), poses })
+                        .and_then(|()| {
+                            ideal.publish(&JointTrajectory {
+                                header: header(time.clone(), &frame_id),
+                                joint_names,
+                                points: joint_points,
+                            })
+                        })
+                        .and_then(|()| {
+                            let waypoints = trajectory.waypoints().len().to_string();
+                            diagnostics_out.publish(&diagnostics(
+                                time,
+                                OK,
+                                "sil_node: run",
+                                "running",
+                                "sil",
+                                &[("waypoints", waypoints)],
+                            ))
+                        })
+                }
+                SilEvent::Sample(sample) => {
+                    last_clock = sample.clock_s;
+                    let time = stamp_of(sample.clock_s);
+                    let frame = &sample.frame;
+                    let mut published = joint_states.publish(&JointState {
+                        header: header(time.clone(), ""),
+                        name: names.clone(),
+                        position: sample.joints.position.to_vec(),
+                        velocity: sample.joints.velocity.to_vec(),
+                        effort: sample.joints.effort.to_vec(),
+                    });
+                    published = published.and_then(|()| {
+                        end_effector
+                            .publish(&PointStamped { header: header(time.clone(), &frame_id), point: point(&frame.x) })
+                    });
+                    published = published.and_then(|()| {
+                        let twist = Twist { linear: vector(&frame.x_dot), angular: Vector3 { x: 0.0, y: 0.0, z: 0.0 } };
+                        end_effector_twist.publish(&TwistStamped { header: header(time.clone(), &frame_id), twist })
+                    });
+                    published = published.and_then(|()| {
+                        reference.publish(&PointStamped {
+                            header: header(time.clone(), &frame_id),
+                            point: point(&frame.x_ref),
+                        })
+                    });
+                    match &clock_out {
+                        Some(clock) => published.and_then(|()| clock.publish(&Clock { clock: time })),
+                        None => published,
+                    }
+                }
+                SilEvent::RunEnded { stats, error } => {
+                    let time = stamp_of(last_clock);
+                    let (level, message) = match &error {
+                        None => (OK, "run complete".to_owned()),
+                        Some(error) => (ERROR, format!("run stopped: {error}")),
+                    };
+                    let values = [
+                        ("frames", stats.frames.to_string()),
+                        ("rms_error_m", format!("{:.6}", stats.rms_error_m())),
+                        ("max_error_m", format!("{:.6}", stats.max_error_m)),
+                        ("sim_time_s", format!("{:.3}", stats.sim_time_s)),
+                    ];
+                    diagnostics_out.publish(&diagnostics(time, level, "sil_node: run", &message, "sil", &values))
+                }
+            };
+            if let Err(error) = result {
+                log::warn!("publishing failed: {error}");
+            }
+        });
+    })?;
+    spin(node, pool, &stop)?;
+    let _ = runner.join();
+    Ok(())
+}
