@@ -6,7 +6,9 @@ use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::time::Duration;
 
-use arm_hil::bridge::legacy::{HilSetup, LegacyServer, LegacyServerConfig};
+use arm_hil::bridge::legacy::{
+    HilSetup, LegacyServer, LegacyServerConfig, SessionError, SessionObserver, SessionReport,
+};
 use arm_hil::control::arc::ArcSpec;
 use arm_hil::control::{Trajectory, Waypoint};
 use arm_hil::drivers::{RigKind, RigSettings};
@@ -18,7 +20,11 @@ use arm_hil::sim::{Frame, IdealPoint, IdealTorques, SilConfig, Simulation};
 
 /// Starts a server on a free loopback port on its own runtime thread.
 fn start_server(config: LegacyServerConfig) -> SocketAddr {
-    start_server_with_hil(config, None)
+    start_server_with(config, None, None)
+}
+
+fn start_server_with_hil(config: LegacyServerConfig, hil: Option<HilSetup>) -> SocketAddr {
+    start_server_with(config, hil, None)
 }
 
 /// `H` sessions on the simulated plant, at normal scheduling priority.
@@ -27,12 +33,19 @@ fn sim_hil() -> Option<HilSetup> {
     Some(HilSetup { kind: RigKind::Sim, hil, settings: RigSettings::default() })
 }
 
-fn start_server_with_hil(config: LegacyServerConfig, hil: Option<HilSetup>) -> SocketAddr {
+fn start_server_with(
+    config: LegacyServerConfig,
+    hil: Option<HilSetup>,
+    observer: Option<Arc<dyn SessionObserver>>,
+) -> SocketAddr {
     let (address_tx, address_rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Runtime::new().unwrap();
         runtime.block_on(async {
-            let server = LegacyServer::bind(config, SilConfig::default(), hil).await.unwrap();
+            let mut server = LegacyServer::bind(config, SilConfig::default(), hil).await.unwrap();
+            if let Some(observer) = observer {
+                server = server.with_observer(observer);
+            }
             address_tx.send(server.local_addr().unwrap()).unwrap();
             server.serve().await
         })
@@ -323,4 +336,40 @@ fn a_second_hil_client_is_refused_while_one_runs_and_served_after() {
     assert_complete_and_correct(&exchange(address, &sil_request(short_arc())), &frames, &ideal);
     assert!(first.join().unwrap().end_marker.is_some());
     assert!(hil_exchange(address, &request).end_marker.is_some());
+}
+
+/// Counts what a session observer sees.
+#[derive(Default)]
+struct Counting {
+    started: std::sync::Mutex<Vec<(SocketAddr, bool)>>,
+    frames: std::sync::atomic::AtomicUsize,
+    ended: std::sync::Mutex<Vec<bool>>,
+}
+
+impl SessionObserver for Counting {
+    fn started(&self, peer: SocketAddr, hil: bool, _trajectory: &Trajectory) {
+        self.started.lock().unwrap().push((peer, hil));
+    }
+    fn frame(&self, _peer: SocketAddr, _frame: &Frame) {
+        self.frames.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    fn ended(&self, _peer: SocketAddr, outcome: &Result<SessionReport, SessionError>) {
+        self.ended.lock().unwrap().push(outcome.is_ok());
+    }
+}
+
+#[test]
+fn an_observer_sees_every_session_and_its_frames() {
+    let observer = Arc::new(Counting::default());
+    let address = start_server_with(test_config(), None, Some(observer.clone()));
+    let (frames, ideal) = expected_response(short_arc());
+    let mut stream = connect(address);
+    let local = stream.local_addr().unwrap();
+    stream.write_all(&sil_request(short_arc())).unwrap();
+    assert_complete_and_correct(&read_response(&mut stream), &frames, &ideal);
+    assert_refused(address, b"Q");
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(*observer.started.lock().unwrap(), vec![(local, false)]);
+    assert_eq!(observer.frames.load(std::sync::atomic::Ordering::Relaxed), frames.len());
+    assert_eq!(*observer.ended.lock().unwrap(), vec![true, false]);
 }

@@ -178,3 +178,37 @@ fn the_shipped_sil_node_parameters_are_read_without_error() {
     assert_eq!(settings.publish_rate_hz, 250.0);
     assert_eq!(sil.controller, SilConfig::default().controller);
 }
+
+#[test]
+fn legacy_bridge_parameters_configure_the_server_and_hil_sessions() {
+    use arm_hil::drivers::RigKind;
+    use arm_hil::nodes::legacy::legacy_bridge_config;
+    let config = legacy_bridge_config(&params(&[
+        ("server.bind", ParamValue::String("127.0.0.1:6000".into())),
+        ("server.max_sessions", ParamValue::Integer(8)),
+        ("server.device_allow_list", ParamValue::StringArray(vec!["/dev/ttyACM*".into()])),
+        ("hil_hardware", ParamValue::String("sim".into())),
+        ("hil.rate_hz", ParamValue::Double(500.0)),
+        ("publish_rate_hz", ParamValue::Double(100.0)),
+    ]))
+    .unwrap();
+    assert_eq!(config.server.bind.port(), 6000);
+    assert_eq!(config.server.max_sessions, 8);
+    assert_eq!(config.server.device_allow_list, vec!["/dev/ttyACM*".to_owned()]);
+    let hil = config.hil.unwrap();
+    assert_eq!((hil.kind, hil.hil.rate_hz), (RigKind::Sim, 500.0));
+    assert_eq!(config.settings.publish_rate_hz, 100.0);
+    let refused = legacy_bridge_config(&params(&[("hil_hardware", ParamValue::String("stm32".into()))])).unwrap_err();
+    assert!(refused.to_string().contains("hil_hardware"), "{refused}");
+    assert!(legacy_bridge_config(&params(&[("server.port", ParamValue::Integer(1))])).is_err());
+    assert!(legacy_bridge_config(&BTreeMap::new()).unwrap().hil.is_none());
+}
+
+#[test]
+fn the_decimator_passes_one_sample_per_period_and_follows_a_restart() {
+    use arm_hil::nodes::Decimator;
+    let mut decimator = Decimator::new(100.0);
+    let passed = (0..1000).filter(|k| decimator.due(*k as f64 * 1e-3)).count();
+    assert_eq!(passed, 100);
+    assert!(decimator.due(0.0), "time restarting is a new session");
+}

@@ -137,6 +137,17 @@ pub enum ServerError {
     Io(#[from] std::io::Error),
 }
 
+/// Watches sessions, for example to republish their frames. Called from the sessions' threads;
+/// calls must be quick.
+pub trait SessionObserver: Send + Sync {
+    /// A session's request was accepted: `hil` tells the mode.
+    fn started(&self, peer: SocketAddr, hil: bool, trajectory: &Trajectory);
+    /// A frame the session streamed (every simulator step, or every loop cycle).
+    fn frame(&self, peer: SocketAddr, frame: &Frame);
+    /// The session ended; `outcome` is what the server logs.
+    fn ended(&self, peer: SocketAddr, outcome: &Result<SessionReport, SessionError>);
+}
+
 /// What `H` sessions run on.
 #[derive(Debug, Clone)]
 pub struct HilSetup {
@@ -153,6 +164,7 @@ struct Shared {
     hil: Option<HilSetup>,
     /// One set of hardware: one HIL session at a time.
     hil_running: AtomicBool,
+    observer: Option<Arc<dyn SessionObserver>>,
 }
 
 /// Holds the HIL slot for one session and frees it when dropped.
@@ -197,8 +209,17 @@ impl LegacyServer {
         if let Some(setup) = &hil {
             setup.hil.validate().map_err(ServerError::Config)?;
         }
-        let shared = Arc::new(Shared { config, sil, robot, sessions, hil, hil_running: AtomicBool::new(false) });
+        let shared =
+            Arc::new(Shared { config, sil, robot, sessions, hil, hil_running: AtomicBool::new(false), observer: None });
         Ok(LegacyServer { listener, shared })
+    }
+
+    /// Reports every session to `observer`.
+    pub fn with_observer(mut self, observer: Arc<dyn SessionObserver>) -> LegacyServer {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.observer = Some(observer);
+        }
+        self
     }
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
@@ -219,7 +240,11 @@ impl LegacyServer {
             };
             let shared = self.shared.clone();
             tokio::spawn(async move {
-                match serve_connection(&shared, stream).await {
+                let outcome = serve_connection(&shared, stream, peer).await;
+                if let Some(observer) = &shared.observer {
+                    observer.ended(peer, &outcome);
+                }
+                match outcome {
                     Ok(report) => log::info!(
                         "{peer}: served {} waypoints, {} frames{}",
                         report.waypoints,
@@ -242,7 +267,11 @@ impl LegacyServer {
     }
 }
 
-async fn serve_connection(shared: &Shared, mut stream: TcpStream) -> Result<SessionReport, SessionError> {
+async fn serve_connection(
+    shared: &Shared,
+    mut stream: TcpStream,
+    peer: SocketAddr,
+) -> Result<SessionReport, SessionError> {
     let in_use = shared.config.max_sessions - shared.sessions.available_permits();
     let _permit = shared.sessions.try_acquire().map_err(|_| SessionError::Busy(in_use))?;
     stream.set_nodelay(true)?;
@@ -260,13 +289,35 @@ async fn serve_connection(shared: &Shared, mut stream: TcpStream) -> Result<Sess
         }
     };
     let trajectory = Arc::new(Trajectory::new(request.waypoints, request.elbow, request.l_arm, &shared.robot)?);
+    let observer = shared.observer.clone().map(|observer| Observed { observer, peer });
     match devices {
-        None => stream_sil(shared, stream, trajectory).await,
+        None => {
+            if let Some(observed) = &observer {
+                observed.observer.started(peer, false, &trajectory);
+            }
+            stream_sil(shared, stream, trajectory, observer).await
+        }
         Some(devices) => {
             let setup = shared.hil.as_ref().ok_or(SessionError::HilUnavailable)?;
             let _slot = HilSlot::take(&shared.hil_running).ok_or(SessionError::HilBusy)?;
-            stream_hil(shared, setup, stream, trajectory, devices).await
+            if let Some(observed) = &observer {
+                observed.observer.started(peer, true, &trajectory);
+            }
+            stream_hil(shared, setup, stream, trajectory, devices, observer).await
         }
+    }
+}
+
+/// A session's observer and the peer it reports.
+#[derive(Clone)]
+struct Observed {
+    observer: Arc<dyn SessionObserver>,
+    peer: SocketAddr,
+}
+
+impl Observed {
+    fn frame(&self, frame: &Frame) {
+        self.observer.frame(self.peer, frame);
     }
 }
 
@@ -296,6 +347,7 @@ async fn stream_sil(
     shared: &Shared,
     mut stream: TcpStream,
     trajectory: Arc<Trajectory>,
+    observer: Option<Observed>,
 ) -> Result<SessionReport, SessionError> {
     let stall = Duration::from_secs_f64(shared.config.write_stall_timeout_s);
     let count = trajectory.waypoints().len();
@@ -305,7 +357,7 @@ async fn stream_sil(
 
     let (chunks, mut received) = mpsc::channel::<Vec<u8>>(CHUNKS_IN_FLIGHT);
     let (robot, config) = (shared.robot.clone(), shared.sil.clone());
-    let producer = tokio::task::spawn_blocking(move || produce_sil(robot, trajectory, &config, chunks));
+    let producer = tokio::task::spawn_blocking(move || produce_sil(robot, trajectory, &config, chunks, observer));
     let mut written = Ok(());
     while let Some(chunk) = received.recv().await {
         written = write_chunk(&mut stream, &chunk, stall).await;
@@ -346,6 +398,7 @@ async fn stream_hil(
     mut stream: TcpStream,
     trajectory: Arc<Trajectory>,
     devices: RigDevices,
+    observer: Option<Observed>,
 ) -> Result<SessionReport, SessionError> {
     let stall = Duration::from_secs_f64(shared.config.write_stall_timeout_s);
     let end_time = trajectory.end_time();
@@ -371,6 +424,9 @@ async fn stream_hil(
     let mut written = Ok(());
     while let Some(frame) = received.recv().await {
         last = frame;
+        if let Some(observed) = &observer {
+            observed.frame(&frame);
+        }
         // The end marker is the only frame at or after end_time.
         if frame.t >= end_time || written.is_err() {
             continue;
@@ -434,6 +490,7 @@ fn produce_sil(
     trajectory: Arc<Trajectory>,
     config: &SilConfig,
     chunks: mpsc::Sender<Vec<u8>>,
+    observer: Option<Observed>,
 ) -> (SessionReport, Option<SimError>) {
     let mut report = SessionReport { waypoints: trajectory.waypoints().len(), frames: 0, capped: false };
     let mut out = ChunkSender::new(chunks);
@@ -445,6 +502,9 @@ fn produce_sil(
     let mut last = Frame { t: start.t, x: start.x, x_dot: start.xd, ..Frame::default() };
     let mut failure = None;
     for frame in &mut simulation {
+        if let (Ok(frame), Some(observed)) = (&frame, &observer) {
+            observed.frame(frame);
+        }
         match frame {
             // The run's last frame ends at end_time; the end marker carries that state instead,
             // because clients stop at the first frame with t >= end_time.

@@ -4,6 +4,7 @@
 //! r2r is spun on the thread that calls [`spin`], which does nothing else; simulations and loops
 //! run on threads of their own and publish through r2r publishers, which are thread-safe.
 
+pub mod legacy_bridge;
 pub mod sil_node;
 
 use std::collections::BTreeMap;
@@ -14,9 +15,13 @@ use std::time::Duration;
 use futures::executor::LocalPool;
 use r2r::builtin_interfaces::msg::Time;
 use r2r::diagnostic_msgs::msg::{DiagnosticArray, DiagnosticStatus, KeyValue};
+use r2r::geometry_msgs::msg::{Point, PointStamped, Twist, TwistStamped, Vector3};
+use r2r::sensor_msgs::msg::JointState;
 use r2r::std_msgs::msg::Header;
 use r2r::{ParameterValue, QosProfile};
 
+use crate::model::math::Vec3;
+use crate::nodes::joints::{JointStateData, JOINT_NAMES};
 use crate::nodes::params::ParamValue;
 
 /// QoS of state topics: reliable, the last 10 (as ros2_control's /joint_states).
@@ -105,4 +110,35 @@ pub fn spin(mut node: r2r::Node, mut pool: LocalPool, stop: &Arc<AtomicBool>) ->
         pool.run_until_stalled();
     }
     Ok(())
+}
+
+pub fn point(v: &Vec3) -> Point {
+    Point { x: v.x, y: v.y, z: v.z }
+}
+
+pub fn vector(v: &Vec3) -> Vector3 {
+    Vector3 { x: v.x, y: v.y, z: v.z }
+}
+
+pub fn point_stamped(stamp: Time, frame_id: &str, v: &Vec3) -> PointStamped {
+    PointStamped { header: header(stamp, frame_id), point: point(v) }
+}
+
+/// A twist with linear velocity `v` [m/s] and no rotation.
+pub fn linear_twist(stamp: Time, frame_id: &str, v: &Vec3) -> TwistStamped {
+    TwistStamped {
+        header: header(stamp, frame_id),
+        twist: Twist { linear: vector(v), angular: vector(&Vec3::zeros()) },
+    }
+}
+
+/// The arm's /joint_states message: motors and the URDF's passive joints.
+pub fn arm_joint_state_msg(stamp: Time, joints: &JointStateData) -> JointState {
+    JointState {
+        header: header(stamp, ""),
+        name: JOINT_NAMES.iter().map(|name| (*name).to_owned()).collect(),
+        position: joints.position.to_vec(),
+        velocity: joints.velocity.to_vec(),
+        effort: joints.effort.to_vec(),
+    }
 }

@@ -11,30 +11,24 @@ use futures::task::LocalSpawnExt;
 use futures::StreamExt;
 use r2r::builtin_interfaces::msg::Duration as DurationMsg;
 use r2r::diagnostic_msgs::msg::DiagnosticArray;
-use r2r::geometry_msgs::msg::{Point, PointStamped, Pose, PoseStamped, Quaternion, Twist, TwistStamped, Vector3};
+use r2r::geometry_msgs::msg::{PointStamped, Pose, PoseStamped, Quaternion, TwistStamped};
 use r2r::nav_msgs::msg::Path as PathMsg;
 use r2r::rosgraph_msgs::msg::Clock;
 use r2r::sensor_msgs::msg::JointState;
 use r2r::trajectory_msgs::msg::{JointTrajectory, JointTrajectoryPoint, MultiDOFJointTrajectory};
 use r2r::QosProfile;
 
-use super::{diagnostics, header, latched_qos, node_params, now, spin, stamp, state_qos, ERROR, OK};
+use super::{
+    arm_joint_state_msg, diagnostics, header, latched_qos, linear_twist, node_params, now, point, point_stamped, spin,
+    stamp, state_qos, ERROR, OK,
+};
 use crate::control::arc::ArcSpec;
 use crate::control::trajectory_csv::read_waypoints;
 use crate::control::Trajectory;
-use crate::model::math::Vec3;
 use crate::model::Robot;
 use crate::nodes::joints::JOINT_NAMES;
 use crate::nodes::messages::{trajectory_from_points, MultiDofPoint};
 use crate::nodes::sil::{run_sil, sil_node_config, SilEvent};
-
-fn point(v: &Vec3) -> Point {
-    Point { x: v.x, y: v.y, z: v.z }
-}
-
-fn vector(v: &Vec3) -> Vector3 {
-    Vector3 { x: v.x, y: v.y, z: v.z }
-}
 
 fn duration(seconds: f64) -> DurationMsg {
     let time = stamp(seconds);
@@ -109,7 +103,6 @@ pub fn main() -> anyhow::Result<()> {
     let runner_stop = stop.clone();
     let frame_id = settings.frame_id.clone();
     let runner = std::thread::Builder::new().name("sil".into()).spawn(move || {
-        let names: Vec<String> = JOINT_NAMES.iter().map(|name| (*name).to_owned()).collect();
         let publish_clock = settings.publish_clock;
         let stamp_of = |clock_s: f64| if publish_clock { stamp(clock_s) } else { now(&ros_clock) };
         let mut last_clock = 0.0;
@@ -165,27 +158,14 @@ pub fn main() -> anyhow::Result<()> {
                     last_clock = sample.clock_s;
                     let time = stamp_of(sample.clock_s);
                     let frame = &sample.frame;
-                    let mut published = joint_states.publish(&JointState {
-                        header: header(time.clone(), ""),
-                        name: names.clone(),
-                        position: sample.joints.position.to_vec(),
-                        velocity: sample.joints.velocity.to_vec(),
-                        effort: sample.joints.effort.to_vec(),
-                    });
+                    let mut published = joint_states.publish(&arm_joint_state_msg(time.clone(), &sample.joints));
+                    published = published
+                        .and_then(|()| end_effector.publish(&point_stamped(time.clone(), &frame_id, &frame.x)));
                     published = published.and_then(|()| {
-                        end_effector
-                            .publish(&PointStamped { header: header(time.clone(), &frame_id), point: point(&frame.x) })
+                        end_effector_twist.publish(&linear_twist(time.clone(), &frame_id, &frame.x_dot))
                     });
-                    published = published.and_then(|()| {
-                        let twist = Twist { linear: vector(&frame.x_dot), angular: Vector3 { x: 0.0, y: 0.0, z: 0.0 } };
-                        end_effector_twist.publish(&TwistStamped { header: header(time.clone(), &frame_id), twist })
-                    });
-                    published = published.and_then(|()| {
-                        reference.publish(&PointStamped {
-                            header: header(time.clone(), &frame_id),
-                            point: point(&frame.x_ref),
-                        })
-                    });
+                    published = published
+                        .and_then(|()| reference.publish(&point_stamped(time.clone(), &frame_id, &frame.x_ref)));
                     match &clock_out {
                         Some(clock) => published.and_then(|()| clock.publish(&Clock { clock: time })),
                         None => published,
