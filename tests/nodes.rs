@@ -212,3 +212,48 @@ fn the_decimator_passes_one_sample_per_period_and_follows_a_restart() {
     assert_eq!(passed, 100);
     assert!(decimator.due(0.0), "time restarting is a new session");
 }
+
+#[test]
+fn stm32_driver_parameters_commands_and_imu_orientation() {
+    use arm_hil::nodes::stm32::{
+        command_for_parameter, imu_orientation, stm32_node_config, targets_from_joint_state,
+        targets_from_joint_trajectory,
+    };
+    use arm_hil::protocol::stm32::{Command, ControlMode, Joint};
+    let mut config = stm32_node_config(&params(&[
+        ("port", ParamValue::String("/dev/ttyACM1".into())),
+        ("link.poll_rate_hz", ParamValue::Double(100.0)),
+        ("pid.elbow.kp", ParamValue::Double(3.0)),
+    ]))
+    .unwrap();
+    assert_eq!((config.port.as_str(), config.link.poll_rate_hz, config.pid.elbow.kp), ("/dev/ttyACM1", 100.0, 3.0));
+    assert!(stm32_node_config(&params(&[("pid.elbow.kp", ParamValue::Double(30.0))]))
+        .unwrap_err()
+        .to_string()
+        .contains("kp"));
+    assert!(stm32_node_config(&params(&[("mode", ParamValue::String("fast".into()))])).is_err());
+
+    let names = config.joint_names.clone();
+    let both = targets_from_joint_state(&["elbow".into(), "shoulder".into()], &[0.2, -0.1], &names).unwrap();
+    assert_eq!(both, Command::SetJointAngles { shoulder: -0.1, elbow: 0.2 });
+    let one = targets_from_joint_state(&["elbow".into()], &[0.3], &names).unwrap();
+    assert_eq!(one, Command::SetJointAngleSingle { joint: Joint::Elbow, angle: 0.3 });
+    assert!(targets_from_joint_state(&["shoulder".into()], &[2.0], &names).unwrap_err().contains("outside"));
+    assert!(targets_from_joint_state(&["wrist".into()], &[0.0], &names).is_err());
+    let schedule =
+        targets_from_joint_trajectory(&names, &[(vec![0.1, 0.2], 0.5), (vec![0.2, 0.3], 1.0)], &names).unwrap();
+    assert_eq!(schedule.len(), 2);
+    assert_eq!(schedule[1].0, 1.0);
+
+    let gains = command_for_parameter(&mut config, "pid.shoulder.ki", &ParamValue::Double(0.5)).unwrap().unwrap();
+    assert!(matches!(gains, Command::SetPidGains { shoulder, .. } if shoulder.ki == 0.5));
+    assert!(command_for_parameter(&mut config, "pid.shoulder.ki", &ParamValue::Double(5.0)).is_err());
+    assert_eq!(config.pid.shoulder.ki, 0.5, "a refused change leaves the gains alone");
+    let mode = command_for_parameter(&mut config, "mode", &ParamValue::String("idle".into())).unwrap();
+    assert_eq!(mode, Some(Command::SetMode(ControlMode::Idle)));
+    assert_eq!(command_for_parameter(&mut config, "port", &ParamValue::String("x".into())).unwrap(), None);
+
+    let [x, y, z, w] = imu_orientation(0.0, std::f64::consts::FRAC_PI_2);
+    let half = std::f64::consts::FRAC_1_SQRT_2;
+    assert!((x.abs() + (y - half).abs() + z.abs() + (w - half).abs()) < 1e-12);
+}

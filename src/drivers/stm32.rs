@@ -28,6 +28,22 @@ pub enum DriverEvent {
     },
 }
 
+/// Sends commands to a running driver; cheap to clone, usable from any thread.
+#[derive(Debug, Clone)]
+pub struct Stm32Commander {
+    requests: Sender<Request>,
+}
+
+impl Stm32Commander {
+    /// Validates and queues a command. After the driver stopped, commands go nowhere.
+    pub fn send(&self, command: Command) -> Result<(), CommandError> {
+        validate_command(&command)?;
+        let _ = self.requests.send(Request::Command(command));
+        Ok(())
+    }
+}
+
+#[derive(Debug)]
 enum Request {
     Command(Command),
     Stop,
@@ -54,10 +70,12 @@ impl Stm32Driver {
 
     /// Validates and queues a command.
     pub fn send(&self, command: Command) -> Result<(), CommandError> {
-        validate_command(&command)?;
-        // The thread only goes away on stop, which consumes the driver.
-        let _ = self.requests.send(Request::Command(command));
-        Ok(())
+        self.commander().send(command)
+    }
+
+    /// A handle that sends commands from other threads.
+    pub fn commander(&self) -> Stm32Commander {
+        Stm32Commander { requests: self.requests.clone() }
     }
 
     /// The driver's events, in order.

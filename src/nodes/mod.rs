@@ -6,6 +6,7 @@ pub mod joints;
 pub mod messages;
 pub mod params;
 pub mod sil;
+pub mod stm32;
 pub mod legacy;
 
 /// Passes one sample per period of its time axis [s]: how nodes publish a simulator's steps or

@@ -6,6 +6,7 @@
 
 pub mod legacy_bridge;
 pub mod sil_node;
+pub mod stm32_driver;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,0 +1,207 @@
+//! stm32_driver without ROS: parameters, telemetry to joint states and IMU data, joint targets
+//! and parameter changes to commands.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use super::params::{read_group, ParamError, ParamValue};
+use super::sil::ROS_PARAMETERS;
+use crate::drivers::stm32::{validate_command, ArmTelemetry, LinkState, Stm32Config};
+use crate::protocol::stm32::{Command, ControlMode, Joint, PidGains};
+
+/// PID gains of one joint, as parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GainParams {
+    pub kp: f64,
+    pub ki: f64,
+    pub kd: f64,
+}
+
+impl Default for GainParams {
+    /// The firmware's own gains are not known; these sit inside the documented ranges.
+    fn default() -> Self {
+        GainParams { kp: 2.0, ki: 0.1, kd: 0.1 }
+    }
+}
+
+impl GainParams {
+    fn wire(&self) -> PidGains {
+        PidGains { kp: self.kp as f32, ki: self.ki as f32, kd: self.kd as f32 }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PidParams {
+    pub shoulder: GainParams,
+    pub elbow: GainParams,
+}
+
+/// stm32_driver's parameters.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Stm32NodeConfig {
+    /// Serial device. Default /dev/ttyACM0 (the NUCLEO's ST-Link).
+    pub port: String,
+    /// Link settings: baud, poll_mode, poll_rate_hz, imu_units, timeouts.
+    pub link: Stm32Config,
+    /// Names of the shoulder and elbow in /joint_states. Default shoulder, elbow.
+    pub joint_names: Vec<String>,
+    /// Frame of the IMU messages. Default imu_link.
+    pub imu_frame_id: String,
+    /// Gains sent at start and whenever they change.
+    pub pid: PidParams,
+    /// Control mode sent at start and on change: idle, position or trajectory. Default position.
+    pub mode: String,
+}
+
+impl Default for Stm32NodeConfig {
+    fn default() -> Self {
+        Stm32NodeConfig {
+            port: "/dev/ttyACM0".into(),
+            link: Stm32Config::default(),
+            joint_names: vec!["shoulder".into(), "elbow".into()],
+            imu_frame_id: "imu_link".into(),
+            pid: PidParams::default(),
+            mode: "position".into(),
+        }
+    }
+}
+
+fn mode(name: &str) -> Result<ControlMode, String> {
+    match name {
+        "idle" => Ok(ControlMode::Idle),
+        "position" => Ok(ControlMode::Position),
+        "trajectory" => Ok(ControlMode::Trajectory),
+        other => Err(format!("mode must be idle, position or trajectory, got {other:?}")),
+    }
+}
+
+impl Stm32NodeConfig {
+    /// The commands that bring the firmware to this configuration: gains, then mode.
+    pub fn setup_commands(&self) -> Result<Vec<Command>, String> {
+        let gains = Command::SetPidGains { shoulder: self.pid.shoulder.wire(), elbow: self.pid.elbow.wire() };
+        validate_command(&gains).map_err(|error| format!("pid: {error}"))?;
+        Ok(vec![gains, Command::SetMode(mode(&self.mode)?)])
+    }
+}
+
+/// Reads stm32_driver's parameters; unknown names are refused.
+pub fn stm32_node_config(params: &BTreeMap<String, ParamValue>) -> Result<Stm32NodeConfig, ParamError> {
+    let own: BTreeMap<String, ParamValue> = params
+        .iter()
+        .filter(|(name, _)| !ROS_PARAMETERS.contains(&name.split('.').next().unwrap_or_default()))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
+    let config: Stm32NodeConfig = read_group(&own, "")?;
+    let invalid = |message: String| ParamError::Invalid { prefix: String::new(), message };
+    if config.joint_names.len() != 2 {
+        return Err(invalid(format!("joint_names must name 2 joints, got {}", config.joint_names.len())));
+    }
+    config.setup_commands().map_err(invalid)?;
+    Ok(config)
+}
+
+/// Roll and pitch [rad] (yaw unknown, taken as 0) as a quaternion (x, y, z, w):
+/// q = Ry(pitch) Rx(roll), the REP-103 body orientation.
+pub fn imu_orientation(roll: f64, pitch: f64) -> [f64; 4] {
+    let rotation = nalgebra::UnitQuaternion::from_euler_angles(roll, pitch, 0.0);
+    [rotation.i, rotation.j, rotation.k, rotation.w]
+}
+
+/// The two joints' state from telemetry: (positions, velocities), when the telemetry has them.
+pub fn joint_state(telemetry: &ArmTelemetry) -> Option<([f64; 2], [f64; 2])> {
+    telemetry.angles.map(|angles| (angles, telemetry.velocities.unwrap_or([0.0; 2])))
+}
+
+/// Joint targets from a JointState's names and positions: both joints move together when both
+/// are named, one alone otherwise.
+pub fn targets_from_joint_state(
+    names: &[String],
+    positions: &[f64],
+    joint_names: &[String],
+) -> Result<Command, String> {
+    if names.len() != positions.len() {
+        return Err(format!("{} names but {} positions", names.len(), positions.len()));
+    }
+    let find = |joint: &String| names.iter().position(|name| name == joint).map(|index| positions[index] as f32);
+    let command = match (find(&joint_names[0]), find(&joint_names[1])) {
+        (Some(shoulder), Some(elbow)) => Command::SetJointAngles { shoulder, elbow },
+        (Some(angle), None) => Command::SetJointAngleSingle { joint: Joint::Shoulder, angle },
+        (None, Some(angle)) => Command::SetJointAngleSingle { joint: Joint::Elbow, angle },
+        (None, None) => return Err(format!("names none of {joint_names:?}")),
+    };
+    validate_command(&command).map_err(|error| error.to_string())?;
+    Ok(command)
+}
+
+/// A JointTrajectory as targets to send at their times after the start [s]: every point must
+/// carry both joints' positions.
+pub fn targets_from_joint_trajectory(
+    names: &[String],
+    points: &[(Vec<f64>, f64)],
+    joint_names: &[String],
+) -> Result<Vec<(f64, Command)>, String> {
+    points
+        .iter()
+        .enumerate()
+        .map(|(index, (positions, time))| {
+            let command = targets_from_joint_state(names, positions, joint_names)
+                .map_err(|error| format!("point {index}: {error}"))?;
+            match command {
+                Command::SetJointAngles { .. } => Ok((*time, command)),
+                _ => Err(format!("point {index}: both joints are needed")),
+            }
+        })
+        .collect()
+}
+
+/// The command a changed parameter calls for, if any: `pid.*` sends the gains, `mode` the mode.
+pub fn command_for_parameter(
+    config: &mut Stm32NodeConfig,
+    name: &str,
+    value: &ParamValue,
+) -> Result<Option<Command>, String> {
+    let number = || match value {
+        ParamValue::Double(value) => Ok(*value),
+        ParamValue::Integer(value) => Ok(*value as f64),
+        _ => Err(format!("{name} must be a number")),
+    };
+    let gains = |config: &mut Stm32NodeConfig, joint: &str, gain: &str, value: f64| {
+        let target = if joint == "shoulder" { &mut config.pid.shoulder } else { &mut config.pid.elbow };
+        match gain {
+            "kp" => target.kp = value,
+            "ki" => target.ki = value,
+            _ => target.kd = value,
+        }
+    };
+    match name.split('.').collect::<Vec<_>>().as_slice() {
+        ["pid", joint @ ("shoulder" | "elbow"), gain @ ("kp" | "ki" | "kd")] => {
+            let mut changed = config.clone();
+            gains(&mut changed, joint, gain, number()?);
+            let command = changed.setup_commands()?.remove(0);
+            *config = changed;
+            Ok(Some(command))
+        }
+        ["mode"] => match value {
+            ParamValue::String(name) => {
+                let command = Command::SetMode(mode(name)?);
+                config.mode = name.clone();
+                Ok(Some(command))
+            }
+            _ => Err("mode must be a string".into()),
+        },
+        _ => Ok(None),
+    }
+}
+
+/// diagnostic_msgs level of a link state: OK, WARN (degraded), ERROR (disconnected, failed).
+pub fn link_level(state: LinkState) -> u8 {
+    match state {
+        LinkState::Connected => 0,
+        LinkState::Degraded => 1,
+        LinkState::Disconnected | LinkState::Failed => 2,
+    }
+}

@@ -1,0 +1,209 @@
+//! stm32_driver: the STM32 2-DOF arm as a ROS 2 node (see [`crate::nodes::stm32`]).
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use futures::executor::LocalPool;
+use futures::task::LocalSpawnExt;
+use futures::StreamExt;
+use r2r::diagnostic_msgs::msg::DiagnosticArray;
+use r2r::geometry_msgs::msg::{Quaternion, Vector3};
+use r2r::sensor_msgs::msg::{Imu, JointState};
+use r2r::std_msgs::msg::Empty;
+use r2r::trajectory_msgs::msg::JointTrajectory;
+use r2r::QosProfile;
+
+use super::{diagnostics, header, node_params, now, spin, state_qos};
+use crate::drivers::stm32::{DriverEvent, LinkEvent, LinkState, Stm32Commander, Stm32Driver};
+use crate::nodes::params::ParamValue;
+use crate::nodes::stm32::{
+    command_for_parameter, imu_orientation, joint_state, link_level, stm32_node_config, targets_from_joint_state,
+    targets_from_joint_trajectory,
+};
+use crate::protocol::stm32::Command;
+
+fn send(commander: &Stm32Commander, command: Command, what: &str) {
+    if let Err(error) = commander.send(command) {
+        log::error!("{what} refused: {error}");
+    }
+}
+
+fn to_param(value: &r2r::ParameterValue) -> Option<ParamValue> {
+    Some(match value.clone() {
+        r2r::ParameterValue::Bool(v) => ParamValue::Bool(v),
+        r2r::ParameterValue::Integer(v) => ParamValue::Integer(v),
+        r2r::ParameterValue::Double(v) => ParamValue::Double(v),
+        r2r::ParameterValue::String(v) => ParamValue::String(v),
+        _ => return None,
+    })
+}
+
+/// Runs the node until interrupted.
+pub fn main() -> anyhow::Result<()> {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+    let context = r2r::Context::create()?;
+    let mut node = r2r::Node::create(context, "stm32_driver", "")?;
+    let config = stm32_node_config(&node_params(&node)).context("stm32_driver parameters")?;
+    let driver = Stm32Driver::start(&config.port, config.link.clone())?;
+    let commander = driver.commander();
+    for command in config.setup_commands().map_err(anyhow::Error::msg)? {
+        send(&commander, command, "setup");
+    }
+
+    let joint_states = node.create_publisher::<JointState>("/joint_states", state_qos())?;
+    let imu = node.create_publisher::<Imu>("~/imu", state_qos())?;
+    let diagnostics_out =
+        node.create_publisher::<DiagnosticArray>("/diagnostics", QosProfile::default().keep_last(10))?;
+
+    let pool = LocalPool::new();
+    let (handler, parameter_events) = node.make_parameter_handler()?;
+    pool.spawner().spawn_local(handler)?;
+    let parameters_commander = commander.clone();
+    let mut parameter_config = config.clone();
+    pool.spawner().spawn_local(parameter_events.for_each(move |(name, value)| {
+        if let Some(value) = to_param(&value) {
+            match command_for_parameter(&mut parameter_config, &name, &value) {
+                Ok(Some(command)) => send(&parameters_commander, command, &name),
+                Ok(None) => {}
+                Err(error) => log::error!("parameter {name}: {error}"),
+            }
+        }
+        futures::future::ready(())
+    }))?;
+
+    let joint_names = config.joint_names.clone();
+    let targets_commander = commander.clone();
+    let joint_commands = node.subscribe::<JointState>("~/joint_command", QosProfile::default())?;
+    pool.spawner().spawn_local(joint_commands.for_each(move |message| {
+        match targets_from_joint_state(&message.name, &message.position, &joint_names) {
+            Ok(command) => send(&targets_commander, command, "joint command"),
+            Err(error) => log::error!("~/joint_command refused: {error}"),
+        }
+        futures::future::ready(())
+    }))?;
+
+    let joint_names = config.joint_names.clone();
+    let trajectory_commander = commander.clone();
+    let trajectories = node.subscribe::<JointTrajectory>("~/joint_trajectory", QosProfile::default())?;
+    pool.spawner().spawn_local(trajectories.for_each(move |message| {
+        let points: Vec<(Vec<f64>, f64)> = message
+            .points
+            .iter()
+            .map(|p| {
+                (p.positions.clone(), f64::from(p.time_from_start.sec) + f64::from(p.time_from_start.nanosec) * 1e-9)
+            })
+            .collect();
+        match targets_from_joint_trajectory(&message.joint_names, &points, &joint_names) {
+            Ok(schedule) => {
+                // Each target goes out at its time; a later trajectory does not cancel this one.
+                let commander = trajectory_commander.clone();
+                std::thread::spawn(move || {
+                    let start = Instant::now();
+                    for (time, command) in schedule {
+                        std::thread::sleep(
+                            (start + Duration::from_secs_f64(time.max(0.0))).saturating_duration_since(Instant::now()),
+                        );
+                        send(&commander, command, "trajectory point");
+                    }
+                });
+            }
+            Err(error) => log::error!("~/joint_trajectory refused: {error}"),
+        }
+        futures::future::ready(())
+    }))?;
+
+    for (topic, command) in [("~/reset", Command::SystemReset), ("~/calibrate_imu", Command::CalibrateImu)] {
+        let requests = node.subscribe::<Empty>(topic, QosProfile::default())?;
+        let commander = commander.clone();
+        pool.spawner().spawn_local(requests.for_each(move |_| {
+            send(&commander, command.clone(), topic);
+            futures::future::ready(())
+        }))?;
+    }
+
+    let clock = node.get_ros_clock();
+    let stop = Arc::new(AtomicBool::new(false));
+    let events_stop = stop.clone();
+    let port = config.port.clone();
+    let events = std::thread::Builder::new().name("stm32-events".into()).spawn(move || {
+        let (mut state, mut telemetry_count, mut bad_packets) = (LinkState::Disconnected, 0u64, 0u64);
+        let mut last_report = Instant::now();
+        while !events_stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let event = driver.events().recv_timeout(Duration::from_millis(100)).ok();
+            let time = now(&clock);
+            let published = match &event {
+                Some(DriverEvent::Link(LinkEvent::Telemetry(telemetry))) => {
+                    telemetry_count += 1;
+                    let mut result = Ok(());
+                    if let Some((position, velocity)) = joint_state(telemetry) {
+                        result = joint_states.publish(&JointState {
+                            header: header(time.clone(), ""),
+                            name: config.joint_names.clone(),
+                            position: position.to_vec(),
+                            velocity: velocity.to_vec(),
+                            // The firmware reports no torque.
+                            effort: vec![0.0; 2],
+                        });
+                    }
+                    if let Some(sample) = &telemetry.imu {
+                        let [x, y, z, w] = imu_orientation(sample.roll, sample.pitch);
+                        let [gx, gy, gz] = sample.gyro;
+                        let [ax, ay, az] = sample.accel;
+                        result = result.and_then(|()| {
+                            imu.publish(&Imu {
+                                header: header(time.clone(), &config.imu_frame_id),
+                                orientation: Quaternion { x, y, z, w },
+                                // Yaw is not measured: its variance is huge, roll and pitch are the fusion's.
+                                orientation_covariance: vec![1e-3, 0.0, 0.0, 0.0, 1e-3, 0.0, 0.0, 0.0, 1e6],
+                                angular_velocity: Vector3 { x: gx, y: gy, z: gz },
+                                angular_velocity_covariance: vec![0.0; 9],
+                                linear_acceleration: Vector3 { x: ax, y: ay, z: az },
+                                linear_acceleration_covariance: vec![0.0; 9],
+                            })
+                        });
+                    }
+                    result
+                }
+                Some(DriverEvent::Link(LinkEvent::StateChanged { to, .. })) => {
+                    state = *to;
+                    last_report = Instant::now() - Duration::from_secs(2);
+                    Ok(())
+                }
+                Some(DriverEvent::Link(LinkEvent::BadPacket(_) | LinkEvent::Implausible { .. })) => {
+                    bad_packets += 1;
+                    Ok(())
+                }
+                Some(DriverEvent::Link(LinkEvent::CommandFailed { command, reason })) => {
+                    log::error!("command 0x{command:02x} failed: {reason}");
+                    Ok(())
+                }
+                Some(DriverEvent::PortUnavailable { reason, .. }) => {
+                    log::warn!("port {port}: {reason}");
+                    Ok(())
+                }
+                _ => Ok(()),
+            };
+            if let Err(error) = published {
+                log::warn!("publishing failed: {error}");
+            }
+            if last_report.elapsed() >= Duration::from_secs(1) {
+                last_report = Instant::now();
+                let values = [
+                    ("state", format!("{state:?}")),
+                    ("telemetry", telemetry_count.to_string()),
+                    ("bad_packets", bad_packets.to_string()),
+                ];
+                let status =
+                    diagnostics(time, link_level(state), "stm32_driver: link", &format!("{state:?}"), &port, &values);
+                if let Err(error) = diagnostics_out.publish(&status) {
+                    log::warn!("publishing /diagnostics failed: {error}");
+                }
+            }
+        }
+    })?;
+    spin(node, pool, &stop)?;
+    let _ = events.join();
+    Ok(())
+}
