@@ -257,3 +257,40 @@ fn stm32_driver_parameters_commands_and_imu_orientation() {
     let half = std::f64::consts::FRAC_1_SQRT_2;
     assert!((x.abs() + (y - half).abs() + z.abs() + (w - half).abs()) < 1e-12);
 }
+
+#[test]
+fn hil_node_parameters_and_segments_that_join_the_running_loop() {
+    use arm_hil::control::Waypoint;
+    use arm_hil::drivers::RigKind;
+    use arm_hil::nodes::hil::{hil_node_config, segment_after, SegmentError};
+    let config = hil_node_config(&params(&[
+        ("hardware", ParamValue::String("robotscara".into())),
+        ("arduino", ParamValue::String("/dev/ttyACM0".into())),
+        ("hil.rate_hz", ParamValue::Integer(500)),
+        ("stepper.pole_pairs", ParamValue::Double(50.0)),
+        ("estimator.sigma_a", ParamValue::Double(0.5)),
+    ]))
+    .unwrap();
+    assert_eq!(
+        (config.settings.hardware, config.hil.rate_hz, config.sil.estimator.sigma_a),
+        (RigKind::Robotscara, 500.0, 0.5)
+    );
+    assert_eq!(config.devices().arduino, "/dev/ttyACM0");
+    assert!(hil_node_config(&params(&[("hardware", ParamValue::String("stm32".into()))])).is_err());
+
+    let robot = Robot::default();
+    let last = Waypoint { t: 10.0, x: Vec3::new(0.15, 0.0, 0.2), ..Waypoint::default() };
+    let samples =
+        segment_after(&[point(0.5, [0.151, 0.0, 0.2]), point(1.0, [0.152, 0.0, 0.2])], &last, &robot).unwrap();
+    assert_eq!(samples.iter().map(|s| s.t).collect::<Vec<_>>(), vec![10.5, 11.0]);
+    let stalled = segment_after(&[point(0.5, [0.151, 0.0, 0.2]), point(0.5, [0.152, 0.0, 0.2])], &last, &robot);
+    assert!(matches!(stalled, Err(SegmentError::Point { index: 1, .. })), "{stalled:?}");
+    assert!(
+        segment_after(&[point(0.0, [0.15, 0.0, 0.2])], &last, &robot).is_err(),
+        "a segment starts after the last sample"
+    );
+    assert!(segment_after(&[point(0.5, [3.0, 0.0, 0.2])], &last, &robot)
+        .unwrap_err()
+        .to_string()
+        .contains("outside the workspace"));
+}

@@ -206,6 +206,34 @@ impl LoopStats {
     }
 }
 
+/// The loop's figures so far, refreshed about once a second while it runs (for /diagnostics).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct LoopStatus {
+    pub cycles: u64,
+    pub overruns: u64,
+    pub jitter_p50_us: f64,
+    pub jitter_p99_us: f64,
+    pub jitter_max_us: f64,
+    pub rms_error_m: f64,
+    pub sensor_readings: u64,
+    pub starved_cycles: u64,
+}
+
+impl LoopStats {
+    pub fn status(&self) -> LoopStatus {
+        LoopStatus {
+            cycles: self.cycles,
+            overruns: self.overruns,
+            jitter_p50_us: self.jitter_quantile_us(0.5),
+            jitter_p99_us: self.jitter_quantile_us(0.99),
+            jitter_max_us: self.jitter_max_us,
+            rms_error_m: self.rms_error_m(),
+            sensor_readings: self.sensor_readings,
+            starved_cycles: self.starved_cycles,
+        }
+    }
+}
+
 /// How a run ended, and its statistics.
 #[derive(Debug)]
 pub struct HilReport {
@@ -225,6 +253,7 @@ pub struct HilLoop {
     hardware: Box<dyn Hardware>,
     feed: Receiver<FeedItem>,
     frames: Option<Box<dyn FrameSink>>,
+    status: Option<Arc<std::sync::Mutex<LoopStatus>>>,
     stop: Arc<AtomicBool>,
     max_duration_s: Option<f64>,
 }
@@ -254,6 +283,7 @@ impl HilLoop {
             hardware,
             feed,
             frames: None,
+            status: None,
             stop,
             max_duration_s: None,
         })
@@ -262,6 +292,12 @@ impl HilLoop {
     /// Hands frames (estimated state, commanded torque) to `sink` while running.
     pub fn with_frames(mut self, sink: Box<dyn FrameSink>) -> HilLoop {
         self.frames = Some(sink);
+        self
+    }
+
+    /// Keeps `status` up to date while running.
+    pub fn with_status(mut self, status: Arc<std::sync::Mutex<LoopStatus>>) -> HilLoop {
+        self.status = Some(status);
         self
     }
 
@@ -374,6 +410,12 @@ impl HilLoop {
                 return (Err(HilError::Hardware { t: now, source }), now);
             }
 
+            if stats.cycles % (self.config.rate_hz as u64).max(1) == 0 {
+                // Never wait for a reader: a busy snapshot is refreshed next second.
+                if let Some(mut status) = self.status.as_ref().and_then(|status| status.try_lock().ok()) {
+                    *status = stats.status();
+                }
+            }
             if self.stop.load(Ordering::Relaxed) || self.max_duration_s.is_some_and(|limit| now + period > limit) {
                 return (Ok(()), now);
             }

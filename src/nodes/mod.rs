@@ -7,6 +7,7 @@ pub mod messages;
 pub mod params;
 pub mod sil;
 pub mod stm32;
+pub mod hil;
 pub mod legacy;
 
 /// Passes one sample per period of its time axis [s]: how nodes publish a simulator's steps or

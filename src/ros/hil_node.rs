@@ -1,0 +1,193 @@
+//! hil_node: the HIL loop as a ROS 2 node, with sil_node's outputs at its publish rate,
+//! trajectory segments from ~/trajectory and loop statistics on /diagnostics.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::Context;
+use futures::executor::LocalPool;
+use futures::task::LocalSpawnExt;
+use futures::StreamExt;
+use r2r::diagnostic_msgs::msg::DiagnosticArray;
+use r2r::geometry_msgs::msg::{PointStamped, TwistStamped};
+use r2r::sensor_msgs::msg::JointState;
+use r2r::trajectory_msgs::msg::MultiDOFJointTrajectory;
+use r2r::QosProfile;
+
+use super::{
+    arm_joint_state_msg, diagnostics, linear_twist, node_params, now, point_stamped, spin, state_qos, OK, WARN,
+};
+use crate::control::arc::ArcSpec;
+use crate::control::trajectory_csv::read_waypoints;
+use crate::control::{Trajectory, Waypoint};
+use crate::drivers::open_hardware;
+use crate::hil::{FeedItem, FrameSink, HilLoop, LoopStatus, FEED_DEPTH};
+use crate::model::Robot;
+use crate::nodes::hil::{hil_node_config, segment_after};
+use crate::nodes::joints::arm_joint_state;
+use crate::nodes::messages::MultiDofPoint;
+use crate::nodes::Decimator;
+use crate::sim::Frame;
+
+/// Frames from the loop to the publisher thread; the loop drops what does not fit.
+struct FrameChannel(SyncSender<Frame>);
+
+impl FrameSink for FrameChannel {
+    fn offer(&mut self, frame: &Frame) -> bool {
+        self.0.try_send(*frame).is_ok()
+    }
+}
+
+fn initial_trajectory(file: &str, robot: &Robot) -> anyhow::Result<Trajectory> {
+    let waypoints = if file.is_empty() {
+        ArcSpec::default().waypoints(&robot.elbow(), robot.params().l_arm)?
+    } else {
+        let opened = std::fs::File::open(file).with_context(|| format!("cannot open trajectory_file {file}"))?;
+        read_waypoints(opened).with_context(|| format!("trajectory_file {file}"))?
+    };
+    Ok(Trajectory::with_robot_forearm(waypoints, robot)?)
+}
+
+/// Feeds the loop: the initial trajectory, then each segment as it arrives, after the last
+/// sample. The trajectory stays open: between segments the loop holds the last position.
+fn feed(initial: Trajectory, segments: Receiver<Vec<MultiDofPoint>>, robot: Robot, samples: SyncSender<FeedItem>) {
+    let mut last: Option<Waypoint> = None;
+    for &sample in initial.waypoints() {
+        if samples.send(FeedItem::Sample(sample)).is_err() {
+            return;
+        }
+        last = Some(sample);
+    }
+    for segment in segments {
+        let Some(after) = last else { return };
+        match segment_after(&segment, &after, &robot) {
+            Ok(new) => {
+                log::info!("appending a segment of {} samples", new.len());
+                for sample in new {
+                    if samples.send(FeedItem::Sample(sample)).is_err() {
+                        return;
+                    }
+                    last = Some(sample);
+                }
+            }
+            Err(error) => log::error!("~/trajectory segment refused: {error}"),
+        }
+    }
+}
+
+/// Runs the node until interrupted or the loop stops.
+pub fn main() -> anyhow::Result<()> {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+    let context = r2r::Context::create()?;
+    let mut node = r2r::Node::create(context, "hil_node", "")?;
+    let config = hil_node_config(&node_params(&node)).context("hil_node parameters")?;
+    let robot = Robot::new(config.sil.robot.clone())?;
+    let initial = initial_trajectory(&config.settings.trajectory_file, &robot)?;
+    let (elbow, l_arm) = (initial.elbow(), initial.l_arm());
+    let hardware = open_hardware(
+        config.settings.hardware,
+        &config.devices(),
+        &config.rig,
+        &config.sil,
+        &initial.waypoints()[0],
+        elbow,
+    )?;
+
+    let joint_states = node.create_publisher::<JointState>("/joint_states", state_qos())?;
+    let end_effector = node.create_publisher::<PointStamped>("~/end_effector", state_qos())?;
+    let end_effector_twist = node.create_publisher::<TwistStamped>("~/end_effector_twist", state_qos())?;
+    let reference = node.create_publisher::<PointStamped>("~/reference", state_qos())?;
+    let diagnostics_out =
+        node.create_publisher::<DiagnosticArray>("/diagnostics", QosProfile::default().keep_last(10))?;
+
+    let pool = LocalPool::new();
+    let (handler, _parameter_events) = node.make_parameter_handler()?;
+    pool.spawner().spawn_local(handler)?;
+    let (segments_tx, segments) = channel();
+    let subscription = node.subscribe::<MultiDOFJointTrajectory>("~/trajectory", QosProfile::default())?;
+    pool.spawner().spawn_local(subscription.for_each(move |message| {
+        let points = message
+            .points
+            .iter()
+            .map(|p| MultiDofPoint {
+                translations: p
+                    .transforms
+                    .iter()
+                    .map(|t| [t.translation.x, t.translation.y, t.translation.z])
+                    .collect(),
+                linear_velocities: p.velocities.iter().map(|v| [v.linear.x, v.linear.y, v.linear.z]).collect(),
+                linear_accelerations: p.accelerations.iter().map(|a| [a.linear.x, a.linear.y, a.linear.z]).collect(),
+                time_from_start_s: f64::from(p.time_from_start.sec) + f64::from(p.time_from_start.nanosec) * 1e-9,
+            })
+            .collect();
+        let _ = segments_tx.send(points);
+        futures::future::ready(())
+    }))?;
+
+    let (samples_tx, samples) = sync_channel(FEED_DEPTH);
+    let feeder_robot = robot.clone();
+    std::thread::Builder::new()
+        .name("hil-feed".into())
+        .spawn(move || feed(initial, segments, feeder_robot, samples_tx))?;
+    let (frames_tx, frames) = sync_channel(1000);
+    let status = Arc::new(Mutex::new(LoopStatus::default()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let hil = HilLoop::new(config.hil.clone(), &config.sil, elbow, l_arm, hardware, samples, stop.clone())?
+        .with_frames(Box::new(FrameChannel(frames_tx)))
+        .with_status(status.clone());
+    let loop_stop = stop.clone();
+    let running = std::thread::Builder::new().name("hil-loop".into()).spawn(move || {
+        let report = hil.run();
+        loop_stop.store(true, Ordering::Relaxed);
+        report
+    })?;
+
+    let clock = node.get_ros_clock();
+    let publisher_stop = stop.clone();
+    let (rate, frame_id) = (config.settings.publish_rate_hz, config.settings.frame_id.clone());
+    let publishing = std::thread::Builder::new().name("hil-publish".into()).spawn(move || {
+        let mut decimator = Decimator::new(rate);
+        let mut last_report = std::time::Instant::now();
+        while !publisher_stop.load(Ordering::Relaxed) {
+            if let Ok(frame) = frames.recv_timeout(Duration::from_millis(100)) {
+                if decimator.due(frame.t) {
+                    let time = now(&clock);
+                    let joints = arm_joint_state(&robot, &frame, &elbow);
+                    let published = joint_states
+                        .publish(&arm_joint_state_msg(time.clone(), &joints))
+                        .and_then(|()| end_effector.publish(&point_stamped(time.clone(), &frame_id, &frame.x)))
+                        .and_then(|()| end_effector_twist.publish(&linear_twist(time.clone(), &frame_id, &frame.x_dot)))
+                        .and_then(|()| reference.publish(&point_stamped(time, &frame_id, &frame.x_ref)));
+                    if let Err(error) = published {
+                        log::warn!("publishing failed: {error}");
+                    }
+                }
+            }
+            if last_report.elapsed() >= Duration::from_secs(1) {
+                last_report = std::time::Instant::now();
+                let snapshot = status.lock().map(|status| *status).unwrap_or_default();
+                let level = if snapshot.overruns > 0 { WARN } else { OK };
+                let values = [
+                    ("cycles", snapshot.cycles.to_string()),
+                    ("overruns", snapshot.overruns.to_string()),
+                    ("jitter_p50_us", format!("{:.0}", snapshot.jitter_p50_us)),
+                    ("jitter_p99_us", format!("{:.0}", snapshot.jitter_p99_us)),
+                    ("jitter_max_us", format!("{:.1}", snapshot.jitter_max_us)),
+                    ("rms_error_m", format!("{:.6}", snapshot.rms_error_m)),
+                    ("sensor_readings", snapshot.sensor_readings.to_string()),
+                    ("starved_cycles", snapshot.starved_cycles.to_string()),
+                ];
+                let message = diagnostics(now(&clock), level, "hil_node: loop", "running", "hil", &values);
+                if let Err(error) = diagnostics_out.publish(&message) {
+                    log::warn!("publishing /diagnostics failed: {error}");
+                }
+            }
+        }
+    })?;
+    spin(node, pool, &stop)?;
+    let report = running.join().map_err(|_| anyhow::anyhow!("the loop thread panicked"))?;
+    let _ = publishing.join();
+    report.outcome.context("the HIL loop stopped")
+}
