@@ -1,5 +1,7 @@
 //! Device drivers: the I/O side of the rigs, behind the interfaces of [`crate::hil`].
 
+pub mod rdscom;
+mod rdscom_link;
 pub mod robotscara;
 pub mod stm32;
 mod stm32_link;

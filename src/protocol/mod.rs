@@ -4,5 +4,6 @@
 //! of the input, never panic, and check lengths before allocating.
 
 pub mod legacy;
+pub mod rdscom;
 pub mod rig;
 pub mod stm32;

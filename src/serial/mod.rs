@@ -1,6 +1,7 @@
 //! Serial ports: opening them, finding the Arduino, and pseudo-terminals for the emulators.
 
 pub mod detect;
+pub mod link_driver;
 pub mod pty;
 
 use std::time::Duration;

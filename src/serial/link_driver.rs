@@ -1,0 +1,223 @@
+//! The I/O shell shared by the serial drivers: a thread that owns the port, runs a sans-IO link
+//! state machine on it, reopens the port with backoff when it vanishes, and passes commands in
+//! and events out through channels.
+
+use std::io::{Read, Write};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender, TryRecvError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// A link state machine in quinn-proto's shape (time is an argument; no I/O inside).
+pub trait SerialLink: Send + 'static {
+    type Command: Send + 'static;
+    type Event: Send + 'static;
+    /// A user command, at `now`.
+    fn handle_command(&mut self, now: Instant, command: Self::Command);
+    fn handle_port_opened(&mut self, now: Instant);
+    fn handle_port_lost(&mut self, now: Instant);
+    fn handle_bytes(&mut self, now: Instant, bytes: &[u8]);
+    /// Acts on passed deadlines; spurious calls do nothing.
+    fn handle_timeout(&mut self, now: Instant);
+    fn poll_timeout(&self) -> Option<Instant>;
+    /// Appends the next bytes to send to `buf`; false when there are none.
+    fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> bool;
+    fn poll_event(&mut self) -> Option<Self::Event>;
+}
+
+/// What a driver reports: the link's events and the port's fate.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DriverEvent<E> {
+    Link(E),
+    PortOpened {
+        path: String,
+    },
+    /// The port could not be opened, or vanished; the driver retries after `retry_in`.
+    PortUnavailable {
+        path: String,
+        reason: String,
+        retry_in: Duration,
+    },
+}
+
+/// How the driver opens and reopens its port.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PortSettings {
+    pub path: String,
+    pub baud: u32,
+    /// First wait before reopening; it doubles up to `max_backoff`.
+    pub backoff: Duration,
+    pub max_backoff: Duration,
+}
+
+enum Request<C> {
+    Command(C),
+    Stop,
+}
+
+/// Sends commands to a running driver; cheap to clone, usable from any thread.
+pub struct Commander<C> {
+    requests: Sender<Request<C>>,
+}
+
+impl<C> Clone for Commander<C> {
+    fn clone(&self) -> Self {
+        Commander { requests: self.requests.clone() }
+    }
+}
+
+impl<C> Commander<C> {
+    /// Queues a command. After the driver stopped, commands go nowhere.
+    pub fn send(&self, command: C) {
+        let _ = self.requests.send(Request::Command(command));
+    }
+}
+
+/// A running driver.
+pub struct LinkDriver<L: SerialLink> {
+    requests: Sender<Request<L::Command>>,
+    events: Receiver<DriverEvent<L::Event>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl<L: SerialLink> LinkDriver<L> {
+    /// Starts the driver thread. It keeps trying to open the port; events tell how it goes.
+    pub fn start(name: &str, port: PortSettings, link: L) -> std::io::Result<LinkDriver<L>> {
+        let (requests, requests_rx) = channel();
+        let (events_tx, events) = channel();
+        let thread =
+            std::thread::Builder::new().name(name.into()).spawn(move || run(port, link, &requests_rx, &events_tx))?;
+        Ok(LinkDriver { requests, events, thread: Some(thread) })
+    }
+
+    pub fn commander(&self) -> Commander<L::Command> {
+        Commander { requests: self.requests.clone() }
+    }
+
+    /// The driver's events, in order.
+    pub fn events(&self) -> &Receiver<DriverEvent<L::Event>> {
+        &self.events
+    }
+
+    pub fn stop(mut self) {
+        self.shut_down();
+    }
+
+    fn shut_down(&mut self) {
+        let _ = self.requests.send(Request::Stop);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl<L: SerialLink> Drop for LinkDriver<L> {
+    fn drop(&mut self) {
+        self.shut_down();
+    }
+}
+
+/// Longest a read waits, so that commands are picked up promptly.
+const READ_SLICE: Duration = Duration::from_millis(5);
+
+enum Drained {
+    Continue,
+    Stop,
+}
+
+fn run<L: SerialLink>(
+    port: PortSettings,
+    mut link: L,
+    requests: &Receiver<Request<L::Command>>,
+    events: &Sender<DriverEvent<L::Event>>,
+) {
+    let mut backoff = port.backoff;
+    let mut buf = [0u8; 512];
+    let mut out = Vec::with_capacity(256);
+    loop {
+        let mut serial = match super::open(&port.path, port.baud, READ_SLICE) {
+            Ok(serial) => serial,
+            Err(error) => {
+                let _ = events.send(DriverEvent::PortUnavailable {
+                    path: port.path.clone(),
+                    reason: error.to_string(),
+                    retry_in: backoff,
+                });
+                if wait_or_stop(requests, backoff) {
+                    return;
+                }
+                backoff = (backoff * 2).min(port.max_backoff);
+                continue;
+            }
+        };
+        backoff = port.backoff;
+        let _ = events.send(DriverEvent::PortOpened { path: port.path.clone() });
+        link.handle_port_opened(Instant::now());
+        let lost = loop {
+            if let Drained::Stop = drain_requests(requests, &mut link) {
+                return;
+            }
+            let now = Instant::now();
+            if link.poll_timeout().is_some_and(|deadline| deadline <= now) {
+                link.handle_timeout(now);
+            }
+            out.clear();
+            while link.poll_transmit(now, &mut out) {}
+            if let Err(error) = serial.write_all(&out) {
+                break error;
+            }
+            forward_events(&mut link, events);
+            let wait =
+                link.poll_timeout().map_or(READ_SLICE, |deadline| deadline.saturating_duration_since(Instant::now()));
+            if let Err(error) = serial.set_timeout(wait.clamp(Duration::from_millis(1), READ_SLICE)) {
+                break error.into();
+            }
+            match serial.read(&mut buf) {
+                Ok(0) => {}
+                Ok(read) => link.handle_bytes(Instant::now(), &buf[..read]),
+                Err(error) if error.kind() == std::io::ErrorKind::TimedOut => {}
+                Err(error) => break error,
+            }
+            forward_events(&mut link, events);
+        };
+        drop(serial);
+        link.handle_port_lost(Instant::now());
+        forward_events(&mut link, events);
+        let _ = events.send(DriverEvent::PortUnavailable {
+            path: port.path.clone(),
+            reason: lost.to_string(),
+            retry_in: backoff,
+        });
+        if wait_or_stop(requests, backoff) {
+            return;
+        }
+    }
+}
+
+fn drain_requests<L: SerialLink>(requests: &Receiver<Request<L::Command>>, link: &mut L) -> Drained {
+    loop {
+        match requests.try_recv() {
+            Ok(Request::Command(command)) => link.handle_command(Instant::now(), command),
+            Ok(Request::Stop) | Err(TryRecvError::Disconnected) => return Drained::Stop,
+            Err(TryRecvError::Empty) => return Drained::Continue,
+        }
+    }
+}
+
+/// Waits `delay` while the port is away; true when asked to stop. Commands sent meanwhile are
+/// dropped: there is no device to take them.
+fn wait_or_stop<C>(requests: &Receiver<Request<C>>, delay: Duration) -> bool {
+    let until = Instant::now() + delay;
+    loop {
+        match requests.recv_timeout(until.saturating_duration_since(Instant::now())) {
+            Ok(Request::Command(_)) => continue,
+            Ok(Request::Stop) | Err(RecvTimeoutError::Disconnected) => return true,
+            Err(RecvTimeoutError::Timeout) => return false,
+        }
+    }
+}
+
+fn forward_events<L: SerialLink>(link: &mut L, events: &Sender<DriverEvent<L::Event>>) {
+    while let Some(event) = link.poll_event() {
+        let _ = events.send(DriverEvent::Link(event));
+    }
+}
