@@ -294,3 +294,37 @@ fn hil_node_parameters_and_segments_that_join_the_running_loop() {
         .to_string()
         .contains("outside the workspace"));
 }
+
+#[test]
+fn arduino_driver_samples_and_joint_commands() {
+    use arm_hil::nodes::arduino::{arduino_node_config, joint_sample, requests_from_joint_command};
+    use arm_hil::protocol::rdscom::{FrameType, Message, PrototypeTable, Value};
+    let config = arduino_node_config(&params(&[
+        ("link.table", ParamValue::String("firmware".into())),
+        ("stream_rate_hz", ParamValue::Integer(100)),
+    ]))
+    .unwrap();
+    assert_eq!(config.stream_rate_hz, 100);
+    assert!(arduino_node_config(&params(&[("stream_rate_hz", ParamValue::Integer(1000))])).is_err());
+
+    let firmware = PrototypeTable::firmware();
+    let values = vec![Value::Int(2), Value::Float(1.0), Value::Float(0.5), Value::Float(36.5), Value::Float(0.25)];
+    let sample =
+        joint_sample(&Message { kind: FrameType::Response, prototype: 6, number: 0, values }, &firmware).unwrap();
+    assert_eq!((sample.joint, sample.position, sample.velocity, sample.temperature), (2, 0.25, Some(0.5), Some(36.5)));
+    let document = PrototypeTable::document();
+    let sample = joint_sample(
+        &Message { kind: FrameType::Response, prototype: 6, number: 0, values: vec![Value::Int(1), Value::Float(0.5)] },
+        &document,
+    )
+    .unwrap();
+    assert_eq!((sample.joint, sample.position, sample.velocity), (1, 0.5, None));
+
+    let names = config.joint_names.clone();
+    let requests =
+        requests_from_joint_command(&["joint1".into(), "joint3".into()], &[], &[0.5, -0.5], &[], &names).unwrap();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[1].values, vec![Value::Int(3), Value::Int(1), Value::Float(-0.5), Value::Bool(true)]);
+    assert!(requests_from_joint_command(&["joint1".into()], &[0.1], &[0.1], &[], &names).is_err());
+    assert!(requests_from_joint_command(&["wrist".into()], &[0.1], &[], &[], &names).is_err());
+}

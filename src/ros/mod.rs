@@ -4,6 +4,7 @@
 //! r2r is spun on the thread that calls [`spin`], which does nothing else; simulations and loops
 //! run on threads of their own and publish through r2r publishers, which are thread-safe.
 
+pub mod arduino_driver;
 pub mod hil_node;
 pub mod legacy_bridge;
 pub mod sil_node;

@@ -9,9 +9,11 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 
 use arm_hil::control::arc::ArcSpec;
+use arm_hil::emulate::rdscom::{RdscomEmulator, RdscomFaults};
 use arm_hil::emulate::rig::RigEmulator;
 use arm_hil::emulate::stm32::{Faults, Stm32Emulator, Stm32EmulatorConfig};
 use arm_hil::model::math::Vec3;
+use arm_hil::protocol::rdscom::PrototypeTable;
 use arm_hil::protocol::stm32::LengthStyle;
 
 use crate::config;
@@ -26,6 +28,27 @@ pub(crate) enum EmulateCommand {
     Stepper(RigArgs),
     /// The STM32 arm's firmware: prints the device path (a link that survives replugs).
     Stm32(Stm32EmulatorArgs),
+    /// The finger testbench's rdscom MCU: prints the device path.
+    Rdscom(RdscomEmulatorArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RdscomEmulatorArgs {
+    /// Prototype table: document or firmware
+    #[arg(long, value_name = "TABLE", default_value = "document")]
+    table: String,
+    /// Probability that a frame sent is lost
+    #[arg(long, value_name = "P", default_value_t = 0.0)]
+    drop_rate: f64,
+    /// Delay before each acknowledgement [ms]
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    ack_delay_ms: u64,
+    /// Up to this many random bytes between frames
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    garbage: usize,
+    /// Make every datastream payload contain the bytes E N D
+    #[arg(long)]
+    end_in_payload: bool,
 }
 
 #[derive(Debug, Args)]
@@ -58,7 +81,29 @@ pub(crate) fn run(command: EmulateCommand) -> anyhow::Result<()> {
     match command {
         EmulateCommand::Sensor(args) | EmulateCommand::Stepper(args) => run_rig(args),
         EmulateCommand::Stm32(args) => run_stm32(args),
+        EmulateCommand::Rdscom(args) => run_rdscom(args),
     }
+}
+
+fn run_rdscom(args: RdscomEmulatorArgs) -> anyhow::Result<()> {
+    let table = match args.table.as_str() {
+        "document" => PrototypeTable::document(),
+        "firmware" => PrototypeTable::firmware(),
+        other => anyhow::bail!("--table must be document or firmware, got `{other}`"),
+    };
+    let emulator = RdscomEmulator::start(table).context("cannot start the rdscom emulator")?;
+    emulator.set_faults(RdscomFaults {
+        drop_rate: args.drop_rate,
+        ack_delay: Duration::from_millis(args.ack_delay_ms),
+        garbage_between_frames: args.garbage,
+        end_in_payload: args.end_in_payload,
+        silent: false,
+    });
+    println!("{}", emulator.path().display());
+    until_interrupted(|| None)?;
+    let stats = emulator.stop();
+    log::info!("answered {} requests, {} heartbeats", stats.requests, stats.heartbeats);
+    Ok(())
 }
 
 /// Runs until Ctrl-C.

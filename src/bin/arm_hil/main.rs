@@ -1,5 +1,6 @@
 //! `arm_hil`: the command line. Everything runs without ROS and without hardware.
 
+mod arduino;
 mod config;
 mod emulate;
 mod hil;
@@ -30,6 +31,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Drive the STM32 2-DOF arm over its serial protocol.
     Stm32(stm32::Stm32Args),
+    /// Drive the finger testbench's MCU over rdscom.
+    Arduino(arduino::ArduinoArgs),
     /// Run a device emulator on a pseudo-terminal.
     #[command(subcommand)]
     Emulate(emulate::EmulateCommand),
@@ -46,6 +49,7 @@ fn main() -> ExitCode {
         Command::Hil(args) => hil::run(args),
         Command::Emulate(command) => emulate::run(command),
         Command::Stm32(args) => stm32::run(args),
+        Command::Arduino(args) => arduino::run(args),
         Command::Trajectory(command) => trajectory::run(command),
     };
     match result {

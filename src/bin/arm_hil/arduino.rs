@@ -1,0 +1,165 @@
+//! `arm_hil arduino`: the tendon-driven finger testbench over rdscom. Prints events and sensor
+//! data, one line per event (JSON lines with `--json`), and takes commands on stdin.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use serde::Serialize;
+
+use arm_hil::drivers::rdscom::{
+    parse_console_command, DriverEvent, RdscomConfig, RdscomDriver, RdscomEvent, RdscomLinkState,
+};
+use arm_hil::protocol::rdscom::{FrameType, Message, PrototypeTable, Value};
+
+#[derive(Debug, Args)]
+pub(crate) struct ArduinoArgs {
+    /// Serial device of the MCU
+    #[arg(long, value_name = "DEV")]
+    port: String,
+    /// Baud rate (8N1)
+    #[arg(long, value_name = "N", default_value_t = 115_200)]
+    baud: u32,
+    /// Prototype table: `document` (default), `firmware`, or a YAML file
+    #[arg(long, value_name = "FILE")]
+    prototypes: Option<String>,
+    /// Print one JSON object per event
+    #[arg(long)]
+    json: bool,
+}
+
+/// One printed event; the JSON form is an interface (`--json`).
+#[derive(Debug, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+enum Line<'a> {
+    Link { state: RdscomLinkState },
+    Ack { prototype: &'a str, number: u16, latency_ms: f64 },
+    Resent { prototype: &'a str, number: u16, attempt: u32 },
+    Failed { prototype: &'a str, number: u16 },
+    Message { kind: FrameType, prototype: &'a str, number: u16, fields: BTreeMap<&'a str, Value> },
+    PortOpened { path: &'a str },
+    PortUnavailable { path: &'a str, reason: &'a str, retry_in_s: f64 },
+    Refused { input: &'a str, reason: &'a str },
+}
+
+fn text(line: &Line) -> String {
+    match line {
+        Line::Link { state } => format!("link {state:?}"),
+        Line::Ack { prototype, number, latency_ms } => format!("ack {prototype} #{number} after {latency_ms:.1} ms"),
+        Line::Resent { prototype, number, attempt } => format!("resent {prototype} #{number} (retry {attempt})"),
+        Line::Failed { prototype, number } => format!("{prototype} #{number} failed: no acknowledgement"),
+        Line::Message { kind, prototype, number, fields } => {
+            let fields: Vec<String> =
+                fields.iter().map(|(name, value)| format!("{name}={}", value_text(*value))).collect();
+            format!("{} {prototype} #{number} {}", format!("{kind:?}").to_lowercase(), fields.join(" "))
+        }
+        Line::PortOpened { path } => format!("port {path} open"),
+        Line::PortUnavailable { path, reason, retry_in_s } => {
+            format!("port {path} unavailable ({reason}), retrying in {retry_in_s:.1} s")
+        }
+        Line::Refused { input, reason } => format!("refused `{input}`: {reason}"),
+    }
+}
+
+fn value_text(value: Value) -> String {
+    match value {
+        Value::Int(v) => v.to_string(),
+        Value::Bool(v) => v.to_string(),
+        Value::Float(v) => format!("{v:.4}"),
+    }
+}
+
+fn print(line: &Line, json: bool) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer(&mut stdout, line)?;
+        writeln!(stdout)?;
+    } else {
+        writeln!(stdout, "{}", text(line))?;
+    }
+    Ok(())
+}
+
+fn load_table(choice: Option<&str>) -> anyhow::Result<PrototypeTable> {
+    Ok(match choice {
+        None | Some("document") => PrototypeTable::document(),
+        Some("firmware") => PrototypeTable::firmware(),
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {path}"))?;
+            PrototypeTable::from_yaml(&text).with_context(|| format!("prototype table {path}"))?
+        }
+    })
+}
+
+fn print_event(event: &DriverEvent, table: &PrototypeTable, json: bool) -> anyhow::Result<()> {
+    let name = |id: u8| table.get(id).map_or("unknown", |prototype| prototype.name.as_str());
+    let message_line = |message: &'_ Message| {
+        let fields = table
+            .get(message.prototype)
+            .map(|prototype| {
+                prototype.fields.iter().map(|field| field.name.as_str()).zip(message.values.iter().copied()).collect()
+            })
+            .unwrap_or_default();
+        Line::Message { kind: message.kind, prototype: name(message.prototype), number: message.number, fields }
+    };
+    let line = match event {
+        DriverEvent::Link(RdscomEvent::StateChanged(state)) => Line::Link { state: *state },
+        DriverEvent::Link(RdscomEvent::Acked { prototype, number, latency }) => {
+            Line::Ack { prototype: name(*prototype), number: *number, latency_ms: latency.as_secs_f64() * 1e3 }
+        }
+        DriverEvent::Link(RdscomEvent::Resent { prototype, number, attempt }) => {
+            Line::Resent { prototype: name(*prototype), number: *number, attempt: *attempt }
+        }
+        DriverEvent::Link(RdscomEvent::Failed { prototype, number }) => {
+            Line::Failed { prototype: name(*prototype), number: *number }
+        }
+        DriverEvent::Link(RdscomEvent::Received(message)) => message_line(message),
+        DriverEvent::PortOpened { path } => Line::PortOpened { path },
+        DriverEvent::PortUnavailable { path, reason, retry_in } => {
+            Line::PortUnavailable { path, reason, retry_in_s: retry_in.as_secs_f64() }
+        }
+    };
+    print(&line, json)
+}
+
+pub(crate) fn run(args: ArduinoArgs) -> anyhow::Result<()> {
+    let table = load_table(args.prototypes.as_deref())?;
+    let config = RdscomConfig { baud: args.baud, ..RdscomConfig::default() };
+    let driver = RdscomDriver::start(&args.port, config, table.clone()).context("cannot start the driver")?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop_on_signal = stop.clone();
+    ctrlc::set_handler(move || stop_on_signal.store(true, Ordering::Relaxed)).context("cannot handle Ctrl-C")?;
+    let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines().map_while(Result::ok) {
+            if lines_tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let mut nonce: i8 = 0;
+    while !stop.load(Ordering::Relaxed) {
+        while let Ok(input) = lines.try_recv() {
+            let input = input.trim();
+            if input.is_empty() {
+                continue;
+            }
+            nonce = nonce.wrapping_add(1);
+            let result = parse_console_command(input, nonce)
+                .and_then(|request| driver.send(request).map_err(|error| error.to_string()));
+            if let Err(reason) = result {
+                print(&Line::Refused { input, reason: &reason }, args.json)?;
+            }
+        }
+        match driver.events().recv_timeout(Duration::from_millis(50)) {
+            Ok(event) => print_event(&event, &table, args.json)?,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => anyhow::bail!("the driver stopped"),
+        }
+    }
+    Ok(())
+}

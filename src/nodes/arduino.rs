@@ -1,0 +1,100 @@
+//! arduino_driver without ROS: parameters, datastream samples to joint states, and joint
+//! commands to MotorControl requests.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use super::params::{read_group, ParamError, ParamValue};
+use super::sil::ROS_PARAMETERS;
+use crate::drivers::rdscom::{RdscomConfig, Request};
+use crate::protocol::rdscom::{Message, PrototypeTable, Value};
+
+/// arduino_driver's parameters.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ArduinoNodeConfig {
+    /// Serial device. Default /dev/ttyACM0.
+    pub port: String,
+    /// Link settings: baud, retry_timeout_s, retries, heartbeat_period_s, heartbeat_misses, table.
+    pub link: RdscomConfig,
+    /// A prototype table YAML file; empty uses `link.table`. Default empty.
+    pub prototypes_file: String,
+    /// Joint names by motor / sensor id. Default joint0 .. joint3.
+    pub joint_names: Vec<String>,
+    /// Datastream of all joints started at this rate [Hz] (1..=255; 0: none). Default 50.
+    pub stream_rate_hz: u8,
+}
+
+impl Default for ArduinoNodeConfig {
+    fn default() -> Self {
+        ArduinoNodeConfig {
+            port: "/dev/ttyACM0".into(),
+            link: RdscomConfig::default(),
+            prototypes_file: String::new(),
+            joint_names: (0..4).map(|joint| format!("joint{joint}")).collect(),
+            stream_rate_hz: 50,
+        }
+    }
+}
+
+/// Reads arduino_driver's parameters; unknown names are refused.
+pub fn arduino_node_config(params: &BTreeMap<String, ParamValue>) -> Result<ArduinoNodeConfig, ParamError> {
+    let own: BTreeMap<String, ParamValue> = params
+        .iter()
+        .filter(|(name, _)| !ROS_PARAMETERS.contains(&name.split('.').next().unwrap_or_default()))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
+    read_group(&own, "")
+}
+
+/// One joint's sample from a SensorDatastream: position [rad], and, with the newer table,
+/// velocity [rad/s] and motor temperature [deg C].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct JointSample {
+    pub joint: usize,
+    pub position: f64,
+    pub velocity: Option<f64>,
+    pub temperature: Option<f64>,
+}
+
+/// Reads a SensorDatastream message in either table's layout.
+pub fn joint_sample(message: &Message, table: &PrototypeTable) -> Option<JointSample> {
+    let field = |name: &str| message.field(table, name).map(Value::as_f64);
+    let joint = usize::try_from(field("joint_id")? as i64).ok()?;
+    let position = field("joint_pos").or_else(|| field("data"))?;
+    Some(JointSample { joint, position, velocity: field("motor_vel"), temperature: field("motor_temp") })
+}
+
+/// MotorControl requests from a JointState command: the one non-empty array among position,
+/// velocity and effort picks the control mode; every named joint gets a control, all but the
+/// first simultaneous with the one before.
+pub fn requests_from_joint_command(
+    names: &[String],
+    position: &[f64],
+    velocity: &[f64],
+    effort: &[f64],
+    joint_names: &[String],
+) -> Result<Vec<Request>, String> {
+    let (mode, values) = match (position.is_empty(), velocity.is_empty(), effort.is_empty()) {
+        (false, true, true) => (0, position),
+        (true, false, true) => (1, velocity),
+        (true, true, false) => (2, effort),
+        _ => return Err("exactly one of position, velocity and effort must be given".into()),
+    };
+    if values.len() != names.len() {
+        return Err(format!("{} names but {} values", names.len(), values.len()));
+    }
+    names
+        .iter()
+        .zip(values)
+        .enumerate()
+        .map(|(index, (name, value))| {
+            let motor = joint_names.iter().position(|joint| joint == name).ok_or(format!("unknown joint `{name}`"))?;
+            Ok(Request {
+                prototype: "MotorControl".into(),
+                values: vec![Value::Int(motor as i64), Value::Int(mode), Value::Float(*value), Value::Bool(index > 0)],
+            })
+        })
+        .collect()
+}
