@@ -5,5 +5,6 @@
 
 pub mod legacy;
 pub mod rdscom;
+pub mod deltavr;
 pub mod rig;
 pub mod stm32;
