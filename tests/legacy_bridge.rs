@@ -148,7 +148,8 @@ fn expected_response(waypoints: Vec<Waypoint>) -> (Vec<Frame>, Vec<IdealPoint>) 
     let robot = Robot::default();
     let trajectory = Arc::new(Trajectory::with_robot_forearm(waypoints, &robot).unwrap());
     let simulation = Simulation::new(robot.clone(), trajectory.clone(), &SilConfig::default()).unwrap();
-    let frames = simulation.map(|frame| Frame { x_ref: Vec3::zeros(), ..frame.unwrap() }).collect();
+    let frames =
+        simulation.map(|frame| Frame { x_ref: Vec3::zeros(), xd_ref: Vec3::zeros(), ..frame.unwrap() }).collect();
     let ideal = IdealTorques::new(&robot, &trajectory).map(Result::unwrap).collect();
     (frames, ideal)
 }

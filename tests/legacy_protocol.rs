@@ -95,8 +95,16 @@ fn the_response_header_frames_and_ideal_blocks_have_the_spec_layout() {
     assert_eq!(i32::from_le_bytes(bytes[8..12].try_into().unwrap()), 7);
 
     let v = |a: f64| Vec3::new(a, a + 1.0, a + 2.0);
-    let frame =
-        Frame { t: 0.5, x: v(1.0), x_dot: v(4.0), theta: v(7.0), theta_dot: v(10.0), tau: v(13.0), x_ref: v(99.0) };
+    let frame = Frame {
+        t: 0.5,
+        x: v(1.0),
+        x_dot: v(4.0),
+        theta: v(7.0),
+        theta_dot: v(10.0),
+        tau: v(13.0),
+        x_ref: v(99.0),
+        xd_ref: v(98.0),
+    };
     let mut bytes = Vec::new();
     encode_frame(&frame, &mut bytes);
     assert_eq!(bytes.len(), FRAME_BYTES);

@@ -328,3 +328,20 @@ fn arduino_driver_samples_and_joint_commands() {
     assert!(requests_from_joint_command(&["joint1".into()], &[0.1], &[0.1], &[], &names).is_err());
     assert!(requests_from_joint_command(&["wrist".into()], &[0.1], &[], &[], &names).is_err());
 }
+
+#[test]
+fn vr_bridge_parameters_pick_the_role_topics_and_transform() {
+    use arm_hil::nodes::vr::{vr_node_config, VrMode};
+    let config = vr_node_config(&params(&[
+        ("mode", ParamValue::String("follower".into())),
+        ("leader_address", ParamValue::String("127.0.0.1:9000".into())),
+        ("vr.rate_hz", ParamValue::Double(90.0)),
+        ("vr.transform.axes", ParamValue::StringArray(vec!["-y".into(), "z".into(), "x".into()])),
+    ]))
+    .unwrap();
+    assert_eq!((config.mode, config.leader_address.port(), config.vr.rate_hz), (VrMode::Follower, 9000, 90.0));
+    assert_eq!(config.position_topic, "/sil_node/end_effector");
+    let repeated = params(&[("vr.transform.axes", ParamValue::StringArray(vec!["x".into(), "x".into(), "y".into()]))]);
+    assert!(vr_node_config(&repeated).unwrap_err().to_string().contains("repeat"));
+    assert!(vr_node_config(&params(&[("mode", ParamValue::String("observer".into()))])).is_err());
+}

@@ -106,6 +106,7 @@ fn the_urdf_chains_reproduce_the_model_along_the_default_arc() {
             theta_dot: motion.theta_dot,
             tau: Vec3::zeros(),
             x_ref: motion.p,
+            xd_ref: motion.p_dot,
         };
         let state = arm_joint_state(&robot, &frame, &elbow);
         let positions: HashMap<&str, f64> = JOINT_NAMES.iter().copied().zip(state.position).collect();

@@ -214,7 +214,7 @@ impl VrLeader {
                         continue;
                     }
                 },
-                _ = shutdown_accept.wait_for(|stop| *stop) => return Ok(()),
+                _ = stopped(&mut shutdown_accept) => return Ok(()),
             };
             let (config, feed, shutdown) = (self.config.clone(), feed.clone(), shutdown.clone());
             tokio::spawn(async move {
@@ -300,9 +300,15 @@ async fn serve_follower(
                     session.send(&VrMessage::DesiredDirection(config.transform.direction(&now.desired_direction)));
                 }
             }
-            _ = shutdown.wait_for(|stop| *stop) => session.close("leader shutting down"),
+            _ = stopped(&mut shutdown) => session.close("leader shutting down"),
         }
     }
+}
+
+/// Resolves once `switch` turns true (or its sender is gone). The guard `wait_for` returns is
+/// dropped in here, so the caller's future stays `Send`.
+async fn stopped(switch: &mut watch::Receiver<bool>) {
+    let _ = switch.wait_for(|stop| *stop).await;
 }
 
 async fn sleep_until(deadline: Option<tokio::time::Instant>) {
@@ -340,14 +346,14 @@ pub async fn follow(
     loop {
         let reason = tokio::select! {
             result = follow_once(leader, &config, &events, &mut backoff) => result,
-            _ = stop.wait_for(|stop| *stop) => return,
+            _ = stopped(&mut stop) => return,
         };
         if events.send(FollowerEvent::Disconnected { reason, retry_in: backoff }).await.is_err() {
             return;
         }
         tokio::select! {
             _ = tokio::time::sleep(backoff) => {}
-            _ = stop.wait_for(|stop| *stop) => return,
+            _ = stopped(&mut stop) => return,
         }
         backoff = (backoff * 2).min(MAX_BACKOFF);
     }

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::realtime;
 use super::ring::{RingSample, TrajectoryRing, RING_CAPACITY};
 use super::{ActuatorCommand, Hardware, HardwareError, SensorInput};
-use crate::control::{Estimate, Estimator, TaskSpaceController, Trajectory, Waypoint};
+use crate::control::{Estimate, Estimator, Reference, TaskSpaceController, Trajectory, Waypoint};
 use crate::model::math::Vec3;
 use crate::model::{ModelError, Robot};
 use crate::sim::{Frame, SilConfig};
@@ -400,7 +400,7 @@ impl HilLoop {
                     task_acceleration = output.task_acceleration;
                     let theta = self.controller.last_motion().map(|motion| motion.theta);
                     self.record_tracking(stats, &estimate, &reference.x, period);
-                    self.offer_frame(stats, trajectory_time, &estimate, &reference.x, &output.tau);
+                    self.offer_frame(stats, trajectory_time, &estimate, &reference, &output.tau);
                     ActuatorCommand { tau: output.tau, theta }
                 }
                 // Before the first reading there is nothing to control from: hold zero torque.
@@ -457,7 +457,7 @@ impl HilLoop {
         stats.max_error_m = stats.max_error_m.max(error);
     }
 
-    fn offer_frame(&mut self, stats: &mut LoopStats, t: f64, estimate: &Estimate, reference: &Vec3, tau: &Vec3) {
+    fn offer_frame(&mut self, stats: &mut LoopStats, t: f64, estimate: &Estimate, reference: &Reference, tau: &Vec3) {
         let Some(sink) = self.frames.as_mut() else { return };
         if stats.cycles % u64::from(self.config.frame_every) != 0 {
             return;
@@ -466,7 +466,16 @@ impl HilLoop {
             .controller
             .last_motion()
             .map_or((Vec3::zeros(), Vec3::zeros()), |motion| (motion.theta, motion.theta_dot));
-        let frame = Frame { t, x: estimate.x, x_dot: estimate.v, theta, theta_dot, tau: *tau, x_ref: *reference };
+        let frame = Frame {
+            t,
+            x: estimate.x,
+            x_dot: estimate.v,
+            theta,
+            theta_dot,
+            tau: *tau,
+            x_ref: reference.x,
+            xd_ref: reference.xd,
+        };
         if !sink.offer(&frame) {
             stats.frames_dropped += 1;
         }

@@ -22,3 +22,9 @@ pub fn spherical_direction(theta: f64, phi: f64) -> Vec3 {
     let (sin_phi, cos_phi) = phi.sin_cos();
     Vec3::new(sin_theta * cos_phi, sin_theta * sin_phi, cos_theta)
 }
+
+/// The unit vector along `v`, or zero when `v` is (nearly) zero: a direction of motion that is
+/// zero at rest.
+pub fn direction_or_zero(v: &Vec3) -> Vec3 {
+    v.try_normalize(1e-12).unwrap_or_else(Vec3::zeros)
+}

@@ -7,6 +7,7 @@ pub mod messages;
 pub mod params;
 pub mod sil;
 pub mod stm32;
+pub mod vr;
 pub mod arduino;
 pub mod hil;
 pub mod legacy;

@@ -373,6 +373,7 @@ impl ResponseDecoder {
                     theta_dot: vec3(10),
                     tau: vec3(13),
                     x_ref: Vec3::zeros(),
+                    xd_ref: Vec3::zeros(),
                 };
                 if !(frame.t >= end_time) {
                     return Ok(ResponseItem::Frame(frame));

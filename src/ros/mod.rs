@@ -9,6 +9,7 @@ pub mod hil_node;
 pub mod legacy_bridge;
 pub mod sil_node;
 pub mod stm32_driver;
+pub mod vr_bridge;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,7 +19,7 @@ use std::time::Duration;
 use futures::executor::LocalPool;
 use r2r::builtin_interfaces::msg::Time;
 use r2r::diagnostic_msgs::msg::{DiagnosticArray, DiagnosticStatus, KeyValue};
-use r2r::geometry_msgs::msg::{Point, PointStamped, Twist, TwistStamped, Vector3};
+use r2r::geometry_msgs::msg::{Point, PointStamped, Twist, TwistStamped, Vector3, Vector3Stamped};
 use r2r::sensor_msgs::msg::JointState;
 use r2r::std_msgs::msg::Header;
 use r2r::{ParameterValue, QosProfile};
@@ -144,4 +145,8 @@ pub fn arm_joint_state_msg(stamp: Time, joints: &JointStateData) -> JointState {
         velocity: joints.velocity.to_vec(),
         effort: joints.effort.to_vec(),
     }
+}
+
+pub fn vector_stamped(stamp: Time, frame_id: &str, v: &Vec3) -> Vector3Stamped {
+    Vector3Stamped { header: header(stamp, frame_id), vector: vector(v) }
 }

@@ -11,7 +11,7 @@ use futures::task::LocalSpawnExt;
 use futures::StreamExt;
 use r2r::builtin_interfaces::msg::Duration as DurationMsg;
 use r2r::diagnostic_msgs::msg::DiagnosticArray;
-use r2r::geometry_msgs::msg::{PointStamped, Pose, PoseStamped, Quaternion, TwistStamped};
+use r2r::geometry_msgs::msg::{PointStamped, Pose, PoseStamped, Quaternion, TwistStamped, Vector3Stamped};
 use r2r::nav_msgs::msg::Path as PathMsg;
 use r2r::rosgraph_msgs::msg::Clock;
 use r2r::sensor_msgs::msg::JointState;
@@ -20,11 +20,12 @@ use r2r::QosProfile;
 
 use super::{
     arm_joint_state_msg, diagnostics, header, latched_qos, linear_twist, node_params, now, point, point_stamped, spin,
-    stamp, state_qos, ERROR, OK,
+    stamp, state_qos, vector_stamped, ERROR, OK,
 };
 use crate::control::arc::ArcSpec;
 use crate::control::trajectory_csv::read_waypoints;
 use crate::control::Trajectory;
+use crate::model::math::direction_or_zero;
 use crate::model::Robot;
 use crate::nodes::joints::JOINT_NAMES;
 use crate::nodes::messages::{trajectory_from_points, MultiDofPoint};
@@ -72,6 +73,8 @@ pub fn main() -> anyhow::Result<()> {
     let end_effector = node.create_publisher::<PointStamped>("~/end_effector", state_qos())?;
     let end_effector_twist = node.create_publisher::<TwistStamped>("~/end_effector_twist", state_qos())?;
     let reference = node.create_publisher::<PointStamped>("~/reference", state_qos())?;
+    let current_direction = node.create_publisher::<Vector3Stamped>("~/current_direction", state_qos())?;
+    let desired_direction = node.create_publisher::<Vector3Stamped>("~/desired_direction", state_qos())?;
     let reference_path = node.create_publisher::<PathMsg>("~/reference_path", latched_qos())?;
     let ideal = node.create_publisher::<JointTrajectory>("~/ideal", latched_qos())?;
     let diagnostics_out =
@@ -166,6 +169,20 @@ pub fn main() -> anyhow::Result<()> {
                     });
                     published = published
                         .and_then(|()| reference.publish(&point_stamped(time.clone(), &frame_id, &frame.x_ref)));
+                    published = published.and_then(|()| {
+                        current_direction.publish(&vector_stamped(
+                            time.clone(),
+                            &frame_id,
+                            &direction_or_zero(&frame.x_dot),
+                        ))
+                    });
+                    published = published.and_then(|()| {
+                        desired_direction.publish(&vector_stamped(
+                            time.clone(),
+                            &frame_id,
+                            &direction_or_zero(&frame.xd_ref),
+                        ))
+                    });
                     match &clock_out {
                         Some(clock) => published.and_then(|()| clock.publish(&Clock { clock: time })),
                         None => published,

@@ -31,6 +31,8 @@ pub struct Frame {
     pub tau: Vec3,
     /// The reference position at `t` [m]; not part of the wire frame.
     pub x_ref: Vec3,
+    /// The reference velocity at `t` [m/s]; not part of the wire frame.
+    pub xd_ref: Vec3,
 }
 
 /// Why a run stopped early.
@@ -213,6 +215,7 @@ impl Simulation {
         self.t = t;
         self.y = y;
         let motion = *self.plant.accept(&y);
+        let reference = self.sampler.sample(&self.trajectory, t);
         let frame = Frame {
             t,
             x: motion.p,
@@ -220,7 +223,8 @@ impl Simulation {
             theta: motion.theta,
             theta_dot: motion.theta_dot,
             tau: self.plant.torque(),
-            x_ref: self.sampler.sample(&self.trajectory, t).x,
+            x_ref: reference.x,
+            xd_ref: reference.xd,
         };
         let error_m = (frame.x - frame.x_ref).norm();
         let stats = &mut self.stats;

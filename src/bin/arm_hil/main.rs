@@ -9,6 +9,7 @@ mod serve;
 mod sil;
 mod stm32;
 mod trajectory;
+mod vr;
 
 use std::process::ExitCode;
 
@@ -36,6 +37,9 @@ enum Command {
     /// Run a device emulator on a pseudo-terminal.
     #[command(subcommand)]
     Emulate(emulate::EmulateCommand),
+    /// The Deltarobot VR link: lead Unity followers, or follow a leader.
+    #[command(subcommand)]
+    Vr(vr::VrCommand),
     /// Write trajectories.
     #[command(subcommand)]
     Trajectory(trajectory::TrajectoryCommand),
@@ -50,6 +54,7 @@ fn main() -> ExitCode {
         Command::Emulate(command) => emulate::run(command),
         Command::Stm32(args) => stm32::run(args),
         Command::Arduino(args) => arduino::run(args),
+        Command::Vr(command) => vr::run(command),
         Command::Trajectory(command) => trajectory::run(command),
     };
     match result {

@@ -1,0 +1,68 @@
+//! vr_bridge without ROS: its parameters.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+use serde::Deserialize;
+
+use super::params::{read_group, ParamError, ParamValue};
+use super::sil::ROS_PARAMETERS;
+use crate::bridge::vr::VrConfig;
+
+/// Which role the node plays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VrMode {
+    /// Serve Unity followers from ROS topics.
+    Leader,
+    /// Follow a Deltarobot leader and publish what it sends on ROS topics.
+    Follower,
+}
+
+/// vr_bridge's parameters.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct VrNodeConfig {
+    pub mode: VrMode,
+    /// Leader settings (bind address, rate, ping, timeouts, transform).
+    pub vr: VrConfig,
+    /// The leader a follower connects to. Default 127.0.0.1:7777.
+    pub leader_address: SocketAddr,
+    /// geometry_msgs/PointStamped: the actuator position. Default sil_node's end effector.
+    pub position_topic: String,
+    /// geometry_msgs/Vector3Stamped: the current direction of motion.
+    pub current_direction_topic: String,
+    /// geometry_msgs/Vector3Stamped: the desired direction of motion.
+    pub desired_direction_topic: String,
+    /// nav_msgs/Path: the exercise curve. Default sil_node's reference path.
+    pub curve_topic: String,
+    /// Frame of what a follower publishes. Default base_link.
+    pub frame_id: String,
+}
+
+impl Default for VrNodeConfig {
+    fn default() -> Self {
+        VrNodeConfig {
+            mode: VrMode::Leader,
+            vr: VrConfig::default(),
+            leader_address: SocketAddr::from(([127, 0, 0, 1], 7777)),
+            position_topic: "/sil_node/end_effector".into(),
+            current_direction_topic: "/sil_node/current_direction".into(),
+            desired_direction_topic: "/sil_node/desired_direction".into(),
+            curve_topic: "/sil_node/reference_path".into(),
+            frame_id: "base_link".into(),
+        }
+    }
+}
+
+/// Reads vr_bridge's parameters; unknown names are refused.
+pub fn vr_node_config(params: &BTreeMap<String, ParamValue>) -> Result<VrNodeConfig, ParamError> {
+    let own: BTreeMap<String, ParamValue> = params
+        .iter()
+        .filter(|(name, _)| !ROS_PARAMETERS.contains(&name.split('.').next().unwrap_or_default()))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
+    let config: VrNodeConfig = read_group(&own, "")?;
+    config.vr.validate().map_err(|message| ParamError::Invalid { prefix: "vr".into(), message })?;
+    Ok(config)
+}
