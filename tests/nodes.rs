@@ -265,7 +265,7 @@ fn hil_node_parameters_and_segments_that_join_the_running_loop() {
     use arm_hil::nodes::hil::{hil_node_config, segment_after, SegmentError};
     let config = hil_node_config(&params(&[
         ("hardware", ParamValue::String("robotscara".into())),
-        ("arduino", ParamValue::String("/dev/ttyACM0".into())),
+        ("arduino_device", ParamValue::String("/dev/ttyACM0".into())),
         ("hil.rate_hz", ParamValue::Integer(500)),
         ("stepper.pole_pairs", ParamValue::Double(50.0)),
         ("estimator.sigma_a", ParamValue::Double(0.5)),
@@ -344,4 +344,17 @@ fn vr_bridge_parameters_pick_the_role_topics_and_transform() {
     let repeated = params(&[("vr.transform.axes", ParamValue::StringArray(vec!["x".into(), "x".into(), "y".into()]))]);
     assert!(vr_node_config(&repeated).unwrap_err().to_string().contains("repeat"));
     assert!(vr_node_config(&params(&[("mode", ParamValue::String("observer".into()))])).is_err());
+}
+
+#[test]
+fn every_shipped_parameter_file_is_read_by_its_node() {
+    use arm_hil::nodes::{
+        arduino::arduino_node_config, hil::hil_node_config, legacy::legacy_bridge_config, stm32::stm32_node_config,
+        vr::vr_node_config,
+    };
+    hil_node_config(&ros_parameters_file("config/hil_node.yaml")).unwrap();
+    stm32_node_config(&ros_parameters_file("config/stm32_driver.yaml")).unwrap();
+    arduino_node_config(&ros_parameters_file("config/arduino_driver.yaml")).unwrap();
+    legacy_bridge_config(&ros_parameters_file("config/legacy_bridge.yaml")).unwrap();
+    vr_node_config(&ros_parameters_file("config/vr_bridge.yaml")).unwrap();
 }

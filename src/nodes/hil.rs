@@ -22,10 +22,11 @@ use crate::sim::SilConfig;
 pub struct HilNodeSettings {
     /// Hardware behind the loop: sim or robotscara. Default sim.
     pub hardware: RigKind,
-    /// Angle sensor device (robotscara). Default /dev/ttyUSB0.
-    pub sensor: String,
+    /// Angle sensor device (robotscara). Default /dev/ttyUSB0. (Not `sensor`: that is the
+    /// simulated sensor's section.)
+    pub sensor_device: String,
     /// Step-driver Arduino device, or auto (robotscara). Default auto.
-    pub arduino: String,
+    pub arduino_device: String,
     /// Frames published per second [Hz]. Default 250.
     pub publish_rate_hz: f64,
     /// Trajectory CSV run at start; empty = the built-in arc. Segments on ~/trajectory follow it.
@@ -38,8 +39,8 @@ impl Default for HilNodeSettings {
     fn default() -> Self {
         HilNodeSettings {
             hardware: RigKind::Sim,
-            sensor: "/dev/ttyUSB0".into(),
-            arduino: "auto".into(),
+            sensor_device: "/dev/ttyUSB0".into(),
+            arduino_device: "auto".into(),
             publish_rate_hz: 250.0,
             trajectory_file: String::new(),
             frame_id: "base_link".into(),
@@ -58,7 +59,7 @@ pub struct HilNodeConfig {
 
 impl HilNodeConfig {
     pub fn devices(&self) -> RigDevices {
-        RigDevices { sensor: self.settings.sensor.clone(), arduino: self.settings.arduino.clone() }
+        RigDevices { sensor: self.settings.sensor_device.clone(), arduino: self.settings.arduino_device.clone() }
     }
 }
 

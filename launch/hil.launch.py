@@ -1,0 +1,21 @@
+"""hil_node: the 1 kHz HIL loop on the simulated plant (default) or the reference rig.
+
+    ros2 launch arm_hil hil.launch.py hardware:=robotscara sensor_device:=/dev/ttyUSB0 arduino_device:=auto
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from nodes import node_launch  # noqa: E402
+
+
+def generate_launch_description():
+    return node_launch("hil_node", {
+        "hardware": ("sim", str, "sim or robotscara"),
+        "sensor_device": ("/dev/ttyUSB0", str, "angle sensor device"),
+        "arduino_device": ("auto", str, "step-driver Arduino device, or auto"),
+        "publish_rate_hz": ("250.0", float, "publish rate [Hz]"),
+        "hil.rate_hz": ("1000.0", float, "loop rate [Hz]"),
+        "trajectory_file": ("", str, "trajectory CSV; empty = the built-in arc"),
+    })
