@@ -47,7 +47,8 @@ fn run_loop(emulator: &RigEmulator, config: &SilConfig, waypoints: Vec<Waypoint>
 }
 
 fn loop_config() -> HilConfig {
-    HilConfig { realtime_priority: None, ..HilConfig::default() }
+    // As deployed: SCHED_FIFO where the process may use it (it degrades gracefully where not).
+    HilConfig::default()
 }
 
 #[test]

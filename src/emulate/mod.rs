@@ -3,3 +3,38 @@
 pub mod rdscom;
 pub mod rig;
 pub mod stm32;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+/// An emulator's thread: it runs until its stop flag is set, which happens when the worker is
+/// stopped or dropped.
+struct Worker {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Worker {
+    /// Runs `body` on a thread named `name`; `body` returns when the flag it gets turns true.
+    fn spawn(name: &str, body: impl FnOnce(&AtomicBool) + Send + 'static) -> std::io::Result<Worker> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new().name(name.into()).spawn(move || body(&flag))?;
+        Ok(Worker { stop, thread: Some(thread) })
+    }
+
+    /// Stops the thread and waits for it.
+    fn stop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

@@ -8,12 +8,12 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use rand_chacha::rand_core::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use super::Worker;
 use crate::protocol::rdscom::{encode, FrameDecoder, FrameType, Message, PrototypeTable, Value};
 use crate::serial::pty::Pty;
 
@@ -45,7 +45,6 @@ pub struct RdscomEmulatorStats {
 }
 
 struct Control {
-    stop: AtomicBool,
     faults: Mutex<RdscomFaults>,
     /// Responses still to drop, one by one (a deterministic lost acknowledgement).
     drop_next_responses: AtomicU32,
@@ -57,7 +56,7 @@ struct Control {
 pub struct RdscomEmulator {
     path: PathBuf,
     control: Arc<Control>,
-    thread: Option<JoinHandle<()>>,
+    worker: Worker,
 }
 
 /// Emulated time a group of controls takes to execute.
@@ -70,15 +69,14 @@ impl RdscomEmulator {
         let pty = Pty::open()?;
         let path = pty.path().to_path_buf();
         let control = Arc::new(Control {
-            stop: AtomicBool::new(false),
             faults: Mutex::new(RdscomFaults::default()),
             drop_next_responses: AtomicU32::new(0),
             raise_error: Mutex::new(None),
             stats: Mutex::new(RdscomEmulatorStats::default()),
         });
         let mut mcu = Mcu::new(table, control.clone());
-        let thread = std::thread::Builder::new().name("rdscom-emulator".into()).spawn(move || mcu.run(pty))?;
-        Ok(RdscomEmulator { path, control, thread: Some(thread) })
+        let worker = Worker::spawn("rdscom-emulator", move |stop| mcu.run(pty, stop))?;
+        Ok(RdscomEmulator { path, control, worker })
     }
 
     pub fn path(&self) -> &Path {
@@ -108,21 +106,8 @@ impl RdscomEmulator {
     }
 
     pub fn stop(mut self) -> RdscomEmulatorStats {
-        self.shut_down();
+        self.worker.stop();
         self.stats()
-    }
-
-    fn shut_down(&mut self) {
-        self.control.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-impl Drop for RdscomEmulator {
-    fn drop(&mut self) {
-        self.shut_down();
     }
 }
 
@@ -176,9 +161,9 @@ impl Mcu {
         }
     }
 
-    fn run(&mut self, mut pty: Pty) {
+    fn run(&mut self, mut pty: Pty, stop: &AtomicBool) {
         let mut buf = [0u8; 512];
-        while !self.control.stop.load(Ordering::Relaxed) {
+        while !stop.load(Ordering::Relaxed) {
             pty.wait_readable(Duration::from_millis(1));
             let now = Instant::now();
             let faults = self.control.faults.lock().map(|faults| *faults).unwrap_or_default();

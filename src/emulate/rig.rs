@@ -10,9 +10,9 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::Worker;
 use crate::hil::stepper::{FieldTracker, StepperConfig};
 use crate::model::math::Vec3;
 use crate::model::{ModelError, Robot};
@@ -66,7 +66,6 @@ pub struct RigEmulatorStats {
 }
 
 struct Control {
-    stop: AtomicBool,
     sensor_silent: AtomicBool,
     stats: Mutex<RigEmulatorStats>,
     failure: Mutex<Option<String>>,
@@ -77,7 +76,7 @@ pub struct RigEmulator {
     sensor_path: PathBuf,
     arduino_path: PathBuf,
     control: Arc<Control>,
-    thread: Option<JoinHandle<()>>,
+    worker: Worker,
 }
 
 impl RigEmulator {
@@ -104,7 +103,6 @@ impl RigEmulator {
         let (sensor_pty, arduino_pty) =
             (Pty::open().map_err(|e| e.to_string())?, Pty::open().map_err(|e| e.to_string())?);
         let control = Arc::new(Control {
-            stop: AtomicBool::new(false),
             sensor_silent: AtomicBool::new(false),
             stats: Mutex::new(RigEmulatorStats { position: start, ..RigEmulatorStats::default() }),
             failure: Mutex::new(None),
@@ -120,17 +118,15 @@ impl RigEmulator {
             control: control.clone(),
         };
         let (sensor_path, arduino_path) = (sensor_pty.path().to_path_buf(), arduino_pty.path().to_path_buf());
-        let thread = std::thread::Builder::new()
-            .name("rig-emulator".into())
-            .spawn(move || {
-                if let Err(error) = emulation.run(sensor_pty, arduino_pty) {
-                    if let Ok(mut failure) = emulation.control.failure.lock() {
-                        *failure = Some(error);
-                    }
+        let worker = Worker::spawn("rig-emulator", move |stop| {
+            if let Err(error) = emulation.run(sensor_pty, arduino_pty, stop) {
+                if let Ok(mut failure) = emulation.control.failure.lock() {
+                    *failure = Some(error);
                 }
-            })
-            .map_err(|error| error.to_string())?;
-        Ok(RigEmulator { sensor_path, arduino_path, control, thread: Some(thread) })
+            }
+        })
+        .map_err(|error| error.to_string())?;
+        Ok(RigEmulator { sensor_path, arduino_path, control, worker })
     }
 
     /// The angle sensor's device path.
@@ -159,21 +155,8 @@ impl RigEmulator {
 
     /// Stops the emulator and returns its statistics.
     pub fn stop(mut self) -> RigEmulatorStats {
-        self.shut_down();
+        self.worker.stop();
         self.stats()
-    }
-
-    fn shut_down(&mut self) {
-        self.control.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-impl Drop for RigEmulator {
-    fn drop(&mut self) {
-        self.shut_down();
     }
 }
 
@@ -192,14 +175,18 @@ impl Emulation {
     /// Longest wait for a step command before the plant is advanced anyway.
     const MAX_WAIT: Duration = Duration::from_millis(1);
 
-    fn run(&mut self, mut sensor_pty: Pty, mut arduino_pty: Pty) -> Result<(), String> {
+    fn run(&mut self, mut sensor_pty: Pty, mut arduino_pty: Pty, stop: &AtomicBool) -> Result<(), String> {
+        // Stands in for hardware that runs on its own clock: a busy machine must not slow it.
+        for problem in crate::hil::realtime::prepare_thread(Some(48)) {
+            log::debug!("rig emulator runs without {problem}");
+        }
         let started = Instant::now();
         let mut next_sensor = 0.0;
         let mut splitter = LineSplitter::new(64);
         let mut buf = [0u8; 256];
         let mut line = Vec::with_capacity(64);
         let mut stats = RigEmulatorStats::default();
-        while !self.control.stop.load(Ordering::Relaxed) {
+        while !stop.load(Ordering::Relaxed) {
             // Wake for the next command as soon as it arrives, so that rates take effect when
             // they would on the Arduino, or for the next sensor line.
             let until_sensor = Duration::from_secs_f64((next_sensor - started.elapsed().as_secs_f64()).max(0.0));

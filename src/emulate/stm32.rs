@@ -9,12 +9,12 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use rand_chacha::rand_core::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use super::Worker;
 use crate::drivers::stm32::{ImuUnits, STANDARD_GRAVITY};
 use crate::protocol::stm32::{
     encode_telemetry, error_code, Command, ControlMode, FullTelemetry, ImuSample, LengthStyle, PacketDecoder, Telemetry,
@@ -76,7 +76,6 @@ pub struct Stm32EmulatorStats {
 }
 
 struct Control {
-    stop: AtomicBool,
     plugged: AtomicBool,
     faults: Mutex<Faults>,
     stats: Mutex<Stm32EmulatorStats>,
@@ -87,7 +86,7 @@ pub struct Stm32Emulator {
     dir: PathBuf,
     link: PathBuf,
     control: Arc<Control>,
-    thread: Option<JoinHandle<()>>,
+    worker: Worker,
 }
 
 impl Stm32Emulator {
@@ -104,15 +103,13 @@ impl Stm32Emulator {
         let pty = Pty::open()?;
         relink(pty.path(), &link)?;
         let control = Arc::new(Control {
-            stop: AtomicBool::new(false),
             plugged: AtomicBool::new(true),
             faults: Mutex::new(Faults::default()),
             stats: Mutex::new(Stm32EmulatorStats { mode: Some(ControlMode::Position), ..Default::default() }),
         });
         let mut firmware = Firmware::new(config, control.clone(), link.clone());
-        let thread =
-            std::thread::Builder::new().name("stm32-emulator".into()).spawn(move || firmware.run(Some(pty)))?;
-        Ok(Stm32Emulator { dir, link, control, thread: Some(thread) })
+        let worker = Worker::spawn("stm32-emulator", move |stop| firmware.run(Some(pty), stop))?;
+        Ok(Stm32Emulator { dir, link, control, worker })
     }
 
     /// The device path drivers open (a link to the current pty).
@@ -141,22 +138,16 @@ impl Stm32Emulator {
     }
 
     pub fn stop(mut self) -> Stm32EmulatorStats {
-        self.shut_down();
+        self.worker.stop();
         self.stats()
-    }
-
-    fn shut_down(&mut self) {
-        self.control.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
 impl Drop for Stm32Emulator {
+    /// Stops the thread first, so that nothing recreates the link, then removes its folder.
     fn drop(&mut self) {
-        self.shut_down();
+        self.worker.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -206,10 +197,10 @@ impl Firmware {
         }
     }
 
-    fn run(&mut self, mut pty: Option<Pty>) {
+    fn run(&mut self, mut pty: Option<Pty>, stop: &AtomicBool) {
         let mut buf = [0u8; 256];
         let mut out = Vec::with_capacity(256);
-        while !self.control.stop.load(Ordering::Relaxed) {
+        while !stop.load(Ordering::Relaxed) {
             let plugged = self.control.plugged.load(Ordering::Relaxed);
             match (&pty, plugged) {
                 (Some(_), false) => {

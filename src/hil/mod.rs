@@ -5,7 +5,7 @@
 //! backends that talk to devices do their I/O on their own threads and exchange the newest
 //! values with the cycle (DESIGN.md §6, ros2_control's read/update/write).
 
-mod realtime;
+pub mod realtime;
 mod ring;
 mod runner;
 mod sim_rig;

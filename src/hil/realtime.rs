@@ -24,9 +24,11 @@ pub(super) fn from_seconds(seconds: f64) -> TimeSpec {
     TimeSpec::from_duration(std::time::Duration::from_secs_f64(seconds))
 }
 
-/// Prepares the calling thread for the loop. Returns what could not be set, for the log: the
-/// loop runs either way, with more jitter.
-pub(super) fn prepare_thread(priority: Option<i32>) -> Vec<String> {
+/// Prepares the calling thread for timed work: fine timer slack and, with `priority`,
+/// SCHED_FIFO. Returns what could not be set, for the log: the thread runs either way, with
+/// more jitter. The loop uses it, and so do the threads that stand in for its devices' timing
+/// (serial I/O, device emulators), one priority step below the loop.
+pub fn prepare_thread(priority: Option<i32>) -> Vec<String> {
     let mut problems = Vec::new();
     // The default 50 us timer slack would be most of the jitter budget.
     if let Err(error) = nix::sys::prctl::set_timerslack(1) {

@@ -5,8 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::params::{read_group, ParamError, ParamValue};
-use super::sil::ROS_PARAMETERS;
+use super::params::{read_group, without_groups, ParamError, ParamValue};
 use crate::drivers::rdscom::{RdscomConfig, Request};
 use crate::protocol::rdscom::{Message, PrototypeTable, Value};
 
@@ -40,11 +39,7 @@ impl Default for ArduinoNodeConfig {
 
 /// Reads arduino_driver's parameters; unknown names are refused.
 pub fn arduino_node_config(params: &BTreeMap<String, ParamValue>) -> Result<ArduinoNodeConfig, ParamError> {
-    let own: BTreeMap<String, ParamValue> = params
-        .iter()
-        .filter(|(name, _)| !ROS_PARAMETERS.contains(&name.split('.').next().unwrap_or_default()))
-        .map(|(name, value)| (name.clone(), value.clone()))
-        .collect();
+    let own = without_groups(params, &[]);
     read_group(&own, "")
 }
 

@@ -5,8 +5,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::messages::MultiDofPoint;
-use super::params::{only_groups, read_group, ParamError, ParamValue};
-use super::sil::ROS_PARAMETERS;
+use super::params::{only_groups, read_group, without_groups, ParamError, ParamValue};
 use crate::control::Waypoint;
 use crate::drivers::robotscara::RigConfig;
 use crate::drivers::{RigDevices, RigKind, RigSettings};
@@ -76,15 +75,8 @@ pub fn hil_node_config(params: &BTreeMap<String, ParamValue>) -> Result<HilNodeC
         stepper: read_group::<StepperConfig>(params, "stepper")?,
         rig: read_group::<RigConfig>(params, "rig")?,
     };
-    let own: BTreeMap<String, ParamValue> = params
-        .iter()
-        .filter(|(name, _)| {
-            let group = name.split('.').next().unwrap_or_default();
-            !SilConfig::SECTIONS.contains(&group) && !GROUPS.contains(&group) && !ROS_PARAMETERS.contains(&group)
-        })
-        .map(|(name, value)| (name.clone(), value.clone()))
-        .collect();
-    let settings: HilNodeSettings = read_group(&own, "")?;
+    let groups: Vec<&str> = SilConfig::SECTIONS.iter().chain(&GROUPS).copied().collect();
+    let settings: HilNodeSettings = read_group(&without_groups(params, &groups), "")?;
     if !(settings.publish_rate_hz > 0.0) {
         return Err(invalid(format!("publish_rate_hz must be > 0, got {}", settings.publish_rate_hz)));
     }

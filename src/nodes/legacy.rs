@@ -4,8 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::params::{only_groups, read_group, ParamError, ParamValue};
-use super::sil::ROS_PARAMETERS;
+use super::params::{only_groups, read_group, without_groups, ParamError, ParamValue};
 use crate::bridge::legacy::{HilSetup, LegacyServerConfig};
 use crate::drivers::robotscara::RigConfig;
 use crate::drivers::{RigKind, RigSettings};
@@ -51,15 +50,8 @@ pub fn legacy_bridge_config(params: &BTreeMap<String, ParamValue>) -> Result<Leg
     sil.validate().map_err(|error| invalid(error.to_string()))?;
     let server: LegacyServerConfig = read_group(params, "server")?;
     server.validate().map_err(invalid)?;
-    let own: BTreeMap<String, ParamValue> = params
-        .iter()
-        .filter(|(name, _)| {
-            let group = name.split('.').next().unwrap_or_default();
-            !SilConfig::SECTIONS.contains(&group) && !GROUPS.contains(&group) && !ROS_PARAMETERS.contains(&group)
-        })
-        .map(|(name, value)| (name.clone(), value.clone()))
-        .collect();
-    let settings: LegacyBridgeSettings = read_group(&own, "")?;
+    let groups: Vec<&str> = SilConfig::SECTIONS.iter().chain(&GROUPS).copied().collect();
+    let settings: LegacyBridgeSettings = read_group(&without_groups(params, &groups), "")?;
     if !(settings.publish_rate_hz > 0.0) {
         return Err(invalid(format!("publish_rate_hz must be > 0, got {}", settings.publish_rate_hz)));
     }

@@ -91,3 +91,18 @@ pub fn only_groups(params: &BTreeMap<String, ParamValue>, groups: &[&str]) -> BT
         .map(|(name, value)| (name.clone(), value.clone()))
         .collect()
 }
+
+/// Parameters every ROS node has, which no configuration struct reads.
+pub const ROS_PARAMETERS: [&str; 3] = ["use_sim_time", "qos_overrides", "start_type_description_service"];
+
+/// The node's own parameters: all but those in `groups` (read into other structs) and ROS's own.
+pub fn without_groups(params: &BTreeMap<String, ParamValue>, groups: &[&str]) -> BTreeMap<String, ParamValue> {
+    params
+        .iter()
+        .filter(|(name, _)| {
+            let group = name.split('.').next().unwrap_or_default();
+            !groups.contains(&group) && !ROS_PARAMETERS.contains(&group)
+        })
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect()
+}

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 
 use super::joints::{arm_joint_state, JointStateData};
-use super::params::{only_groups, read_group, ParamError, ParamValue};
+use super::params::{only_groups, read_group, without_groups, ParamError, ParamValue};
 use crate::control::Trajectory;
 use crate::model::Robot;
 use crate::sim::{Frame, IdealPoint, IdealTorques, RunStats, SilConfig, SimError, Simulation};
@@ -47,23 +47,12 @@ impl Default for SilNodeSettings {
     }
 }
 
-/// Parameters every ROS node has, which no configuration struct reads.
-pub const ROS_PARAMETERS: [&str; 3] = ["use_sim_time", "qos_overrides", "start_type_description_service"];
-
 /// Reads sil_node's parameters: the SIL sections (`robot.*`, `controller.*`, ...) and the node's
 /// own. Unknown names are refused, so a typo does not silently fall back to a default.
 pub fn sil_node_config(params: &BTreeMap<String, ParamValue>) -> Result<(SilConfig, SilNodeSettings), ParamError> {
     let sil: SilConfig = read_group(&only_groups(params, &SilConfig::SECTIONS), "")?;
     sil.validate().map_err(|error| ParamError::Invalid { prefix: String::new(), message: error.to_string() })?;
-    let own: BTreeMap<String, ParamValue> = params
-        .iter()
-        .filter(|(name, _)| {
-            let group = name.split('.').next().unwrap_or_default();
-            !SilConfig::SECTIONS.contains(&group) && !ROS_PARAMETERS.contains(&group)
-        })
-        .map(|(name, value)| (name.clone(), value.clone()))
-        .collect();
-    let settings: SilNodeSettings = read_group(&own, "")?;
+    let settings: SilNodeSettings = read_group(&without_groups(params, &SilConfig::SECTIONS), "")?;
     if !(settings.real_time_factor >= 0.0 && settings.publish_rate_hz > 0.0) {
         return Err(ParamError::Invalid {
             prefix: String::new(),

@@ -5,8 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::params::{read_group, ParamError, ParamValue};
-use super::sil::ROS_PARAMETERS;
+use super::params::{read_group, without_groups, ParamError, ParamValue};
 use crate::drivers::stm32::{validate_command, ArmTelemetry, LinkState, Stm32Config};
 use crate::protocol::stm32::{Command, ControlMode, Joint, PidGains};
 
@@ -90,11 +89,7 @@ impl Stm32NodeConfig {
 
 /// Reads stm32_driver's parameters; unknown names are refused.
 pub fn stm32_node_config(params: &BTreeMap<String, ParamValue>) -> Result<Stm32NodeConfig, ParamError> {
-    let own: BTreeMap<String, ParamValue> = params
-        .iter()
-        .filter(|(name, _)| !ROS_PARAMETERS.contains(&name.split('.').next().unwrap_or_default()))
-        .map(|(name, value)| (name.clone(), value.clone()))
-        .collect();
+    let own = without_groups(params, &[]);
     let config: Stm32NodeConfig = read_group(&own, "")?;
     let invalid = |message: String| ParamError::Invalid { prefix: String::new(), message };
     if config.joint_names.len() != 2 {

@@ -5,8 +5,7 @@ use std::net::SocketAddr;
 
 use serde::Deserialize;
 
-use super::params::{read_group, ParamError, ParamValue};
-use super::sil::ROS_PARAMETERS;
+use super::params::{read_group, without_groups, ParamError, ParamValue};
 use crate::bridge::vr::VrConfig;
 
 /// Which role the node plays.
@@ -57,11 +56,7 @@ impl Default for VrNodeConfig {
 
 /// Reads vr_bridge's parameters; unknown names are refused.
 pub fn vr_node_config(params: &BTreeMap<String, ParamValue>) -> Result<VrNodeConfig, ParamError> {
-    let own: BTreeMap<String, ParamValue> = params
-        .iter()
-        .filter(|(name, _)| !ROS_PARAMETERS.contains(&name.split('.').next().unwrap_or_default()))
-        .map(|(name, value)| (name.clone(), value.clone()))
-        .collect();
+    let own = without_groups(params, &[]);
     let config: VrNodeConfig = read_group(&own, "")?;
     config.vr.validate().map_err(|message| ParamError::Invalid { prefix: "vr".into(), message })?;
     Ok(config)
