@@ -201,9 +201,11 @@ impl VrLeader {
     }
 
     /// Serves followers from `feed` until `shutdown` turns true; then every follower gets End of
-    /// transmission with the reason "leader shutting down".
+    /// transmission with the reason "leader shutting down", and `serve` returns once they have
+    /// (or their writes stalled).
     pub async fn serve(self, feed: VrFeed, shutdown: watch::Receiver<bool>) -> std::io::Result<()> {
         let mut shutdown_accept = shutdown.clone();
+        let mut followers = tokio::task::JoinSet::new();
         loop {
             let (stream, peer) = tokio::select! {
                 accepted = self.listener.accept() => match accepted {
@@ -214,10 +216,15 @@ impl VrLeader {
                         continue;
                     }
                 },
-                _ = stopped(&mut shutdown_accept) => return Ok(()),
+                _ = stopped(&mut shutdown_accept) => {
+                    while followers.join_next().await.is_some() {}
+                    return Ok(());
+                }
             };
+            // Finished followers leave the set as new ones arrive.
+            while followers.try_join_next().is_some() {}
             let (config, feed, shutdown) = (self.config.clone(), feed.clone(), shutdown.clone());
-            tokio::spawn(async move {
+            followers.spawn(async move {
                 match serve_follower(stream, &config, &feed, shutdown).await {
                     Ok(reason) => log::info!("VR follower {peer}: closed ({reason})"),
                     Err(error) => log::warn!("VR follower {peer}: {error}"),
