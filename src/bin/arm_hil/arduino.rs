@@ -2,15 +2,12 @@
 //! data, one line per event (JSON lines with `--json`), and takes commands on stdin.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
 use serde::Serialize;
 
+use crate::console;
 use arm_hil::drivers::rdscom::{
     parse_console_command, DriverEvent, RdscomConfig, RdscomDriver, RdscomEvent, RdscomLinkState,
 };
@@ -74,14 +71,7 @@ fn value_text(value: Value) -> String {
 }
 
 fn print(line: &Line, json: bool) -> anyhow::Result<()> {
-    let mut stdout = std::io::stdout().lock();
-    if json {
-        serde_json::to_writer(&mut stdout, line)?;
-        writeln!(stdout)?;
-    } else {
-        writeln!(stdout, "{}", text(line))?;
-    }
-    Ok(())
+    console::print_line(line, || text(line), json)
 }
 
 fn load_table(choice: Option<&str>) -> anyhow::Result<PrototypeTable> {
@@ -130,36 +120,18 @@ pub(crate) fn run(args: ArduinoArgs) -> anyhow::Result<()> {
     let table = load_table(args.prototypes.as_deref())?;
     let config = RdscomConfig { baud: args.baud, ..RdscomConfig::default() };
     let driver = RdscomDriver::start(&args.port, config, table.clone()).context("cannot start the driver")?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let stop_on_signal = stop.clone();
-    ctrlc::set_handler(move || stop_on_signal.store(true, Ordering::Relaxed)).context("cannot handle Ctrl-C")?;
-    let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in std::io::stdin().lock().lines().map_while(Result::ok) {
-            if lines_tx.send(line).is_err() {
-                return;
-            }
-        }
-    });
     let mut nonce: i8 = 0;
-    while !stop.load(Ordering::Relaxed) {
-        while let Ok(input) = lines.try_recv() {
-            let input = input.trim();
-            if input.is_empty() {
-                continue;
-            }
+    console::run(
+        driver.events(),
+        |input| {
             nonce = nonce.wrapping_add(1);
-            let result = parse_console_command(input, nonce)
-                .and_then(|request| driver.send(request).map_err(|error| error.to_string()));
-            if let Err(reason) = result {
-                print(&Line::Refused { input, reason: &reason }, args.json)?;
+            match parse_console_command(input, nonce)
+                .and_then(|request| driver.send(request).map_err(|error| error.to_string()))
+            {
+                Ok(()) => Ok(()),
+                Err(reason) => print(&Line::Refused { input, reason: &reason }, args.json),
             }
-        }
-        match driver.events().recv_timeout(Duration::from_millis(50)) {
-            Ok(event) => print_event(&event, &table, args.json)?,
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => anyhow::bail!("the driver stopped"),
-        }
-    }
-    Ok(())
+        },
+        |event| print_event(event, &table, args.json),
+    )
 }

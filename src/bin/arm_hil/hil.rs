@@ -1,6 +1,6 @@
 //! `arm_hil hil`: the 1 kHz HIL loop against the simulated plant or the reference rig.
 
-use std::io::{BufRead, Write};
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
@@ -22,6 +22,7 @@ use arm_hil::model::Robot;
 use arm_hil::protocol::rig::parse_trajectory_line;
 
 use crate::config;
+use crate::console;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Backend {
@@ -129,23 +130,29 @@ impl Summary {
         }
     }
 
-    fn print_text(&self) {
-        println!("cycles           {} at {} Hz over {:.3} s", self.cycles, self.rate_hz, self.duration_s);
-        println!(
+    fn text(&self) -> String {
+        use std::fmt::Write;
+        let mut text = String::new();
+        let _ = writeln!(text, "cycles           {} at {} Hz over {:.3} s", self.cycles, self.rate_hz, self.duration_s);
+        let _ = writeln!(
+            text,
             "period jitter    p50 {:.0} us, p99 {:.0} us, max {:.1} us",
             self.jitter_p50_us, self.jitter_p99_us, self.jitter_max_us
         );
-        println!(
+        let _ = writeln!(
+            text,
             "overruns         {} (longest {:.1} us, {} periods skipped)",
             self.overruns, self.longest_overrun_us, self.skipped_periods
         );
         let against = if self.error_from_truth { "true position" } else { "estimate" };
-        println!(
+        let _ = writeln!(
+            text,
             "tracking error   RMS {:.3} mm, max {:.3} mm ({against})",
             self.rms_error_m * 1e3,
             self.max_error_m * 1e3
         );
-        println!("outcome          {}", self.outcome);
+        let _ = writeln!(text, "outcome          {}", self.outcome);
+        text.trim_end().to_owned()
     }
 }
 
@@ -271,12 +278,6 @@ pub(crate) fn run(args: HilArgs) -> anyhow::Result<()> {
         .join()
         .map_err(|_| anyhow::anyhow!("the loop thread panicked"))?;
     let summary = Summary::new(&report);
-    if args.json {
-        let mut stdout = std::io::stdout().lock();
-        serde_json::to_writer(&mut stdout, &summary)?;
-        writeln!(stdout)?;
-    } else {
-        summary.print_text();
-    }
+    console::print_line(&summary, || summary.text(), args.json)?;
     report.outcome.context("the HIL run stopped")
 }

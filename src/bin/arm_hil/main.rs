@@ -2,6 +2,7 @@
 
 mod arduino;
 mod config;
+mod console;
 mod emulate;
 mod hil;
 mod plot;

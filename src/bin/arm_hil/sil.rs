@@ -2,7 +2,7 @@
 //! optional frame, ideal-torque and plot outputs. Frames are streamed, never kept.
 
 use std::fs::File;
-use std::io::{BufWriter, IsTerminal, Write};
+use std::io::{BufWriter, IsTerminal};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -19,6 +19,7 @@ use arm_hil::model::Robot;
 use arm_hil::sim::{Frame, IdealPoint, IdealTorques, RunStats, SilConfig, Simulation};
 
 use crate::config;
+use crate::console;
 use crate::plot::PlotRecorder;
 
 #[derive(Debug, Args)]
@@ -80,19 +81,29 @@ impl Summary {
         }
     }
 
-    fn print_text(&self) {
-        println!("steps            {} accepted, {} rejected", self.steps, self.rejected_steps);
-        println!("frames           {}{}", self.frames, if self.capped { " (frame cap reached)" } else { "" });
-        println!(
+    fn text(&self) -> String {
+        use std::fmt::Write;
+        let mut text = String::new();
+        let _ = writeln!(text, "steps            {} accepted, {} rejected", self.steps, self.rejected_steps);
+        let _ =
+            writeln!(text, "frames           {}{}", self.frames, if self.capped { " (frame cap reached)" } else { "" });
+        let _ = writeln!(
+            text,
             "simulated time   {:.3} s in {:.3} s wall (real-time factor {:.1})",
             self.sim_time_s, self.wall_time_s, self.rtf
         );
-        println!("tracking error   RMS {:.3} mm, max {:.3} mm", self.rms_error_m * 1e3, self.max_error_m * 1e3);
+        let _ = writeln!(
+            text,
+            "tracking error   RMS {:.3} mm, max {:.3} mm",
+            self.rms_error_m * 1e3,
+            self.max_error_m * 1e3
+        );
         let [t1, t2, t3] = self.max_abs_tau;
-        println!("max |tau|        {t1:.3}, {t2:.3}, {t3:.3} N m");
+        let _ = writeln!(text, "max |tau|        {t1:.3}, {t2:.3}, {t3:.3} N m");
         if let Some(kib) = self.peak_rss_kib {
-            println!("peak memory      {:.1} MiB", kib as f64 / 1024.0);
+            let _ = writeln!(text, "peak memory      {:.1} MiB", kib as f64 / 1024.0);
         }
+        text.trim_end().to_owned()
     }
 }
 
@@ -262,13 +273,7 @@ pub(crate) fn run(args: SilArgs) -> anyhow::Result<()> {
     }
 
     let summary = Summary::new(simulation.stats(), wall_time_s, trajectory.waypoints().len());
-    if args.json {
-        let mut stdout = std::io::stdout().lock();
-        serde_json::to_writer(&mut stdout, &summary)?;
-        writeln!(stdout)?;
-    } else {
-        summary.print_text();
-    }
+    console::print_line(&summary, || summary.text(), args.json)?;
     match failure {
         Some(error) => Err(error).context("the simulation stopped early"),
         None => Ok(()),

@@ -1,15 +1,11 @@
 //! `arm_hil stm32`: the STM32 arm on a serial port. Prints telemetry and link changes, one line
 //! per event (JSON lines with `--json`), and takes commands on stdin.
 
-use std::io::{BufRead, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
-
 use anyhow::Context;
 use clap::Args;
 use serde::Serialize;
 
+use crate::console;
 use arm_hil::drivers::stm32::{
     parse_console_command, ArmTelemetry, DriverEvent, LinkEvent, LinkState, Stm32Config, Stm32Driver,
 };
@@ -91,14 +87,7 @@ impl Line<'_> {
 }
 
 fn print(line: &Line, json: bool) -> anyhow::Result<()> {
-    let mut stdout = std::io::stdout().lock();
-    if json {
-        serde_json::to_writer(&mut stdout, line)?;
-        writeln!(stdout)?;
-    } else {
-        writeln!(stdout, "{}", line.text())?;
-    }
-    Ok(())
+    console::print_line(line, || line.text(), json)
 }
 
 fn print_event(event: &DriverEvent, json: bool) -> anyhow::Result<()> {
@@ -135,34 +124,14 @@ pub(crate) fn run(args: Stm32Args) -> anyhow::Result<()> {
         if args.stream { arm_hil::drivers::stm32::PollMode::Stream } else { arm_hil::drivers::stm32::PollMode::Poll };
     let config = Stm32Config { baud: args.baud, imu_units, poll_mode, ..Stm32Config::default() };
     let driver = Stm32Driver::start(&args.port, config).context("cannot start the driver")?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let stop_on_signal = stop.clone();
-    ctrlc::set_handler(move || stop_on_signal.store(true, Ordering::Relaxed)).context("cannot handle Ctrl-C")?;
-    let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in std::io::stdin().lock().lines().map_while(Result::ok) {
-            if lines_tx.send(line).is_err() {
-                return;
-            }
-        }
-    });
-    while !stop.load(Ordering::Relaxed) {
-        while let Ok(input) = lines.try_recv() {
-            let input = input.trim();
-            if input.is_empty() {
-                continue;
-            }
-            let result = parse_console_command(input)
-                .and_then(|command| driver.send(command).map_err(|error| error.to_string()));
-            if let Err(reason) = result {
-                print(&Line::Refused { input, reason: &reason }, args.json)?;
-            }
-        }
-        match driver.events().recv_timeout(Duration::from_millis(50)) {
-            Ok(event) => print_event(&event, args.json)?,
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => anyhow::bail!("the driver stopped"),
-        }
-    }
-    Ok(())
+    console::run(
+        driver.events(),
+        |input| match parse_console_command(input)
+            .and_then(|command| driver.send(command).map_err(|error| error.to_string()))
+        {
+            Ok(()) => Ok(()),
+            Err(reason) => print(&Line::Refused { input, reason: &reason }, args.json),
+        },
+        |event| print_event(event, args.json),
+    )
 }
