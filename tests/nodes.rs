@@ -12,6 +12,7 @@ use arm_hil::model::{Branch, Robot};
 use arm_hil::nodes::messages::{trajectory_from_points, MultiDofPoint, TrajectoryMessageError};
 use arm_hil::nodes::params::{ParamError, ParamValue};
 use arm_hil::nodes::sil::{run_sil, sil_node_config, SilEvent, SilNodeSettings};
+use arm_hil::nodes::{load_trajectory, trajectory_file, LoadTrajectoryError};
 use arm_hil::sim::SilConfig;
 
 fn params(entries: &[(&str, ParamValue)]) -> BTreeMap<String, ParamValue> {
@@ -98,6 +99,21 @@ fn bad_trajectory_messages_are_refused_naming_the_point() {
     assert_eq!(convert(&[]), TrajectoryMessageError::Trajectory(TrajectoryError::Empty));
     let unreachable = convert(&[point(0.0, [2.0, 2.0, 2.0])]);
     assert!(unreachable.to_string().starts_with("waypoint 0 is unreachable"), "{unreachable}");
+}
+
+#[test]
+fn an_empty_trajectory_file_parameter_starts_the_built_in_arc_and_a_missing_file_is_named() {
+    let robot = Robot::new(SilConfig::default().robot).expect("default robot");
+    assert_eq!(trajectory_file(""), None);
+    let arc = load_trajectory(trajectory_file(""), &robot).expect("the built-in arc is valid");
+    let expected = ArcSpec::default().waypoints(&robot.elbow(), robot.params().l_arm).expect("arc waypoints");
+    assert_eq!(arc.waypoints().len(), expected.len());
+
+    let missing = load_trajectory(trajectory_file("no/such/trajectory.csv"), &robot);
+    assert!(
+        matches!(&missing, Err(LoadTrajectoryError::Open { path, .. }) if path.ends_with("trajectory.csv")),
+        "{missing:?}"
+    );
 }
 
 fn short_arc(robot: &Robot) -> Arc<Trajectory> {

@@ -12,6 +12,52 @@ pub mod arduino;
 pub mod hil;
 pub mod legacy;
 
+use std::path::{Path, PathBuf};
+
+use crate::control::arc::{ArcError, ArcSpec};
+use crate::control::trajectory_csv::{read_waypoints, CsvError};
+use crate::control::{Trajectory, TrajectoryError};
+use crate::model::Robot;
+
+/// Why a run's starting trajectory could not be loaded. Each variant names the file (or the
+/// built-in arc) and carries the cause as its source.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadTrajectoryError {
+    #[error("cannot open {}", path.display())]
+    Open { path: PathBuf, source: std::io::Error },
+    #[error("trajectory {}", path.display())]
+    Csv { path: PathBuf, source: CsvError },
+    #[error("the built-in arc")]
+    Arc(#[source] ArcError),
+    #[error("{origin} is not a valid trajectory")]
+    Invalid { origin: String, source: TrajectoryError },
+}
+
+/// The nodes' trajectory_file parameter as a path: empty means the built-in arc.
+pub fn trajectory_file(parameter: &str) -> Option<&Path> {
+    (!parameter.is_empty()).then(|| Path::new(parameter))
+}
+
+/// A run's starting trajectory: the trajectory CSV at `file`, or the built-in arc without one.
+/// The command line and the nodes start every run from here.
+pub fn load_trajectory(file: Option<&Path>, robot: &Robot) -> Result<Trajectory, LoadTrajectoryError> {
+    let (waypoints, origin) = match file {
+        Some(path) => {
+            let opened = std::fs::File::open(path)
+                .map_err(|source| LoadTrajectoryError::Open { path: path.to_owned(), source })?;
+            let waypoints =
+                read_waypoints(opened).map_err(|source| LoadTrajectoryError::Csv { path: path.to_owned(), source })?;
+            (waypoints, path.display().to_string())
+        }
+        None => {
+            let waypoints =
+                ArcSpec::default().waypoints(&robot.elbow(), robot.params().l_arm).map_err(LoadTrajectoryError::Arc)?;
+            (waypoints, "the built-in arc".to_owned())
+        }
+    };
+    Trajectory::with_robot_forearm(waypoints, robot).map_err(|source| LoadTrajectoryError::Invalid { origin, source })
+}
+
 /// Passes one sample per period of its time axis [s]: how nodes publish a simulator's steps or
 /// a loop's cycles at their publish rate.
 #[derive(Debug, Clone, Copy, PartialEq)]

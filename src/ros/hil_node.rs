@@ -17,10 +17,9 @@ use r2r::trajectory_msgs::msg::MultiDOFJointTrajectory;
 use r2r::QosProfile;
 
 use super::{
-    arm_joint_state_msg, diagnostics, linear_twist, node_params, now, point_stamped, spin, state_qos, OK, WARN,
+    arm_joint_state_msg, diagnostics, linear_twist, multi_dof_points, node_params, now, point_stamped, spin, state_qos,
+    OK, WARN,
 };
-use crate::control::arc::ArcSpec;
-use crate::control::trajectory_csv::read_waypoints;
 use crate::control::{Trajectory, Waypoint};
 use crate::drivers::open_hardware;
 use crate::hil::{FeedItem, FrameSink, HilLoop, LoopStatus, FEED_DEPTH};
@@ -28,7 +27,7 @@ use crate::model::Robot;
 use crate::nodes::hil::{hil_node_config, segment_after};
 use crate::nodes::joints::arm_joint_state;
 use crate::nodes::messages::MultiDofPoint;
-use crate::nodes::Decimator;
+use crate::nodes::{load_trajectory, trajectory_file, Decimator};
 use crate::sim::Frame;
 
 /// Frames from the loop to the publisher thread; the loop drops what does not fit.
@@ -38,16 +37,6 @@ impl FrameSink for FrameChannel {
     fn offer(&mut self, frame: &Frame) -> bool {
         self.0.try_send(*frame).is_ok()
     }
-}
-
-fn initial_trajectory(file: &str, robot: &Robot) -> anyhow::Result<Trajectory> {
-    let waypoints = if file.is_empty() {
-        ArcSpec::default().waypoints(&robot.elbow(), robot.params().l_arm)?
-    } else {
-        let opened = std::fs::File::open(file).with_context(|| format!("cannot open trajectory_file {file}"))?;
-        read_waypoints(opened).with_context(|| format!("trajectory_file {file}"))?
-    };
-    Ok(Trajectory::with_robot_forearm(waypoints, robot)?)
 }
 
 /// Feeds the loop: the initial trajectory, then each segment as it arrives, after the last
@@ -84,7 +73,8 @@ pub fn main() -> anyhow::Result<()> {
     let mut node = r2r::Node::create(context, "hil_node", "")?;
     let config = hil_node_config(&node_params(&node)).context("hil_node parameters")?;
     let robot = Robot::new(config.sil.robot.clone())?;
-    let initial = initial_trajectory(&config.settings.trajectory_file, &robot)?;
+    let initial =
+        load_trajectory(trajectory_file(&config.settings.trajectory_file), &robot).context("trajectory_file")?;
     let (elbow, l_arm) = (initial.elbow(), initial.l_arm());
     let hardware = open_hardware(
         config.settings.hardware,
@@ -108,21 +98,7 @@ pub fn main() -> anyhow::Result<()> {
     let (segments_tx, segments) = channel();
     let subscription = node.subscribe::<MultiDOFJointTrajectory>("~/trajectory", QosProfile::default())?;
     pool.spawner().spawn_local(subscription.for_each(move |message| {
-        let points = message
-            .points
-            .iter()
-            .map(|p| MultiDofPoint {
-                translations: p
-                    .transforms
-                    .iter()
-                    .map(|t| [t.translation.x, t.translation.y, t.translation.z])
-                    .collect(),
-                linear_velocities: p.velocities.iter().map(|v| [v.linear.x, v.linear.y, v.linear.z]).collect(),
-                linear_accelerations: p.accelerations.iter().map(|a| [a.linear.x, a.linear.y, a.linear.z]).collect(),
-                time_from_start_s: f64::from(p.time_from_start.sec) + f64::from(p.time_from_start.nanosec) * 1e-9,
-            })
-            .collect();
-        let _ = segments_tx.send(points);
+        let _ = segments_tx.send(multi_dof_points(&message));
         futures::future::ready(())
     }))?;
 

@@ -17,15 +17,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::executor::LocalPool;
-use r2r::builtin_interfaces::msg::Time;
+use r2r::builtin_interfaces::msg::{Duration as DurationMsg, Time};
 use r2r::diagnostic_msgs::msg::{DiagnosticArray, DiagnosticStatus, KeyValue};
 use r2r::geometry_msgs::msg::{Point, PointStamped, Twist, TwistStamped, Vector3, Vector3Stamped};
 use r2r::sensor_msgs::msg::JointState;
 use r2r::std_msgs::msg::Header;
+use r2r::trajectory_msgs::msg::MultiDOFJointTrajectory;
 use r2r::{ParameterValue, QosProfile};
 
 use crate::model::math::Vec3;
 use crate::nodes::joints::{JointStateData, JOINT_NAMES};
+use crate::nodes::messages::MultiDofPoint;
 use crate::nodes::params::ParamValue;
 
 /// QoS of state topics: reliable, the last 10 (as ros2_control's /joint_states).
@@ -63,6 +65,17 @@ pub fn node_params(node: &r2r::Node) -> BTreeMap<String, ParamValue> {
 /// A stamp `seconds` after the clock's epoch.
 pub fn stamp(seconds: f64) -> Time {
     r2r::Clock::to_builtin_time(&Duration::from_secs_f64(seconds.max(0.0)))
+}
+
+/// A message duration of `seconds` (negative durations are zero).
+pub fn duration(seconds: f64) -> DurationMsg {
+    let time = stamp(seconds);
+    DurationMsg { sec: time.sec, nanosec: time.nanosec }
+}
+
+/// A message duration in seconds, as a trajectory point's time_from_start.
+pub fn seconds(duration: &DurationMsg) -> f64 {
+    f64::from(duration.sec) + f64::from(duration.nanosec) * 1e-9
 }
 
 /// Now on the node's ROS clock (simulated time under `use_sim_time`).
@@ -149,4 +162,19 @@ pub fn arm_joint_state_msg(stamp: Time, joints: &JointStateData) -> JointState {
 
 pub fn vector_stamped(stamp: Time, frame_id: &str, v: &Vec3) -> Vector3Stamped {
     Vector3Stamped { header: header(stamp, frame_id), vector: vector(v) }
+}
+
+/// The points of a trajectory_msgs/MultiDOFJointTrajectory in the library's form (see
+/// [`crate::nodes::messages`] for what is taken from them).
+pub fn multi_dof_points(message: &MultiDOFJointTrajectory) -> Vec<MultiDofPoint> {
+    message
+        .points
+        .iter()
+        .map(|p| MultiDofPoint {
+            translations: p.transforms.iter().map(|t| [t.translation.x, t.translation.y, t.translation.z]).collect(),
+            linear_velocities: p.velocities.iter().map(|v| [v.linear.x, v.linear.y, v.linear.z]).collect(),
+            linear_accelerations: p.accelerations.iter().map(|a| [a.linear.x, a.linear.y, a.linear.z]).collect(),
+            time_from_start_s: seconds(&p.time_from_start),
+        })
+        .collect()
 }

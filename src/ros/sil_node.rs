@@ -1,6 +1,5 @@
 //! sil_node: the SIL simulator as a ROS 2 node (see [`crate::nodes::sil`] for what it does).
 
-use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::channel;
 use std::sync::Arc;
@@ -9,7 +8,6 @@ use anyhow::Context;
 use futures::executor::LocalPool;
 use futures::task::LocalSpawnExt;
 use futures::StreamExt;
-use r2r::builtin_interfaces::msg::Duration as DurationMsg;
 use r2r::diagnostic_msgs::msg::DiagnosticArray;
 use r2r::geometry_msgs::msg::{PointStamped, Pose, PoseStamped, Quaternion, TwistStamped, Vector3Stamped};
 use r2r::nav_msgs::msg::Path as PathMsg;
@@ -19,46 +17,15 @@ use r2r::trajectory_msgs::msg::{JointTrajectory, JointTrajectoryPoint, MultiDOFJ
 use r2r::QosProfile;
 
 use super::{
-    arm_joint_state_msg, diagnostics, header, latched_qos, linear_twist, node_params, now, point, point_stamped, spin,
-    stamp, state_qos, vector_stamped, ERROR, OK,
+    arm_joint_state_msg, diagnostics, duration, header, latched_qos, linear_twist, multi_dof_points, node_params, now,
+    point, point_stamped, spin, stamp, state_qos, vector_stamped, ERROR, OK,
 };
-use crate::control::arc::ArcSpec;
-use crate::control::trajectory_csv::read_waypoints;
-use crate::control::Trajectory;
 use crate::model::math::direction_or_zero;
 use crate::model::Robot;
 use crate::nodes::joints::JOINT_NAMES;
-use crate::nodes::messages::{trajectory_from_points, MultiDofPoint};
+use crate::nodes::messages::trajectory_from_points;
 use crate::nodes::sil::{run_sil, sil_node_config, SilEvent};
-
-fn duration(seconds: f64) -> DurationMsg {
-    let time = stamp(seconds);
-    DurationMsg { sec: time.sec, nanosec: time.nanosec }
-}
-
-fn load_trajectory(file: &str, robot: &Robot) -> anyhow::Result<Trajectory> {
-    let waypoints = if file.is_empty() {
-        ArcSpec::default().waypoints(&robot.elbow(), robot.params().l_arm)?
-    } else {
-        let path = Path::new(file);
-        let opened = std::fs::File::open(path).with_context(|| format!("cannot open trajectory_file {file}"))?;
-        read_waypoints(opened).with_context(|| format!("trajectory_file {file}"))?
-    };
-    Ok(Trajectory::with_robot_forearm(waypoints, robot)?)
-}
-
-fn to_points(message: &MultiDOFJointTrajectory) -> Vec<MultiDofPoint> {
-    message
-        .points
-        .iter()
-        .map(|p| MultiDofPoint {
-            translations: p.transforms.iter().map(|t| [t.translation.x, t.translation.y, t.translation.z]).collect(),
-            linear_velocities: p.velocities.iter().map(|v| [v.linear.x, v.linear.y, v.linear.z]).collect(),
-            linear_accelerations: p.accelerations.iter().map(|a| [a.linear.x, a.linear.y, a.linear.z]).collect(),
-            time_from_start_s: f64::from(p.time_from_start.sec) + f64::from(p.time_from_start.nanosec) * 1e-9,
-        })
-        .collect()
-}
+use crate::nodes::{load_trajectory, trajectory_file};
 
 /// Runs the node until interrupted.
 pub fn main() -> anyhow::Result<()> {
@@ -67,7 +34,8 @@ pub fn main() -> anyhow::Result<()> {
     let mut node = r2r::Node::create(context, "sil_node", "")?;
     let (config, settings) = sil_node_config(&node_params(&node)).context("sil_node parameters")?;
     let robot = Robot::new(config.robot.clone())?;
-    let first = Arc::new(load_trajectory(&settings.trajectory_file, &robot)?);
+    let first =
+        Arc::new(load_trajectory(trajectory_file(&settings.trajectory_file), &robot).context("trajectory_file")?);
 
     let joint_states = node.create_publisher::<JointState>("/joint_states", state_qos())?;
     let end_effector = node.create_publisher::<PointStamped>("~/end_effector", state_qos())?;
@@ -91,7 +59,7 @@ pub fn main() -> anyhow::Result<()> {
     let subscription = node.subscribe::<MultiDOFJointTrajectory>("~/trajectory", QosProfile::default())?;
     let (message_robot, elbow, l_arm) = (robot.clone(), robot.elbow(), robot.params().l_arm);
     pool.spawner().spawn_local(subscription.for_each(move |message| {
-        match trajectory_from_points(&to_points(&message), &message_robot, elbow, l_arm) {
+        match trajectory_from_points(&multi_dof_points(&message), &message_robot, elbow, l_arm) {
             Ok(trajectory) => {
                 log::info!("new trajectory of {} points", trajectory.waypoints().len());
                 let _ = replace.send(Arc::new(trajectory));

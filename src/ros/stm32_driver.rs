@@ -15,7 +15,7 @@ use r2r::std_msgs::msg::Empty;
 use r2r::trajectory_msgs::msg::JointTrajectory;
 use r2r::QosProfile;
 
-use super::{diagnostics, header, node_params, now, spin, state_qos};
+use super::{diagnostics, header, node_params, now, seconds, spin, state_qos};
 use crate::drivers::stm32::{DriverEvent, LinkEvent, LinkState, Stm32Commander, Stm32Driver};
 use crate::nodes::params::ParamValue;
 use crate::nodes::stm32::{
@@ -88,13 +88,8 @@ pub fn main() -> anyhow::Result<()> {
     let trajectory_commander = commander.clone();
     let trajectories = node.subscribe::<JointTrajectory>("~/joint_trajectory", QosProfile::default())?;
     pool.spawner().spawn_local(trajectories.for_each(move |message| {
-        let points: Vec<(Vec<f64>, f64)> = message
-            .points
-            .iter()
-            .map(|p| {
-                (p.positions.clone(), f64::from(p.time_from_start.sec) + f64::from(p.time_from_start.nanosec) * 1e-9)
-            })
-            .collect();
+        let points: Vec<(Vec<f64>, f64)> =
+            message.points.iter().map(|p| (p.positions.clone(), seconds(&p.time_from_start))).collect();
         match targets_from_joint_trajectory(&message.joint_names, &points, &joint_names) {
             Ok(schedule) => {
                 // Each target goes out at its time; a later trajectory does not cancel this one.

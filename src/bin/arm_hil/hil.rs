@@ -10,8 +10,6 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
-use arm_hil::control::arc::ArcSpec;
-use arm_hil::control::trajectory_csv::read_waypoints;
 use arm_hil::control::{Trajectory, Waypoint};
 use arm_hil::drivers::robotscara::RigConfig;
 use arm_hil::drivers::{open_hardware, RigDevices, RigKind, RigSettings};
@@ -19,6 +17,7 @@ use arm_hil::hil::stepper::StepperConfig;
 use arm_hil::hil::{feed_trajectory, FeedItem, HilConfig, HilLoop, HilReport, FEED_DEPTH};
 use arm_hil::model::math::Vec3;
 use arm_hil::model::Robot;
+use arm_hil::nodes::load_trajectory;
 use arm_hil::protocol::rig::parse_trajectory_line;
 
 use crate::config;
@@ -163,15 +162,10 @@ enum Source {
 }
 
 fn open_source(path: Option<&Path>, robot: &Robot) -> anyhow::Result<Source> {
-    let waypoints = match path {
-        Some(path) if path == Path::new("-") => return Ok(Source::Stdin),
-        Some(path) => {
-            let file = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-            read_waypoints(file).with_context(|| format!("trajectory {}", path.display()))?
-        }
-        None => ArcSpec::default().waypoints(&robot.elbow(), robot.params().l_arm)?,
-    };
-    Ok(Source::Validated(Trajectory::with_robot_forearm(waypoints, robot).context("not a valid trajectory")?))
+    match path {
+        Some(path) if path == Path::new("-") => Ok(Source::Stdin),
+        file => Ok(Source::Validated(load_trajectory(file, robot)?)),
+    }
 }
 
 /// Reads `P,...` lines from stdin until the first usable one. Bad lines are logged and skipped.

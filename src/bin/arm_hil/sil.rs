@@ -12,10 +12,9 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
-use arm_hil::control::arc::ArcSpec;
-use arm_hil::control::trajectory_csv::read_waypoints;
 use arm_hil::control::Trajectory;
 use arm_hil::model::Robot;
+use arm_hil::nodes::load_trajectory;
 use arm_hil::sim::{Frame, IdealPoint, IdealTorques, RunStats, SilConfig, Simulation};
 
 use crate::config;
@@ -116,18 +115,6 @@ fn peak_rss_kib() -> Option<i64> {
 /// Loads a configuration file with the SIL sections only, or the defaults without one.
 pub(crate) fn load_config(path: Option<&Path>) -> anyhow::Result<SilConfig> {
     config::load::<config::NoSections>(path).map(|(sil, _)| sil)
-}
-
-fn load_trajectory(path: Option<&Path>, robot: &Robot) -> anyhow::Result<Trajectory> {
-    let (waypoints, source) = match path {
-        Some(path) => {
-            let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-            let waypoints = read_waypoints(file).with_context(|| format!("trajectory {}", path.display()))?;
-            (waypoints, path.display().to_string())
-        }
-        None => (ArcSpec::default().waypoints(&robot.elbow(), robot.params().l_arm)?, "the built-in arc".to_owned()),
-    };
-    Trajectory::with_robot_forearm(waypoints, robot).with_context(|| format!("{source} is not a valid trajectory"))
 }
 
 #[derive(Debug, Serialize)]

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::channel;
 use std::sync::Arc;
@@ -14,11 +14,9 @@ use serde::Serialize;
 use tokio::sync::{mpsc, watch};
 
 use arm_hil::bridge::vr::{follow, FollowerEvent, VrConfig, VrFeed, VrLeader, VrState};
-use arm_hil::control::arc::ArcSpec;
-use arm_hil::control::trajectory_csv::read_waypoints;
-use arm_hil::control::Trajectory;
 use arm_hil::model::math::direction_or_zero;
 use arm_hil::model::Robot;
+use arm_hil::nodes::load_trajectory;
 use arm_hil::nodes::sil::{run_sil, SilEvent, SilNodeSettings};
 use arm_hil::protocol::deltavr::VrMessage;
 
@@ -81,11 +79,11 @@ fn serve(args: ServeArgs, runtime: &tokio::runtime::Runtime) -> anyhow::Result<(
         config.bind = bind;
     }
     let robot = Robot::new(sil.robot.clone())?;
-    let waypoints = match args.source.as_str() {
-        "sim" => ArcSpec::default().waypoints(&robot.elbow(), robot.params().l_arm)?,
-        file => read_waypoints(std::fs::File::open(file).with_context(|| format!("cannot open {file}"))?)?,
+    let file = match args.source.as_str() {
+        "sim" => None,
+        file => Some(Path::new(file)),
     };
-    let trajectory = Arc::new(Trajectory::with_robot_forearm(waypoints, &robot).context("not a valid trajectory")?);
+    let trajectory = Arc::new(load_trajectory(file, &robot)?);
     let feed = VrFeed::new();
     let (shutdown, shutdown_rx) = watch::channel(false);
     let stop = Arc::new(AtomicBool::new(false));
