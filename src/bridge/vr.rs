@@ -34,7 +34,8 @@ fn axis(name: &str) -> Option<Vec3> {
 }
 
 /// From ROS (metres, z up, right-handed) to the VR frame: v_vr = offset + scale * (axes applied
-/// to v). Identity by default; Unity (y up, left-handed) is `axes: [-y, z, x]`, for example.
+/// to v). Identity by default; Unity (y up, left-handed) is `axes: ["-y", "z", "x"]`, for
+/// example, quoted in parameter files because rcl reads a bare `y` as a boolean.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct VrTransform {
