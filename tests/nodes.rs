@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::channel;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use arm_hil::control::arc::ArcSpec;
 use arm_hil::control::{Trajectory, TrajectoryError};
@@ -125,7 +125,8 @@ fn short_arc(robot: &Robot) -> Arc<Trajectory> {
 fn the_sil_loop_samples_at_the_publish_rate_and_ends_each_run_on_its_last_frame() {
     let robot = Robot::default();
     let trajectory = short_arc(&robot);
-    let settings = SilNodeSettings { real_time_factor: 0.0, publish_rate_hz: 100.0, ..SilNodeSettings::default() };
+    let settings =
+        Mutex::new(SilNodeSettings { real_time_factor: 0.0, publish_rate_hz: 100.0, ..SilNodeSettings::default() });
     let (replace, next) = channel();
     let stop = AtomicBool::new(false);
     let (mut samples, mut runs, mut started) = (Vec::new(), 0, 0);

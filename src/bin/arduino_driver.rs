@@ -1,5 +1,5 @@
 //! The `arduino_driver` ROS 2 executable (feature `ros`).
 
-fn main() -> anyhow::Result<()> {
-    arm_hil::ros::arduino_driver::main()
+fn main() -> std::process::ExitCode {
+    arm_hil::ros::run("arduino_driver", arm_hil::ros::arduino_driver::main)
 }

@@ -1,5 +1,5 @@
 //! The `hil_node` ROS 2 executable (feature `ros`).
 
-fn main() -> anyhow::Result<()> {
-    arm_hil::ros::hil_node::main()
+fn main() -> std::process::ExitCode {
+    arm_hil::ros::run("hil_node", arm_hil::ros::hil_node::main)
 }

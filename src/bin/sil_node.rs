@@ -1,5 +1,5 @@
 //! The `sil_node` ROS 2 executable (feature `ros`).
 
-fn main() -> anyhow::Result<()> {
-    arm_hil::ros::sil_node::main()
+fn main() -> std::process::ExitCode {
+    arm_hil::ros::run("sil_node", arm_hil::ros::sil_node::main)
 }

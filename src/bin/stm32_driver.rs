@@ -1,5 +1,5 @@
 //! The `stm32_driver` ROS 2 executable (feature `ros`).
 
-fn main() -> anyhow::Result<()> {
-    arm_hil::ros::stm32_driver::main()
+fn main() -> std::process::ExitCode {
+    arm_hil::ros::run("stm32_driver", arm_hil::ros::stm32_driver::main)
 }

@@ -1,5 +1,5 @@
 //! The `vr_bridge` ROS 2 executable (feature `ros`).
 
-fn main() -> anyhow::Result<()> {
-    arm_hil::ros::vr_bridge::main()
+fn main() -> std::process::ExitCode {
+    arm_hil::ros::run("vr_bridge", arm_hil::ros::vr_bridge::main)
 }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use super::param_server::ParamSpec;
 use super::params::{read_group, without_groups, ParamError, ParamValue};
 use crate::drivers::rdscom::{RdscomConfig, Request};
 use crate::protocol::rdscom::{Message, PrototypeTable, Value};
@@ -36,6 +37,19 @@ impl Default for ArduinoNodeConfig {
         }
     }
 }
+
+/// How `ros2 param` sees arduino_driver's parameters: all are read at start (the link and the
+/// datastreams are set up once; commands go on topics).
+pub const ARDUINO_NODE_PARAMS: [ParamSpec; 5] = [
+    ParamSpec::read_only("port", "serial device of the MCU (read at start)"),
+    ParamSpec::read_only("joint_names", "joint names by motor / sensor id (read at start)"),
+    ParamSpec::read_only(
+        "stream_rate_hz",
+        "datastream of all joints started at this rate [Hz]; 0: none (read at start)",
+    ),
+    ParamSpec::read_only("prototypes_file", "a YAML prototype table; empty uses link.table (read at start)"),
+    ParamSpec::read_only("link.", "rdscom link: baud, table, retries, heartbeat (read at start)"),
+];
 
 /// Reads arduino_driver's parameters; unknown names are refused.
 pub fn arduino_node_config(params: &BTreeMap<String, ParamValue>) -> Result<ArduinoNodeConfig, ParamError> {

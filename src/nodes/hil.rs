@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::messages::MultiDofPoint;
+use super::param_server::ParamSpec;
 use super::params::{only_groups, read_group, without_groups, ParamError, ParamValue};
 use crate::control::Waypoint;
 use crate::drivers::robotscara::RigConfig;
@@ -46,6 +47,24 @@ impl Default for HilNodeSettings {
         }
     }
 }
+
+/// How `ros2 param` sees hil_node's parameters: all are read at start (the loop and its
+/// hardware are set up once).
+pub const HIL_NODE_PARAMS: [ParamSpec; 13] = [
+    ParamSpec::read_only("hardware", "hardware behind the loop: sim or robotscara (read at start)"),
+    ParamSpec::read_only("sensor_device", "angle sensor device, robotscara (read at start)"),
+    ParamSpec::read_only("arduino_device", "step-driver Arduino device or auto, robotscara (read at start)"),
+    ParamSpec::read_only("publish_rate_hz", "frames published per second [Hz] (read at start)"),
+    ParamSpec::read_only("trajectory_file", "trajectory CSV run at start; empty runs the built-in arc (read at start)"),
+    ParamSpec::read_only("frame_id", "frame of the published points (read at start)"),
+    ParamSpec::read_only("hil.", "the fixed-rate loop: rate, sensor timeout, real-time priority (read at start)"),
+    ParamSpec::read_only("rig.", "the reference rig's devices (read at start)"),
+    ParamSpec::read_only("stepper.", "torque to step rate (read at start)"),
+    ParamSpec::read_only("robot.", "robot model, SI units (read at start; see examples/sil.yaml)"),
+    ParamSpec::read_only("controller.", "task-space PID and inverse dynamics (read at start)"),
+    ParamSpec::read_only("estimator.", "Kalman filter and range-bias estimator (read at start)"),
+    ParamSpec::read_only("sensor.", "simulated angle sensor (read at start)"),
+];
 
 /// Everything hil_node is configured by.
 #[derive(Debug, Clone)]

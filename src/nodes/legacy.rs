@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use super::param_server::ParamSpec;
 use super::params::{only_groups, read_group, without_groups, ParamError, ParamValue};
 use crate::bridge::legacy::{HilSetup, LegacyServerConfig};
 use crate::drivers::robotscara::RigConfig;
@@ -29,6 +30,23 @@ impl Default for LegacyBridgeSettings {
         LegacyBridgeSettings { publish_rate_hz: 250.0, hil_hardware: String::new(), frame_id: "base_link".into() }
     }
 }
+
+/// How `ros2 param` sees legacy_bridge's parameters: all are read at start.
+pub const LEGACY_BRIDGE_PARAMS: [ParamSpec; 4] = [
+    ParamSpec::read_only(
+        "publish_rate_hz",
+        "session frames republished per second of session time [Hz] (read at start)",
+    ),
+    ParamSpec::read_only(
+        "hil_hardware",
+        "hardware for H sessions: empty refuses them, sim or robotscara (read at start)",
+    ),
+    ParamSpec::read_only("frame_id", "frame of the published points (read at start)"),
+    ParamSpec::read_only(
+        "server.",
+        "the port-5555 server: bind address, timeouts, limits, device allow-list (read at start)",
+    ),
+];
 
 /// Everything legacy_bridge is configured by.
 #[derive(Debug, Clone)]

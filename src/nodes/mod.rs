@@ -2,15 +2,18 @@
 //! types, joint states for the URDF, and the nodes' run loops producing plain data. The `ros`
 //! module (feature `ros`) only moves this data in and out of r2r.
 
+pub mod arduino;
+pub mod diagnostics;
+pub mod hil;
 pub mod joints;
+pub mod legacy;
+pub mod link_health;
 pub mod messages;
+pub mod param_server;
 pub mod params;
 pub mod sil;
 pub mod stm32;
 pub mod vr;
-pub mod arduino;
-pub mod hil;
-pub mod legacy;
 
 use std::path::{Path, PathBuf};
 

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::{Map, Value};
 
 /// A parameter value as ROS carries it.
@@ -35,6 +36,55 @@ impl ParamValue {
             ParamValue::StringArray(values) => Value::from(values.clone()),
         }
     }
+
+    /// A JSON value as a parameter, when ROS can carry it: scalars and arrays of one type.
+    fn from_json(value: &Value) -> Option<ParamValue> {
+        fn all<T>(items: &[Value], one: impl Fn(&Value) -> Option<T>) -> Option<Vec<T>> {
+            items.iter().map(one).collect()
+        }
+        Some(match value {
+            Value::Bool(value) => ParamValue::Bool(*value),
+            Value::Number(number) => match number.as_i64() {
+                Some(integer) if !number.is_f64() => ParamValue::Integer(integer),
+                _ => ParamValue::Double(number.as_f64()?),
+            },
+            Value::String(value) => ParamValue::String(value.clone()),
+            Value::Array(items) => match items.first()? {
+                Value::Bool(_) => ParamValue::BoolArray(all(items, Value::as_bool)?),
+                Value::Number(first) if !first.is_f64() => ParamValue::IntegerArray(all(items, Value::as_i64)?),
+                Value::Number(_) => ParamValue::DoubleArray(all(items, Value::as_f64)?),
+                Value::String(_) => ParamValue::StringArray(all(items, |item| item.as_str().map(str::to_owned))?),
+                _ => return None,
+            },
+            Value::Null | Value::Object(_) => return None,
+        })
+    }
+}
+
+/// The parameters a configuration struct stands for, under dotted names (the inverse of
+/// [`read_group`]): what a node declares, so that `ros2 param list` shows every value in use,
+/// defaults included. Values ROS cannot carry (empty arrays, nulls) are left out.
+pub fn to_params(config: &impl Serialize) -> BTreeMap<String, ParamValue> {
+    fn walk(prefix: &str, value: &Value, out: &mut BTreeMap<String, ParamValue>) {
+        match value {
+            Value::Object(fields) => {
+                for (key, value) in fields {
+                    let name = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+                    walk(&name, value, out);
+                }
+            }
+            value => {
+                if let Some(param) = ParamValue::from_json(value) {
+                    out.insert(prefix.to_owned(), param);
+                }
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    if let Ok(value) = serde_json::to_value(config) {
+        walk("", &value, &mut out);
+    }
+    out
 }
 
 /// Why parameters could not be read.

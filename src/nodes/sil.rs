@@ -4,19 +4,20 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::joints::{arm_joint_state, JointStateData};
+use super::param_server::{ParamRange, ParamSpec};
 use super::params::{only_groups, read_group, without_groups, ParamError, ParamValue};
 use crate::control::Trajectory;
 use crate::model::Robot;
 use crate::sim::{Frame, IdealPoint, IdealTorques, RunStats, SilConfig, SimError, Simulation};
 
 /// sil_node's own parameters (the SIL configuration's sections sit beside them).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SilNodeSettings {
     /// Simulated seconds per wall-clock second; 0 runs as fast as possible. Default 1.
@@ -44,6 +45,46 @@ impl Default for SilNodeSettings {
             repeat: false,
             frame_id: "base_link".into(),
         }
+    }
+}
+
+/// How `ros2 param` sees sil_node's parameters: the pacing and publishing settings apply at
+/// once; the simulation's sections and the start-up settings are read at start.
+pub const SIL_NODE_PARAMS: [ParamSpec; 11] = [
+    ParamSpec::runtime(
+        "real_time_factor",
+        "simulated seconds per wall-clock second; 0 runs as fast as possible",
+        Some(ParamRange::Double { from: 0.0, to: 1000.0 }),
+    ),
+    ParamSpec::runtime(
+        "publish_rate_hz",
+        "samples published per simulated second [Hz]",
+        Some(ParamRange::Double { from: 0.1, to: 10000.0 }),
+    ),
+    ParamSpec::runtime("loop", "start the trajectory again when it ends", None),
+    ParamSpec::read_only("publish_clock", "publish /clock from simulated time (read at start)"),
+    ParamSpec::read_only("trajectory_file", "trajectory CSV run at start; empty runs the built-in arc (read at start)"),
+    ParamSpec::read_only("frame_id", "frame of every published point and path (read at start)"),
+    ParamSpec::read_only("robot.", "robot model, SI units (read at start; see examples/sil.yaml)"),
+    ParamSpec::read_only("controller.", "task-space PID and inverse dynamics (read at start; see examples/sil.yaml)"),
+    ParamSpec::read_only("estimator.", "Kalman filter and range-bias estimator (read at start; see examples/sil.yaml)"),
+    ParamSpec::read_only("sensor.", "simulated angle sensor (read at start; see examples/sil.yaml)"),
+    ParamSpec::read_only("integrator.", "adaptive Bogacki-Shampine integrator (read at start; see examples/sil.yaml)"),
+];
+
+impl SilNodeSettings {
+    /// Applies a parameter set while the node runs (the names of [`SIL_NODE_PARAMS`] that are
+    /// `runtime`); a value out of its domain is refused with the reason.
+    pub fn apply(&mut self, name: &str, value: &ParamValue) -> Result<(), String> {
+        match (name, value) {
+            ("real_time_factor", ParamValue::Double(factor)) if *factor >= 0.0 => self.real_time_factor = *factor,
+            ("publish_rate_hz", ParamValue::Double(rate)) if *rate > 0.0 => self.publish_rate_hz = *rate,
+            ("loop", ParamValue::Bool(repeat)) => self.repeat = *repeat,
+            ("real_time_factor", _) => return Err(format!("must be a number >= 0, got {value:?}")),
+            ("publish_rate_hz", _) => return Err(format!("must be a number > 0, got {value:?}")),
+            _ => return Err(format!("{name} is not applied while the node runs")),
+        }
+        Ok(())
     }
 }
 
@@ -90,18 +131,42 @@ pub enum SilEvent<'a> {
     },
 }
 
+/// The settings the run loop reads as it goes.
+#[derive(Debug, Clone, Copy)]
+struct Pacing {
+    real_time_factor: f64,
+    publish_rate_hz: f64,
+    repeat: bool,
+}
+
+impl Pacing {
+    fn of(settings: &SilNodeSettings) -> Pacing {
+        Pacing {
+            real_time_factor: settings.real_time_factor,
+            publish_rate_hz: settings.publish_rate_hz,
+            repeat: settings.repeat,
+        }
+    }
+}
+
 /// Runs `first`, then every trajectory that arrives on `next` (a new one replaces the running
-/// one at once), repeating when `settings.repeat`, until `stop` is set.
+/// one at once), repeating when `settings.repeat`, until `stop` is set. `settings` is read as
+/// the run goes, so a parameter set while it runs takes effect at the next frame.
 pub fn run_sil(
     robot: &Robot,
     config: &SilConfig,
-    settings: &SilNodeSettings,
+    settings: &Mutex<SilNodeSettings>,
     first: Arc<Trajectory>,
     next: &Receiver<Arc<Trajectory>>,
     stop: &AtomicBool,
     sink: &mut dyn FnMut(SilEvent),
 ) {
-    let period = 1.0 / settings.publish_rate_hz;
+    let live = || {
+        settings
+            .lock()
+            .map(|settings| Pacing::of(&settings))
+            .unwrap_or_else(|_| Pacing::of(&SilNodeSettings::default()))
+    };
     let mut clock_offset = 0.0;
     let mut trajectory = first;
     'runs: while !stop.load(Ordering::Relaxed) {
@@ -109,7 +174,8 @@ pub fn run_sil(
         sink(SilEvent::RunStarted { trajectory: &trajectory, ideal: &ideal });
         let elbow = trajectory.elbow();
         let t0 = trajectory.start_time();
-        let started = Instant::now();
+        // Pacing restarts from the current frame whenever the real-time factor changes.
+        let mut pace = (Instant::now(), t0, live().real_time_factor);
         let mut next_sample = t0;
         let mut simulation = match Simulation::new(robot.clone(), trajectory.clone(), config) {
             Ok(simulation) => simulation,
@@ -144,9 +210,14 @@ pub fn run_sil(
             if frame.t < next_sample && !last {
                 continue;
             }
+            let now = live();
+            let period = 1.0 / now.publish_rate_hz;
             next_sample += period * ((frame.t - next_sample) / period).floor().max(0.0) + period;
-            if settings.real_time_factor > 0.0 {
-                let due = started + Duration::from_secs_f64((frame.t - t0) / settings.real_time_factor);
+            if now.real_time_factor != pace.2 {
+                pace = (Instant::now(), frame.t, now.real_time_factor);
+            }
+            if now.real_time_factor > 0.0 {
+                let due = pace.0 + Duration::from_secs_f64((frame.t - pace.1) / now.real_time_factor);
                 std::thread::sleep(due.saturating_duration_since(Instant::now()));
             }
             let joints = arm_joint_state(robot, &frame, &elbow);
@@ -154,7 +225,7 @@ pub fn run_sil(
         }
         clock_offset += simulation.time() - t0;
         sink(SilEvent::RunEnded { stats: simulation.stats().clone(), error });
-        if settings.repeat {
+        if live().repeat {
             continue;
         }
         // Idle until a new trajectory arrives.

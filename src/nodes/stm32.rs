@@ -3,14 +3,15 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
+use super::param_server::{ParamRange, ParamSpec};
 use super::params::{read_group, without_groups, ParamError, ParamValue};
-use crate::drivers::stm32::{validate_command, ArmTelemetry, LinkState, Stm32Config};
+use crate::drivers::stm32::{validate_command, ArmTelemetry, Stm32Config};
 use crate::protocol::stm32::{Command, ControlMode, Joint, PidGains};
 
 /// PID gains of one joint, as parameters.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GainParams {
     pub kp: f64,
@@ -31,7 +32,7 @@ impl GainParams {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PidParams {
     pub shoulder: GainParams,
@@ -39,7 +40,7 @@ pub struct PidParams {
 }
 
 /// stm32_driver's parameters.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Stm32NodeConfig {
     /// Serial device. Default /dev/ttyACM0 (the NUCLEO's ST-Link).
@@ -86,6 +87,26 @@ impl Stm32NodeConfig {
         Ok(vec![gains, Command::SetMode(mode(&self.mode)?)])
     }
 }
+
+const KP: Option<ParamRange> = Some(ParamRange::Double { from: 0.0, to: 10.0 });
+const KI: Option<ParamRange> = Some(ParamRange::Double { from: 0.0, to: 1.0 });
+const KD: Option<ParamRange> = Some(ParamRange::Double { from: 0.0, to: 2.0 });
+
+/// How `ros2 param` sees stm32_driver's parameters: gains and mode are sent to the firmware when
+/// set; the rest is read at start.
+pub const STM32_NODE_PARAMS: [ParamSpec; 11] = [
+    ParamSpec::runtime("mode", "control mode sent to the firmware: idle, position or trajectory", None),
+    ParamSpec::runtime("pid.shoulder.kp", "shoulder proportional gain, sent to the firmware", KP),
+    ParamSpec::runtime("pid.shoulder.ki", "shoulder integral gain, sent to the firmware", KI),
+    ParamSpec::runtime("pid.shoulder.kd", "shoulder derivative gain, sent to the firmware", KD),
+    ParamSpec::runtime("pid.elbow.kp", "elbow proportional gain, sent to the firmware", KP),
+    ParamSpec::runtime("pid.elbow.ki", "elbow integral gain, sent to the firmware", KI),
+    ParamSpec::runtime("pid.elbow.kd", "elbow derivative gain, sent to the firmware", KD),
+    ParamSpec::read_only("port", "serial device of the NUCLEO (read at start)"),
+    ParamSpec::read_only("joint_names", "names of the shoulder and elbow in /joint_states (read at start)"),
+    ParamSpec::read_only("imu_frame_id", "frame of ~/imu (read at start)"),
+    ParamSpec::read_only("link.", "serial link: baud, polling, IMU units, timeouts (read at start)"),
+];
 
 /// Reads stm32_driver's parameters; unknown names are refused.
 pub fn stm32_node_config(params: &BTreeMap<String, ParamValue>) -> Result<Stm32NodeConfig, ParamError> {
@@ -189,14 +210,5 @@ pub fn command_for_parameter(
             _ => Err("mode must be a string".into()),
         },
         _ => Ok(None),
-    }
-}
-
-/// diagnostic_msgs level of a link state: OK, WARN (degraded), ERROR (disconnected, failed).
-pub fn link_level(state: LinkState) -> u8 {
-    match state {
-        LinkState::Connected => 0,
-        LinkState::Degraded => 1,
-        LinkState::Disconnected | LinkState::Failed => 2,
     }
 }

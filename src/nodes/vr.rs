@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 
 use serde::Deserialize;
 
+use super::param_server::ParamSpec;
 use super::params::{read_group, without_groups, ParamError, ParamValue};
 use crate::bridge::vr::VrConfig;
 
@@ -53,6 +54,18 @@ impl Default for VrNodeConfig {
         }
     }
 }
+
+/// How `ros2 param` sees vr_bridge's parameters: all are read at start.
+pub const VR_NODE_PARAMS: [ParamSpec; 8] = [
+    ParamSpec::read_only("mode", "leader (serve Unity) or follower (listen to a Deltarobot leader) (read at start)"),
+    ParamSpec::read_only("leader_address", "the leader a follower connects to (read at start)"),
+    ParamSpec::read_only("position_topic", "actuator position, PointStamped (read at start)"),
+    ParamSpec::read_only("current_direction_topic", "current direction, Vector3Stamped (read at start)"),
+    ParamSpec::read_only("desired_direction_topic", "desired direction, Vector3Stamped (read at start)"),
+    ParamSpec::read_only("curve_topic", "the curve, nav_msgs/Path, transient local (read at start)"),
+    ParamSpec::read_only("frame_id", "frame of what a follower publishes (read at start)"),
+    ParamSpec::read_only("vr.", "the VR link: address, rates, timeouts, coordinate transform (read at start)"),
+];
 
 /// Reads vr_bridge's parameters; unknown names are refused.
 pub fn vr_node_config(params: &BTreeMap<String, ParamValue>) -> Result<VrNodeConfig, ParamError> {

@@ -2,23 +2,27 @@
 //! [`crate::nodes::arduino`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 use futures::executor::LocalPool;
 use futures::task::LocalSpawnExt;
 use futures::StreamExt;
-use r2r::diagnostic_msgs::msg::DiagnosticArray;
 use r2r::sensor_msgs::msg::{JointState, Temperature};
 use r2r::std_msgs::msg::Empty;
 use r2r::QosProfile;
 
-use super::{diagnostics, header, node_params, now, spin, state_qos, ERROR, OK, WARN};
+use super::diagnostics::Reporter;
+use super::params::{nothing_at_run_time, serve_parameters};
+use super::{header, node_params, now, spin, state_qos};
 use crate::drivers::rdscom::{
-    parse_console_command, DriverEvent, RdscomCommander, RdscomDriver, RdscomEvent, RdscomLinkState, TableChoice,
+    parse_console_command, DriverEvent, RdscomCommander, RdscomDriver, RdscomEvent, TableChoice,
 };
-use crate::nodes::arduino::{arduino_node_config, joint_sample, requests_from_joint_command};
+use crate::nodes::arduino::{arduino_node_config, joint_sample, requests_from_joint_command, ARDUINO_NODE_PARAMS};
+use crate::nodes::link_health::LinkHealth;
+use crate::nodes::param_server::ParameterServer;
 use crate::protocol::rdscom::PrototypeTable;
 
 fn send(commander: &RdscomCommander, line: &str) {
@@ -30,10 +34,7 @@ fn send(commander: &RdscomCommander, line: &str) {
 }
 
 /// Runs the node until interrupted.
-pub fn main() -> anyhow::Result<()> {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
-    let context = r2r::Context::create()?;
-    let mut node = r2r::Node::create(context, "arduino_driver", "")?;
+pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let config = arduino_node_config(&node_params(&node)).context("arduino_driver parameters")?;
     let table = match (config.prototypes_file.as_str(), &config.link.table) {
         ("", TableChoice::Document) => PrototypeTable::document(),
@@ -50,12 +51,11 @@ pub fn main() -> anyhow::Result<()> {
 
     let joint_states = node.create_publisher::<JointState>("/joint_states", state_qos())?;
     let temperature = node.create_publisher::<Temperature>("~/temperature", state_qos())?;
-    let diagnostics_out =
-        node.create_publisher::<DiagnosticArray>("/diagnostics", QosProfile::default().keep_last(10))?;
+    let reporter = Reporter::new(&mut node, "arduino_driver: link", &config.port)?;
 
     let pool = LocalPool::new();
-    let (handler, _parameter_events) = node.make_parameter_handler()?;
-    pool.spawner().spawn_local(handler)?;
+    let parameters = ParameterServer::new(node_params(&node), &ARDUINO_NODE_PARAMS);
+    serve_parameters(&mut node, &pool.spawner(), parameters, nothing_at_run_time())?;
     let (joint_names, command_sender) = (config.joint_names.clone(), commander.clone());
     let joint_commands = node.subscribe::<JointState>("~/joint_command", QosProfile::default())?;
     pool.spawner().spawn_local(joint_commands.for_each(move |message| {
@@ -88,16 +88,23 @@ pub fn main() -> anyhow::Result<()> {
 
     let clock = node.get_ros_clock();
     let stop = Arc::new(AtomicBool::new(false));
+    let periodic = reporter.spawn_periodic(stop.clone())?;
     let events_stop = stop.clone();
     let (port, joint_names) = (config.port.clone(), config.joint_names.clone());
     let events = std::thread::Builder::new().name("rdscom-events".into()).spawn(move || {
-        let (mut state, mut failed, mut last_event) = (RdscomLinkState::Lost, 0u64, String::from("started"));
-        let mut last_report = Instant::now();
+        let mut health = LinkHealth::default();
         while !events_stop.load(Ordering::Relaxed) {
-            let event = driver.events().recv_timeout(Duration::from_millis(100)).ok();
+            let event = match driver.events().recv_timeout(Duration::from_millis(100)) {
+                Ok(event) => event,
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => break,
+            };
             let time = now(&clock);
+            if let DriverEvent::Link(RdscomEvent::Received(_)) = &event {
+                health.packets += 1;
+            }
             let published = match &event {
-                Some(DriverEvent::Link(RdscomEvent::Received(message))) => match joint_sample(message, &table) {
+                DriverEvent::Link(RdscomEvent::Received(message)) => match joint_sample(message, &table) {
                     Some(sample) if sample.joint < joint_names.len() => {
                         let result = joint_states.publish(&JointState {
                             header: header(time.clone(), ""),
@@ -120,22 +127,23 @@ pub fn main() -> anyhow::Result<()> {
                     }
                     _ => {
                         let name = table.get(message.prototype).map_or("unknown", |prototype| prototype.name.as_str());
-                        last_event = format!("{name} #{}", message.number);
+                        log::info!("{name} #{}", message.number);
                         Ok(())
                     }
                 },
-                Some(DriverEvent::Link(RdscomEvent::StateChanged(to))) => {
-                    state = *to;
-                    last_report = Instant::now() - Duration::from_secs(2);
+                DriverEvent::Link(RdscomEvent::StateChanged(to)) => {
+                    log::info!("link {to:?}");
+                    health.changed(*to);
                     Ok(())
                 }
-                Some(DriverEvent::Link(RdscomEvent::Failed { prototype, number })) => {
-                    failed += 1;
+                DriverEvent::Link(RdscomEvent::Failed { prototype, number }) => {
                     log::error!("request {prototype} #{number} got no acknowledgement");
+                    health.failed_request(format!("request {prototype} #{number} got no acknowledgement"));
                     Ok(())
                 }
-                Some(DriverEvent::PortUnavailable { reason, .. }) => {
+                DriverEvent::PortUnavailable { reason, .. } => {
                     log::warn!("port {port}: {reason}");
+                    health.port_error(reason.clone());
                     Ok(())
                 }
                 _ => Ok(()),
@@ -143,26 +151,11 @@ pub fn main() -> anyhow::Result<()> {
             if let Err(error) = published {
                 log::warn!("publishing failed: {error}");
             }
-            if last_report.elapsed() >= Duration::from_secs(1) {
-                last_report = Instant::now();
-                let level = match (state, failed) {
-                    (RdscomLinkState::Lost, _) => ERROR,
-                    (RdscomLinkState::Up, 0) => OK,
-                    (RdscomLinkState::Up, _) => WARN,
-                };
-                let values = [
-                    ("state", format!("{state:?}")),
-                    ("failed_requests", failed.to_string()),
-                    ("last_event", last_event.clone()),
-                ];
-                let status = diagnostics(time, level, "arduino_driver: link", &format!("{state:?}"), &port, &values);
-                if let Err(error) = diagnostics_out.publish(&status) {
-                    log::warn!("publishing /diagnostics failed: {error}");
-                }
-            }
+            reporter.update(|status| health.report(status));
         }
     })?;
     spin(node, pool, &stop)?;
     let _ = events.join();
+    let _ = periodic.join();
     Ok(())
 }

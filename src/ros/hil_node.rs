@@ -10,23 +10,23 @@ use anyhow::Context;
 use futures::executor::LocalPool;
 use futures::task::LocalSpawnExt;
 use futures::StreamExt;
-use r2r::diagnostic_msgs::msg::DiagnosticArray;
 use r2r::geometry_msgs::msg::{PointStamped, TwistStamped};
 use r2r::sensor_msgs::msg::JointState;
 use r2r::trajectory_msgs::msg::MultiDOFJointTrajectory;
 use r2r::QosProfile;
 
-use super::{
-    arm_joint_state_msg, diagnostics, linear_twist, multi_dof_points, node_params, now, point_stamped, spin, state_qos,
-    OK, WARN,
-};
+use super::diagnostics::Reporter;
+use super::params::{nothing_at_run_time, serve_parameters};
+use super::{arm_joint_state_msg, linear_twist, multi_dof_points, node_params, now, point_stamped, spin, state_qos};
 use crate::control::{Trajectory, Waypoint};
 use crate::drivers::open_hardware;
 use crate::hil::{FeedItem, FrameSink, HilLoop, LoopStatus, FEED_DEPTH};
 use crate::model::Robot;
-use crate::nodes::hil::{hil_node_config, segment_after};
+use crate::nodes::diagnostics::Level;
+use crate::nodes::hil::{hil_node_config, segment_after, HIL_NODE_PARAMS};
 use crate::nodes::joints::arm_joint_state;
 use crate::nodes::messages::MultiDofPoint;
+use crate::nodes::param_server::ParameterServer;
 use crate::nodes::{load_trajectory, trajectory_file, Decimator};
 use crate::sim::Frame;
 
@@ -67,10 +67,7 @@ fn feed(initial: Trajectory, segments: Receiver<Vec<MultiDofPoint>>, robot: Robo
 }
 
 /// Runs the node until interrupted or the loop stops.
-pub fn main() -> anyhow::Result<()> {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
-    let context = r2r::Context::create()?;
-    let mut node = r2r::Node::create(context, "hil_node", "")?;
+pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let config = hil_node_config(&node_params(&node)).context("hil_node parameters")?;
     let robot = Robot::new(config.sil.robot.clone())?;
     let initial =
@@ -89,12 +86,12 @@ pub fn main() -> anyhow::Result<()> {
     let end_effector = node.create_publisher::<PointStamped>("~/end_effector", state_qos())?;
     let end_effector_twist = node.create_publisher::<TwistStamped>("~/end_effector_twist", state_qos())?;
     let reference = node.create_publisher::<PointStamped>("~/reference", state_qos())?;
-    let diagnostics_out =
-        node.create_publisher::<DiagnosticArray>("/diagnostics", QosProfile::default().keep_last(10))?;
+    let reporter =
+        Reporter::new(&mut node, "hil_node: loop", &format!("{:?}", config.settings.hardware).to_lowercase())?;
 
     let pool = LocalPool::new();
-    let (handler, _parameter_events) = node.make_parameter_handler()?;
-    pool.spawner().spawn_local(handler)?;
+    let parameters = ParameterServer::new(node_params(&node), &HIL_NODE_PARAMS);
+    serve_parameters(&mut node, &pool.spawner(), parameters, nothing_at_run_time())?;
     let (segments_tx, segments) = channel();
     let subscription = node.subscribe::<MultiDOFJointTrajectory>("~/trajectory", QosProfile::default())?;
     pool.spawner().spawn_local(subscription.for_each(move |message| {
@@ -114,11 +111,17 @@ pub fn main() -> anyhow::Result<()> {
         .with_frames(Box::new(FrameChannel(frames_tx)))
         .with_status(status.clone());
     let loop_stop = stop.clone();
+    let loop_reporter = reporter.clone();
     let running = std::thread::Builder::new().name("hil-loop".into()).spawn(move || {
         let report = hil.run();
+        if let Err(error) = &report.outcome {
+            let message = format!("loop stopped: {error}");
+            loop_reporter.update(|status| status.set(Level::Error, message, Vec::new()));
+        }
         loop_stop.store(true, Ordering::Relaxed);
         report
     })?;
+    let periodic = reporter.spawn_periodic(stop.clone())?;
 
     let clock = node.get_ros_clock();
     let publisher_stop = stop.clone();
@@ -126,6 +129,7 @@ pub fn main() -> anyhow::Result<()> {
     let publishing = std::thread::Builder::new().name("hil-publish".into()).spawn(move || {
         let mut decimator = Decimator::new(rate);
         let mut last_report = std::time::Instant::now();
+        let mut overruns_before = 0;
         while !publisher_stop.load(Ordering::Relaxed) {
             if let Ok(frame) = frames.recv_timeout(Duration::from_millis(100)) {
                 if decimator.due(frame.t) {
@@ -144,8 +148,13 @@ pub fn main() -> anyhow::Result<()> {
             if last_report.elapsed() >= Duration::from_secs(1) {
                 last_report = std::time::Instant::now();
                 let snapshot = status.lock().map(|status| *status).unwrap_or_default();
-                let level = if snapshot.overruns > 0 { WARN } else { OK };
-                let values = [
+                // Within its targets while no cycle overran in the last second.
+                let (level, message) = match snapshot.overruns - overruns_before {
+                    0 => (Level::Ok, "running".to_owned()),
+                    new => (Level::Warn, format!("running; {new} overruns in the last second")),
+                };
+                overruns_before = snapshot.overruns;
+                let values = vec![
                     ("cycles", snapshot.cycles.to_string()),
                     ("overruns", snapshot.overruns.to_string()),
                     ("jitter_p50_us", format!("{:.0}", snapshot.jitter_p50_us)),
@@ -155,15 +164,13 @@ pub fn main() -> anyhow::Result<()> {
                     ("sensor_readings", snapshot.sensor_readings.to_string()),
                     ("starved_cycles", snapshot.starved_cycles.to_string()),
                 ];
-                let message = diagnostics(now(&clock), level, "hil_node: loop", "running", "hil", &values);
-                if let Err(error) = diagnostics_out.publish(&message) {
-                    log::warn!("publishing /diagnostics failed: {error}");
-                }
+                reporter.update(|status| status.set(level, message, values));
             }
         }
     })?;
     spin(node, pool, &stop)?;
     let report = running.join().map_err(|_| anyhow::anyhow!("the loop thread panicked"))?;
     let _ = publishing.join();
+    let _ = periodic.join();
     report.outcome.context("the HIL loop stopped")
 }

@@ -9,21 +9,21 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 use futures::executor::LocalPool;
-use futures::task::LocalSpawnExt;
-use r2r::diagnostic_msgs::msg::DiagnosticArray;
 use r2r::geometry_msgs::msg::{PointStamped, TwistStamped};
 use r2r::sensor_msgs::msg::JointState;
-use r2r::{Publisher, QosProfile};
+use r2r::Publisher;
 
-use super::{
-    arm_joint_state_msg, diagnostics, linear_twist, node_params, now, point_stamped, spin, state_qos, ERROR, OK,
-};
+use super::diagnostics::Reporter;
+use super::params::{nothing_at_run_time, serve_parameters};
+use super::{arm_joint_state_msg, linear_twist, node_params, now, point_stamped, spin, state_qos};
 use crate::bridge::legacy::{LegacyServer, SessionError, SessionObserver, SessionReport};
 use crate::control::Trajectory;
 use crate::model::math::Vec3;
 use crate::model::Robot;
+use crate::nodes::diagnostics::Level;
 use crate::nodes::joints::arm_joint_state;
-use crate::nodes::legacy::legacy_bridge_config;
+use crate::nodes::legacy::{legacy_bridge_config, LEGACY_BRIDGE_PARAMS};
+use crate::nodes::param_server::ParameterServer;
 use crate::nodes::Decimator;
 use crate::sim::Frame;
 
@@ -31,7 +31,15 @@ struct Publishers {
     joint_states: Publisher<JointState>,
     end_effector: Publisher<PointStamped>,
     end_effector_twist: Publisher<TwistStamped>,
-    diagnostics: Publisher<DiagnosticArray>,
+}
+
+/// What the server has done, for /diagnostics.
+#[derive(Default)]
+struct Tally {
+    running: usize,
+    complete: u64,
+    refused: u64,
+    last: String,
 }
 
 /// Publishes sessions as they run; one decimator and elbow per peer.
@@ -43,14 +51,25 @@ struct RosObserver {
     frame_id: String,
     rate_hz: f64,
     sessions: Mutex<HashMap<SocketAddr, (Decimator, Vec3)>>,
+    reporter: Arc<Reporter>,
+    listening: String,
+    tally: Mutex<Tally>,
 }
 
 impl RosObserver {
-    fn report(&self, level: u8, peer: SocketAddr, message: &str, values: &[(&str, String)]) {
-        let status = diagnostics(now(&self.clock), level, "legacy_bridge: session", message, &peer.to_string(), values);
-        if let Err(error) = self.publishers.lock().map(|publishers| publishers.diagnostics.publish(&status)) {
-            log::warn!("publishing /diagnostics failed: {error}");
-        }
+    /// Counts a session event and reports the server: OK while it serves, whatever its clients
+    /// send (a refused client is counted and named, not an error of the server).
+    fn report(&self, count: impl FnOnce(&mut Tally)) {
+        let Ok(mut tally) = self.tally.lock() else { return };
+        count(&mut tally);
+        let message = format!("listening on {}; {} sessions running", self.listening, tally.running);
+        let values = vec![
+            ("sessions_running", tally.running.to_string()),
+            ("sessions_complete", tally.complete.to_string()),
+            ("sessions_refused", tally.refused.to_string()),
+            ("last_session", tally.last.clone()),
+        ];
+        self.reporter.update(|status| status.set(Level::Ok, message, values));
     }
 }
 
@@ -60,12 +79,12 @@ impl SessionObserver for RosObserver {
             sessions.insert(peer, (Decimator::new(self.rate_hz), trajectory.elbow()));
         }
         let mode = if hil { "HIL" } else { "SIL" };
-        self.report(
-            OK,
-            peer,
-            &format!("{mode} session started"),
-            &[("waypoints", trajectory.waypoints().len().to_string())],
-        );
+        let waypoints = trajectory.waypoints().len();
+        log::info!("{peer}: {mode} session of {waypoints} waypoints");
+        self.report(|tally| {
+            tally.running += 1;
+            tally.last = format!("{peer}: {mode} session of {waypoints} waypoints started");
+        });
     }
 
     fn frame(&self, peer: SocketAddr, frame: &Frame) {
@@ -91,25 +110,38 @@ impl SessionObserver for RosObserver {
         if let Ok(mut sessions) = self.sessions.lock() {
             sessions.remove(&peer);
         }
-        match outcome {
-            Ok(report) => self.report(OK, peer, "session complete", &[("frames", report.frames.to_string())]),
-            Err(error) => self.report(ERROR, peer, &format!("session refused or stopped: {error}"), &[]),
-        }
+        self.report(|tally| match outcome {
+            Ok(report) => {
+                tally.running = tally.running.saturating_sub(1);
+                tally.complete += 1;
+                tally.last = format!("{peer}: complete, {} frames", report.frames);
+            }
+            Err(error) => {
+                // Refused before starting (no `started`) or stopped while running.
+                tally.running = tally.running.min(self.sessions.lock().map_or(0, |s| s.len()));
+                tally.refused += 1;
+                tally.last = format!("{peer}: refused or stopped: {error}");
+            }
+        });
     }
 }
 
 /// Runs the node until interrupted.
-pub fn main() -> anyhow::Result<()> {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
-    let context = r2r::Context::create()?;
-    let mut node = r2r::Node::create(context, "legacy_bridge", "")?;
+pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let config = legacy_bridge_config(&node_params(&node)).context("legacy_bridge parameters")?;
     let publishers = Publishers {
         joint_states: node.create_publisher("/joint_states", state_qos())?,
         end_effector: node.create_publisher("~/end_effector", state_qos())?,
         end_effector_twist: node.create_publisher("~/end_effector_twist", state_qos())?,
-        diagnostics: node.create_publisher("/diagnostics", QosProfile::default().keep_last(10))?,
     };
+    let pool = LocalPool::new();
+    let parameters = ParameterServer::new(node_params(&node), &LEGACY_BRIDGE_PARAMS);
+    serve_parameters(&mut node, &pool.spawner(), parameters, nothing_at_run_time())?;
+
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let server = runtime.block_on(LegacyServer::bind(config.server, config.sil.clone(), config.hil))?;
+    let listening = server.local_addr()?.to_string();
+    log::info!("port-5555 server listening on {listening}");
     let observer = Arc::new(RosObserver {
         publishers: Mutex::new(publishers),
         robot: Robot::new(config.sil.robot.clone())?,
@@ -117,19 +149,18 @@ pub fn main() -> anyhow::Result<()> {
         frame_id: config.settings.frame_id.clone(),
         rate_hz: config.settings.publish_rate_hz,
         sessions: Mutex::new(HashMap::new()),
+        reporter: Reporter::new(&mut node, "legacy_bridge: server", &listening)?,
+        listening,
+        tally: Mutex::new(Tally::default()),
     });
-    let pool = LocalPool::new();
-    let (handler, _parameter_events) = node.make_parameter_handler()?;
-    pool.spawner().spawn_local(handler)?;
-
+    observer.report(|_| {});
     let stop = Arc::new(AtomicBool::new(false));
-    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    let server = runtime.block_on(LegacyServer::bind(config.server, config.sil, config.hil))?.with_observer(observer);
-    log::info!("port-5555 server listening on {}", server.local_addr()?);
-    let serving =
+    let periodic = observer.reporter.spawn_periodic(stop.clone())?;
+    let server = server.with_observer(observer);
+    // The server thread ends with the process: sessions are cut when it exits.
+    let _serving =
         std::thread::Builder::new().name("legacy-server".into()).spawn(move || runtime.block_on(server.serve()))?;
     spin(node, pool, &stop)?;
-    // The server thread ends with the process.
-    drop(serving);
+    let _ = periodic.join();
     Ok(())
 }

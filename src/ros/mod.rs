@@ -5,20 +5,23 @@
 //! run on threads of their own and publish through r2r publishers, which are thread-safe.
 
 pub mod arduino_driver;
+pub mod diagnostics;
 pub mod hil_node;
 pub mod legacy_bridge;
+pub mod logging;
+pub mod params;
 pub mod sil_node;
 pub mod stm32_driver;
 pub mod vr_bridge;
 
 use std::collections::BTreeMap;
+use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::executor::LocalPool;
 use r2r::builtin_interfaces::msg::{Duration as DurationMsg, Time};
-use r2r::diagnostic_msgs::msg::{DiagnosticArray, DiagnosticStatus, KeyValue};
 use r2r::geometry_msgs::msg::{Point, PointStamped, Twist, TwistStamped, Vector3, Vector3Stamped};
 use r2r::sensor_msgs::msg::JointState;
 use r2r::std_msgs::msg::Header;
@@ -28,7 +31,7 @@ use r2r::{ParameterValue, QosProfile};
 use crate::model::math::Vec3;
 use crate::nodes::joints::{JointStateData, JOINT_NAMES};
 use crate::nodes::messages::MultiDofPoint;
-use crate::nodes::params::ParamValue;
+use crate::nodes::params::{ParamValue, ROS_PARAMETERS};
 
 /// QoS of state topics: reliable, the last 10 (as ros2_control's /joint_states).
 pub fn state_qos() -> QosProfile {
@@ -38,6 +41,41 @@ pub fn state_qos() -> QosProfile {
 /// QoS of data published once per run (paths, ideal trajectories): late joiners get it.
 pub fn latched_qos() -> QosProfile {
     QosProfile::default().keep_last(1).reliable().transient_local()
+}
+
+/// Runs the node `name`: its log lines go through ROS logging, then the ROS context and the
+/// node are created and handed to `main`. A failure (a bad parameter, a device that cannot be
+/// opened, a parameter file rcl cannot read) ends the process with one error line and status 1.
+pub fn run(name: &str, main: fn(r2r::Node) -> anyhow::Result<()>) -> ExitCode {
+    logging::install(name);
+    let started = create_context().and_then(|context| Ok(r2r::Node::create(context, name, "")?));
+    match started.and_then(main) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            log::error!("{}", format!("{error:#}").replace('\n', " "));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// r2r panics when rcl_init fails, with rcl's reason as the message (a parameter file rcl cannot
+/// parse ends there): the panic is caught and its message becomes the error.
+fn create_context() -> anyhow::Result<r2r::Context> {
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let created = std::panic::catch_unwind(r2r::Context::create);
+    std::panic::set_hook(default_hook);
+    match created {
+        Ok(context) => Ok(context?),
+        Err(panic) => {
+            let reason = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|reason| (*reason).to_owned()))
+                .unwrap_or_else(|| "no reason given".to_owned());
+            anyhow::bail!("ROS 2 could not start (rcl_init failed: check the parameter files and --ros-args): {reason}")
+        }
+    }
 }
 
 /// The node's parameters (from the command line and parameter files) in the library's form.
@@ -59,6 +97,15 @@ pub fn node_params(node: &r2r::Node) -> BTreeMap<String, ParamValue> {
             };
             Some((name.clone(), value))
         })
+        .collect()
+}
+
+/// ROS's own parameters the node was started with (`use_sim_time`, ...), to declare beside the
+/// node's configuration.
+pub fn ros_params(node: &r2r::Node) -> BTreeMap<String, ParamValue> {
+    node_params(node)
+        .into_iter()
+        .filter(|(name, _)| ROS_PARAMETERS.contains(&name.split('.').next().unwrap_or_default()))
         .collect()
 }
 
@@ -88,37 +135,9 @@ pub fn header(stamp: Time, frame_id: &str) -> Header {
     Header { stamp, frame_id: frame_id.to_owned() }
 }
 
-/// Diagnostic levels of diagnostic_msgs/DiagnosticStatus.
-pub const OK: u8 = 0;
-pub const WARN: u8 = 1;
-pub const ERROR: u8 = 2;
-
-/// One /diagnostics message with one status.
-pub fn diagnostics(
-    stamp: Time,
-    level: u8,
-    name: &str,
-    message: &str,
-    hardware_id: &str,
-    values: &[(&str, String)],
-) -> DiagnosticArray {
-    DiagnosticArray {
-        header: header(stamp, ""),
-        status: vec![DiagnosticStatus {
-            level,
-            name: name.to_owned(),
-            message: message.to_owned(),
-            hardware_id: hardware_id.to_owned(),
-            values: values
-                .iter()
-                .map(|(key, value)| KeyValue { key: (*key).to_owned(), value: value.clone() })
-                .collect(),
-        }],
-    }
-}
-
-/// Spins `node` and runs `pool`'s tasks (the parameter handler, subscriptions) on this thread
-/// until `stop` is set or the process is interrupted.
+/// Spins `node` and runs `pool`'s tasks (the parameter services, subscriptions) on this thread
+/// until `stop` is set or the process gets SIGINT or SIGTERM (what `ros2 launch` escalates to
+/// and systemd sends).
 pub fn spin(mut node: r2r::Node, mut pool: LocalPool, stop: &Arc<AtomicBool>) -> anyhow::Result<()> {
     let on_signal = stop.clone();
     ctrlc::set_handler(move || on_signal.store(true, Ordering::Relaxed))?;

@@ -2,13 +2,12 @@
 
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::channel;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 use futures::executor::LocalPool;
 use futures::task::LocalSpawnExt;
 use futures::StreamExt;
-use r2r::diagnostic_msgs::msg::DiagnosticArray;
 use r2r::geometry_msgs::msg::{PointStamped, Pose, PoseStamped, Quaternion, TwistStamped, Vector3Stamped};
 use r2r::nav_msgs::msg::Path as PathMsg;
 use r2r::rosgraph_msgs::msg::Clock;
@@ -16,22 +15,24 @@ use r2r::sensor_msgs::msg::JointState;
 use r2r::trajectory_msgs::msg::{JointTrajectory, JointTrajectoryPoint, MultiDOFJointTrajectory};
 use r2r::QosProfile;
 
+use super::diagnostics::Reporter;
+use super::params::serve_parameters;
 use super::{
-    arm_joint_state_msg, diagnostics, duration, header, latched_qos, linear_twist, multi_dof_points, node_params, now,
-    point, point_stamped, spin, stamp, state_qos, vector_stamped, ERROR, OK,
+    arm_joint_state_msg, duration, header, latched_qos, linear_twist, multi_dof_points, node_params, now, point,
+    point_stamped, ros_params, spin, stamp, state_qos, vector_stamped,
 };
 use crate::model::math::direction_or_zero;
 use crate::model::Robot;
+use crate::nodes::diagnostics::Level;
 use crate::nodes::joints::JOINT_NAMES;
 use crate::nodes::messages::trajectory_from_points;
-use crate::nodes::sil::{run_sil, sil_node_config, SilEvent};
+use crate::nodes::param_server::ParameterServer;
+use crate::nodes::params::to_params;
+use crate::nodes::sil::{run_sil, sil_node_config, SilEvent, SIL_NODE_PARAMS};
 use crate::nodes::{load_trajectory, trajectory_file};
 
 /// Runs the node until interrupted.
-pub fn main() -> anyhow::Result<()> {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
-    let context = r2r::Context::create()?;
-    let mut node = r2r::Node::create(context, "sil_node", "")?;
+pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let (config, settings) = sil_node_config(&node_params(&node)).context("sil_node parameters")?;
     let robot = Robot::new(config.robot.clone())?;
     let first =
@@ -45,39 +46,55 @@ pub fn main() -> anyhow::Result<()> {
     let desired_direction = node.create_publisher::<Vector3Stamped>("~/desired_direction", state_qos())?;
     let reference_path = node.create_publisher::<PathMsg>("~/reference_path", latched_qos())?;
     let ideal = node.create_publisher::<JointTrajectory>("~/ideal", latched_qos())?;
-    let diagnostics_out =
-        node.create_publisher::<DiagnosticArray>("/diagnostics", QosProfile::default().keep_last(10))?;
+    let reporter = Reporter::new(&mut node, "sil_node: run", "sil")?;
     let clock_out = match settings.publish_clock {
         true => Some(node.create_publisher::<Clock>("/clock", QosProfile::default().keep_last(1))?),
         false => None,
     };
 
     let pool = LocalPool::new();
-    let (handler, _parameter_events) = node.make_parameter_handler()?;
-    pool.spawner().spawn_local(handler)?;
+    let mut declared = to_params(&config);
+    declared.extend(to_params(&settings));
+    declared.extend(ros_params(&node));
+    let live = Arc::new(Mutex::new(settings.clone()));
+    let applied = live.clone();
+    serve_parameters(
+        &mut node,
+        &pool.spawner(),
+        ParameterServer::new(declared, &SIL_NODE_PARAMS),
+        Box::new(move |name, value| applied.lock().map_err(|_| "settings unavailable".to_owned())?.apply(name, value)),
+    )?;
     let (replace, replacements) = channel();
     let subscription = node.subscribe::<MultiDOFJointTrajectory>("~/trajectory", QosProfile::default())?;
     let (message_robot, elbow, l_arm) = (robot.clone(), robot.elbow(), robot.params().l_arm);
+    let refusals = reporter.clone();
     pool.spawner().spawn_local(subscription.for_each(move |message| {
         match trajectory_from_points(&multi_dof_points(&message), &message_robot, elbow, l_arm) {
             Ok(trajectory) => {
                 log::info!("new trajectory of {} points", trajectory.waypoints().len());
                 let _ = replace.send(Arc::new(trajectory));
             }
-            Err(error) => log::error!("~/trajectory refused: {error}"),
+            Err(error) => {
+                log::error!("~/trajectory refused: {error}");
+                refusals.update(|status| {
+                    status.level = Level::Warn;
+                    status.message = format!("~/trajectory refused: {error}");
+                });
+            }
         }
         futures::future::ready(())
     }))?;
 
     let ros_clock = node.get_ros_clock();
     let stop = Arc::new(AtomicBool::new(false));
+    let periodic = reporter.spawn_periodic(stop.clone())?;
     let runner_stop = stop.clone();
     let frame_id = settings.frame_id.clone();
     let runner = std::thread::Builder::new().name("sil".into()).spawn(move || {
         let publish_clock = settings.publish_clock;
         let stamp_of = |clock_s: f64| if publish_clock { stamp(clock_s) } else { now(&ros_clock) };
         let mut last_clock = 0.0;
-        run_sil(&robot, &config, &settings, first, &replacements, &runner_stop, &mut |event| {
+        run_sil(&robot, &config, &live, first, &replacements, &runner_stop, &mut |event| {
             let result = match event {
                 SilEvent::RunStarted { trajectory, ideal: points } => {
                     let time = stamp_of(last_clock);
@@ -104,26 +121,16 @@ pub fn main() -> anyhow::Result<()> {
                         })
                         .collect();
                     let joint_names = JOINT_NAMES[..3].iter().map(|name| (*name).to_owned()).collect();
-                    reference_path
-                        .publish(&PathMsg { header: header(time.clone(), &frame_id), poses })
-                        .and_then(|()| {
-                            ideal.publish(&JointTrajectory {
-                                header: header(time.clone(), &frame_id),
-                                joint_names,
-                                points: joint_points,
-                            })
+                    let waypoints = trajectory.waypoints().len();
+                    reporter
+                        .update(|status| status.set(Level::Ok, "running", vec![("waypoints", waypoints.to_string())]));
+                    reference_path.publish(&PathMsg { header: header(time.clone(), &frame_id), poses }).and_then(|()| {
+                        ideal.publish(&JointTrajectory {
+                            header: header(time, &frame_id),
+                            joint_names,
+                            points: joint_points,
                         })
-                        .and_then(|()| {
-                            let waypoints = trajectory.waypoints().len().to_string();
-                            diagnostics_out.publish(&diagnostics(
-                                time,
-                                OK,
-                                "sil_node: run",
-                                "running",
-                                "sil",
-                                &[("waypoints", waypoints)],
-                            ))
-                        })
+                    })
                 }
                 SilEvent::Sample(sample) => {
                     last_clock = sample.clock_s;
@@ -157,18 +164,18 @@ pub fn main() -> anyhow::Result<()> {
                     }
                 }
                 SilEvent::RunEnded { stats, error } => {
-                    let time = stamp_of(last_clock);
                     let (level, message) = match &error {
-                        None => (OK, "run complete".to_owned()),
-                        Some(error) => (ERROR, format!("run stopped: {error}")),
+                        None => (Level::Ok, "run complete".to_owned()),
+                        Some(error) => (Level::Error, format!("run stopped: {error}")),
                     };
-                    let values = [
+                    let values = vec![
                         ("frames", stats.frames.to_string()),
                         ("rms_error_m", format!("{:.6}", stats.rms_error_m())),
                         ("max_error_m", format!("{:.6}", stats.max_error_m)),
                         ("sim_time_s", format!("{:.3}", stats.sim_time_s)),
                     ];
-                    diagnostics_out.publish(&diagnostics(time, level, "sil_node: run", &message, "sil", &values))
+                    reporter.update(|status| status.set(level, message, values));
+                    Ok(())
                 }
             };
             if let Err(error) = result {
@@ -178,5 +185,6 @@ pub fn main() -> anyhow::Result<()> {
     })?;
     spin(node, pool, &stop)?;
     let _ = runner.join();
+    let _ = periodic.join();
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! stm32_driver: the STM32 2-DOF arm as a ROS 2 node (see [`crate::nodes::stm32`]).
 
 use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::RecvTimeoutError;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -8,19 +9,22 @@ use anyhow::Context;
 use futures::executor::LocalPool;
 use futures::task::LocalSpawnExt;
 use futures::StreamExt;
-use r2r::diagnostic_msgs::msg::DiagnosticArray;
 use r2r::geometry_msgs::msg::{Quaternion, Vector3};
 use r2r::sensor_msgs::msg::{Imu, JointState};
 use r2r::std_msgs::msg::Empty;
 use r2r::trajectory_msgs::msg::JointTrajectory;
 use r2r::QosProfile;
 
-use super::{diagnostics, header, node_params, now, seconds, spin, state_qos};
-use crate::drivers::stm32::{DriverEvent, LinkEvent, LinkState, Stm32Commander, Stm32Driver};
-use crate::nodes::params::ParamValue;
+use super::diagnostics::Reporter;
+use super::params::serve_parameters;
+use super::{header, node_params, now, ros_params, seconds, spin, state_qos};
+use crate::drivers::stm32::{DriverEvent, LinkEvent, Stm32Commander, Stm32Driver};
+use crate::nodes::link_health::LinkHealth;
+use crate::nodes::param_server::ParameterServer;
+use crate::nodes::params::to_params;
 use crate::nodes::stm32::{
-    command_for_parameter, imu_orientation, joint_state, link_level, stm32_node_config, targets_from_joint_state,
-    targets_from_joint_trajectory,
+    command_for_parameter, imu_orientation, joint_state, stm32_node_config, targets_from_joint_state,
+    targets_from_joint_trajectory, STM32_NODE_PARAMS,
 };
 use crate::protocol::stm32::Command;
 
@@ -30,21 +34,8 @@ fn send(commander: &Stm32Commander, command: Command, what: &str) {
     }
 }
 
-fn to_param(value: &r2r::ParameterValue) -> Option<ParamValue> {
-    Some(match value.clone() {
-        r2r::ParameterValue::Bool(v) => ParamValue::Bool(v),
-        r2r::ParameterValue::Integer(v) => ParamValue::Integer(v),
-        r2r::ParameterValue::Double(v) => ParamValue::Double(v),
-        r2r::ParameterValue::String(v) => ParamValue::String(v),
-        _ => return None,
-    })
-}
-
 /// Runs the node until interrupted.
-pub fn main() -> anyhow::Result<()> {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
-    let context = r2r::Context::create()?;
-    let mut node = r2r::Node::create(context, "stm32_driver", "")?;
+pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let config = stm32_node_config(&node_params(&node)).context("stm32_driver parameters")?;
     let driver = Stm32Driver::start(&config.port, config.link.clone())?;
     let commander = driver.commander();
@@ -54,24 +45,22 @@ pub fn main() -> anyhow::Result<()> {
 
     let joint_states = node.create_publisher::<JointState>("/joint_states", state_qos())?;
     let imu = node.create_publisher::<Imu>("~/imu", state_qos())?;
-    let diagnostics_out =
-        node.create_publisher::<DiagnosticArray>("/diagnostics", QosProfile::default().keep_last(10))?;
+    let reporter = Reporter::new(&mut node, "stm32_driver: link", &config.port)?;
 
     let pool = LocalPool::new();
-    let (handler, parameter_events) = node.make_parameter_handler()?;
-    pool.spawner().spawn_local(handler)?;
+    let mut declared = to_params(&config);
+    declared.extend(ros_params(&node));
     let parameters_commander = commander.clone();
     let mut parameter_config = config.clone();
-    pool.spawner().spawn_local(parameter_events.for_each(move |(name, value)| {
-        if let Some(value) = to_param(&value) {
-            match command_for_parameter(&mut parameter_config, &name, &value) {
-                Ok(Some(command)) => send(&parameters_commander, command, &name),
-                Ok(None) => {}
-                Err(error) => log::error!("parameter {name}: {error}"),
-            }
-        }
-        futures::future::ready(())
-    }))?;
+    serve_parameters(
+        &mut node,
+        &pool.spawner(),
+        ParameterServer::new(declared, &STM32_NODE_PARAMS),
+        Box::new(move |name, value| match command_for_parameter(&mut parameter_config, name, value)? {
+            Some(command) => parameters_commander.send(command).map_err(|error| error.to_string()),
+            None => Err(format!("{name} is not applied while the node runs")),
+        }),
+    )?;
 
     let joint_names = config.joint_names.clone();
     let targets_commander = commander.clone();
@@ -120,17 +109,20 @@ pub fn main() -> anyhow::Result<()> {
 
     let clock = node.get_ros_clock();
     let stop = Arc::new(AtomicBool::new(false));
+    let periodic = reporter.spawn_periodic(stop.clone())?;
     let events_stop = stop.clone();
-    let port = config.port.clone();
     let events = std::thread::Builder::new().name("stm32-events".into()).spawn(move || {
-        let (mut state, mut telemetry_count, mut bad_packets) = (LinkState::Disconnected, 0u64, 0u64);
-        let mut last_report = Instant::now();
+        let mut health = LinkHealth::default();
         while !events_stop.load(std::sync::atomic::Ordering::Relaxed) {
-            let event = driver.events().recv_timeout(Duration::from_millis(100)).ok();
+            let event = match driver.events().recv_timeout(Duration::from_millis(100)) {
+                Ok(event) => event,
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => break,
+            };
             let time = now(&clock);
             let published = match &event {
-                Some(DriverEvent::Link(LinkEvent::Telemetry(telemetry))) => {
-                    telemetry_count += 1;
+                DriverEvent::Link(LinkEvent::Telemetry(telemetry)) => {
+                    health.packets += 1;
                     let mut result = Ok(());
                     if let Some((position, velocity)) = joint_state(telemetry) {
                         result = joint_states.publish(&JointState {
@@ -161,21 +153,23 @@ pub fn main() -> anyhow::Result<()> {
                     }
                     result
                 }
-                Some(DriverEvent::Link(LinkEvent::StateChanged { to, .. })) => {
-                    state = *to;
-                    last_report = Instant::now() - Duration::from_secs(2);
+                DriverEvent::Link(LinkEvent::StateChanged { to, .. }) => {
+                    log::info!("link {to:?}");
+                    health.changed(*to);
                     Ok(())
                 }
-                Some(DriverEvent::Link(LinkEvent::BadPacket(_) | LinkEvent::Implausible { .. })) => {
-                    bad_packets += 1;
+                DriverEvent::Link(LinkEvent::BadPacket(_) | LinkEvent::Implausible { .. }) => {
+                    health.bad_packets += 1;
                     Ok(())
                 }
-                Some(DriverEvent::Link(LinkEvent::CommandFailed { command, reason })) => {
+                DriverEvent::Link(LinkEvent::CommandFailed { command, reason }) => {
                     log::error!("command 0x{command:02x} failed: {reason}");
+                    health.failed_request(format!("command 0x{command:02x}: {reason}"));
                     Ok(())
                 }
-                Some(DriverEvent::PortUnavailable { reason, .. }) => {
-                    log::warn!("port {port}: {reason}");
+                DriverEvent::PortUnavailable { reason, .. } => {
+                    log::warn!("port {}: {reason}", config.port);
+                    health.port_error(reason.clone());
                     Ok(())
                 }
                 _ => Ok(()),
@@ -183,22 +177,11 @@ pub fn main() -> anyhow::Result<()> {
             if let Err(error) = published {
                 log::warn!("publishing failed: {error}");
             }
-            if last_report.elapsed() >= Duration::from_secs(1) {
-                last_report = Instant::now();
-                let values = [
-                    ("state", format!("{state:?}")),
-                    ("telemetry", telemetry_count.to_string()),
-                    ("bad_packets", bad_packets.to_string()),
-                ];
-                let status =
-                    diagnostics(time, link_level(state), "stm32_driver: link", &format!("{state:?}"), &port, &values);
-                if let Err(error) = diagnostics_out.publish(&status) {
-                    log::warn!("publishing /diagnostics failed: {error}");
-                }
-            }
+            reporter.update(|status| health.report(status));
         }
     })?;
     spin(node, pool, &stop)?;
     let _ = events.join();
+    let _ = periodic.join();
     Ok(())
 }

@@ -14,10 +14,14 @@ use r2r::nav_msgs::msg::Path as PathMsg;
 use r2r::QosProfile;
 use tokio::sync::{mpsc, watch};
 
+use super::diagnostics::Reporter;
+use super::params::{nothing_at_run_time, serve_parameters};
 use super::{header, latched_qos, node_params, now, point_stamped, spin, state_qos, vector_stamped};
 use crate::bridge::vr::{follow, FollowerEvent, VrFeed, VrLeader};
 use crate::model::math::Vec3;
-use crate::nodes::vr::{vr_node_config, VrMode, VrNodeConfig};
+use crate::nodes::diagnostics::Level;
+use crate::nodes::param_server::ParameterServer;
+use crate::nodes::vr::{vr_node_config, VrMode, VrNodeConfig, VR_NODE_PARAMS};
 use crate::protocol::deltavr::VrMessage;
 
 fn vec3(x: f64, y: f64, z: f64) -> Vec3 {
@@ -29,6 +33,7 @@ fn lead(
     pool: &LocalPool,
     config: &VrNodeConfig,
     runtime: &tokio::runtime::Runtime,
+    reporter: &Reporter,
 ) -> anyhow::Result<watch::Sender<bool>> {
     let feed = VrFeed::new();
     let spawner = pool.spawner();
@@ -62,7 +67,9 @@ fn lead(
     }))?;
     let (shutdown, shutdown_rx) = watch::channel(false);
     let leader = runtime.block_on(VrLeader::bind(config.vr.clone())).context("cannot start the VR leader")?;
-    log::info!("VR leader listening on {}", leader.local_addr()?);
+    let listening = leader.local_addr()?;
+    log::info!("VR leader listening on {listening}");
+    reporter.update(|status| status.set(Level::Ok, format!("leading on {listening}"), Vec::new()));
     runtime.spawn(leader.serve(feed, shutdown_rx));
     Ok(shutdown)
 }
@@ -71,6 +78,7 @@ fn follower(
     node: &mut r2r::Node,
     config: &VrNodeConfig,
     runtime: &tokio::runtime::Runtime,
+    reporter: Arc<Reporter>,
 ) -> anyhow::Result<watch::Sender<bool>> {
     let position = node.create_publisher::<PointStamped>(&config.position_topic, state_qos())?;
     let current = node.create_publisher::<Vector3Stamped>(&config.current_direction_topic, state_qos())?;
@@ -82,6 +90,8 @@ fn follower(
     let (stop, stop_rx) = watch::channel(false);
     runtime.spawn(follow(config.leader_address, config.vr.clone(), events_tx, stop_rx));
     let publishers = Mutex::new((position, current, desired, curve));
+    let leader_address = config.leader_address;
+    reporter.update(|status| status.set(Level::Warn, format!("connecting to {leader_address}"), Vec::new()));
     runtime.spawn(async move {
         while let Some(event) = events.recv().await {
             let time = now(&clock);
@@ -113,6 +123,7 @@ fn follower(
                 }
                 FollowerEvent::Connected(leader) => {
                     log::info!("following the VR leader at {leader}");
+                    reporter.update(|status| status.set(Level::Ok, format!("following {leader}"), Vec::new()));
                     Ok(())
                 }
                 FollowerEvent::Refused(reason) => {
@@ -121,6 +132,8 @@ fn follower(
                 }
                 FollowerEvent::Disconnected { reason, retry_in } => {
                     log::warn!("VR leader lost ({reason}), retrying in {retry_in:?}");
+                    let message = format!("no leader at {leader_address}: {reason}; retrying");
+                    reporter.update(|status| status.set(Level::Error, message, Vec::new()));
                     Ok(())
                 }
                 FollowerEvent::Message(_) => Ok(()),
@@ -134,21 +147,21 @@ fn follower(
 }
 
 /// Runs the node until interrupted.
-pub fn main() -> anyhow::Result<()> {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
-    let context = r2r::Context::create()?;
-    let mut node = r2r::Node::create(context, "vr_bridge", "")?;
+pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let config = vr_node_config(&node_params(&node)).context("vr_bridge parameters")?;
     let pool = LocalPool::new();
-    let (handler, _parameter_events) = node.make_parameter_handler()?;
-    pool.spawner().spawn_local(handler)?;
+    let parameters = ParameterServer::new(node_params(&node), &VR_NODE_PARAMS);
+    serve_parameters(&mut node, &pool.spawner(), parameters, nothing_at_run_time())?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let reporter = Reporter::new(&mut node, "vr_bridge: link", &config.vr.bind.to_string())?;
     let stop_link = match config.mode {
-        VrMode::Leader => lead(&mut node, &pool, &config, &runtime)?,
-        VrMode::Follower => follower(&mut node, &config, &runtime)?,
+        VrMode::Leader => lead(&mut node, &pool, &config, &runtime, &reporter)?,
+        VrMode::Follower => follower(&mut node, &config, &runtime, reporter.clone())?,
     };
     let stop = Arc::new(AtomicBool::new(false));
+    let periodic = reporter.spawn_periodic(stop.clone())?;
     spin(node, pool, &stop)?;
+    let _ = periodic.join();
     // Followers hear "leader shutting down"; a follower hangs up.
     stop_link.send_replace(true);
     runtime.block_on(tokio::time::sleep(std::time::Duration::from_millis(100)));

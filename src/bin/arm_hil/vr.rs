@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::channel;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
@@ -96,7 +96,8 @@ fn serve(args: ServeArgs, runtime: &tokio::runtime::Runtime) -> anyhow::Result<(
     .context("cannot handle Ctrl-C")?;
 
     // The simulator feeds the leader in real time, looping over the trajectory.
-    let settings = SilNodeSettings { publish_rate_hz: config.rate_hz, repeat: true, ..SilNodeSettings::default() };
+    let settings =
+        Mutex::new(SilNodeSettings { publish_rate_hz: config.rate_hz, repeat: true, ..SilNodeSettings::default() });
     let simulator_feed = feed.clone();
     let simulator_stop = stop.clone();
     std::thread::Builder::new().name("vr-source".into()).spawn(move || {

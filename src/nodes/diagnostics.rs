@@ -1,0 +1,74 @@
+//! What a node reports on /diagnostics, without ROS: one status, published once a second (as
+//! diagnostic_updater does) and at once when its level or message changes.
+
+use std::time::{Duration, Instant};
+
+/// diagnostic_msgs/DiagnosticStatus levels. A node that does its job within its targets is OK.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    Ok = 0,
+    Warn = 1,
+    Error = 2,
+    Stale = 3,
+}
+
+/// One diagnostic_msgs/DiagnosticStatus.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Status {
+    pub level: Level,
+    /// "node: what", as diagnostic_aggregator groups it.
+    pub name: String,
+    pub message: String,
+    pub hardware_id: String,
+    pub values: Vec<(String, String)>,
+}
+
+impl Status {
+    pub fn new(name: &str, hardware_id: &str) -> Status {
+        Status {
+            level: Level::Ok,
+            name: name.to_owned(),
+            message: "starting".to_owned(),
+            hardware_id: hardware_id.to_owned(),
+            values: Vec::new(),
+        }
+    }
+
+    /// Sets level, message and values at once.
+    pub fn set(&mut self, level: Level, message: impl Into<String>, values: Vec<(&str, String)>) {
+        self.level = level;
+        self.message = message.into();
+        self.values = values.into_iter().map(|(key, value)| (key.to_owned(), value)).collect();
+    }
+}
+
+/// When a status is due: a period after it was last published, or at once on a change of level
+/// or message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Schedule {
+    period: Duration,
+    last: Option<(Instant, Level, String)>,
+}
+
+impl Schedule {
+    /// Once a second, as diagnostic_updater publishes.
+    pub fn every_second() -> Schedule {
+        Schedule { period: Duration::from_secs(1), last: None }
+    }
+
+    /// True when `status` is to be published at `now`; it is then taken as published.
+    pub fn due(&mut self, status: &Status, now: Instant) -> bool {
+        let due = match &self.last {
+            None => true,
+            Some((sent, level, message)) => {
+                now.saturating_duration_since(*sent) >= self.period
+                    || *level != status.level
+                    || *message != status.message
+            }
+        };
+        if due {
+            self.last = Some((now, status.level, status.message.clone()));
+        }
+        due
+    }
+}
