@@ -1,15 +1,17 @@
 """The SIL simulator with robot_state_publisher, and optionally rviz2 and a rosbag recording.
 
     ros2 launch arm_hil sil.launch.py rviz:=true
-    ros2 launch arm_hil sil.launch.py record:=true bag:=/tmp/arm_hil_run
+    ros2 launch arm_hil sil.launch.py record:=true bag:=/tmp/arm_hil_run rsp:=false
+
+robot_state_publisher and rviz2 are optional: where one is not installed, the launch says so in
+one line and starts the rest. A recording needs ros2bag: without it nothing is started.
 """
 
 import os
 
-from ament_index_python.packages import get_package_share_directory
+from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, ExecuteProcess
-from launch.conditions import IfCondition
+from launch.actions import DeclareLaunchArgument, ExecuteProcess, LogInfo, OpaqueFunction, Shutdown
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
@@ -36,6 +38,7 @@ def generate_launch_description():
 
     arguments = [
         DeclareLaunchArgument("rviz", default_value="false", description="start rviz2"),
+        DeclareLaunchArgument("rsp", default_value="true", description="start robot_state_publisher (/tf for rviz)"),
         DeclareLaunchArgument("record", default_value="false", description="record the package's topics with ros2 bag"),
         DeclareLaunchArgument("bag", default_value="arm_hil_sil", description="output directory of the recording"),
         DeclareLaunchArgument("use_sim_time", default_value="false", description="follow /clock (for ros2 bag play --clock)"),
@@ -77,11 +80,39 @@ def generate_launch_description():
         executable="rviz2",
         arguments=["-d", LaunchConfiguration("rviz_config")],
         parameters=[{"use_sim_time": use_sim_time}],
-        condition=IfCondition(LaunchConfiguration("rviz")),
     )
     record = ExecuteProcess(
         cmd=["ros2", "bag", "record", "-o", LaunchConfiguration("bag")] + RECORDED_TOPICS,
         output="screen",
-        condition=IfCondition(LaunchConfiguration("record")),
     )
-    return LaunchDescription(arguments + [sil_node, robot_state_publisher, rviz, record])
+    return LaunchDescription(arguments + [OpaqueFunction(function=select, args=[sil_node, {
+        "rsp": (robot_state_publisher, "robot_state_publisher", False),
+        "rviz": (rviz, "rviz2", False),
+        "record": (record, "ros2bag", True),
+    }])])
+
+
+def installed(package):
+    try:
+        get_package_share_directory(package)
+        return True
+    except PackageNotFoundError:
+        return False
+
+
+def select(context, sil_node, optional):
+    """What to start, decided before anything starts: each switched-on action whose package is
+    installed; a missing optional package is a one-line note, a missing required one ends the
+    launch with its name and nothing started."""
+    actions = [sil_node]
+    for switch, (action, package, required) in optional.items():
+        if LaunchConfiguration(switch).perform(context).lower() not in ("true", "1", "yes"):
+            continue
+        if installed(package):
+            actions.append(action)
+        elif required:
+            return [LogInfo(msg=f"{switch}:=true needs the package {package}, which is not installed: nothing started"),
+                    Shutdown(reason=f"{package} is not installed")]
+        else:
+            actions.append(LogInfo(msg=f"{package} is not installed: not started ({switch}:=false silences this)"))
+    return actions

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The ROS 2 integration suite. Builds this package with colcon over the ROS 2 installation (or
+# underlay) at $ARM_HIL_ROS_ROOT in a workspace of its own ($ARM_HIL_ROS_WS, a temporary one
+# by default), then runs tests/ros/test_nodes.py in a network namespace that has only loopback.
+#   ARM_HIL_ROS_ROOT=/path/to/underlay bash tests/ros/run.sh [unittest names...]
+# ARM_HIL_ROS_ROOT holds install/setup.bash, and venv/ and cyclonedds_lo.xml when it is an
+# underlay built by shared/tools/ros_underlay.sh; /opt/ros/jazzy works as well.
+set -euo pipefail
+set -m   # background jobs get SIGINT as in an interactive shell
+root="${ARM_HIL_ROS_ROOT:?set ARM_HIL_ROS_ROOT to a ROS 2 installation}"
+repo="$(cd "$(dirname "$0")/../.." && pwd)"
+ws="${ARM_HIL_ROS_WS:-$(mktemp -d -t arm_hil_ws.XXXXXX)}"
+
+set +u   # ROS's setup scripts read unset variables
+[ -f "$root/venv/bin/activate" ] && . "$root/venv/bin/activate"
+. "$root/install/setup.bash" 2>/dev/null || . "$root/setup.bash"
+set -u
+export RMW_IMPLEMENTATION="${RMW_IMPLEMENTATION:-rmw_cyclonedds_cpp}"
+[ -f "$root/cyclonedds_lo.xml" ] && export CYCLONEDDS_URI="file://$root/cyclonedds_lo.xml"
+
+mkdir -p "$ws/src"
+ln -sfn "$repo" "$ws/src/arm_hil"
+echo "building arm_hil with colcon in $ws"
+(cd "$ws" && colcon build --packages-select arm_hil --event-handlers console_cohesion- status- >"$ws/build.log" 2>&1) \
+  || { tail -40 "$ws/build.log"; exit 1; }
+set +u
+. "$ws/install/setup.bash"
+set -u
+
+# DDS stays on this machine: a fresh network namespace with nothing but lo.
+exec unshare --net -- bash -c 'ip link set lo up && exec python3 "$0/tests/ros/test_nodes.py" "${@:1}"' "$repo" "$@"

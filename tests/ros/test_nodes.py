@@ -1,0 +1,445 @@
+#!/usr/bin/env python3
+"""The ROS 2 integration suite: every node of arm_hil started as a ROS user starts it (from its
+launch file with its default parameter file), checked from an rclpy node.
+
+Run it through tests/ros/run.sh, which builds the package and enters a network namespace with
+only loopback. Every process a test starts is stopped when the test ends, passed or failed: a
+leftover driver keeps retrying its port and would take the next emulator's pseudo-terminal.
+"""
+
+import atexit
+import json
+import math
+import os
+import pathlib
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import rclpy
+from ament_index_python.packages import get_package_prefix
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import PointStamped, Transform, Twist
+from rcl_interfaces.msg import Log, Parameter, ParameterType, ParameterValue
+from rcl_interfaces.srv import DescribeParameters, SetParameters
+from rclpy.parameter import Parameter as NodeParameter
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Empty
+from trajectory_msgs.msg import MultiDOFJointTrajectory, MultiDOFJointTrajectoryPoint
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+PREFIX = pathlib.Path(get_package_prefix("arm_hil"))
+EXECUTABLES = PREFIX / "lib" / "arm_hil"
+SHARE = PREFIX / "share" / "arm_hil"
+LOGS = pathlib.Path(tempfile.mkdtemp(prefix="arm_hil_ros_tests_"))
+
+OK, WARN, ERROR = 0, 1, 2
+RUNNING = []
+
+
+def start(command, name):
+    """Starts `command` in a process group of its own, output to LOGS/name.log."""
+    log = open(LOGS / f"{name}.log", "w")
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, text=True)
+    process.log_path = LOGS / f"{name}.log"
+    RUNNING.append(process)
+    return process
+
+
+def start_emulator(kind):
+    """`arm_hil emulate KIND`; returns the process and the device path it prints."""
+    process = subprocess.Popen([str(EXECUTABLES / "arm_hil"), "emulate", kind], stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, start_new_session=True, text=True)
+    RUNNING.append(process)
+    return process, process.stdout.readline().strip()
+
+
+def stop(process, sig=signal.SIGINT, timeout=10.0):
+    """Stops a process group: `sig`, then SIGKILL after `timeout` s. Returns the exit status."""
+    if process.poll() is None:
+        try:
+            os.killpg(process.pid, sig)
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        except ProcessLookupError:
+            pass
+    if process in RUNNING:
+        RUNNING.remove(process)
+    return process.returncode
+
+
+def stop_all():
+    for process in list(RUNNING):
+        stop(process, timeout=5.0)
+
+
+atexit.register(stop_all)
+
+
+def launch(file, *arguments):
+    return start(["ros2", "launch", "arm_hil", file, *arguments], file.replace(".launch.py", ""))
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def stamp_s(stamp):
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
+def double(name, value):
+    return Parameter(name=name, value=ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=value))
+
+
+class NodeTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        rclpy.init()
+        cls.node = rclpy.create_node("arm_hil_integration_test")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.node.destroy_node()
+        rclpy.shutdown()
+
+    def tearDown(self):
+        stop_all()
+
+    def collect(self, topic, kind, seconds, until=None, qos=50):
+        """Messages on `topic` for `seconds` (or until `until(messages)`), as (receive time, msg)."""
+        messages = []
+        subscription = self.node.create_subscription(kind, topic, lambda m: messages.append((time.monotonic(), m)), qos)
+        deadline = time.monotonic() + seconds
+        try:
+            while time.monotonic() < deadline and not (until and until(messages)):
+                rclpy.spin_once(self.node, timeout_sec=0.05)
+        finally:
+            self.node.destroy_subscription(subscription)
+        return messages
+
+    def first(self, topic, kind, timeout=20.0, qos=50):
+        messages = self.collect(topic, kind, timeout, until=lambda m: m, qos=qos)
+        self.assertTrue(messages, f"nothing on {topic} within {timeout} s")
+        return messages[0][1]
+
+    def statuses(self, name, seconds, until=None):
+        """The /diagnostics statuses called `name`, as (receive time, status)."""
+        found = []
+
+        def seen(messages):
+            found[:] = [(t, s) for t, m in messages for s in m.status if s.name == name]
+            return bool(until and until(found))
+
+        self.collect("/diagnostics", DiagnosticArray, seconds, until=seen)
+        return found
+
+    def wait_status(self, name, level, timeout=20.0, message=None):
+        found = self.statuses(name, timeout, until=lambda s: any(
+            x.level == level and (message is None or message in x.message) for _, x in s))
+        matching = [s for _, s in found if s.level == level and (message is None or message in s.message)]
+        self.assertTrue(matching, f"{name}: no level {level} status within {timeout} s; saw "
+                                  f"{[(s.level, s.message) for _, s in found[-5:]]}")
+        return matching[0]
+
+    def call(self, kind, service, request, timeout=10.0):
+        client = self.node.create_client(kind, service)
+        try:
+            self.assertTrue(client.wait_for_service(timeout_sec=timeout), f"{service} not available")
+            future = client.call_async(request)
+            rclpy.spin_until_future_complete(self.node, future, timeout_sec=timeout)
+            self.assertTrue(future.done(), f"{service} did not answer")
+            return future.result()
+        finally:
+            self.node.destroy_client(client)
+
+    def set_parameter(self, node, parameter):
+        request = SetParameters.Request(parameters=[parameter])
+        return self.call(SetParameters, f"/{node}/set_parameters", request).results[0]
+
+    def describe(self, node, name):
+        request = DescribeParameters.Request(names=[name])
+        return self.call(DescribeParameters, f"/{node}/describe_parameters", request).descriptors[0]
+
+    def rate(self, topic, kind, seconds=3.0):
+        messages = self.collect(topic, kind, seconds + 0.5)
+        window = [t for t, _ in messages if t >= messages[0][0] + 0.5] if messages else []
+        return len(window) / (window[-1] - window[0]) if len(window) > 2 else 0.0
+
+    def publish(self, topic, message, times=5):
+        publisher = self.node.create_publisher(type(message), topic, 10)
+        for _ in range(times * 20):
+            if publisher.get_subscription_count() > 0:
+                break
+            rclpy.spin_once(self.node, timeout_sec=0.05)
+        for _ in range(times):
+            publisher.publish(message)
+            rclpy.spin_once(self.node, timeout_sec=0.05)
+        self.node.destroy_publisher(publisher)
+
+
+class SilNode(NodeTest):
+    def test_joint_states_from_the_launch_file_at_250_hz(self):
+        launch("sil.launch.py", "rsp:=false")
+        first = self.first("/joint_states", JointState)
+        self.assertTrue({"joint1", "joint2", "joint3"} <= set(first.name))
+        messages = [m for _, m in self.collect("/joint_states", JointState, 3.0)]
+        for message in messages:
+            lengths = {len(message.name), len(message.position), len(message.velocity), len(message.effort)}
+            self.assertEqual(len(lengths), 1, f"unequal lengths {lengths}")
+        stamps = [stamp_s(m.header.stamp) for m in messages]
+        self.assertTrue(all(b > a for a, b in zip(stamps, stamps[1:])), "stamps do not move forward")
+        self.assertAlmostEqual(self.rate("/joint_states", JointState), 250.0, delta=25.0)
+
+    def test_diagnostics_once_a_second_and_ok_while_running(self):
+        launch("sil.launch.py", "rsp:=false")
+        self.first("/joint_states", JointState)
+        found = self.statuses("sil_node: run", 5.5)
+        self.assertTrue(4 <= len(found) <= 8, f"{len(found)} statuses in 5.5 s")
+        self.assertEqual(found[-1][1].level, OK, found[-1][1].message)
+        self.assertEqual(found[-1][1].hardware_id, "sil")
+
+    def test_parameters_applied_refused_and_read_only(self):
+        launch("sil.launch.py", "rsp:=false")
+        self.first("/joint_states", JointState)
+        accepted = self.set_parameter("sil_node", double("publish_rate_hz", 100.0))
+        self.assertTrue(accepted.successful, accepted.reason)
+        self.assertAlmostEqual(self.rate("/joint_states", JointState), 100.0, delta=10.0)
+        refused = self.set_parameter("sil_node", double("publish_rate_hz", -5.0))
+        self.assertFalse(refused.successful)
+        self.assertIn("must be in", refused.reason)
+        read_only = self.set_parameter("sil_node", double("integrator.dt_max", -1.0))
+        self.assertFalse(read_only.successful)
+        self.assertIn("read-only", read_only.reason)
+        described = self.describe("sil_node", "publish_rate_hz")
+        self.assertEqual(described.type, ParameterType.PARAMETER_DOUBLE)
+        self.assertIn("[Hz]", described.description)
+        self.assertFalse(described.read_only)
+        self.assertEqual((described.floating_point_range[0].from_value, described.floating_point_range[0].to_value),
+                         (0.1, 10000.0))
+        self.assertTrue(self.describe("sil_node", "integrator.dt_max").read_only)
+
+    def test_a_trajectory_is_run_and_a_bad_one_refused_with_a_reason(self):
+        launch("sil.launch.py", "rsp:=false")
+        self.first("/joint_states", JointState)
+        rows = [list(map(float, line.split(","))) for line in (REPO / "examples" / "arc_9deg.csv").read_text().splitlines()[1::20]]
+        message = MultiDOFJointTrajectory(joint_names=["end_effector"])
+        for t, x, y, z, xd, yd, zd, xdd, ydd, zdd in rows:
+            point = MultiDOFJointTrajectoryPoint()
+            point.transforms = [Transform()]
+            point.transforms[0].translation.x, point.transforms[0].translation.y, point.transforms[0].translation.z = x, y, z
+            point.velocities = [Twist()]
+            point.velocities[0].linear.x, point.velocities[0].linear.y, point.velocities[0].linear.z = xd, yd, zd
+            point.accelerations = [Twist()]
+            point.accelerations[0].linear.x, point.accelerations[0].linear.y, point.accelerations[0].linear.z = xdd, ydd, zdd
+            point.time_from_start.sec, point.time_from_start.nanosec = int(t), int((t % 1) * 1e9)
+            message.points.append(point)
+        self.publish("/sil_node/trajectory", message, times=1)
+        running = self.wait_status("sil_node: run", OK, message="running", timeout=10.0)
+        self.assertIn(("waypoints", str(len(rows))), [(v.key, v.value) for v in running.values])
+
+        rosout_qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE,
+                                durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        logs = []
+        subscription = self.node.create_subscription(Log, "/rosout", logs.append, rosout_qos)
+        message.points[1].transforms[0].translation.x = 5.0
+        self.publish("/sil_node/trajectory", message, times=1)
+        refused = self.wait_status("sil_node: run", WARN, timeout=10.0)
+        self.assertIn("refused", refused.message)
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline and not any("refused" in log.msg for log in logs):
+            rclpy.spin_once(self.node, timeout_sec=0.05)
+        self.node.destroy_subscription(subscription)
+        self.assertTrue([log for log in logs if log.name == "sil_node" and "refused" in log.msg],
+                        "the refusal did not reach /rosout under the node's name")
+
+    def test_stops_cleanly_within_2_s_of_sigint_or_sigterm(self):
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            node = start([str(EXECUTABLES / "sil_node"), "--ros-args", "--params-file", str(SHARE / "config" / "sil.yaml")],
+                         f"sil_node_{sig.name}")
+            self.first("/joint_states", JointState)
+            os.kill(node.pid, sig)
+            began = time.monotonic()
+            try:
+                status = node.wait(2.0)
+            except subprocess.TimeoutExpired:
+                self.fail(f"sil_node still running 2 s after {sig.name}")
+            self.assertEqual(status, 0, f"{sig.name}: exit status {status}")
+            self.assertLess(time.monotonic() - began, 2.0)
+            RUNNING.remove(node)
+
+    def test_recording_replays_on_simulated_time(self):
+        bag = LOGS / "bag"
+        recording = launch("sil.launch.py", "rsp:=false", "record:=true", f"bag:={bag}", "publish_clock:=false")
+        self.first("/joint_states", JointState)
+        time.sleep(4.0)
+        self.assertEqual(stop(recording, timeout=20.0), 0, recording.log_path.read_text()[-2000:])
+        info = subprocess.run(["ros2", "bag", "info", str(bag)], capture_output=True, text=True, timeout=30)
+        self.assertEqual(info.returncode, 0, info.stderr)
+        self.assertIn("/joint_states", info.stdout)
+        self.assertIn("sensor_msgs/msg/JointState", info.stdout)
+
+        listener = rclpy.create_node("arm_hil_sim_time_listener",
+                                     parameter_overrides=[NodeParameter("use_sim_time", value=True)])
+        received = []
+        listener.create_subscription(JointState, "/joint_states", received.append, 50)
+        start(["ros2", "bag", "play", str(bag), "--clock", "100"], "bag_play")
+        deadline = time.monotonic() + 20.0
+        while time.monotonic() < deadline and len(received) < 200:
+            rclpy.spin_once(listener, timeout_sec=0.05)
+        now = listener.get_clock().now().nanoseconds * 1e-9
+        listener.destroy_node()
+        self.assertGreaterEqual(len(received), 200, "the replay did not drive the subscriber")
+        recorded = stamp_s(received[-1].header.stamp)
+        self.assertLess(abs(now - recorded), 1.0, f"the listener's clock {now} does not follow the bag ({recorded})")
+
+
+class BadParameterFile(NodeTest):
+    def test_a_parameter_file_rcl_cannot_read_ends_the_node_with_one_error_line(self):
+        bad = LOGS / "bad_vr_bridge.yaml"
+        bad.write_text("/**:\n  ros__parameters:\n    vr:\n      transform:\n        axes: [x, y, z]\n")
+        node = start([str(EXECUTABLES / "vr_bridge"), "--ros-args", "--params-file", str(bad)], "vr_bridge_bad")
+        status = node.wait(10.0)
+        RUNNING.remove(node)
+        output = node.log_path.read_text()
+        self.assertEqual(status, 1, output)
+        self.assertNotIn("panicked", output)
+        self.assertNotIn("backtrace", output)
+        errors = [line for line in output.splitlines() if "ERROR" in line or "error" in line]
+        self.assertEqual(len(errors), 1, output)
+        self.assertIn("Sequence should be of same type", errors[0])
+
+    def test_every_shipped_parameter_file_is_read_by_rcl(self):
+        # Ports and devices are moved out of the way; the files are the shipped ones.
+        overrides = {
+            "sil": ("sil_node", []),
+            "hil_node": ("hil_node", []),
+            "legacy_bridge": ("legacy_bridge", [f"server.bind:=127.0.0.1:{free_port()}"]),
+            "stm32_driver": ("stm32_driver", ["port:=/nonexistent/arm_hil_test"]),
+            "arduino_driver": ("arduino_driver", ["port:=/nonexistent/arm_hil_test"]),
+            "vr_bridge": ("vr_bridge", [f"vr.bind:=127.0.0.1:{free_port()}"]),
+        }
+        self.assertEqual(sorted(overrides), sorted(p.stem for p in (SHARE / "config").glob("*.yaml")))
+        for config, (executable, parameters) in overrides.items():
+            command = [str(EXECUTABLES / executable), "--ros-args", "--params-file", str(SHARE / "config" / f"{config}.yaml")]
+            for parameter in parameters:
+                command += ["-p", parameter]
+            node = start(command, f"{executable}_config")
+            time.sleep(2.0)
+            output = node.log_path.read_text()
+            self.assertIsNone(node.poll(), f"{executable} ended with its own parameter file: {output}")
+            self.assertEqual(stop(node), 0, f"{executable}: {output}")
+
+
+class HilNode(NodeTest):
+    def test_the_sim_loop_publishes_and_reports_its_statistics(self):
+        launch("hil.launch.py", "hardware:=sim")
+        first = self.first("/joint_states", JointState)
+        self.assertEqual(len(first.name), len(first.position))
+        self.assertAlmostEqual(self.rate("/joint_states", JointState), 250.0, delta=30.0)
+        found = self.statuses("hil_node: loop", 4.5)
+        self.assertTrue(3 <= len(found) <= 7, f"{len(found)} statuses in 4.5 s")
+        keys = {v.key for v in found[-1][1].values}
+        self.assertTrue({"cycles", "overruns", "jitter_p99_us", "starved_cycles"} <= keys)
+        refused = self.set_parameter("hil_node", double("hil.rate_hz", 500.0))
+        self.assertFalse(refused.successful)
+        self.assertIn("read-only", refused.reason)
+
+
+def link_statuses_recover(test, name, emulator_kind, link, restart_emulator):
+    """Stops the emulator behind `link`, expects ERROR, restarts it, expects OK again."""
+    test.wait_status(name, OK, message="connected")
+    stop(restart_emulator[0])
+    test.wait_status(name, ERROR, timeout=10.0)
+    emulator, path = start_emulator(emulator_kind)
+    os.unlink(link)
+    os.symlink(path, link)
+    recovered = test.wait_status(name, OK, timeout=20.0, message="connected")
+    test.assertNotEqual(dict((v.key, v.value) for v in recovered.values)["reconnects"], "0")
+
+
+class Stm32Driver(NodeTest):
+    def test_commands_move_the_arm_and_link_loss_is_reported_and_recovers(self):
+        emulator, path = start_emulator("stm32")
+        link = LOGS / "stm32_port"
+        os.symlink(path, link)
+        launch("stm32.launch.py", f"port:={link}")
+        self.wait_status("stm32_driver: link", OK, message="connected")
+        self.publish("/stm32_driver/joint_command", JointState(name=["shoulder", "elbow"], position=[0.5, -0.3]))
+        arrived = self.collect("/joint_states", JointState, 10.0, until=lambda m: m and all(
+            abs(a - b) < 0.05 for a, b in zip(m[-1][1].position, [0.5, -0.3])))
+        self.assertTrue(arrived and all(abs(a - b) < 0.05 for a, b in zip(arrived[-1][1].position, [0.5, -0.3])),
+                        f"the arm did not reach the target: {arrived[-1][1].position if arrived else None}")
+        self.assertTrue(self.set_parameter("stm32_driver", double("pid.shoulder.kp", 3.0)).successful)
+        refused = self.set_parameter("stm32_driver", double("pid.shoulder.kp", 20.0))
+        self.assertFalse(refused.successful)
+        self.assertIn("must be in", refused.reason)
+        link_statuses_recover(self, "stm32_driver: link", "stm32", link, (emulator, path))
+
+
+class ArduinoDriver(NodeTest):
+    def test_commands_move_the_mcu_and_link_loss_is_reported_and_recovers(self):
+        emulator, path = start_emulator("rdscom")
+        link = LOGS / "rdscom_port"
+        os.symlink(path, link)
+        launch("arduino.launch.py", f"port:={link}")
+        self.wait_status("arduino_driver: link", OK, message="connected")
+        self.publish("/arduino_driver/joint_command", JointState(name=["joint1"], position=[1.0]))
+        self.publish("/arduino_driver/go", Empty())
+        moved = self.collect("/joint_states", JointState, 10.0, until=lambda m: any(
+            "joint1" in x.name and abs(x.position[x.name.index("joint1")] - 1.0) < 1e-3 for _, x in m))
+        self.assertTrue(any("joint1" in x.name and abs(x.position[x.name.index("joint1")] - 1.0) < 1e-3
+                            for _, x in moved), "joint1 did not move to 1.0")
+        link_statuses_recover(self, "arduino_driver: link", "rdscom", link, (emulator, path))
+
+
+class LegacyBridge(NodeTest):
+    def test_a_port_5555_session_is_served_and_republished(self):
+        port = free_port()
+        launch("legacy_bridge.launch.py", f"server.bind:=127.0.0.1:{port}")
+        self.wait_status("legacy_bridge: server", OK)
+        client = start([sys.executable, str(REPO / "examples" / "legacy_client.py"), f"127.0.0.1:{port}",
+                        str(REPO / "examples" / "arc_9deg.csv")], "legacy_client")
+        states = self.collect("/joint_states", JointState, 60.0, until=lambda m: client.poll() is not None and m)
+        self.assertEqual(client.wait(60.0), 0, client.log_path.read_text()[-2000:])
+        self.assertTrue(states, "the session was not republished on /joint_states")
+        done = self.wait_status("legacy_bridge: server", OK, timeout=5.0)
+        self.assertEqual(dict((v.key, v.value) for v in done.values)["sessions_complete"], "1")
+
+
+class VrBridge(NodeTest):
+    def test_the_leader_feeds_arm_hil_vr_connect(self):
+        port = free_port()
+        launch("sil.launch.py", "rsp:=false")
+        launch("vr_bridge.launch.py", "mode:=leader", f"vr.bind:=127.0.0.1:{port}")
+        self.wait_status("vr_bridge: link", OK, message="leading")
+        follower = start([str(EXECUTABLES / "arm_hil"), "vr", "connect", f"127.0.0.1:{port}", "--json"], "vr_connect")
+        time.sleep(4.0)
+        stop(follower)
+        lines = [json.loads(line) for line in follower.log_path.read_text().splitlines() if line.startswith("{")]
+        self.assertTrue(any("ActuatorPosition" in json.dumps(line) for line in lines), lines[:5])
+
+    def test_the_follower_republishes_a_leader(self):
+        port = free_port()
+        start([str(EXECUTABLES / "arm_hil"), "vr", "serve", "--bind", f"127.0.0.1:{port}"], "vr_serve")
+        launch("vr_bridge.launch.py", "mode:=follower", f"leader_address:=127.0.0.1:{port}")
+        self.wait_status("vr_bridge: link", OK, message="following")
+        point = self.first("/sil_node/end_effector", PointStamped)
+        self.assertTrue(all(math.isfinite(v) for v in (point.point.x, point.point.y, point.point.z)))
+
+
+if __name__ == "__main__":
+    result = unittest.main(argv=[sys.argv[0], "-v", *sys.argv[1:]], exit=False).result
+    failed = len(result.failures) + len(result.errors)
+    print(f"ros: {result.testsRun - failed} passed, {failed} failed")
+    print(f"logs of the started processes: {LOGS}")
+    sys.exit(1 if failed else 0)
