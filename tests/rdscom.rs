@@ -222,6 +222,17 @@ fn a_queued_two_motor_move_executes_on_go_and_control_done_is_acknowledged() {
 }
 
 #[test]
+fn an_unplugged_mcu_takes_the_link_down_at_once() {
+    let (emulator, driver) = start();
+    wait_for(&driver, Duration::from_secs(3), link_up).expect("link up");
+    emulator.stop();
+    let lost = wait_for(&driver, Duration::from_secs(1), |event| {
+        matches!(event, DriverEvent::Link(RdscomEvent::StateChanged(RdscomLinkState::Lost))).then_some(())
+    });
+    assert!(lost.is_some(), "the link stayed up without its port");
+}
+
+#[test]
 fn a_dropped_acknowledgement_is_retried_and_succeeds() {
     let (emulator, driver) = start();
     wait_for(&driver, Duration::from_secs(1), link_up).expect("heartbeats answered");

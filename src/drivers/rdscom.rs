@@ -27,7 +27,9 @@ impl SerialLink for RdscomLink {
         let _ = self.request(now, &command.prototype, command.values);
     }
     fn handle_port_opened(&mut self, _now: Instant) {}
-    fn handle_port_lost(&mut self, _now: Instant) {}
+    fn handle_port_lost(&mut self, _now: Instant) {
+        RdscomLink::handle_port_lost(self);
+    }
     fn handle_bytes(&mut self, now: Instant, bytes: &[u8]) {
         RdscomLink::handle_bytes(self, now, bytes);
     }

@@ -143,6 +143,15 @@ impl RdscomLink {
         self.decoder.stats()
     }
 
+    /// The port vanished: nothing acknowledges heartbeats any more, so the link is lost at once
+    /// (the timeout that would notice it does not run while the port is closed). A partial frame
+    /// from before is dropped.
+    pub fn handle_port_lost(&mut self) {
+        self.decoder = FrameDecoder::new(self.decoder.table().clone());
+        self.last_heartbeat_ack = None;
+        self.set_state(RdscomLinkState::Lost);
+    }
+
     /// Sends a request of prototype `name` with `values`; if the prototype requires it, the
     /// request is tracked for its acknowledgement. Returns the message number.
     pub fn request(&mut self, now: Instant, name: &str, values: Vec<Value>) -> Result<u16, EncodeError> {

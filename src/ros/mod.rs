@@ -48,7 +48,11 @@ pub fn latched_qos() -> QosProfile {
 /// opened, a parameter file rcl cannot read) ends the process with one error line and status 1.
 pub fn run(name: &str, main: fn(r2r::Node) -> anyhow::Result<()>) -> ExitCode {
     logging::install(name);
-    let started = create_context().and_then(|context| Ok(r2r::Node::create(context, name, "")?));
+    let started = create_context().and_then(|context| {
+        let mut node = r2r::Node::create(context, name, "")?;
+        logging::publish_to_rosout(&mut node)?;
+        Ok(node)
+    });
     match started.and_then(main) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

@@ -164,6 +164,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let _ = periodic.join();
     // Followers hear "leader shutting down"; a follower hangs up.
     stop_link.send_replace(true);
-    runtime.block_on(tokio::time::sleep(std::time::Duration::from_millis(100)));
+    // The timer must be made inside the runtime: built outside it, it panics (no reactor).
+    runtime.block_on(async { tokio::time::sleep(std::time::Duration::from_millis(100)).await });
     Ok(())
 }

@@ -28,4 +28,4 @@ set +u
 set -u
 
 # DDS stays on this machine: a fresh network namespace with nothing but lo.
-exec unshare --net -- bash -c 'ip link set lo up && exec python3 "$0/tests/ros/test_nodes.py" "${@:1}"' "$repo" "$@"
+exec unshare --net -- bash -c 'ip link set lo up multicast on && exec python3 "$0/tests/ros/test_nodes.py" "${@:1}"' "$repo" "$@"
