@@ -70,6 +70,8 @@ def stop(process, sig=signal.SIGINT, timeout=10.0):
             process.wait()
         except ProcessLookupError:
             pass
+    if process.stdout:
+        process.stdout.close()
     if process in RUNNING:
         RUNNING.remove(process)
     return process.returncode
@@ -379,51 +381,55 @@ class HilNode(NodeTest):
         self.assertIn("read-only", refused.reason)
 
 
-def link_statuses_recover(test, name, emulator_kind, link, restart_emulator):
-    """Stops the emulator behind `link`, expects ERROR, restarts it, expects OK again."""
-    test.wait_status(name, OK, message="connected")
-    stop(restart_emulator[0])
-    test.wait_status(name, ERROR, timeout=10.0)
-    emulator, path = start_emulator(emulator_kind)
-    os.unlink(link)
-    os.symlink(path, link)
-    recovered = test.wait_status(name, OK, timeout=20.0, message="connected")
-    test.assertNotEqual(dict((v.key, v.value) for v in recovered.values)["reconnects"], "0")
+class DriverTest(NodeTest):
+    """A driver node on an emulated device behind a link (as udev's /dev/serial/by-id), so that the
+    device can be unplugged and plugged back in under the same name."""
+
+    def start_driver(self, emulator_kind, launch_file, status_name):
+        self.emulator_kind, self.status_name = emulator_kind, status_name
+        self.emulator, path = start_emulator(emulator_kind)
+        self.link = LOGS / f"{emulator_kind}_port"
+        os.symlink(path, self.link)
+        launch(launch_file, f"port:={self.link}")
+        self.wait_status(status_name, OK, message="connected")
+
+    def unplug_and_replug(self):
+        """Stops the emulator: ERROR on /diagnostics; starts a new one: OK again, one reconnect."""
+        stop(self.emulator)
+        self.wait_status(self.status_name, ERROR, timeout=10.0)
+        self.emulator, path = start_emulator(self.emulator_kind)
+        os.unlink(self.link)
+        os.symlink(path, self.link)
+        recovered = self.wait_status(self.status_name, OK, timeout=20.0, message="connected")
+        self.assertNotEqual(dict((v.key, v.value) for v in recovered.values)["reconnects"], "0")
+
+    def wait_joint_states(self, reached, what):
+        states = self.collect("/joint_states", JointState, 10.0, until=lambda m: any(reached(x) for _, x in m))
+        self.assertTrue(any(reached(x) for _, x in states), f"{what}; last: {states[-1][1] if states else None}")
 
 
-class Stm32Driver(NodeTest):
+class Stm32Driver(DriverTest):
     def test_commands_move_the_arm_and_link_loss_is_reported_and_recovers(self):
-        emulator, path = start_emulator("stm32")
-        link = LOGS / "stm32_port"
-        os.symlink(path, link)
-        launch("stm32.launch.py", f"port:={link}")
-        self.wait_status("stm32_driver: link", OK, message="connected")
-        self.publish("/stm32_driver/joint_command", JointState(name=["shoulder", "elbow"], position=[0.5, -0.3]))
-        arrived = self.collect("/joint_states", JointState, 10.0, until=lambda m: m and all(
-            abs(a - b) < 0.05 for a, b in zip(m[-1][1].position, [0.5, -0.3])))
-        self.assertTrue(arrived and all(abs(a - b) < 0.05 for a, b in zip(arrived[-1][1].position, [0.5, -0.3])),
-                        f"the arm did not reach the target: {arrived[-1][1].position if arrived else None}")
+        self.start_driver("stm32", "stm32.launch.py", "stm32_driver: link")
+        target = [0.5, -0.3]
+        self.publish("/stm32_driver/joint_command", JointState(name=["shoulder", "elbow"], position=target))
+        self.wait_joint_states(lambda m: all(abs(a - b) < 0.05 for a, b in zip(m.position, target)),
+                               "the arm did not reach the target")
         self.assertTrue(self.set_parameter("stm32_driver", double("pid.shoulder.kp", 3.0)).successful)
         refused = self.set_parameter("stm32_driver", double("pid.shoulder.kp", 20.0))
         self.assertFalse(refused.successful)
         self.assertIn("must be in", refused.reason)
-        link_statuses_recover(self, "stm32_driver: link", "stm32", link, (emulator, path))
+        self.unplug_and_replug()
 
 
-class ArduinoDriver(NodeTest):
+class ArduinoDriver(DriverTest):
     def test_commands_move_the_mcu_and_link_loss_is_reported_and_recovers(self):
-        emulator, path = start_emulator("rdscom")
-        link = LOGS / "rdscom_port"
-        os.symlink(path, link)
-        launch("arduino.launch.py", f"port:={link}")
-        self.wait_status("arduino_driver: link", OK, message="connected")
+        self.start_driver("rdscom", "arduino.launch.py", "arduino_driver: link")
         self.publish("/arduino_driver/joint_command", JointState(name=["joint1"], position=[1.0]))
         self.publish("/arduino_driver/go", Empty())
-        moved = self.collect("/joint_states", JointState, 10.0, until=lambda m: any(
-            "joint1" in x.name and abs(x.position[x.name.index("joint1")] - 1.0) < 1e-3 for _, x in m))
-        self.assertTrue(any("joint1" in x.name and abs(x.position[x.name.index("joint1")] - 1.0) < 1e-3
-                            for _, x in moved), "joint1 did not move to 1.0")
-        link_statuses_recover(self, "arduino_driver: link", "rdscom", link, (emulator, path))
+        self.wait_joint_states(lambda m: "joint1" in m.name and abs(m.position[m.name.index("joint1")] - 1.0) < 1e-3,
+                               "joint1 did not move to 1.0")
+        self.unplug_and_replug()
 
 
 class LegacyBridge(NodeTest):
