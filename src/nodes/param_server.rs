@@ -207,7 +207,7 @@ impl ParameterServer {
         };
         match descriptor.range {
             Some(range) if !range.contains(&value) => {
-                Err(ParamRefusal::OutOfRange { name: name.to_owned(), range, value: format!("{value:?}") })
+                Err(ParamRefusal::OutOfRange { name: name.to_owned(), range, value: value.to_string() })
             }
             _ => Ok(value),
         }

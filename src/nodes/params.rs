@@ -61,6 +61,22 @@ impl ParamValue {
     }
 }
 
+/// As `ros2 param` prints values: `true`, `5`, `-5.0`, `text`, `[1.0, 2.0]`.
+impl std::fmt::Display for ParamValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ParamValue::Bool(value) => write!(f, "{value}"),
+            ParamValue::Integer(value) => write!(f, "{value}"),
+            ParamValue::Double(value) => write!(f, "{value:?}"),
+            ParamValue::String(value) => write!(f, "{value}"),
+            ParamValue::BoolArray(values) => write!(f, "{values:?}"),
+            ParamValue::IntegerArray(values) => write!(f, "{values:?}"),
+            ParamValue::DoubleArray(values) => write!(f, "{values:?}"),
+            ParamValue::StringArray(values) => write!(f, "{values:?}"),
+        }
+    }
+}
+
 /// The parameters a configuration struct stands for, under dotted names (the inverse of
 /// [`read_group`]): what a node declares, so that `ros2 param list` shows every value in use,
 /// defaults included. Values ROS cannot carry (empty arrays, nulls) are left out.
