@@ -149,7 +149,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
                 last_report = std::time::Instant::now();
                 let snapshot = status.lock().map(|status| *status).unwrap_or_default();
                 // Within its targets while no cycle overran in the last second.
-                let (level, message) = match snapshot.overruns - overruns_before {
+                let (level, message) = match snapshot.overruns.saturating_sub(overruns_before) {
                     0 => (Level::Ok, "running".to_owned()),
                     new => (Level::Warn, format!("running; {new} overruns in the last second")),
                 };
