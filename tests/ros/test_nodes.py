@@ -108,6 +108,10 @@ def double(name, value):
     return Parameter(name=name, value=ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=value))
 
 
+def string(name, value):
+    return Parameter(name=name, value=ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=value))
+
+
 class NodeTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -159,6 +163,16 @@ class NodeTest(unittest.TestCase):
         self.assertTrue(matching, f"{name}: no level {level} status within {timeout} s; saw "
                                   f"{[(level_of(s), s.message) for _, s in found[-5:]]}")
         return matching[0]
+
+    def assert_once_a_second(self, name):
+        """The status `name` comes about once a second (and at once on a change)."""
+        found = self.statuses(name, 4.5)
+        self.assertTrue(3 <= len(found) <= 8, f"{name}: {len(found)} statuses in 4.5 s")
+
+    def assert_read_only(self, node, name, value):
+        refused = self.set_parameter(node, value)
+        self.assertFalse(refused.successful, f"{node} accepted {name}")
+        self.assertIn("read-only", refused.reason)
 
     def call(self, kind, service, request, timeout=10.0):
         client = self.node.create_client(kind, service)
@@ -224,10 +238,9 @@ class SilNode(NodeTest):
     def test_diagnostics_once_a_second_and_ok_while_running(self):
         launch("sil.launch.py", "rsp:=false")
         self.first("/joint_states", JointState)
-        found = self.statuses("sil_node: run", 5.5)
-        self.assertTrue(4 <= len(found) <= 8, f"{len(found)} statuses in 5.5 s")
-        self.assertEqual(level_of(found[-1][1]), OK, found[-1][1].message)
-        self.assertEqual(found[-1][1].hardware_id, "sil")
+        self.assert_once_a_second("sil_node: run")
+        status = self.wait_status("sil_node: run", OK)
+        self.assertEqual(status.hardware_id, "sil")
 
     def test_parameters_applied_refused_and_read_only(self):
         launch("sil.launch.py", "rsp:=false")
@@ -372,13 +385,12 @@ class HilNode(NodeTest):
         first = self.first("/joint_states", JointState)
         self.assertEqual(len(first.name), len(first.position))
         self.assertAlmostEqual(self.rate("/joint_states", JointState), 250.0, delta=30.0)
-        found = self.statuses("hil_node: loop", 4.5)
-        self.assertTrue(3 <= len(found) <= 7, f"{len(found)} statuses in 4.5 s")
-        keys = {v.key for v in found[-1][1].values}
+        self.assert_once_a_second("hil_node: loop")
+        status = self.wait_status("hil_node: loop", OK)
+        keys = {v.key for v in status.values}
         self.assertTrue({"cycles", "overruns", "jitter_p99_us", "starved_cycles"} <= keys)
-        refused = self.set_parameter("hil_node", double("hil.rate_hz", 500.0))
-        self.assertFalse(refused.successful)
-        self.assertIn("read-only", refused.reason)
+        # hil_node applies nothing while it runs: the loop and its hardware are set up once.
+        self.assert_read_only("hil_node", "hil.rate_hz", double("hil.rate_hz", 500.0))
 
 
 class DriverTest(NodeTest):
@@ -392,6 +404,8 @@ class DriverTest(NodeTest):
         os.symlink(path, self.link)
         launch(launch_file, f"port:={self.link}")
         self.wait_status(status_name, OK, message="connected")
+        self.assert_once_a_second(status_name)
+        self.assert_read_only(status_name.split(":")[0], "port", string("port", "/dev/null"))
 
     def unplug_and_replug(self):
         """Stops the emulator: ERROR on /diagnostics; starts a new one: OK again, one reconnect."""
@@ -437,6 +451,8 @@ class LegacyBridge(NodeTest):
         port = free_port()
         launch("legacy_bridge.launch.py", f"server_bind:=127.0.0.1:{port}")
         self.wait_status("legacy_bridge: server", OK)
+        self.assert_once_a_second("legacy_bridge: server")
+        self.assert_read_only("legacy_bridge", "publish_rate_hz", double("publish_rate_hz", 100.0))
         client = start([sys.executable, str(REPO / "examples" / "legacy_client.py"), f"127.0.0.1:{port}",
                         str(REPO / "examples" / "arc_9deg.csv")], "legacy_client")
         states = self.collect("/joint_states", JointState, 60.0, until=lambda m: client.poll() is not None and m)
@@ -452,6 +468,8 @@ class VrBridge(NodeTest):
         launch("sil.launch.py", "rsp:=false")
         launch("vr_bridge.launch.py", "mode:=leader", f"vr_bind:=127.0.0.1:{port}")
         self.wait_status("vr_bridge: link", OK, message="leading")
+        self.assert_once_a_second("vr_bridge: link")
+        self.assert_read_only("vr_bridge", "mode", string("mode", "follower"))
         follower = start([str(EXECUTABLES / "arm_hil"), "vr", "connect", f"127.0.0.1:{port}", "--json"], "vr_connect")
         time.sleep(4.0)
         stop(follower)
@@ -466,6 +484,7 @@ class VrBridge(NodeTest):
         start([str(EXECUTABLES / "arm_hil"), "vr", "serve", "--bind", f"127.0.0.1:{port}"], "vr_serve")
         launch("vr_bridge.launch.py", "mode:=follower", f"leader_address:=127.0.0.1:{port}")
         self.wait_status("vr_bridge: link", OK, message="following")
+        self.assert_once_a_second("vr_bridge: link")
         point = self.first("/sil_node/end_effector", PointStamped)
         self.assertTrue(all(math.isfinite(v) for v in (point.point.x, point.point.y, point.point.z)))
 
