@@ -43,12 +43,18 @@ pub fn latched_qos() -> QosProfile {
     QosProfile::default().keep_last(1).reliable().transient_local()
 }
 
-/// Runs the node `name`: its log lines go through ROS logging, then the ROS context and the
-/// node are created and handed to `main`. A failure (a bad parameter, a device that cannot be
-/// opened, a parameter file rcl cannot read) ends the process with one error line and status 1.
+/// Set by SIGINT and SIGTERM; [`spin`] returns when it is.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Runs the node `name`: its log lines go through ROS logging, SIGINT and SIGTERM are caught
+/// (from the start: a signal during start-up still ends the node cleanly), then the ROS context
+/// and the node are created and handed to `main`. A failure (a bad parameter, a device that
+/// cannot be opened, a parameter file rcl cannot read) ends the process with one error line and
+/// status 1.
 pub fn run(name: &str, main: fn(r2r::Node) -> anyhow::Result<()>) -> ExitCode {
     logging::install(name);
-    let started = create_context().and_then(|context| {
+    let started = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::Relaxed));
+    let started = started.map_err(anyhow::Error::from).and_then(|()| create_context()).and_then(|context| {
         let mut node = r2r::Node::create(context, name, "")?;
         logging::publish_to_rosout(&mut node)?;
         Ok(node)
@@ -141,14 +147,13 @@ pub fn header(stamp: Time, frame_id: &str) -> Header {
 
 /// Spins `node` and runs `pool`'s tasks (the parameter services, subscriptions) on this thread
 /// until `stop` is set or the process gets SIGINT or SIGTERM (what `ros2 launch` escalates to
-/// and systemd sends).
+/// and systemd sends); then sets `stop` for the node's other threads.
 pub fn spin(mut node: r2r::Node, mut pool: LocalPool, stop: &Arc<AtomicBool>) -> anyhow::Result<()> {
-    let on_signal = stop.clone();
-    ctrlc::set_handler(move || on_signal.store(true, Ordering::Relaxed))?;
-    while !stop.load(Ordering::Relaxed) {
+    while !stop.load(Ordering::Relaxed) && !INTERRUPTED.load(Ordering::Relaxed) {
         node.spin_once(Duration::from_millis(10));
         pool.run_until_stalled();
     }
+    stop.store(true, Ordering::Relaxed);
     Ok(())
 }
 
