@@ -174,8 +174,9 @@ pub fn run_sil(
         sink(SilEvent::RunStarted { trajectory: &trajectory, ideal: &ideal });
         let elbow = trajectory.elbow();
         let t0 = trajectory.start_time();
-        // Pacing restarts from the current frame whenever the real-time factor changes.
-        let mut pace = (Instant::now(), t0, live().real_time_factor);
+        // Frame time `anchor_t` was due at wall time `anchor`; pacing restarts from the current
+        // frame whenever the real-time factor changes.
+        let (mut anchor, mut anchor_t, mut factor) = (Instant::now(), t0, live().real_time_factor);
         let mut next_sample = t0;
         let mut simulation = match Simulation::new(robot.clone(), trajectory.clone(), config) {
             Ok(simulation) => simulation,
@@ -213,11 +214,11 @@ pub fn run_sil(
             let now = live();
             let period = 1.0 / now.publish_rate_hz;
             next_sample += period * ((frame.t - next_sample) / period).floor().max(0.0) + period;
-            if now.real_time_factor != pace.2 {
-                pace = (Instant::now(), frame.t, now.real_time_factor);
+            if now.real_time_factor != factor {
+                (anchor, anchor_t, factor) = (Instant::now(), frame.t, now.real_time_factor);
             }
             if now.real_time_factor > 0.0 {
-                let due = pace.0 + Duration::from_secs_f64((frame.t - pace.1) / now.real_time_factor);
+                let due = anchor + Duration::from_secs_f64((frame.t - anchor_t) / factor);
                 std::thread::sleep(due.saturating_duration_since(Instant::now()));
             }
             let joints = arm_joint_state(robot, &frame, &elbow);

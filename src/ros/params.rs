@@ -71,14 +71,12 @@ fn result(outcome: Result<(), ParamRefusal>) -> SetParametersResult {
     }
 }
 
-fn changes(parameters: &[r2r::rcl_interfaces::msg::Parameter]) -> Result<Vec<(String, ParamValue)>, ParamRefusal> {
-    parameters
-        .iter()
-        .map(|p| match from_msg(&p.value) {
-            Some(value) => Ok((p.name.clone(), value)),
-            None => Err(ParamRefusal::Refused { name: p.name.clone(), reason: "cannot be unset".into() }),
-        })
-        .collect()
+/// A requested parameter as (name, value); unsetting one is refused.
+fn change(parameter: &r2r::rcl_interfaces::msg::Parameter) -> Result<(String, ParamValue), ParamRefusal> {
+    match from_msg(&parameter.value) {
+        Some(value) => Ok((parameter.name.clone(), value)),
+        None => Err(ParamRefusal::Refused { name: parameter.name.clone(), reason: "cannot be unset".into() }),
+    }
 }
 
 fn describe(server: &ParameterServer, name: &str) -> ParameterDescriptor {
@@ -149,12 +147,7 @@ pub fn serve_parameters(
             let results = request
                 .parameters
                 .iter()
-                .map(|p| {
-                    result(changes(std::slice::from_ref(p)).and_then(|changes| {
-                        let (name, value) = &changes[0];
-                        server.set(name, value, &mut *apply)
-                    }))
-                })
+                .map(|p| result(change(p).and_then(|(name, value)| server.set(&name, &value, &mut *apply))))
                 .collect();
             SetParameters::Response { results }
         },
@@ -166,7 +159,12 @@ pub fn serve_parameters(
         node.create_service::<SetParametersAtomically::Service>(&service("set_parameters_atomically"), qos())?,
         move |request| {
             let (mut server, mut apply) = (state.borrow_mut(), use_value.borrow_mut());
-            let outcome = changes(&request.parameters).and_then(|changes| server.set_atomically(&changes, &mut *apply));
+            let outcome = request
+                .parameters
+                .iter()
+                .map(change)
+                .collect::<Result<Vec<_>, _>>()
+                .and_then(|changes| server.set_atomically(&changes, &mut *apply));
             SetParametersAtomically::Response { result: result(outcome) }
         },
     )?;
