@@ -19,7 +19,7 @@ fn workspace_grid(robot: &Robot) -> Vec<(Vec3, Vec3)> {
             for iz in 0..=24 {
                 let p = Vec3::new(-0.25 + 0.04 * ix as f64, -0.25 + 0.04 * iy as f64, -0.2 + 0.04 * iz as f64);
                 let Ok(theta) = robot.inverse_kinematics(&p, None) else { continue };
-                let (j, k) = robot.constraint_jacobians(&p, &theta);
+                let (j, k) = robot.constraint_jacobians(&p, &robot.proximal_tips(&theta));
                 if j.determinant().abs() > 1e-4 && k.abs().min() > 1e-3 {
                     points.push((p, theta));
                 }
@@ -75,7 +75,7 @@ fn constraint_jacobians_match_finite_differences() {
     let robot = Robot::default();
     let h = 1e-6;
     for (p, theta) in workspace_grid(&robot).into_iter().step_by(37) {
-        let (j, k) = robot.constraint_jacobians(&p, &theta);
+        let (j, k) = robot.constraint_jacobians(&p, &robot.proximal_tips(&theta));
         // df/dp = 2 J and df/dth = -2 diag(K).
         let df_dp = Mat3::from_fn(|i, c| {
             let step = Vec3::ith(c, h);
@@ -103,7 +103,7 @@ fn jacobian_rates_match_finite_differences_along_a_motion() {
         let at = |t: f64| {
             let p = point(t);
             let theta = robot.inverse_kinematics(&p, Some(&motion.theta)).unwrap();
-            robot.constraint_jacobians(&p, &theta)
+            robot.constraint_jacobians(&p, &robot.proximal_tips(&theta))
         };
         let ((j_plus, k_plus), (j_minus, k_minus)) = (at(t + h), at(t - h));
         assert!(((j_plus - j_minus) / (2.0 * h) - motion.j_dot).amax() < 1e-7);

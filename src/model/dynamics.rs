@@ -1,6 +1,9 @@
 //! Dynamics of the equivalent-point-mass model from one Lagrangian (docs/model.md §D;
 //! Zhou & Gosselin 2024). Every link is two point masses, half at each end.
 
+use nalgebra::{Cholesky, U3};
+
+use super::kinematics::ProximalTips;
 use super::math::{Mat3, Vec3};
 use super::{ModelError, Robot};
 
@@ -12,6 +15,8 @@ pub struct ArmMotion {
     pub theta: Vec3,
     /// Joint rates [rad/s].
     pub theta_dot: Vec3,
+    /// The proximal tips and their derivatives at `theta` (K1, K1').
+    pub tips: ProximalTips,
     /// Platform point, world frame [m].
     pub p: Vec3,
     /// Platform velocity [m/s].
@@ -34,11 +39,12 @@ pub struct ArmMotion {
 impl Robot {
     /// The motion at joint state (th, thdot); forward kinematics picks the root nearest `near`.
     pub fn motion_from_joints(&self, theta: &Vec3, theta_dot: &Vec3, near: &Vec3) -> Result<ArmMotion, ModelError> {
-        let p = self.forward_kinematics(theta, near)?;
-        let (j, k) = self.constraint_jacobians(&p, theta);
+        let tips = self.proximal_tips(theta);
+        let p = self.close_chain(theta, &tips, near)?;
+        let (j, k) = self.constraint_jacobians(&p, &tips);
         let j_inv = self.invert_j(&j, theta)?;
         let p_dot = j_inv * k.component_mul(theta_dot);
-        Ok(self.complete_motion(*theta, *theta_dot, p, p_dot, j, k, j_inv))
+        Ok(self.complete_motion(*theta, *theta_dot, tips, p, p_dot, j, k, j_inv))
     }
 
     /// The motion at task state (p, pdot): th by inverse kinematics continuous with `previous`,
@@ -51,13 +57,14 @@ impl Robot {
         damping: f64,
     ) -> Result<ArmMotion, ModelError> {
         let theta = self.inverse_kinematics(p, previous)?;
-        let (j, k) = self.constraint_jacobians(p, &theta);
+        let tips = self.proximal_tips(&theta);
+        let (j, k) = self.constraint_jacobians(p, &tips);
         let j_inv = self.invert_j(&j, &theta)?;
         let theta_dot = damped_inverse(&k, damping).component_mul(&(j * p_dot));
         if !theta_dot.iter().all(|x| x.is_finite()) {
             return Err(ModelError::Singular { theta: theta.into(), what: "K is singular" });
         }
-        Ok(self.complete_motion(theta, theta_dot, *p, *p_dot, j, k, j_inv))
+        Ok(self.complete_motion(theta, theta_dot, tips, *p, *p_dot, j, k, j_inv))
     }
 
     fn invert_j(&self, j: &Mat3, theta: &Vec3) -> Result<Mat3, ModelError> {
@@ -71,16 +78,18 @@ impl Robot {
         &self,
         theta: Vec3,
         theta_dot: Vec3,
+        tips: ProximalTips,
         p: Vec3,
         p_dot: Vec3,
         j: Mat3,
         k: Vec3,
         j_inv: Mat3,
     ) -> ArmMotion {
-        let (j_dot, k_dot) = self.constraint_jacobian_rates(&p, &theta, &p_dot, &theta_dot);
+        let (j_dot, k_dot) = self.constraint_jacobian_rates(&p, &tips, &p_dot, &theta_dot);
         ArmMotion {
             theta,
             theta_dot,
+            tips,
             p,
             p_dot,
             j,
@@ -110,7 +119,7 @@ impl Robot {
 
     /// Gravity torques G(th) = g (m_P A^T e_z + m_si (ds_i/dth_i)_z) [N m] (D5).
     pub fn gravity_torques(&self, motion: &ArmMotion) -> Vec3 {
-        let tip_lift = self.tip_derivatives(&motion.theta).row(2).transpose();
+        let tip_lift = Vec3::from_fn(|i, _| motion.tips.derivatives[i].z);
         self.params.gravity
             * (self.platform_mass * motion.velocity_map.row(2).transpose() + self.tip_mass.component_mul(&tip_lift))
     }
@@ -122,11 +131,16 @@ impl Robot {
 
     /// Forward dynamics thdd = M^-1 (tau - c - G) [rad/s^2] (D7).
     pub fn forward_dynamics(&self, motion: &ArmMotion, tau: &Vec3) -> Result<Vec3, ModelError> {
-        let rhs = tau - self.velocity_terms(motion) - self.gravity_torques(motion);
-        self.mass_matrix(motion).cholesky().map(|factor| factor.solve(&rhs)).ok_or(ModelError::Singular {
+        Ok(self.factored_dynamics(motion)?.joint_acceleration(tau))
+    }
+
+    /// M factored and c + G at one motion, for D7 at any torque.
+    pub fn factored_dynamics(&self, motion: &ArmMotion) -> Result<FactoredDynamics, ModelError> {
+        let mass = self.mass_matrix(motion).cholesky().ok_or(ModelError::Singular {
             theta: motion.theta.into(),
             what: "the mass matrix is not positive definite",
-        })
+        })?;
+        Ok(FactoredDynamics { mass, bias: self.velocity_terms(motion) + self.gravity_torques(motion) })
     }
 
     /// Joint accelerations that produce platform acceleration `p_ddot` [m/s^2]:
@@ -144,8 +158,25 @@ impl Robot {
 
     /// Potential energy V = g (m_P z + sum m_si z_si) [J], zero at z = 0 (D0).
     pub fn potential_energy(&self, motion: &ArmMotion) -> f64 {
-        let tips_z = Vec3::from_fn(|i, _| self.tip(i, motion.theta[i]).z);
+        let tips_z = Vec3::from_fn(|i, _| motion.tips.positions[i].z);
         self.params.gravity * (self.platform_mass * motion.p.z + self.tip_mass.dot(&tips_z))
+    }
+}
+
+/// The equations of motion at one motion with the torque left open: a new held torque at the
+/// same state costs one 3x3 solve instead of a dynamics evaluation.
+#[derive(Debug, Clone, Copy)]
+pub struct FactoredDynamics {
+    /// Cholesky factor of M(th) [kg m^2] (D3).
+    mass: Cholesky<f64, U3>,
+    /// c(th, thdot) + G(th) [N m] (D4, D5).
+    bias: Vec3,
+}
+
+impl FactoredDynamics {
+    /// thdd = M^-1 (tau - c - G) [rad/s^2] (D7).
+    pub fn joint_acceleration(&self, tau: &Vec3) -> Vec3 {
+        self.mass.solve(&(tau - self.bias))
     }
 }
 

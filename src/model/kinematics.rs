@@ -5,22 +5,25 @@
 use super::math::{wrap_angle, Mat3, Vec3};
 use super::{Leg, ModelError, Robot};
 
+/// The proximal tips at one set of joint angles: everything K3-K5 and D5 need from the
+/// angles, computed once per evaluation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ProximalTips {
+    /// s_i(th_i) per leg [m] (K1).
+    pub positions: [Vec3; 3],
+    /// ds_i/dth_i per leg [m/rad] (K1').
+    pub derivatives: [Vec3; 3],
+}
+
 impl Leg {
-    /// Proximal tip s(th) = pivot + l1 (cos th a + sin th b) [m] (K1).
-    fn tip(&self, theta: f64) -> Vec3 {
+    /// Proximal tip s(th) = pivot + l1 (cos th a + sin th b) [m] (K1) and ds/dth =
+    /// l1 (cos th b - sin th a) [m/rad] (K1'), from one sin_cos: the trigonometry is the
+    /// largest cost of a dynamics evaluation.
+    fn tip_and_derivative(&self, theta: f64) -> (Vec3, Vec3) {
         let (sin, cos) = theta.sin_cos();
-        self.pivot + self.l_proximal * (cos * self.axis_cos + sin * self.axis_sin)
-    }
-
-    /// ds/dth [m/rad] (K1').
-    fn tip_derivative(&self, theta: f64) -> Vec3 {
-        let (sin, cos) = theta.sin_cos();
-        self.l_proximal * (cos * self.axis_sin - sin * self.axis_cos)
-    }
-
-    /// d^2 s/dth^2 = -(s - pivot) [m/rad^2] (K1'').
-    fn tip_second_derivative(&self, theta: f64) -> Vec3 {
-        self.pivot - self.tip(theta)
+        let tip = self.pivot + self.l_proximal * (cos * self.axis_cos + sin * self.axis_sin);
+        let derivative = self.l_proximal * (cos * self.axis_sin - sin * self.axis_cos);
+        (tip, derivative)
     }
 
     /// Both roots of the leg's closure equation A sin th + B cos th = C (K2), as
@@ -43,7 +46,16 @@ impl Leg {
 impl Robot {
     /// Proximal tip s_i(th_i) of leg `leg` (0-based) [m].
     pub fn tip(&self, leg: usize, theta: f64) -> Vec3 {
-        self.legs[leg].tip(theta)
+        self.legs[leg].tip_and_derivative(theta).0
+    }
+
+    /// The proximal tips and their derivatives at joint angles `theta` [rad] (K1, K1').
+    pub fn proximal_tips(&self, theta: &Vec3) -> ProximalTips {
+        let mut tips = ProximalTips { positions: [Vec3::zeros(); 3], derivatives: [Vec3::zeros(); 3] };
+        for (i, leg) in self.legs.iter().enumerate() {
+            (tips.positions[i], tips.derivatives[i]) = leg.tip_and_derivative(theta[i]);
+        }
+        tips
     }
 
     /// Attachment point b_i(p) of leg `leg` on the platform [m].
@@ -80,7 +92,12 @@ impl Robot {
     /// Forward kinematics by intersecting the three spheres |p - (s_i - (b_i - p))| = l_i2 (K3);
     /// of the two roots, the one nearest `near` [m].
     pub fn forward_kinematics(&self, theta: &Vec3, near: &Vec3) -> Result<Vec3, ModelError> {
-        let centre = |i: usize| self.legs[i].tip(theta[i]) - self.legs[i].attachment;
+        self.close_chain(theta, &self.proximal_tips(theta), near)
+    }
+
+    /// K3 from the tips at joint angles `theta` [rad], already computed.
+    pub(super) fn close_chain(&self, theta: &Vec3, tips: &ProximalTips, near: &Vec3) -> Result<Vec3, ModelError> {
+        let centre = |i: usize| tips.positions[i] - self.legs[i].attachment;
         let radius_sq = |i: usize| self.legs[i].l_distal * self.legs[i].l_distal;
         let (q1, q2, q3) = (centre(0), centre(1), centre(2));
         let (u, w) = (q2 - q1, q3 - q1);
@@ -105,30 +122,37 @@ impl Robot {
         Ok(if (above - near).norm_squared() <= (below - near).norm_squared() { above } else { below })
     }
 
-    /// The constraint Jacobians of J pdot = K thdot (K4): row i of J is (b_i - s_i)^T [m],
-    /// K = diag((b_i - s_i) . ds_i/dth_i) [m^2/rad], returned as its diagonal.
-    pub fn constraint_jacobians(&self, p: &Vec3, theta: &Vec3) -> (Mat3, Vec3) {
+    /// The constraint Jacobians of J pdot = K thdot (K4) at platform point `p` [m]: row i of J
+    /// is (b_i - s_i)^T [m], K = diag((b_i - s_i) . ds_i/dth_i) [m^2/rad], returned as its diagonal.
+    pub fn constraint_jacobians(&self, p: &Vec3, tips: &ProximalTips) -> (Mat3, Vec3) {
         let mut j = Mat3::zeros();
         let mut k = Vec3::zeros();
         for (i, leg) in self.legs.iter().enumerate() {
-            let link = p + leg.attachment - leg.tip(theta[i]);
+            let link = p + leg.attachment - tips.positions[i];
             j.set_row(i, &link.transpose());
-            k[i] = link.dot(&leg.tip_derivative(theta[i]));
+            k[i] = link.dot(&tips.derivatives[i]);
         }
         (j, k)
     }
 
     /// Time derivatives of J and K along a motion (K5): row i of Jdot is (pdot - sdot_i)^T,
-    /// Kdot_i = (pdot - sdot_i) . ds_i/dth_i + (b_i - s_i) . d2s_i/dth_i2 thdot_i.
-    pub fn constraint_jacobian_rates(&self, p: &Vec3, theta: &Vec3, p_dot: &Vec3, theta_dot: &Vec3) -> (Mat3, Vec3) {
+    /// Kdot_i = (pdot - sdot_i) . ds_i/dth_i + (b_i - s_i) . d2s_i/dth_i2 thdot_i, where
+    /// d2s_i/dth_i2 = pivot_i - s_i (K1'').
+    pub fn constraint_jacobian_rates(
+        &self,
+        p: &Vec3,
+        tips: &ProximalTips,
+        p_dot: &Vec3,
+        theta_dot: &Vec3,
+    ) -> (Mat3, Vec3) {
         let mut j_dot = Mat3::zeros();
         let mut k_dot = Vec3::zeros();
         for (i, leg) in self.legs.iter().enumerate() {
-            let link = p + leg.attachment - leg.tip(theta[i]);
-            let tip_derivative = leg.tip_derivative(theta[i]);
-            let link_rate = p_dot - tip_derivative * theta_dot[i];
+            let link = p + leg.attachment - tips.positions[i];
+            let second_derivative = leg.pivot - tips.positions[i];
+            let link_rate = p_dot - tips.derivatives[i] * theta_dot[i];
             j_dot.set_row(i, &link_rate.transpose());
-            k_dot[i] = link_rate.dot(&tip_derivative) + link.dot(&leg.tip_second_derivative(theta[i])) * theta_dot[i];
+            k_dot[i] = link_rate.dot(&tips.derivatives[i]) + link.dot(&second_derivative) * theta_dot[i];
         }
         (j_dot, k_dot)
     }
@@ -138,10 +162,5 @@ impl Robot {
     pub fn leg_frame(&self, leg: usize) -> (Vec3, Vec3) {
         let geometry = &self.legs[leg];
         (geometry.axis_cos.cross(&geometry.axis_sin), geometry.axis_cos)
-    }
-
-    /// ds_i/dth_i for every leg, as the columns of a matrix [m/rad].
-    pub(super) fn tip_derivatives(&self, theta: &Vec3) -> Mat3 {
-        Mat3::from_fn(|row, leg| self.legs[leg].tip_derivative(theta[leg])[row])
     }
 }

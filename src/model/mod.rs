@@ -10,7 +10,8 @@ mod kinematics;
 pub mod math;
 mod params;
 
-pub use dynamics::ArmMotion;
+pub use dynamics::{ArmMotion, FactoredDynamics};
+pub use kinematics::ProximalTips;
 pub use params::{Branch, RobotParams};
 
 use math::Vec3;

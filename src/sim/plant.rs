@@ -5,7 +5,7 @@ use nalgebra::Vector6;
 
 use super::integrator::OdeSystem;
 use crate::model::math::Vec3;
-use crate::model::{ArmMotion, ModelError, Robot};
+use crate::model::{ArmMotion, FactoredDynamics, ModelError, Robot};
 
 /// Plant state: joint angles [rad] then joint rates [rad/s].
 pub type PlantState = Vector6<f64>;
@@ -24,15 +24,33 @@ pub fn plant_state(theta: &Vec3, theta_dot: &Vec3) -> PlantState {
 pub struct Plant {
     robot: Robot,
     tau: Vec3,
-    accepted: ArmMotion,
-    last_evaluated: ArmMotion,
+    accepted: Evaluation,
+    last_evaluated: Evaluation,
+}
+
+/// One evaluation of the dynamics with the torque left open.
+#[derive(Debug, Clone, Copy)]
+struct Evaluation {
+    motion: ArmMotion,
+    dynamics: FactoredDynamics,
+}
+
+impl Evaluation {
+    fn new(robot: &Robot, theta: &Vec3, theta_dot: &Vec3, near: &Vec3) -> Result<Evaluation, ModelError> {
+        let motion = robot.motion_from_joints(theta, theta_dot, near)?;
+        Ok(Evaluation { motion, dynamics: robot.factored_dynamics(&motion)? })
+    }
+
+    fn is_at(&self, theta: &Vec3, theta_dot: &Vec3) -> bool {
+        self.motion.theta == *theta && self.motion.theta_dot == *theta_dot
+    }
 }
 
 impl Plant {
     /// A plant at rest or moving with the given joint state; `near` [m] picks the assembly.
     pub fn new(robot: Robot, theta: &Vec3, theta_dot: &Vec3, near: &Vec3) -> Result<Plant, ModelError> {
-        let motion = robot.motion_from_joints(theta, theta_dot, near)?;
-        Ok(Plant { robot, tau: Vec3::zeros(), accepted: motion, last_evaluated: motion })
+        let evaluation = Evaluation::new(&robot, theta, theta_dot, near)?;
+        Ok(Plant { robot, tau: Vec3::zeros(), accepted: evaluation, last_evaluated: evaluation })
     }
 
     pub fn robot(&self) -> &Robot {
@@ -50,32 +68,37 @@ impl Plant {
 
     /// The motion at the last accepted state.
     pub fn motion(&self) -> &ArmMotion {
-        &self.accepted
+        &self.accepted.motion
     }
 
     /// Marks the last evaluated state as accepted. With the integrator's FSAL stage order
     /// the last evaluation is at the accepted step's end point, so nothing is recomputed.
     pub fn accept(&mut self, y: &PlantState) -> &ArmMotion {
-        debug_assert_eq!(self.last_evaluated.theta, y.fixed_rows::<3>(0).into_owned());
+        debug_assert_eq!(self.last_evaluated.motion.theta, y.fixed_rows::<3>(0).into_owned());
         self.accepted = self.last_evaluated;
-        &self.accepted
+        &self.accepted.motion
     }
 
     /// Total mechanical energy at the accepted state [J].
     pub fn energy(&self) -> f64 {
-        self.robot.kinetic_energy(&self.accepted) + self.robot.potential_energy(&self.accepted)
+        self.robot.kinetic_energy(self.motion()) + self.robot.potential_energy(self.motion())
     }
 }
 
 impl OdeSystem<6> for Plant {
     type Error = ModelError;
 
+    /// At the accepted state (the first stage after a control tick changed the torque) the
+    /// kept evaluation answers; anywhere else the dynamics are evaluated.
     fn derivative(&mut self, _t: f64, y: &PlantState) -> Result<PlantState, ModelError> {
         let theta = y.fixed_rows::<3>(0).into_owned();
         let theta_dot = y.fixed_rows::<3>(3).into_owned();
-        let motion = self.robot.motion_from_joints(&theta, &theta_dot, &self.accepted.p)?;
-        let theta_ddot = self.robot.forward_dynamics(&motion, &self.tau)?;
-        self.last_evaluated = motion;
+        self.last_evaluated = if self.accepted.is_at(&theta, &theta_dot) {
+            self.accepted
+        } else {
+            Evaluation::new(&self.robot, &theta, &theta_dot, &self.accepted.motion.p)?
+        };
+        let theta_ddot = self.last_evaluated.dynamics.joint_acceleration(&self.tau);
         let mut dy = PlantState::zeros();
         dy.fixed_rows_mut::<3>(0).copy_from(&theta_dot);
         dy.fixed_rows_mut::<3>(3).copy_from(&theta_ddot);
