@@ -529,7 +529,7 @@ fn produce_sil(
         match point {
             Ok(point) => encode_ideal(&point, &mut out.chunk),
             Err(error) => {
-                failure.get_or_insert(SimError::Model { t: trajectory.end_time(), source: error });
+                failure.get_or_insert(SimError::Model { t: trajectory.end_time(), error });
                 break;
             }
         }

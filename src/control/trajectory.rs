@@ -38,8 +38,8 @@ pub enum TrajectoryError {
     NonFinite { index: usize },
     #[error("waypoint {index} has t = {t} s, not after the previous waypoint's {previous_t} s")]
     TimeNotIncreasing { index: usize, t: f64, previous_t: f64 },
-    #[error("waypoint {index} is unreachable: {source}")]
-    Unreachable { index: usize, source: ModelError },
+    #[error("waypoint {index} is unreachable: {error}")]
+    Unreachable { index: usize, error: ModelError },
 }
 
 impl TrajectoryError {
@@ -93,7 +93,7 @@ impl Trajectory {
             }
             let theta = robot
                 .inverse_kinematics(&waypoint.x, previous.as_ref().map(|(_, theta)| theta))
-                .map_err(|source| TrajectoryError::Unreachable { index, source })?;
+                .map_err(|error| TrajectoryError::Unreachable { index, error })?;
             previous = Some((waypoint.t, theta));
         }
         Ok(Trajectory { waypoints, elbow, l_arm })

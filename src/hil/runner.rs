@@ -118,10 +118,10 @@ pub enum HilError {
     NonFiniteReading { t: f64 },
     #[error("controller output at t = {t:.3} s is not finite")]
     NonFiniteTorque { t: f64 },
-    #[error("hardware failed at t = {t:.3} s: {source}")]
-    Hardware { t: f64, source: HardwareError },
-    #[error("control failed at t = {t:.3} s: {source}")]
-    Control { t: f64, source: ModelError },
+    #[error("hardware failed at t = {t:.3} s: {error}")]
+    Hardware { t: f64, error: HardwareError },
+    #[error("control failed at t = {t:.3} s: {error}")]
+    Control { t: f64, error: ModelError },
 }
 
 /// Loop statistics. Period jitter is how late each cycle woke after its deadline.
@@ -357,8 +357,8 @@ impl HilLoop {
             was_low = ring.is_low();
 
             input.reading = None;
-            if let Err(source) = self.hardware.read(now, period, &mut input) {
-                return (Err(HilError::Hardware { t: now, source }), now);
+            if let Err(error) = self.hardware.read(now, period, &mut input) {
+                return (Err(HilError::Hardware { t: now, error }), now);
             }
             let estimate = match input.reading {
                 Some(reading) => {
@@ -391,7 +391,7 @@ impl HilLoop {
                 (Some(estimate), Some(reference)) => {
                     let output = match self.controller.update(&self.robot, &reference, &estimate, period) {
                         Ok(output) => output,
-                        Err(source) => return (Err(HilError::Control { t: now, source }), now),
+                        Err(error) => return (Err(HilError::Control { t: now, error }), now),
                     };
                     if !output.tau.iter().all(|tau| tau.is_finite()) {
                         return (Err(HilError::NonFiniteTorque { t: now }), now);
@@ -406,8 +406,8 @@ impl HilLoop {
                 // Before the first reading there is nothing to control from: hold zero torque.
                 _ => ActuatorCommand { tau: Vec3::zeros(), theta: command.theta },
             };
-            if let Err(source) = self.hardware.write(now, period, &command) {
-                return (Err(HilError::Hardware { t: now, source }), now);
+            if let Err(error) = self.hardware.write(now, period, &command) {
+                return (Err(HilError::Hardware { t: now, error }), now);
             }
 
             if stats.cycles % (self.config.rate_hz as u64).max(1) == 0 {

@@ -44,8 +44,8 @@ pub enum SimError {
     Diverged { t: f64, error_m: f64, threshold_m: f64 },
     #[error("the state became non-finite at t = {t:.6} s")]
     NonFinite { t: f64 },
-    #[error("at t = {t:.6} s: {source}")]
-    Model { t: f64, source: ModelError },
+    #[error("at t = {t:.6} s: {error}")]
+    Model { t: f64, error: ModelError },
     #[error("step size underflow at t = {t:.6} s: a step of {dt:e} s still misses the error tolerance")]
     StepUnderflow { t: f64, dt: f64 },
 }
@@ -116,7 +116,7 @@ impl Simulation {
         config.validate().map_err(|error| SimError::Config(error.to_string()))?;
         let start = trajectory.waypoints()[0];
         let t0 = start.t;
-        let model_error = |source| SimError::Model { t: t0, source };
+        let model_error = |error| SimError::Model { t: t0, error };
         let initial = robot.motion_from_task(&start.x, &start.xd, None, 0.0).map_err(model_error)?;
         let plant = Plant::new(robot, &initial.theta, &initial.theta_dot, &start.x).map_err(model_error)?;
         let sigma_m = trajectory.l_arm() * config.sensor.quantum_rad;
@@ -171,7 +171,7 @@ impl Simulation {
         let output = self
             .controller
             .update(self.plant.robot(), &reference, &estimate, self.control_period)
-            .map_err(|source| SimError::Model { t: self.t, source })?;
+            .map_err(|error| SimError::Model { t: self.t, error })?;
         self.stats.ik_fallbacks += u64::from(output.used_fallback);
         self.task_acceleration = output.task_acceleration;
         self.plant.set_torque(output.tau);
@@ -204,7 +204,7 @@ impl Simulation {
     fn integrator_error(&self, error: IntegratorError<ModelError>) -> SimError {
         match error {
             IntegratorError::StepUnderflow { t, dt } => SimError::StepUnderflow { t, dt },
-            IntegratorError::System(source) => SimError::Model { t: self.t, source },
+            IntegratorError::System(error) => SimError::Model { t: self.t, error },
         }
     }
 
