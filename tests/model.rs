@@ -2,7 +2,7 @@
 //! finite differences of the constraints, inverse against forward dynamics.
 
 use arm_hil::model::math::{spherical_direction, Mat3, Vec3};
-use arm_hil::model::{ModelError, Robot};
+use arm_hil::model::{JointTrig, ModelError, Robot};
 
 /// Constraint residuals f_i = |b_i - s_i|^2 - l_i2^2 (zero when the chain is closed).
 fn constraints(robot: &Robot, p: &Vec3, theta: &Vec3) -> Vec3 {
@@ -19,7 +19,7 @@ fn workspace_grid(robot: &Robot) -> Vec<(Vec3, Vec3)> {
             for iz in 0..=24 {
                 let p = Vec3::new(-0.25 + 0.04 * ix as f64, -0.25 + 0.04 * iy as f64, -0.2 + 0.04 * iz as f64);
                 let Ok(theta) = robot.inverse_kinematics(&p, None) else { continue };
-                let (j, k) = robot.constraint_jacobians(&p, &robot.proximal_tips(&theta));
+                let (j, k) = robot.constraint_jacobians(&p, &robot.proximal_tips(&JointTrig::new(&theta)));
                 if j.determinant().abs() > 1e-4 && k.abs().min() > 1e-3 {
                     points.push((p, theta));
                 }
@@ -75,7 +75,7 @@ fn constraint_jacobians_match_finite_differences() {
     let robot = Robot::default();
     let h = 1e-6;
     for (p, theta) in workspace_grid(&robot).into_iter().step_by(37) {
-        let (j, k) = robot.constraint_jacobians(&p, &robot.proximal_tips(&theta));
+        let (j, k) = robot.constraint_jacobians(&p, &robot.proximal_tips(&JointTrig::new(&theta)));
         // df/dp = 2 J and df/dth = -2 diag(K).
         let df_dp = Mat3::from_fn(|i, c| {
             let step = Vec3::ith(c, h);
@@ -103,11 +103,13 @@ fn jacobian_rates_match_finite_differences_along_a_motion() {
         let at = |t: f64| {
             let p = point(t);
             let theta = robot.inverse_kinematics(&p, Some(&motion.theta)).unwrap();
-            robot.constraint_jacobians(&p, &robot.proximal_tips(&theta))
+            robot.constraint_jacobians(&p, &robot.proximal_tips(&JointTrig::new(&theta)))
         };
         let ((j_plus, k_plus), (j_minus, k_minus)) = (at(t + h), at(t - h));
-        assert!(((j_plus - j_minus) / (2.0 * h) - motion.j_dot).amax() < 1e-7);
-        assert!(((k_plus - k_minus) / (2.0 * h) - motion.k_dot).amax() < 1e-7);
+        let tips = robot.proximal_tips(&JointTrig::new(&motion.theta));
+        let (j_dot, k_dot) = robot.constraint_jacobian_rates(&motion.p, &tips, &motion.p_dot, &motion.theta_dot);
+        assert!(((j_plus - j_minus) / (2.0 * h) - j_dot).amax() < 1e-7);
+        assert!(((k_plus - k_minus) / (2.0 * h) - k_dot).amax() < 1e-7);
         // The velocity map agrees with the differentiated inverse kinematics.
         assert!((motion.velocity_map * motion.theta_dot - p_dot).amax() < 1e-9);
     }
@@ -135,4 +137,23 @@ fn joint_accelerations_produce_the_requested_platform_acceleration() {
     let theta_ddot = robot.joint_acceleration(&motion, &p_ddot, 0.0);
     let produced = motion.velocity_map * theta_ddot + motion.acceleration_bias;
     assert!((produced - p_ddot).amax() < 1e-12, "{produced} vs {p_ddot}");
+}
+
+proptest::proptest! {
+    /// The integrator's stages take sines and cosines by rotating the accepted angles' values;
+    /// near or far, the tips equal those from sin_cos to rounding.
+    #[test]
+    fn joint_trig_near_other_angles_matches_sin_cos(
+        base in proptest::array::uniform3(-7.0f64..7.0),
+        offset in proptest::array::uniform3(-0.2f64..0.2),
+    ) {
+        let robot = Robot::default();
+        let (base, theta) = (Vec3::from(base), Vec3::from(base) + Vec3::from(offset));
+        let rotated = robot.proximal_tips(&JointTrig::new(&base).near(&theta));
+        let exact = robot.proximal_tips(&JointTrig::new(&theta));
+        for leg in 0..3 {
+            proptest::prop_assert!((rotated.positions[leg] - exact.positions[leg]).amax() < 1e-15);
+            proptest::prop_assert!((rotated.derivatives[leg] - exact.derivatives[leg]).amax() < 1e-15);
+        }
+    }
 }

@@ -3,7 +3,7 @@
 
 use nalgebra::{Cholesky, U3};
 
-use super::kinematics::ProximalTips;
+use super::kinematics::{JointTrig, ProximalTips};
 use super::math::{Mat3, Vec3};
 use super::{ModelError, Robot};
 
@@ -15,8 +15,8 @@ pub struct ArmMotion {
     pub theta: Vec3,
     /// Joint rates [rad/s].
     pub theta_dot: Vec3,
-    /// The proximal tips and their derivatives at `theta` (K1, K1').
-    pub tips: ProximalTips,
+    /// ds_i/dth_i per leg at `theta` [m/rad] (K1').
+    pub tip_derivatives: [Vec3; 3],
     /// Platform point, world frame [m].
     pub p: Vec3,
     /// Platform velocity [m/s].
@@ -25,10 +25,6 @@ pub struct ArmMotion {
     pub j: Mat3,
     /// Diagonal of the constraint Jacobian K [m^2/rad] (K4).
     pub k: Vec3,
-    /// dJ/dt [m/s] (K5).
-    pub j_dot: Mat3,
-    /// Diagonal of dK/dt [m^2/(rad s)] (K5).
-    pub k_dot: Vec3,
     /// A = J^-1 diag(K), so that pdot = A thdot [m/rad] (D1).
     pub velocity_map: Mat3,
     /// Adot thdot = J^-1 (Kdot thdot - Jdot pdot): the platform acceleration at zero joint
@@ -39,12 +35,18 @@ pub struct ArmMotion {
 impl Robot {
     /// The motion at joint state (th, thdot); forward kinematics picks the root nearest `near`.
     pub fn motion_from_joints(&self, theta: &Vec3, theta_dot: &Vec3, near: &Vec3) -> Result<ArmMotion, ModelError> {
-        let tips = self.proximal_tips(theta);
+        self.motion_from_trig(&JointTrig::new(theta), theta_dot, near)
+    }
+
+    /// `motion_from_joints` with the joint angles' sines and cosines at hand.
+    pub fn motion_from_trig(&self, trig: &JointTrig, theta_dot: &Vec3, near: &Vec3) -> Result<ArmMotion, ModelError> {
+        let theta = &trig.theta;
+        let tips = self.proximal_tips(trig);
         let p = self.close_chain(theta, &tips, near)?;
         let (j, k) = self.constraint_jacobians(&p, &tips);
         let j_inv = self.invert_j(&j, theta)?;
         let p_dot = j_inv * k.component_mul(theta_dot);
-        Ok(self.complete_motion(*theta, *theta_dot, tips, p, p_dot, j, k, j_inv))
+        Ok(self.complete_motion(*theta, *theta_dot, &tips, p, p_dot, j, k, j_inv))
     }
 
     /// The motion at task state (p, pdot): th by inverse kinematics continuous with `previous`,
@@ -57,14 +59,14 @@ impl Robot {
         damping: f64,
     ) -> Result<ArmMotion, ModelError> {
         let theta = self.inverse_kinematics(p, previous)?;
-        let tips = self.proximal_tips(&theta);
+        let tips = self.proximal_tips(&JointTrig::new(&theta));
         let (j, k) = self.constraint_jacobians(p, &tips);
         let j_inv = self.invert_j(&j, &theta)?;
         let theta_dot = damped_inverse(&k, damping).component_mul(&(j * p_dot));
         if !theta_dot.iter().all(|x| x.is_finite()) {
             return Err(ModelError::Singular { theta: theta.into(), what: "K is singular" });
         }
-        Ok(self.complete_motion(theta, theta_dot, tips, *p, *p_dot, j, k, j_inv))
+        Ok(self.complete_motion(theta, theta_dot, &tips, *p, *p_dot, j, k, j_inv))
     }
 
     fn invert_j(&self, j: &Mat3, theta: &Vec3) -> Result<Mat3, ModelError> {
@@ -78,24 +80,22 @@ impl Robot {
         &self,
         theta: Vec3,
         theta_dot: Vec3,
-        tips: ProximalTips,
+        tips: &ProximalTips,
         p: Vec3,
         p_dot: Vec3,
         j: Mat3,
         k: Vec3,
         j_inv: Mat3,
     ) -> ArmMotion {
-        let (j_dot, k_dot) = self.constraint_jacobian_rates(&p, &tips, &p_dot, &theta_dot);
+        let (j_dot, k_dot) = self.constraint_jacobian_rates(&p, tips, &p_dot, &theta_dot);
         ArmMotion {
             theta,
             theta_dot,
-            tips,
+            tip_derivatives: tips.derivatives,
             p,
             p_dot,
             j,
             k,
-            j_dot,
-            k_dot,
             velocity_map: j_inv * Mat3::from_diagonal(&k),
             acceleration_bias: j_inv * (k_dot.component_mul(&theta_dot) - j_dot * p_dot),
         }
@@ -119,7 +119,7 @@ impl Robot {
 
     /// Gravity torques G(th) = g (m_P A^T e_z + m_si (ds_i/dth_i)_z) [N m] (D5).
     pub fn gravity_torques(&self, motion: &ArmMotion) -> Vec3 {
-        let tip_lift = Vec3::from_fn(|i, _| motion.tips.derivatives[i].z);
+        let tip_lift = Vec3::from_fn(|i, _| motion.tip_derivatives[i].z);
         self.params.gravity
             * (self.platform_mass * motion.velocity_map.row(2).transpose() + self.tip_mass.component_mul(&tip_lift))
     }
@@ -144,9 +144,10 @@ impl Robot {
     }
 
     /// Joint accelerations that produce platform acceleration `p_ddot` [m/s^2]:
-    /// thdd = K^+ (J pdd + Jdot pdot - Kdot thdot) [rad/s^2] (K6), K inverted with `damping`.
+    /// thdd = K^+ (J pdd + Jdot pdot - Kdot thdot) = K^+ J (pdd - Adot thdot) [rad/s^2] (K6 with
+    /// D2), K inverted with `damping`.
     pub fn joint_acceleration(&self, motion: &ArmMotion, p_ddot: &Vec3, damping: f64) -> Vec3 {
-        let rhs = motion.j * p_ddot + motion.j_dot * motion.p_dot - motion.k_dot.component_mul(&motion.theta_dot);
+        let rhs = motion.j * (p_ddot - motion.acceleration_bias);
         damped_inverse(&motion.k, damping).component_mul(&rhs)
     }
 
@@ -158,7 +159,7 @@ impl Robot {
 
     /// Potential energy V = g (m_P z + sum m_si z_si) [J], zero at z = 0 (D0).
     pub fn potential_energy(&self, motion: &ArmMotion) -> f64 {
-        let tips_z = Vec3::from_fn(|i, _| motion.tips.positions[i].z);
+        let tips_z = Vec3::from_fn(|i, _| self.tip(i, motion.theta[i]).z);
         self.params.gravity * (self.platform_mass * motion.p.z + self.tip_mass.dot(&tips_z))
     }
 }

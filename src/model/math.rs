@@ -8,6 +8,10 @@ pub type Mat3 = nalgebra::Matrix3<f64>;
 /// Wraps an angle to (-pi, pi] [rad].
 pub fn wrap_angle(angle: f64) -> f64 {
     use std::f64::consts::{PI, TAU};
+    // Most angles are already in range; rem_euclid is a library call.
+    if angle > -PI && angle <= PI {
+        return angle;
+    }
     let wrapped = (angle + PI).rem_euclid(TAU) - PI;
     if wrapped == -PI {
         PI

@@ -11,7 +11,7 @@ pub mod math;
 mod params;
 
 pub use dynamics::{ArmMotion, FactoredDynamics};
-pub use kinematics::ProximalTips;
+pub use kinematics::{JointTrig, ProximalTips};
 pub use params::{Branch, RobotParams};
 
 use math::Vec3;

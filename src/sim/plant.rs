@@ -5,7 +5,7 @@ use nalgebra::Vector6;
 
 use super::integrator::OdeSystem;
 use crate::model::math::Vec3;
-use crate::model::{ArmMotion, FactoredDynamics, ModelError, Robot};
+use crate::model::{ArmMotion, FactoredDynamics, JointTrig, ModelError, Robot};
 
 /// Plant state: joint angles [rad] then joint rates [rad/s].
 pub type PlantState = Vector6<f64>;
@@ -24,21 +24,35 @@ pub fn plant_state(theta: &Vec3, theta_dot: &Vec3) -> PlantState {
 pub struct Plant {
     robot: Robot,
     tau: Vec3,
-    accepted: Evaluation,
-    last_evaluated: Evaluation,
+    /// The accepted state's evaluation and the one under trial; `accepted` and `last_evaluated`
+    /// index them, so that accepting a step or reusing the accepted state copies nothing.
+    evaluations: [Evaluation; 2],
+    accepted: usize,
+    last_evaluated: usize,
 }
 
 /// One evaluation of the dynamics with the torque left open.
 #[derive(Debug, Clone, Copy)]
 struct Evaluation {
+    trig: JointTrig,
     motion: ArmMotion,
     dynamics: FactoredDynamics,
 }
 
 impl Evaluation {
     fn new(robot: &Robot, theta: &Vec3, theta_dot: &Vec3, near: &Vec3) -> Result<Evaluation, ModelError> {
-        let motion = robot.motion_from_joints(theta, theta_dot, near)?;
-        Ok(Evaluation { motion, dynamics: robot.factored_dynamics(&motion)? })
+        let trig = JointTrig::new(theta);
+        let motion = robot.motion_from_trig(&trig, theta_dot, near)?;
+        Ok(Evaluation { trig, motion, dynamics: robot.factored_dynamics(&motion)? })
+    }
+
+    /// Evaluates in place: an evaluation is several hundred bytes, and moving it through
+    /// return values cost a tenth of a run.
+    fn update(&mut self, robot: &Robot, trig: JointTrig, theta_dot: &Vec3, near: &Vec3) -> Result<(), ModelError> {
+        self.trig = trig;
+        self.motion = robot.motion_from_trig(&self.trig, theta_dot, near)?;
+        self.dynamics = robot.factored_dynamics(&self.motion)?;
+        Ok(())
     }
 
     fn is_at(&self, theta: &Vec3, theta_dot: &Vec3) -> bool {
@@ -50,7 +64,7 @@ impl Plant {
     /// A plant at rest or moving with the given joint state; `near` [m] picks the assembly.
     pub fn new(robot: Robot, theta: &Vec3, theta_dot: &Vec3, near: &Vec3) -> Result<Plant, ModelError> {
         let evaluation = Evaluation::new(&robot, theta, theta_dot, near)?;
-        Ok(Plant { robot, tau: Vec3::zeros(), accepted: evaluation, last_evaluated: evaluation })
+        Ok(Plant { robot, tau: Vec3::zeros(), evaluations: [evaluation; 2], accepted: 0, last_evaluated: 0 })
     }
 
     pub fn robot(&self) -> &Robot {
@@ -68,15 +82,18 @@ impl Plant {
 
     /// The motion at the last accepted state.
     pub fn motion(&self) -> &ArmMotion {
-        &self.accepted.motion
+        &self.evaluations[self.accepted].motion
     }
 
     /// Marks the last evaluated state as accepted. With the integrator's FSAL stage order
     /// the last evaluation is at the accepted step's end point, so nothing is recomputed.
     pub fn accept(&mut self, y: &PlantState) -> &ArmMotion {
-        debug_assert_eq!(self.last_evaluated.motion.theta, y.fixed_rows::<3>(0).into_owned());
+        debug_assert_eq!(self.evaluations[self.last_evaluated].motion.theta, y.fixed_rows::<3>(0).into_owned());
         self.accepted = self.last_evaluated;
-        &self.accepted.motion
+        // The next step's stages start from exact values, so that rounding never accumulates.
+        let accepted = &mut self.evaluations[self.accepted];
+        accepted.trig = JointTrig::new(&accepted.trig.theta);
+        self.motion()
     }
 
     /// Total mechanical energy at the accepted state [J].
@@ -93,12 +110,16 @@ impl OdeSystem<6> for Plant {
     fn derivative(&mut self, _t: f64, y: &PlantState) -> Result<PlantState, ModelError> {
         let theta = y.fixed_rows::<3>(0).into_owned();
         let theta_dot = y.fixed_rows::<3>(3).into_owned();
-        self.last_evaluated = if self.accepted.is_at(&theta, &theta_dot) {
-            self.accepted
+        if self.evaluations[self.accepted].is_at(&theta, &theta_dot) {
+            self.last_evaluated = self.accepted;
         } else {
-            Evaluation::new(&self.robot, &theta, &theta_dot, &self.accepted.motion.p)?
-        };
-        let theta_ddot = self.last_evaluated.dynamics.joint_acceleration(&self.tau);
+            let trial = 1 - self.accepted;
+            let accepted = &self.evaluations[self.accepted];
+            let (trig, near) = (accepted.trig.near(&theta), accepted.motion.p);
+            self.evaluations[trial].update(&self.robot, trig, &theta_dot, &near)?;
+            self.last_evaluated = trial;
+        }
+        let theta_ddot = self.evaluations[self.last_evaluated].dynamics.joint_acceleration(&self.tau);
         let mut dy = PlantState::zeros();
         dy.fixed_rows_mut::<3>(0).copy_from(&theta_dot);
         dy.fixed_rows_mut::<3>(3).copy_from(&theta_ddot);
