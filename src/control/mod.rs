@@ -6,7 +6,9 @@
 pub mod arc;
 mod controller;
 mod estimator;
+pub mod figure_eight;
 mod interpolation;
+mod profile;
 mod trajectory;
 pub mod trajectory_csv;
 
