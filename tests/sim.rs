@@ -182,3 +182,65 @@ fn the_integrator_meets_its_tolerance_on_a_linear_oscillator() {
     assert_eq!(t, 1.0);
     assert!((y[0] - 1f64.cos()).abs() < 1e-8 && (y[1] + 1f64.sin()).abs() < 1e-8, "{y}");
 }
+
+#[test]
+fn dense_output_is_third_order_inside_a_step() {
+    struct Oscillator;
+    impl OdeSystem<2> for Oscillator {
+        type Error = ();
+        fn derivative(&mut self, _t: f64, y: &nalgebra::Vector2<f64>) -> Result<nalgebra::Vector2<f64>, ()> {
+            Ok(nalgebra::Vector2::new(y[1], -y[0]))
+        }
+    }
+    // One step of h from y(0) = (1, 0); the interpolant's worst error at the step's midpoint
+    // falls like h^4 (locally third order), so halving h divides it by about 16.
+    let midpoint_error = |h: f64| {
+        let config = IntegratorConfig { dt0: h, dt_max: h, rtol: 1.0, atol: 1.0, ..IntegratorConfig::default() };
+        let mut integrator = BogackiShampine::<2>::new(config);
+        let Ok(StepOutcome::Accepted { dense, .. }) =
+            integrator.step(&mut Oscillator, 0.0, &nalgebra::Vector2::new(1.0, 0.0), h)
+        else {
+            panic!("a loose tolerance accepts the step")
+        };
+        let y = dense.at(h / 2.0);
+        (y[0] - (h / 2.0).cos()).abs().max((y[1] + (h / 2.0).sin()).abs())
+    };
+    let ratio = midpoint_error(0.1) / midpoint_error(0.05);
+    assert!((12.0..20.0).contains(&ratio), "error ratio {ratio} when h halves");
+}
+
+#[test]
+fn a_frame_rate_puts_frames_on_a_uniform_grid_with_the_same_statistics() {
+    let robot = Robot::default();
+    let trajectory = default_arc(&robot);
+    let per_step = SilConfig::default();
+    let mut gridded = SilConfig::default();
+    gridded.run.frame_rate_hz = 250.0;
+    let mut stepped = Simulation::new(robot.clone(), trajectory.clone(), &per_step).unwrap();
+    let step_frames: Vec<_> = (&mut stepped).map(Result::unwrap).collect();
+    let mut resampled = Simulation::new(robot.clone(), trajectory.clone(), &gridded).unwrap();
+    let grid_frames: Vec<_> = (&mut resampled).map(Result::unwrap).collect();
+
+    let duration = trajectory.end_time() - trajectory.start_time();
+    assert_eq!(grid_frames.len(), (duration * 250.0).floor() as usize);
+    for (k, frame) in grid_frames.iter().enumerate() {
+        assert!(
+            (frame.t - (trajectory.start_time() + (k + 1) as f64 / 250.0)).abs() < 1e-9,
+            "frame {k} at {}",
+            frame.t
+        );
+    }
+    // The grid only resamples: the run and its statistics are the same.
+    assert_eq!(resampled.stats().steps, stepped.stats().steps);
+    assert_eq!(resampled.stats().rms_error_m(), stepped.stats().rms_error_m());
+    // Every fourth tick is a grid point and ends a step, where both frames are the same state;
+    // between, the interpolated frames follow the steps' frames closely.
+    for frame in &grid_frames {
+        let after = step_frames.partition_point(|step| step.t < frame.t - 1e-12);
+        let nearest = &step_frames[after];
+        if (nearest.t - frame.t).abs() < 1e-12 {
+            assert_eq!(nearest.x, frame.x);
+        }
+        assert!((nearest.x - frame.x).norm() < 1e-4, "at t = {}", frame.t);
+    }
+}

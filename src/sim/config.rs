@@ -28,11 +28,21 @@ pub struct RunConfig {
     pub frame_cap: u64,
     /// Tracking error beyond which the run is declared diverged [m]. Default 0.05.
     pub divergence_threshold_m: f64,
+    /// Frames on a uniform grid of this rate, interpolated inside the integrator's steps
+    /// [Hz]; 0 gives one frame per accepted step. Default 0.
+    pub frame_rate_hz: f64,
 }
 
 impl Default for RunConfig {
     fn default() -> Self {
-        RunConfig { frame_cap: 1_000_000, divergence_threshold_m: 0.05 }
+        RunConfig { frame_cap: 1_000_000, divergence_threshold_m: 0.05, frame_rate_hz: 0.0 }
+    }
+}
+
+impl RunConfig {
+    /// The output grid's period [s], or `None` for one frame per accepted step.
+    pub fn frame_period(&self) -> Option<f64> {
+        (self.frame_rate_hz > 0.0).then(|| 1.0 / self.frame_rate_hz)
     }
 }
 
@@ -64,6 +74,12 @@ impl SilConfig {
         self.controller.validate().map_err(ConfigError::Invalid)?;
         self.sensor.validate().map_err(ConfigError::Invalid)?;
         self.integrator.validate().map_err(ConfigError::Invalid)?;
+        if !(self.run.frame_rate_hz.is_finite() && self.run.frame_rate_hz >= 0.0) {
+            return Err(ConfigError::Invalid(format!(
+                "run.frame_rate_hz must be finite and >= 0 (0: a frame per step), got {}",
+                self.run.frame_rate_hz
+            )));
+        }
         if !(self.run.divergence_threshold_m > 0.0) {
             return Err(ConfigError::Invalid(format!(
                 "run.divergence_threshold_m must be > 0, got {}",

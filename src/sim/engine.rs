@@ -1,23 +1,26 @@
 //! One SIL run as an iterator of frames (DESIGN.md §2-§3).
 //!
-//! Each `next()` performs integrator attempts until one is accepted and yields its frame.
-//! Control ticks fall on t0 + k / rate; steps never straddle a tick, because the torque
-//! changes there. The controller sees only the simulated sensor, never the true state.
+//! Each `next()` performs integrator attempts until a frame is due: by default every accepted
+//! step yields its end state; with `run.frame_rate_hz` frames fall on a uniform grid and are
+//! interpolated inside the steps by the integrator's dense output. Control ticks fall on
+//! t0 + k / rate; steps never straddle a tick, because the torque changes there. The
+//! controller sees only the simulated sensor, never the true state.
 
 use std::sync::Arc;
 
 use super::config::SilConfig;
-use super::integrator::{BogackiShampine, IntegratorError, StepOutcome};
+use super::integrator::{BogackiShampine, DenseOutput, IntegratorError, StepOutcome};
 use super::plant::{plant_state, Plant, PlantState};
 use super::sensor::SimulatedSensor;
-use crate::control::{Estimator, ReferenceSampler, TaskSpaceController, Trajectory};
+use crate::control::{Estimator, Reference, ReferenceSampler, TaskSpaceController, Trajectory};
 use crate::model::math::Vec3;
-use crate::model::{ModelError, Robot};
+use crate::model::{ArmMotion, ModelError, Robot};
 
-/// The state after one accepted step (the port-5555 frame, DESIGN.md §3).
+/// The state at one instant: the end of an accepted step or a point of the output grid (the
+/// port-5555 frame, DESIGN.md §3).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Frame {
-    /// End of the step [s].
+    /// Simulated time [s].
     pub t: f64,
     /// Platform point [m].
     pub x: Vec3,
@@ -61,7 +64,7 @@ pub struct RunStats {
     pub frames: u64,
     /// Simulated time since the first waypoint [s].
     pub sim_time_s: f64,
-    /// Largest Cartesian tracking error |x - x_ref| at a frame [m].
+    /// Largest Cartesian tracking error |x - x_ref| at the end of a step [m].
     pub max_error_m: f64,
     /// Largest |tau| per joint [N m].
     pub max_abs_tau: Vec3,
@@ -98,8 +101,14 @@ pub struct Simulation {
     task_acceleration: Vec3,
     t: f64,
     y: PlantState,
+    /// The reference at `t`, for the control tick and the frame there.
+    reference: Reference,
     ticks_done: u64,
     control_period: f64,
+    /// The output grid's period [s]; `None`: a frame per accepted step.
+    frame_period: Option<f64>,
+    /// The last accepted step, for frames inside it.
+    last_step: Option<DenseOutput<6>>,
     frame_cap: u64,
     divergence_threshold_m: f64,
     stats: RunStats,
@@ -118,12 +127,14 @@ impl Simulation {
         let t0 = start.t;
         let model_error = |error| SimError::Model { t: t0, error };
         let initial = robot.motion_from_task(&start.x, &start.xd, None, 0.0).map_err(model_error)?;
+        let mut sampler = ReferenceSampler::new();
+        let reference = sampler.sample(&trajectory, t0);
         let plant = Plant::new(robot, &initial.theta, &initial.theta_dot, &start.x).map_err(model_error)?;
         let sigma_m = trajectory.l_arm() * config.sensor.quantum_rad;
         let estimator = Estimator::new(config.estimator.clone(), trajectory.elbow(), trajectory.l_arm(), sigma_m);
         Ok(Simulation {
             finished: trajectory.end_time() <= t0,
-            sampler: ReferenceSampler::new(),
+            sampler,
             plant,
             integrator: BogackiShampine::new(config.integrator.clone()),
             controller: TaskSpaceController::new(config.controller.clone()),
@@ -132,8 +143,11 @@ impl Simulation {
             task_acceleration: Vec3::zeros(),
             t: t0,
             y: plant_state(&initial.theta, &initial.theta_dot),
+            reference,
             ticks_done: 0,
             control_period: config.controller.period(),
+            frame_period: config.run.frame_period(),
+            last_step: None,
             frame_cap: config.run.frame_cap,
             divergence_threshold_m: config.run.divergence_threshold_m,
             stats: RunStats::default(),
@@ -167,10 +181,9 @@ impl Simulation {
         let elbow = self.trajectory.elbow();
         let reading = self.sensor.measure(&self.plant.motion().p, &elbow);
         let estimate = self.estimator.update(&reading, self.control_period, &self.task_acceleration);
-        let reference = self.sampler.sample(&self.trajectory, self.t);
         let output = self
             .controller
-            .update(self.plant.robot(), &reference, &estimate, self.control_period)
+            .update(self.plant.robot(), &self.reference, &estimate, self.control_period)
             .map_err(|error| SimError::Model { t: self.t, error })?;
         self.stats.ik_fallbacks += u64::from(output.used_fallback);
         self.task_acceleration = output.task_acceleration;
@@ -179,8 +192,8 @@ impl Simulation {
         Ok(())
     }
 
-    /// Runs until one integrator step is accepted and returns its frame.
-    fn advance(&mut self) -> Result<Frame, SimError> {
+    /// Runs until one integrator step is accepted and takes it.
+    fn advance(&mut self) -> Result<(), SimError> {
         let end_time = self.trajectory.end_time();
         loop {
             let next_tick = self.tick_time(self.ticks_done);
@@ -193,9 +206,9 @@ impl Simulation {
             let outcome = self.integrator.step(&mut self.plant, self.t, &self.y, boundary - self.t);
             match outcome.map_err(|error| self.integrator_error(error))? {
                 StepOutcome::Rejected => self.stats.rejected_steps += 1,
-                StepOutcome::Accepted { t, y, dt } => {
+                StepOutcome::Accepted { t, y, dt, dense } => {
                     let t = if (boundary - t).abs() < Self::TIME_EPS { boundary } else { t };
-                    return self.accept(t, y, dt);
+                    return self.accept(t, y, dt, dense);
                 }
             }
         }
@@ -208,39 +221,89 @@ impl Simulation {
         }
     }
 
-    fn accept(&mut self, t: f64, y: PlantState, dt: f64) -> Result<Frame, SimError> {
+    /// Takes an accepted step: the statistics count the state at its end over its length.
+    fn accept(&mut self, t: f64, y: PlantState, dt: f64, dense: DenseOutput<6>) -> Result<(), SimError> {
         if !y.iter().all(|value| value.is_finite()) {
             return Err(SimError::NonFinite { t });
         }
         self.t = t;
         self.y = y;
-        let motion = *self.plant.accept(&y);
-        let reference = self.sampler.sample(&self.trajectory, t);
-        let frame = Frame {
-            t,
-            x: motion.p,
-            x_dot: motion.p_dot,
-            theta: motion.theta,
-            theta_dot: motion.theta_dot,
-            tau: self.plant.torque(),
-            x_ref: reference.x,
-            xd_ref: reference.xd,
-        };
-        let error_m = (frame.x - frame.x_ref).norm();
+        self.last_step = Some(dense);
+        let p = self.plant.accept(&y).p;
+        self.reference = self.sampler.sample(&self.trajectory, t);
+        let error_m = (p - self.reference.x).norm();
         let stats = &mut self.stats;
         stats.steps += 1;
-        stats.frames += 1;
         stats.sim_time_s = t - self.trajectory.start_time();
         stats.squared_error_integral += error_m * error_m * dt;
         stats.max_error_m = stats.max_error_m.max(error_m);
-        stats.max_abs_tau = stats.max_abs_tau.sup(&frame.tau.abs());
+        stats.max_abs_tau = stats.max_abs_tau.sup(&self.plant.torque().abs());
         if !(error_m <= self.divergence_threshold_m) {
             return Err(SimError::Diverged { t, error_m, threshold_m: self.divergence_threshold_m });
         }
-        if t >= self.trajectory.end_time() {
-            self.finished = true;
+        Ok(())
+    }
+
+    /// The frame at the end of the last accepted step.
+    fn step_end_frame(&mut self) -> Frame {
+        self.stats.frames += 1;
+        frame(self.t, self.plant.motion(), self.plant.torque(), &self.reference)
+    }
+
+    /// The frame at `t` inside the last accepted step, from its dense output; the state at
+    /// the step's end is taken as it is.
+    fn interpolated_frame(&mut self, t: f64) -> Result<Frame, SimError> {
+        let step = match self.last_step {
+            Some(step) if (self.t - t).abs() >= Self::TIME_EPS => step,
+            _ => return Ok(self.step_end_frame()),
+        };
+        let y = step.at(t);
+        let (theta, theta_dot) = (y.fixed_rows::<3>(0).into_owned(), y.fixed_rows::<3>(3).into_owned());
+        let motion = self
+            .plant
+            .robot()
+            .motion_from_joints(&theta, &theta_dot, &self.plant.motion().p)
+            .map_err(|error| SimError::Model { t, error })?;
+        let reference = self.sampler.sample(&self.trajectory, t);
+        self.stats.frames += 1;
+        Ok(frame(t, &motion, self.plant.torque(), &reference))
+    }
+
+    fn at_end(&self) -> bool {
+        self.t >= self.trajectory.end_time()
+    }
+
+    /// Steps until the next frame is due and returns it, or `None` at the end of the run.
+    fn next_frame(&mut self) -> Result<Option<Frame>, SimError> {
+        let Some(period) = self.frame_period else {
+            self.advance()?;
+            return Ok(Some(self.step_end_frame()));
+        };
+        let frame_time = self.trajectory.start_time() + (self.stats.frames + 1) as f64 * period;
+        if frame_time > self.trajectory.end_time() + Self::TIME_EPS {
+            // No grid point is left; the statistics still cover the whole trajectory.
+            while !self.at_end() {
+                self.advance()?;
+            }
+            return Ok(None);
         }
-        Ok(frame)
+        while self.t < frame_time - Self::TIME_EPS {
+            self.advance()?;
+        }
+        self.interpolated_frame(frame_time).map(Some)
+    }
+}
+
+fn frame(t: f64, motion: &ArmMotion, tau: Vec3, reference: &Reference) -> Frame {
+    Frame {
+        t,
+        x: motion.p,
+        x_dot: motion.p_dot,
+        theta: motion.theta,
+        theta_dot: motion.theta_dot,
+        tau,
+        x_ref: reference.x,
+        xd_ref: reference.xd,
     }
 }
 
@@ -256,10 +319,8 @@ impl Iterator for Simulation {
             self.finished = true;
             return None;
         }
-        let result = self.advance();
-        if result.is_err() {
-            self.finished = true;
-        }
-        Some(result)
+        let result = self.next_frame();
+        self.finished = !matches!(result, Ok(Some(_))) || self.at_end() && self.frame_period.is_none();
+        result.transpose()
     }
 }

@@ -57,10 +57,38 @@ pub trait OdeSystem<const N: usize> {
 /// What one attempted step did.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum StepOutcome<const N: usize> {
-    /// The step was within tolerance: the state at `t` = start + `dt`.
-    Accepted { t: f64, y: SVector<f64, N>, dt: f64 },
+    /// The step was within tolerance: the state at `t` = start + `dt`, and the solution across
+    /// the step.
+    Accepted { t: f64, y: SVector<f64, N>, dt: f64, dense: DenseOutput<N> },
     /// The error estimate was too large; the next attempt uses a smaller step.
     Rejected,
+}
+
+/// The solution inside one accepted step: the cubic Hermite interpolant through both ends'
+/// states and derivatives, Bogacki-Shampine's third-order continuous extension (S1).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DenseOutput<const N: usize> {
+    /// Start of the step [s].
+    pub t0: f64,
+    /// Length of the step [s].
+    pub h: f64,
+    y0: SVector<f64, N>,
+    y1: SVector<f64, N>,
+    f0: SVector<f64, N>,
+    f1: SVector<f64, N>,
+}
+
+impl<const N: usize> DenseOutput<N> {
+    /// The state at `t` in [t0, t0 + h]: with s = (t - t0) / h,
+    /// y = (2s^3 - 3s^2 + 1) y0 + (s^3 - 2s^2 + s) h f0 + (3s^2 - 2s^3) y1 + (s^3 - s^2) h f1.
+    pub fn at(&self, t: f64) -> SVector<f64, N> {
+        let s = (t - self.t0) / self.h;
+        let (s2, s3) = (s * s, s * s * s);
+        self.y0 * (2.0 * s3 - 3.0 * s2 + 1.0)
+            + self.f0 * ((s3 - 2.0 * s2 + s) * self.h)
+            + self.y1 * (3.0 * s2 - 2.0 * s3)
+            + self.f1 * ((s3 - s2) * self.h)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -118,7 +146,7 @@ impl<const N: usize> BogackiShampine<N> {
         let error = (k1 * (-5.0 / 72.0) + k2 * (1.0 / 12.0) + k3 * (1.0 / 9.0) - k4 * 0.125) * h;
         let error_ratio = self.error_ratio(&error, y, &y_next);
         let factor = if error_ratio > 0.0 {
-            (Self::SAFETY * error_ratio.powf(-1.0 / 3.0)).clamp(Self::MIN_FACTOR, Self::MAX_FACTOR)
+            (Self::SAFETY / error_ratio.cbrt()).clamp(Self::MIN_FACTOR, Self::MAX_FACTOR)
         } else {
             Self::MAX_FACTOR
         };
@@ -128,7 +156,8 @@ impl<const N: usize> BogackiShampine<N> {
             self.dt =
                 if limited { self.dt.max(proposal) } else { proposal }.clamp(self.config.dt_min, self.config.dt_max);
             self.first_stage = Some(k4);
-            return Ok(StepOutcome::Accepted { t: t + h, y: y_next, dt: h });
+            let dense = DenseOutput { t0: t, h, y0: *y, y1: y_next, f0: k1, f1: k4 };
+            return Ok(StepOutcome::Accepted { t: t + h, y: y_next, dt: h, dense });
         }
         self.first_stage = Some(k1);
         if h <= self.config.dt_min {

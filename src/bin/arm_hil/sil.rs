@@ -38,6 +38,10 @@ pub(crate) struct SilArgs {
     /// Draw tracking error and joint torques over time as SVG
     #[arg(long, value_name = "OUT.svg")]
     plot: Option<PathBuf>,
+    /// Frames on a uniform time grid of this rate, interpolated inside the integrator's steps
+    /// [default: one frame per accepted step, or the file's run.frame_rate_hz]
+    #[arg(long, value_name = "HZ")]
+    frame_rate: Option<f64>,
     /// Print the summary as one JSON object on standard output
     #[arg(long)]
     json: bool,
@@ -214,7 +218,11 @@ fn progress_bar(trajectory: &Trajectory) -> ProgressBar {
 }
 
 pub(crate) fn run(args: SilArgs) -> anyhow::Result<()> {
-    let config = load_config(args.config.as_deref())?;
+    let mut config = load_config(args.config.as_deref())?;
+    if let Some(rate_hz) = args.frame_rate {
+        config.run.frame_rate_hz = rate_hz;
+        config.validate().context("--frame-rate")?;
+    }
     let robot = Robot::new(config.robot.clone()).context("robot parameters")?;
     let trajectory = Arc::new(load_trajectory(args.trajectory.as_deref(), &robot)?);
     let mut frames_out = args.frames.as_deref().map(csv_writer).transpose()?;
