@@ -107,3 +107,49 @@ fn the_sil_section_names_are_the_configuration_keys() {
     expected.sort_unstable();
     assert_eq!(keys, expected);
 }
+
+#[test]
+fn sweep_prints_cases_and_spreads_as_json_and_draws_the_distribution() {
+    let dir = scratch_dir("sweep");
+    let svg = dir.join("sweep.svg");
+    let output = arm_hil(&["sweep", "--seeds", "3", "--kp", "800,900", "--json", "--svg", svg.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["cases"].as_array().unwrap().len(), 6);
+    assert_eq!(report["failed"], 0);
+    let groups = report["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 2);
+    for key in ["mean", "p95", "worst"] {
+        assert!(groups[0]["rms_error_m"][key].as_f64().unwrap() < 1e-3, "{key} in {report}");
+    }
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
+}
+
+#[test]
+fn sil_frame_rate_gives_evenly_spaced_frames() {
+    let dir = scratch_dir("frame_rate");
+    let frames = dir.join("frames.csv");
+    let output = arm_hil(&["sil", "--json", "--frame-rate", "100", "--frames", frames.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let times: Vec<f64> = csv::Reader::from_path(&frames)
+        .unwrap()
+        .records()
+        .map(|record| record.unwrap()[0].parse().unwrap())
+        .collect();
+    assert!(times.len() > 900);
+    for (k, t) in times.iter().enumerate() {
+        assert!((t - (k + 1) as f64 / 100.0).abs() < 1e-9, "frame {k} at {t}");
+    }
+}
+
+#[test]
+fn trajectory_figure_eight_runs_in_sil() {
+    let dir = scratch_dir("eight");
+    let eight = dir.join("eight.csv");
+    let written = arm_hil(&["trajectory", "figure-eight", "-o", eight.to_str().unwrap()]);
+    assert!(written.status.success(), "{}", String::from_utf8_lossy(&written.stderr));
+    let output = arm_hil(&["sil", "--json", "--trajectory", eight.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(summary["rms_error_m"].as_f64().unwrap() < 1e-3, "{summary}");
+}

@@ -9,6 +9,7 @@ mod plot;
 mod serve;
 mod sil;
 mod stm32;
+mod sweep;
 mod trajectory;
 mod vr;
 
@@ -27,6 +28,8 @@ struct Cli {
 enum Command {
     /// Run the SIL simulator on a trajectory (default: the built-in arc) and print a summary.
     Sil(sil::SilArgs),
+    /// Run one trajectory over many sensor seeds and/or controller gains on every core.
+    Sweep(sweep::SweepArgs),
     /// Run the HIL loop at a fixed rate against the simulated plant or the reference rig.
     Hil(hil::HilArgs),
     /// Serve the port-5555 binary protocol to the lab's GUI clients.
@@ -50,6 +53,7 @@ fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let result = match Cli::parse().command {
         Command::Sil(args) => sil::run(args),
+        Command::Sweep(args) => sweep::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Hil(args) => hil::run(args),
         Command::Emulate(command) => emulate::run(command),
