@@ -1,6 +1,9 @@
 //! Port-5555 server figures: frames per second streamed to a local client for a long
 //! trajectory against the engine alone, and the server's peak memory for a 1 000 000-waypoint
-//! request. Runs `arm_hil serve` as a child process on a free loopback port.
+//! request. Runs `arm_hil serve` as a child process on a free loopback port, with the
+//! reference's fixed 50 us steps (examples/fixed_steps.yaml): 197 195 frames for the default
+//! arc, a stream long enough that per-request costs (validation, ideal torques) do not hide
+//! the streaming cost, as they would in the 10 000 frames of adaptive steps.
 //!
 //! Run with `cargo bench --bench legacy_bridge`.
 
@@ -16,6 +19,13 @@ use arm_hil::model::Robot;
 use arm_hil::protocol::legacy::{encode_request, Mode, Request, ResponseDecoder, ResponseItem};
 use arm_hil::sim::{SilConfig, Simulation};
 
+const FIXED_STEPS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/fixed_steps.yaml");
+
+fn fixed_steps() -> SilConfig {
+    let text = std::fs::read_to_string(FIXED_STEPS).expect("examples/fixed_steps.yaml");
+    SilConfig::from_yaml(&text).expect("a valid configuration")
+}
+
 struct Server {
     child: Child,
     address: String,
@@ -24,7 +34,7 @@ struct Server {
 impl Server {
     fn start() -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_arm_hil"))
-            .args(["serve", "--bind", "127.0.0.1:0"])
+            .args(["serve", "--bind", "127.0.0.1:0", "--config", FIXED_STEPS])
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
             .spawn()
@@ -88,7 +98,7 @@ fn engine_alone(waypoints: Vec<Waypoint>) -> (u64, f64) {
     let robot = Robot::default();
     let trajectory = Arc::new(Trajectory::with_robot_forearm(waypoints, &robot).expect("valid"));
     let started = Instant::now();
-    let simulation = Simulation::new(robot, trajectory, &SilConfig::default()).expect("valid run");
+    let simulation = Simulation::new(robot, trajectory, &fixed_steps()).expect("valid run");
     let frames = simulation.inspect(|frame| assert!(frame.is_ok(), "no divergence")).count() as u64;
     (frames, started.elapsed().as_secs_f64())
 }
@@ -103,7 +113,7 @@ fn main() {
     let (served_frames, served_s) = best(&|| stream(&server.address, long.clone()));
     let engine_rate = engine_frames as f64 / engine_s;
     let served_rate = served_frames as f64 / served_s;
-    println!("default arc, {engine_frames} frames, best of 5:");
+    println!("default arc at fixed 50 us steps, {engine_frames} frames, best of 5:");
     println!("  engine alone            {:>10.0} frames/s", engine_rate);
     println!(
         "  streamed over loopback  {:>10.0} frames/s ({:.1}% of the engine)",
