@@ -131,11 +131,8 @@ fn sil_frame_rate_gives_evenly_spaced_frames() {
     let frames = dir.join("frames.csv");
     let output = arm_hil(&["sil", "--json", "--frame-rate", "100", "--frames", frames.to_str().unwrap()]);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let times: Vec<f64> = csv::Reader::from_path(&frames)
-        .unwrap()
-        .records()
-        .map(|record| record.unwrap()[0].parse().unwrap())
-        .collect();
+    let times: Vec<f64> =
+        csv::Reader::from_path(&frames).unwrap().records().map(|record| record.unwrap()[0].parse().unwrap()).collect();
     assert!(times.len() > 900);
     for (k, t) in times.iter().enumerate() {
         assert!((t - (k + 1) as f64 / 100.0).abs() < 1e-9, "frame {k} at {t}");
