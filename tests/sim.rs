@@ -33,6 +33,16 @@ fn free_motion_energy_drift(robot: Robot, p: Vec3, p_dot: Vec3, duration: f64) -
     worst
 }
 
+/// The linear oscillator y'' = -y as a first-order system: y(t) = (cos t, -sin t) from (1, 0).
+struct Oscillator;
+
+impl OdeSystem<2> for Oscillator {
+    type Error = ();
+    fn derivative(&mut self, _t: f64, y: &nalgebra::Vector2<f64>) -> Result<nalgebra::Vector2<f64>, ()> {
+        Ok(nalgebra::Vector2::new(y[1], -y[0]))
+    }
+}
+
 fn default_arc(robot: &Robot) -> Arc<Trajectory> {
     let waypoints = ArcSpec::default().waypoints(&robot.elbow(), robot.params().l_arm).unwrap();
     Arc::new(Trajectory::with_robot_forearm(waypoints, robot).unwrap())
@@ -162,13 +172,6 @@ fn ideal_torques_reproduce_each_waypoints_acceleration() {
 
 #[test]
 fn the_integrator_meets_its_tolerance_on_a_linear_oscillator() {
-    struct Oscillator;
-    impl OdeSystem<2> for Oscillator {
-        type Error = ();
-        fn derivative(&mut self, _t: f64, y: &nalgebra::Vector2<f64>) -> Result<nalgebra::Vector2<f64>, ()> {
-            Ok(nalgebra::Vector2::new(y[1], -y[0]))
-        }
-    }
     let config = IntegratorConfig { rtol: 1e-10, atol: 1e-12, dt_max: 1e-2, ..IntegratorConfig::default() };
     let mut integrator = BogackiShampine::<2>::new(config);
     let (mut t, mut y) = (0.0, nalgebra::Vector2::new(1.0, 0.0));
@@ -185,13 +188,6 @@ fn the_integrator_meets_its_tolerance_on_a_linear_oscillator() {
 
 #[test]
 fn dense_output_is_third_order_inside_a_step() {
-    struct Oscillator;
-    impl OdeSystem<2> for Oscillator {
-        type Error = ();
-        fn derivative(&mut self, _t: f64, y: &nalgebra::Vector2<f64>) -> Result<nalgebra::Vector2<f64>, ()> {
-            Ok(nalgebra::Vector2::new(y[1], -y[0]))
-        }
-    }
     // One step of h from y(0) = (1, 0); the interpolant's worst error at the step's midpoint
     // falls like h^4 (locally third order), so halving h divides it by about 16.
     let midpoint_error = |h: f64| {
