@@ -27,9 +27,18 @@ fn apply_to(settings: &mut SilNodeSettings) -> impl FnMut(&str, &ParamValue) -> 
 #[test]
 fn sil_node_declares_every_setting_in_use_defaults_included() {
     let server = sil_node_server();
-    for name in ["publish_rate_hz", "real_time_factor", "loop", "controller.kp", "integrator.dt_max", "robot.elbow"] {
+    for name in [
+        "publish_rate_hz",
+        "real_time_factor",
+        "loop",
+        "controller.kp",
+        "integrator.dt_max",
+        "robot.elbow",
+        "run.frame_rate_hz",
+    ] {
         assert!(server.get(name).is_some(), "{name} is not declared");
     }
+    assert!(server.describe("run.frame_rate_hz").unwrap().description.contains("frame_rate_hz"));
     assert_eq!(server.get("controller.kp"), Some(&ParamValue::Double(900.0)));
     assert_eq!(server.get("robot.elbow"), Some(&ParamValue::DoubleArray(vec![0.35, 0.35, 0.0])));
     // What is declared reads back into the same configuration.

@@ -50,7 +50,7 @@ impl Default for SilNodeSettings {
 
 /// How `ros2 param` sees sil_node's parameters: the pacing and publishing settings apply at
 /// once; the simulation's sections and the start-up settings are read at start.
-pub const SIL_NODE_PARAMS: [ParamSpec; 11] = [
+pub const SIL_NODE_PARAMS: [ParamSpec; 12] = [
     ParamSpec::runtime(
         "real_time_factor",
         "simulated seconds per wall-clock second; 0 runs as fast as possible",
@@ -70,6 +70,10 @@ pub const SIL_NODE_PARAMS: [ParamSpec; 11] = [
     ParamSpec::read_only("estimator.", "Kalman filter and range-bias estimator (read at start; see examples/sil.yaml)"),
     ParamSpec::read_only("sensor.", "simulated angle sensor (read at start; see examples/sil.yaml)"),
     ParamSpec::read_only("integrator.", "adaptive Bogacki-Shampine integrator (read at start; see examples/sil.yaml)"),
+    ParamSpec::read_only(
+        "run.",
+        "frame cap, divergence threshold and the frames' uniform grid frame_rate_hz (read at start; see examples/sil.yaml)",
+    ),
 ];
 
 impl SilNodeSettings {
