@@ -62,7 +62,7 @@ fn whole_arc(c: &mut Criterion) {
     let config = SilConfig::default();
     let mut group = c.benchmark_group("whole run");
     group.sample_size(10);
-    group.bench_function("default 9.86 s arc, 10 095 steps", |b| {
+    group.bench_function("default 9.86 s arc", |b| {
         b.iter(|| {
             let simulation = Simulation::new(robot.clone(), trajectory.clone(), &config).expect("valid run");
             simulation.map(|frame| frame.map(|frame| frame.t)).last()

@@ -18,7 +18,9 @@ use crate::model::math::Vec3;
 use crate::model::{ModelError, Robot};
 use crate::protocol::rig::{encode_sensor_line, parse_step_command, LineSplitter, SensorLine};
 use crate::serial::pty::Pty;
-use crate::sim::{plant_state, BogackiShampine, OdeSystem, Plant, PlantState, SilConfig, SimulatedSensor, StepOutcome};
+use crate::sim::{
+    joint_state, plant_state, BogackiShampine, OdeSystem, Plant, PlantState, SilConfig, SimulatedSensor, StepOutcome,
+};
 
 /// Damping ratio of each motor's holding stiffness that the electrical damping gives.
 const DAMPING_RATIO: f64 = 0.7;
@@ -46,8 +48,7 @@ impl OdeSystem<6> for SteppedPlant {
     type Error = ModelError;
 
     fn derivative(&mut self, t: f64, y: &PlantState) -> Result<PlantState, ModelError> {
-        let theta = y.fixed_rows::<3>(0).into_owned();
-        let theta_dot = y.fixed_rows::<3>(3).into_owned();
+        let (theta, theta_dot) = joint_state(y);
         self.plant.set_torque(self.torque(t, &theta, &theta_dot));
         self.plant.derivative(t, y)
     }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use super::config::SilConfig;
 use super::integrator::{BogackiShampine, DenseOutput, IntegratorError, StepOutcome};
-use super::plant::{plant_state, Plant, PlantState};
+use super::plant::{joint_state, plant_state, Plant, PlantState};
 use super::sensor::SimulatedSensor;
 use crate::control::{Estimator, Reference, ReferenceSampler, TaskSpaceController, Trajectory};
 use crate::model::math::Vec3;
@@ -257,8 +257,7 @@ impl Simulation {
             Some(step) if (self.t - t).abs() >= Self::TIME_EPS => step,
             _ => return Ok(self.step_end_frame()),
         };
-        let y = step.at(t);
-        let (theta, theta_dot) = (y.fixed_rows::<3>(0).into_owned(), y.fixed_rows::<3>(3).into_owned());
+        let (theta, theta_dot) = joint_state(&step.at(t));
         let motion = self
             .plant
             .robot()

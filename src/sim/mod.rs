@@ -17,5 +17,5 @@ pub use config::{ConfigError, RunConfig, SilConfig};
 pub use engine::{Frame, RunStats, SimError, Simulation};
 pub use ideal::{IdealPoint, IdealTorques};
 pub use integrator::{BogackiShampine, DenseOutput, IntegratorConfig, IntegratorError, OdeSystem, StepOutcome};
-pub use plant::{plant_state, Plant, PlantState};
+pub use plant::{joint_state, plant_state, Plant, PlantState};
 pub use sensor::{SensorConfig, SimulatedSensor};

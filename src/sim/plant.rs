@@ -18,6 +18,11 @@ pub fn plant_state(theta: &Vec3, theta_dot: &Vec3) -> PlantState {
     y
 }
 
+/// Splits a plant state into joint angles [rad] and joint rates [rad/s].
+pub fn joint_state(y: &PlantState) -> (Vec3, Vec3) {
+    (y.fixed_rows::<3>(0).into_owned(), y.fixed_rows::<3>(3).into_owned())
+}
+
 /// The arm as an ODE system. Forward kinematics takes the root nearest the last accepted
 /// platform point, which keeps the assembly mode through the run.
 #[derive(Debug, Clone)]
@@ -108,8 +113,7 @@ impl OdeSystem<6> for Plant {
     /// At the accepted state (the first stage after a control tick changed the torque) the
     /// kept evaluation answers; anywhere else the dynamics are evaluated.
     fn derivative(&mut self, _t: f64, y: &PlantState) -> Result<PlantState, ModelError> {
-        let theta = y.fixed_rows::<3>(0).into_owned();
-        let theta_dot = y.fixed_rows::<3>(3).into_owned();
+        let (theta, theta_dot) = joint_state(y);
         if self.evaluations[self.accepted].is_at(&theta, &theta_dot) {
             self.last_evaluated = self.accepted;
         } else {

@@ -31,6 +31,17 @@ pub struct SweepCase {
     pub gains: Gains,
 }
 
+impl SweepCase {
+    /// `base` with this case's seed and gains.
+    pub fn config(&self, base: &SilConfig) -> SilConfig {
+        let mut config = base.clone();
+        config.sensor.seed = self.seed;
+        (config.controller.kp, config.controller.kd, config.controller.ki) =
+            (self.gains.kp, self.gains.kd, self.gains.ki);
+        config
+    }
+}
+
 /// What one run gave.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CaseResult {
@@ -72,10 +83,7 @@ pub fn sweep_cases(seeds: &[u64], kp: &[f64], kd: &[f64], ki: &[f64]) -> Vec<Swe
 /// Runs one case: `base` with the case's seed and gains, to the end of `trajectory` (which
 /// must have been validated against `robot`), frames dropped as they come.
 pub fn run_case(robot: &Robot, trajectory: &Arc<Trajectory>, base: &SilConfig, case: SweepCase) -> CaseResult {
-    let mut config = base.clone();
-    config.sensor.seed = case.seed;
-    (config.controller.kp, config.controller.kd, config.controller.ki) = (case.gains.kp, case.gains.kd, case.gains.ki);
-    let (stats, failure) = match Simulation::new(robot.clone(), trajectory.clone(), &config) {
+    let (stats, failure) = match Simulation::new(robot.clone(), trajectory.clone(), &case.config(base)) {
         Ok(mut simulation) => {
             let failure = simulation.by_ref().find_map(Result::err).map(|error| error.to_string());
             (simulation.stats().clone(), failure)

@@ -71,10 +71,7 @@ pub(crate) fn run(args: SweepArgs) -> anyhow::Result<()> {
         &or_configured(args.ki, config.controller.ki),
     );
     for case in &cases {
-        let mut case_config = config.clone();
-        (case_config.controller.kp, case_config.controller.kd, case_config.controller.ki) =
-            (case.gains.kp, case.gains.kd, case.gains.ki);
-        case_config.controller.validate().map_err(anyhow::Error::msg).context("--kp/--kd/--ki")?;
+        case.config(&config).controller.validate().map_err(anyhow::Error::msg).context("--kp/--kd/--ki")?;
     }
 
     let progress = if std::io::stderr().is_terminal() {
@@ -91,16 +88,17 @@ pub(crate) fn run(args: SweepArgs) -> anyhow::Result<()> {
 
     let groups = summarise(&results);
     let failed = results.iter().filter(|result| result.failure.is_some()).count();
-    for result in results.iter().filter(|result| result.failure.is_some()) {
-        let case = &result.case;
-        log::error!(
-            "seed {} with kp {}, kd {}, ki {} stopped early: {}",
-            case.seed,
-            case.gains.kp,
-            case.gains.kd,
-            case.gains.ki,
-            result.failure.as_deref().unwrap_or_default()
-        );
+    for result in &results {
+        if let Some(failure) = &result.failure {
+            let (case, gains) = (&result.case, &result.case.gains);
+            log::error!(
+                "seed {} with kp {}, kd {}, ki {} stopped early: {failure}",
+                case.seed,
+                gains.kp,
+                gains.kd,
+                gains.ki
+            );
+        }
     }
     if let Some(path) = &args.svg {
         draw_distribution(path, &results).with_context(|| format!("cannot draw {}", path.display()))?;
