@@ -3,7 +3,8 @@
 //!
 //! Modules are listed in layer order; each uses only the ones above it (DESIGN.md §1):
 //! the robot, control, the SIL engine, the HIL loop, sans-IO codecs, then I/O (serial ports,
-//! drivers, TCP bridges), device emulators, and the ROS nodes' logic (without ROS).
+//! drivers, TCP bridges), device emulators, the ROS nodes' logic (without ROS), and their topics
+//! written to rosbag2 bags (without ROS).
 
 pub mod model;
 pub mod control;
@@ -15,5 +16,6 @@ pub mod drivers;
 pub mod bridge;
 pub mod emulate;
 pub mod nodes;
+pub mod bag;
 #[cfg(feature = "ros")]
 pub mod ros;

@@ -7,81 +7,33 @@ use arm_hil::control::arc::ArcSpec;
 use arm_hil::model::math::Vec3;
 use arm_hil::model::Robot;
 use arm_hil::nodes::joints::{arm_joint_state, JOINT_NAMES};
+use arm_hil::nodes::robot_state::{JointKind, Urdf, ARM_URDF};
 use arm_hil::sim::Frame;
-use nalgebra::{Isometry3, Rotation3, Translation3, UnitQuaternion};
+use nalgebra::Isometry3;
 
-struct Joint {
-    kind: String,
-    parent: String,
-    child: String,
-    origin: Isometry3<f64>,
-    axis: Vec3,
-}
-
-fn numbers(text: Option<&str>) -> Vec3 {
-    let values: Vec<f64> = text.unwrap_or("0 0 0").split_whitespace().map(|v| v.parse().unwrap()).collect();
-    Vec3::new(values[0], values[1], values[2])
-}
-
-fn load() -> (Vec<String>, HashMap<String, Joint>) {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/urdf/arm_hil.urdf")).unwrap();
-    let document = roxmltree::Document::parse(&text).unwrap();
-    let links = document
-        .descendants()
-        .filter(|n| n.has_tag_name("link"))
-        .map(|n| n.attribute("name").unwrap().to_owned())
-        .collect();
-    let mut joints = HashMap::new();
-    for node in document.descendants().filter(|n| n.has_tag_name("joint")) {
-        let child = |tag: &str| node.children().find(|c| c.has_tag_name(tag));
-        let origin = child("origin");
-        let xyz = numbers(origin.and_then(|o| o.attribute("xyz")));
-        let rpy = numbers(origin.and_then(|o| o.attribute("rpy")));
-        let rotation = UnitQuaternion::from_euler_angles(rpy.x, rpy.y, rpy.z);
-        joints.insert(
-            node.attribute("name").unwrap().to_owned(),
-            Joint {
-                kind: node.attribute("type").unwrap().to_owned(),
-                parent: child("parent").unwrap().attribute("link").unwrap().to_owned(),
-                child: child("child").unwrap().attribute("link").unwrap().to_owned(),
-                origin: Isometry3::from_parts(Translation3::from(xyz), rotation),
-                axis: numbers(child("axis").and_then(|a| a.attribute("xyz"))),
-            },
-        );
-    }
-    (links, joints)
+fn load() -> Urdf {
+    Urdf::parse(ARM_URDF).unwrap()
 }
 
 /// Pose of `link` in base_link, walking the URDF's chain with the given joint positions.
-fn pose(link: &str, joints: &HashMap<String, Joint>, positions: &HashMap<&str, f64>) -> Isometry3<f64> {
+fn pose(link: &str, urdf: &Urdf, positions: &HashMap<&str, f64>) -> Isometry3<f64> {
     if link == "base_link" {
         return Isometry3::identity();
     }
-    let (name, joint) = joints.iter().find(|(_, joint)| joint.child == link).unwrap();
-    let q = positions.get(name.as_str()).copied().unwrap_or(0.0);
-    let motion = match joint.kind.as_str() {
-        "continuous" | "revolute" => Isometry3::from_parts(
-            Translation3::identity(),
-            UnitQuaternion::from_rotation_matrix(&Rotation3::from_axis_angle(
-                &nalgebra::Unit::new_normalize(joint.axis),
-                q,
-            )),
-        ),
-        "prismatic" => Isometry3::translation(joint.axis.x * q, joint.axis.y * q, joint.axis.z * q),
-        _ => Isometry3::identity(),
-    };
-    pose(&joint.parent, joints, positions) * joint.origin * motion
+    let joint = urdf.joints.iter().find(|joint| joint.child == link).unwrap();
+    let q = positions.get(joint.name.as_str()).copied().unwrap_or(0.0);
+    pose(&joint.parent, urdf, positions) * joint.transform(q)
 }
 
 #[test]
 fn every_joint_refers_to_existing_links_and_every_published_joint_exists() {
-    let (links, joints) = load();
-    for (name, joint) in &joints {
-        assert!(links.contains(&joint.parent) && links.contains(&joint.child), "joint {name}");
+    let urdf = load();
+    for joint in &urdf.joints {
+        assert!(urdf.links.contains(&joint.parent) && urdf.links.contains(&joint.child), "joint {}", joint.name);
     }
     for name in JOINT_NAMES {
         assert!(
-            joints.get(name).is_some_and(|joint| joint.kind != "fixed"),
+            urdf.joint(name).is_some_and(|joint| joint.kind != JointKind::Fixed),
             "{name} is not a moving joint of the URDF"
         );
     }
@@ -89,7 +41,7 @@ fn every_joint_refers_to_existing_links_and_every_published_joint_exists() {
 
 #[test]
 fn the_urdf_chains_reproduce_the_model_along_the_default_arc() {
-    let (_, joints) = load();
+    let joints = load();
     let robot = Robot::default();
     let elbow = robot.elbow();
     let arc = ArcSpec::default().waypoints(&elbow, robot.params().l_arm).unwrap();

@@ -11,6 +11,7 @@ pub mod link_health;
 pub mod messages;
 pub mod param_server;
 pub mod params;
+pub mod robot_state;
 pub mod sil;
 pub mod stm32;
 pub mod vr;

@@ -1,0 +1,255 @@
+//! The arm's topics in a bag, as sil_node, hil_node and legacy_bridge publish them, plus what
+//! robot_state_publisher would add on replay: /robot_description and /tf_static (latched) and
+//! /tf for every moving joint, so rviz shows the arm from the bag alone.
+
+use super::msgs::{
+    Clock, DiagnosticArray, DiagnosticStatus, Header, JointState, JointTrajectory, JointTrajectoryPoint, KeyValue,
+    Path, PointStamped, Pose, PoseStamped, Quaternion, StringMsg, TfMessage, Time, Transform, TransformStamped, Twist,
+    TwistStamped, Vector3, Vector3Stamped,
+};
+use super::writer::{BagError, BagWriter, Topic};
+use super::{Durability, Qos};
+use crate::control::Trajectory;
+use crate::model::math::{direction_or_zero, Vec3};
+use crate::nodes::diagnostics::Status;
+use crate::nodes::joints::{JointStateData, JOINT_NAMES};
+use crate::nodes::robot_state::{JointKind, Urdf, UrdfError, UrdfJoint, ARM_URDF};
+use crate::sim::{Frame, IdealPoint};
+
+/// tf2's QoS for /tf: keep last 100, volatile.
+const TF_QOS: Qos = Qos { depth: 100, durability: Durability::Volatile };
+
+/// Why the arm's topics could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum ArmRecordingError {
+    #[error(transparent)]
+    Bag(#[from] BagError),
+    #[error("urdf/arm_hil.urdf")]
+    Urdf(#[from] UrdfError),
+}
+
+/// Which of the arm topics beyond /joint_states, /tf and the end effector a node publishes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ArmTopics {
+    /// `~/reference`.
+    pub reference: bool,
+    /// `~/current_direction`, `~/desired_direction`, `~/reference_path` and `~/ideal` (sil_node).
+    pub run_outputs: bool,
+    /// `/clock` from the bag's time axis (simulated time).
+    pub clock: bool,
+}
+
+struct RunTopics {
+    current_direction: Topic<Vector3Stamped>,
+    desired_direction: Topic<Vector3Stamped>,
+    reference_path: Topic<Path>,
+    ideal: Topic<JointTrajectory>,
+}
+
+/// The arm's topics of one node in one bag.
+pub struct ArmRecording {
+    frame_id: String,
+    joint_states: Topic<JointState>,
+    tf: Topic<TfMessage>,
+    end_effector: Topic<PointStamped>,
+    end_effector_twist: Topic<TwistStamped>,
+    reference: Option<Topic<PointStamped>>,
+    run: Option<RunTopics>,
+    clock: Option<Topic<Clock>>,
+    diagnostics: Topic<DiagnosticArray>,
+    /// The moving joints, each with its index in [`JOINT_NAMES`].
+    moving: Vec<(usize, UrdfJoint)>,
+    joint_state: JointState,
+    transforms: TfMessage,
+}
+
+/// A stamp at `time_ns`.
+fn header(time_ns: u64, frame_id: &str) -> Header {
+    Header { stamp: Time::from_nanos(time_ns), frame_id: frame_id.to_owned() }
+}
+
+fn transform(pose: &nalgebra::Isometry3<f64>) -> Transform {
+    let q = pose.rotation.quaternion();
+    Transform {
+        translation: Vector3::from(&pose.translation.vector),
+        rotation: Quaternion { x: q.i, y: q.j, z: q.k, w: q.w },
+    }
+}
+
+impl ArmRecording {
+    /// Adds the topics of node `node` (its `~/` names) to `bag`, and writes /robot_description
+    /// and /tf_static at `start_ns`. Points are in `frame_id`.
+    pub fn new(
+        bag: &mut BagWriter,
+        node: &str,
+        frame_id: &str,
+        topics: ArmTopics,
+        start_ns: u64,
+    ) -> Result<ArmRecording, ArmRecordingError> {
+        let private = |name: &str| format!("/{node}/{name}");
+        let urdf = Urdf::parse(ARM_URDF)?;
+        let moving = JOINT_NAMES
+            .iter()
+            .enumerate()
+            .filter_map(|(index, name)| urdf.joint(name).map(|joint| (index, joint.clone())))
+            .collect();
+        let description = bag.topic::<StringMsg>("/robot_description", Qos::LATCHED)?;
+        bag.write(description, start_ns, &StringMsg { data: ARM_URDF.to_owned() })?;
+        let tf_static = bag.topic::<TfMessage>("/tf_static", Qos::LATCHED)?;
+        let fixed = urdf
+            .joints
+            .iter()
+            .filter(|joint| joint.kind == JointKind::Fixed)
+            .map(|joint| TransformStamped {
+                header: header(start_ns, &joint.parent),
+                child_frame_id: joint.child.clone(),
+                transform: transform(&joint.transform(0.0)),
+            })
+            .collect();
+        bag.write(tf_static, start_ns, &TfMessage { transforms: fixed })?;
+        let run = match topics.run_outputs {
+            true => Some(RunTopics {
+                current_direction: bag.topic(&private("current_direction"), Qos::STREAM)?,
+                desired_direction: bag.topic(&private("desired_direction"), Qos::STREAM)?,
+                reference_path: bag.topic(&private("reference_path"), Qos::LATCHED)?,
+                ideal: bag.topic(&private("ideal"), Qos::LATCHED)?,
+            }),
+            false => None,
+        };
+        Ok(ArmRecording {
+            frame_id: frame_id.to_owned(),
+            joint_states: bag.topic("/joint_states", Qos::STREAM)?,
+            tf: bag.topic("/tf", TF_QOS)?,
+            end_effector: bag.topic(&private("end_effector"), Qos::STREAM)?,
+            end_effector_twist: bag.topic(&private("end_effector_twist"), Qos::STREAM)?,
+            reference: topics.reference.then(|| bag.topic(&private("reference"), Qos::STREAM)).transpose()?,
+            run,
+            clock: topics.clock.then(|| bag.topic("/clock", Qos { depth: 1, ..Qos::STREAM })).transpose()?,
+            diagnostics: bag.topic("/diagnostics", Qos::STREAM)?,
+            moving,
+            joint_state: JointState {
+                header: Header::default(),
+                name: JOINT_NAMES.iter().map(|name| (*name).to_owned()).collect(),
+                position: Vec::with_capacity(JOINT_NAMES.len()),
+                velocity: Vec::with_capacity(JOINT_NAMES.len()),
+                effort: Vec::with_capacity(JOINT_NAMES.len()),
+            },
+            transforms: TfMessage { transforms: Vec::new() },
+        })
+    }
+
+    /// One published sample at `time_ns`: joint states, their transforms, the end effector
+    /// (and the reference, directions and clock where the node publishes them).
+    pub fn sample(
+        &mut self,
+        bag: &mut BagWriter,
+        time_ns: u64,
+        frame: &Frame,
+        joints: &JointStateData,
+    ) -> Result<(), BagError> {
+        let stamp = Time::from_nanos(time_ns);
+        let point = |v: &Vec3| PointStamped { header: header(time_ns, &self.frame_id), point: Vector3::from(v) };
+        let state = &mut self.joint_state;
+        state.header.stamp = stamp;
+        for (field, values) in [
+            (&mut state.position, &joints.position),
+            (&mut state.velocity, &joints.velocity),
+            (&mut state.effort, &joints.effort),
+        ] {
+            field.clear();
+            field.extend_from_slice(values);
+        }
+        bag.write(self.joint_states, time_ns, &self.joint_state)?;
+
+        self.transforms.transforms.resize_with(self.moving.len(), || TransformStamped {
+            header: Header::default(),
+            child_frame_id: String::new(),
+            transform: Transform { translation: Vector3::default(), rotation: Quaternion::IDENTITY },
+        });
+        for ((index, joint), message) in self.moving.iter().zip(&mut self.transforms.transforms) {
+            if message.child_frame_id.is_empty() {
+                message.header.frame_id.clone_from(&joint.parent);
+                message.child_frame_id.clone_from(&joint.child);
+            }
+            message.header.stamp = stamp;
+            message.transform = transform(&joint.transform(joints.position[*index]));
+        }
+        bag.write(self.tf, time_ns, &self.transforms)?;
+
+        bag.write(self.end_effector, time_ns, &point(&frame.x))?;
+        let twist = Twist { linear: Vector3::from(&frame.x_dot), angular: Vector3::default() };
+        bag.write(self.end_effector_twist, time_ns, &TwistStamped { header: header(time_ns, &self.frame_id), twist })?;
+        if let Some(reference) = self.reference {
+            bag.write(reference, time_ns, &point(&frame.x_ref))?;
+        }
+        if let Some(run) = &self.run {
+            let direction = |v: &Vec3| Vector3Stamped {
+                header: header(time_ns, &self.frame_id),
+                vector: Vector3::from(&direction_or_zero(v)),
+            };
+            bag.write(run.current_direction, time_ns, &direction(&frame.x_dot))?;
+            bag.write(run.desired_direction, time_ns, &direction(&frame.xd_ref))?;
+        }
+        if let Some(clock) = self.clock {
+            bag.write(clock, time_ns, &Clock { clock: stamp })?;
+        }
+        Ok(())
+    }
+
+    /// A run begins at `time_ns`: its reference path and ideal joint trajectory (sil_node's
+    /// latched `~/reference_path` and `~/ideal`).
+    pub fn run_started(
+        &mut self,
+        bag: &mut BagWriter,
+        time_ns: u64,
+        trajectory: &Trajectory,
+        ideal: &[IdealPoint],
+    ) -> Result<(), BagError> {
+        let Some(run) = &self.run else { return Ok(()) };
+        let poses = trajectory
+            .waypoints()
+            .iter()
+            .map(|w| PoseStamped {
+                header: header(time_ns, &self.frame_id),
+                pose: Pose { position: Vector3::from(&w.x), orientation: Quaternion::IDENTITY },
+            })
+            .collect();
+        bag.write(run.reference_path, time_ns, &Path { header: header(time_ns, &self.frame_id), poses })?;
+        let t0 = trajectory.start_time();
+        let points = ideal
+            .iter()
+            .map(|p| JointTrajectoryPoint {
+                positions: p.theta.as_slice().to_vec(),
+                velocities: p.theta_dot.as_slice().to_vec(),
+                accelerations: Vec::new(),
+                effort: p.tau.as_slice().to_vec(),
+                time_from_start: super::msgs::Duration::from_secs_f64(p.t - t0),
+            })
+            .collect();
+        let joint_names = JOINT_NAMES[..3].iter().map(|name| (*name).to_owned()).collect();
+        bag.write(run.ideal, time_ns, &JointTrajectory { header: header(time_ns, &self.frame_id), joint_names, points })
+    }
+
+    /// The node's status on /diagnostics at `time_ns`.
+    pub fn status(&mut self, bag: &mut BagWriter, time_ns: u64, status: &Status) -> Result<(), BagError> {
+        bag.write(self.diagnostics, time_ns, &diagnostic_array(time_ns, status))
+    }
+}
+
+/// A /diagnostics message holding `status`.
+pub fn diagnostic_array(time_ns: u64, status: &Status) -> DiagnosticArray {
+    DiagnosticArray {
+        header: header(time_ns, ""),
+        status: vec![DiagnosticStatus {
+            level: status.level as u8,
+            name: status.name.clone(),
+            message: status.message.clone(),
+            hardware_id: status.hardware_id.clone(),
+            values: status
+                .values
+                .iter()
+                .map(|(key, value)| KeyValue { key: key.clone(), value: value.clone() })
+                .collect(),
+        }],
+    }
+}

@@ -1,0 +1,20 @@
+//! Recordings without ROS that ROS replays: rosbag2 directories (metadata.yaml and one MCAP
+//! file of CDR messages) holding the topics the nodes publish, with the names, types and
+//! stamps they publish them with, so `ros2 bag play` replays a command-line run as if the
+//! node had been recorded.
+//!
+//! [`msgs`] and [`cdr`] are the messages and their wire form, [`writer`] the container,
+//! [`recorder`] the background thread a run records through, [`arm`] the arm's topics, and
+//! [`info`] reads a bag back for `arm_hil bag info`.
+
+pub mod arm;
+pub mod cdr;
+pub mod info;
+pub mod metadata;
+pub mod msgs;
+pub mod recorder;
+pub mod writer;
+
+pub use metadata::{Durability, Qos};
+pub use recorder::Recorder;
+pub use writer::{BagError, BagStats, BagWriter, Topic};

@@ -1,0 +1,277 @@
+//! A rosbag2 directory being written: one MCAP file (ros2 profile, ros2msg schemas, CDR
+//! messages, uncompressed chunks as `ros2 bag record` writes by default) and metadata.yaml.
+//!
+//! Memory stays flat: messages go out a chunk at a time. metadata.yaml is written when the bag
+//! opens (every topic, no messages yet) and again when it is finished, with the counts.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
+
+use super::cdr::{encode_into, CdrError};
+use super::metadata::{
+    FileInformation, Metadata, MetadataFile, Nanoseconds, Qos, SinceEpoch, TopicMetadata, TopicWithCount,
+};
+use super::msgs::RosMessage;
+
+/// Chunk size rosbag2's MCAP storage uses by default [bytes].
+const CHUNK_SIZE: u64 = 768 * 1024;
+
+/// Why a bag could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum BagError {
+    #[error("{} already exists (a bag is never overwritten)", path.display())]
+    Exists { path: PathBuf },
+    #[error("cannot write {}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("cannot write the MCAP file {}", path.display())]
+    Mcap { path: PathBuf, source: mcap::McapError },
+    #[error("cannot write metadata.yaml in {}", path.display())]
+    Metadata { path: PathBuf, source: serde_norway::Error },
+    #[error("the bag thread panicked")]
+    Panicked,
+    #[error("topic {topic}")]
+    Encode { topic: String, source: CdrError },
+}
+
+/// A topic of a bag, typed by its message.
+#[derive(Debug)]
+pub struct Topic<M> {
+    index: usize,
+    channel: u16,
+    message: PhantomData<fn(&M)>,
+}
+
+impl<M> Clone for Topic<M> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<M> Copy for Topic<M> {}
+
+#[derive(Debug)]
+struct TopicEntry {
+    name: String,
+    type_name: &'static str,
+    type_hash: &'static str,
+    qos: Qos,
+    count: u64,
+}
+
+/// What a finished bag holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BagStats {
+    pub dir: PathBuf,
+    pub messages: u64,
+    /// First and last message time [ns], when there were messages.
+    pub span_ns: Option<(u64, u64)>,
+}
+
+/// An open bag. Finish it with [`BagWriter::finish`]; dropping it finishes it too, logging
+/// what went wrong.
+pub struct BagWriter {
+    dir: PathBuf,
+    file_name: String,
+    mcap: Option<mcap::Writer<BufWriter<File>>>,
+    schemas: BTreeMap<&'static str, u16>,
+    topics: Vec<TopicEntry>,
+    scratch: Vec<u8>,
+    span_ns: Option<(u64, u64)>,
+}
+
+impl std::fmt::Debug for BagWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BagWriter").field("dir", &self.dir).field("topics", &self.topics).finish_non_exhaustive()
+    }
+}
+
+impl BagWriter {
+    /// Creates the bag directory `dir` (its parent must exist) and its MCAP file
+    /// `<dir name>_0.mcap`, as `ros2 bag record -o dir` does.
+    pub fn create(dir: &Path) -> Result<BagWriter, BagError> {
+        if dir.exists() {
+            return Err(BagError::Exists { path: dir.to_owned() });
+        }
+        let io = |source| BagError::Io { path: dir.to_owned(), source };
+        std::fs::create_dir(dir).map_err(io)?;
+        let stem = dir.file_name().map_or_else(|| "bag".into(), |name| name.to_string_lossy().into_owned());
+        let file_name = format!("{stem}_0.mcap");
+        let path = dir.join(&file_name);
+        let file = File::create(&path).map_err(|source| BagError::Io { path: path.clone(), source })?;
+        let mcap = mcap::WriteOptions::new()
+            .profile("ros2")
+            .library(concat!("arm_hil ", env!("CARGO_PKG_VERSION")))
+            .compression(None)
+            .chunk_size(Some(CHUNK_SIZE))
+            .create(BufWriter::new(file))
+            .map_err(|source| BagError::Mcap { path, source })?;
+        let bag = BagWriter {
+            dir: dir.to_owned(),
+            file_name,
+            mcap: Some(mcap),
+            schemas: BTreeMap::new(),
+            topics: Vec::new(),
+            scratch: Vec::with_capacity(4096),
+            span_ns: None,
+        };
+        bag.write_metadata()?;
+        Ok(bag)
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn mcap_error(&self, source: mcap::McapError) -> BagError {
+        BagError::Mcap { path: self.dir.join(&self.file_name), source }
+    }
+
+    fn mcap(&mut self) -> Result<&mut mcap::Writer<BufWriter<File>>, BagError> {
+        let path = self.dir.join(&self.file_name);
+        self.mcap.as_mut().ok_or(BagError::Mcap { path, source: mcap::McapError::UnexpectedEof })
+    }
+
+    /// Adds a topic of message type `M` offered with `qos`; metadata.yaml lists it at once.
+    pub fn topic<M: RosMessage>(&mut self, name: &str, qos: Qos) -> Result<Topic<M>, BagError> {
+        let def = M::DEF;
+        let schema = match self.schemas.get(def.name) {
+            Some(&id) => id,
+            None => {
+                let id = self.mcap()?.add_schema(def.name, "ros2msg", def.schema().as_bytes());
+                let id = id.map_err(|source| self.mcap_error(source))?;
+                self.schemas.insert(def.name, id);
+                id
+            }
+        };
+        let qos_text = serde_norway::to_string(&qos.profiles())
+            .map_err(|source| BagError::Metadata { path: self.dir.clone(), source })?;
+        let metadata = BTreeMap::from([
+            ("offered_qos_profiles".to_owned(), qos_text.trim_end().to_owned()),
+            ("topic_type_hash".to_owned(), M::TYPE_HASH.to_owned()),
+        ]);
+        let channel = self.mcap()?.add_channel(schema, name, "cdr", &metadata);
+        let channel = channel.map_err(|source| self.mcap_error(source))?;
+        self.topics.push(TopicEntry {
+            name: name.to_owned(),
+            type_name: def.name,
+            type_hash: M::TYPE_HASH,
+            qos,
+            count: 0,
+        });
+        self.write_metadata()?;
+        Ok(Topic { index: self.topics.len() - 1, channel, message: PhantomData })
+    }
+
+    /// Writes `message` on `topic`, received at `time_ns` (the bag's time axis, which replay
+    /// follows: simulated or wall-clock nanoseconds).
+    pub fn write<M: RosMessage>(&mut self, topic: Topic<M>, time_ns: u64, message: &M) -> Result<(), BagError> {
+        let entry = &mut self.topics[topic.index];
+        encode_into(message, &mut self.scratch)
+            .map_err(|source| BagError::Encode { topic: entry.name.clone(), source })?;
+        let header = mcap::records::MessageHeader {
+            channel_id: topic.channel,
+            sequence: entry.count as u32,
+            log_time: time_ns,
+            publish_time: time_ns,
+        };
+        entry.count += 1;
+        self.span_ns = Some(match self.span_ns {
+            None => (time_ns, time_ns),
+            Some((first, last)) => (first.min(time_ns), last.max(time_ns)),
+        });
+        let Some(mcap) = self.mcap.as_mut() else {
+            return Err(self.mcap_error(mcap::McapError::UnexpectedEof));
+        };
+        let written = mcap.write_to_known_channel(&header, &self.scratch);
+        written.map_err(|source| self.mcap_error(source))
+    }
+
+    fn metadata(&self) -> Metadata {
+        let (start, end) = self.span_ns.unwrap_or((0, 0));
+        let messages = self.topics.iter().map(|topic| topic.count).sum();
+        let topics = self
+            .topics
+            .iter()
+            .map(|topic| TopicWithCount {
+                topic_metadata: TopicMetadata {
+                    name: topic.name.clone(),
+                    type_name: topic.type_name.to_owned(),
+                    serialization_format: "cdr".into(),
+                    offered_qos_profiles: topic.qos.profiles(),
+                    type_description_hash: topic.type_hash.to_owned(),
+                },
+                message_count: topic.count,
+            })
+            .collect();
+        Metadata {
+            version: 9,
+            storage_identifier: "mcap".into(),
+            duration: Nanoseconds { nanoseconds: end - start },
+            starting_time: SinceEpoch { nanoseconds_since_epoch: start },
+            message_count: messages,
+            topics_with_message_count: topics,
+            compression_format: String::new(),
+            compression_mode: String::new(),
+            relative_file_paths: vec![self.file_name.clone()],
+            files: vec![FileInformation {
+                path: self.file_name.clone(),
+                starting_time: SinceEpoch { nanoseconds_since_epoch: start },
+                duration: Nanoseconds { nanoseconds: end - start },
+                message_count: messages,
+            }],
+            custom_data: None,
+            ros_distro: "jazzy".into(),
+        }
+    }
+
+    fn write_metadata(&self) -> Result<(), BagError> {
+        let path = self.dir.join("metadata.yaml");
+        let text = serde_norway::to_string(&MetadataFile { rosbag2_bagfile_information: self.metadata() })
+            .map_err(|source| BagError::Metadata { path: path.clone(), source })?;
+        // Written aside and renamed, so a reader never sees half a file.
+        let partial = self.dir.join(".metadata.yaml.partial");
+        std::fs::write(&partial, text).map_err(|source| BagError::Io { path: partial.clone(), source })?;
+        std::fs::rename(&partial, &path).map_err(|source| BagError::Io { path, source })
+    }
+
+    /// Ends the current chunk and brings metadata.yaml up to date, so that a process killed
+    /// after this leaves a bag with everything written so far (readers that scan the file,
+    /// `ros2 bag reindex`, and `arm_hil bag info`, take it without the MCAP summary).
+    pub fn checkpoint(&mut self) -> Result<(), BagError> {
+        let flushed = self.mcap()?.flush();
+        flushed.map_err(|source| self.mcap_error(source))?;
+        self.write_metadata()
+    }
+
+    /// Writes the last chunk, the MCAP summary and the final metadata.yaml.
+    pub fn finish(mut self) -> Result<BagStats, BagError> {
+        self.close()
+    }
+
+    fn close(&mut self) -> Result<BagStats, BagError> {
+        if let Some(mut mcap) = self.mcap.take() {
+            mcap.finish().map_err(|source| self.mcap_error(source))?;
+            let path = self.dir.join(&self.file_name);
+            mcap.into_inner().flush().map_err(|source| BagError::Io { path, source })?;
+            self.write_metadata()?;
+        }
+        Ok(BagStats {
+            dir: self.dir.clone(),
+            messages: self.topics.iter().map(|topic| topic.count).sum(),
+            span_ns: self.span_ns,
+        })
+    }
+}
+
+impl Drop for BagWriter {
+    fn drop(&mut self) {
+        if self.mcap.is_some() {
+            if let Err(error) = self.close() {
+                log::error!("bag {}: {error}", self.dir.display());
+            }
+        }
+    }
+}
