@@ -198,7 +198,7 @@ fn a_recorder_writes_every_event_from_another_thread() {
     let dir = tempdir();
     let mut bag = BagWriter::create(&dir.join("run")).unwrap();
     let topic = bag.topic::<Clock>("/clock", Qos::STREAM).unwrap();
-    let recorder = Recorder::spawn(bag, move |bag, time_ns: u64| {
+    let mut recorder = Recorder::spawn(bag, move |bag, time_ns: u64| {
         bag.write(topic, time_ns, &Clock { clock: Time::from_nanos(time_ns) })
     })
     .unwrap();

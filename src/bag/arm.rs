@@ -7,14 +7,17 @@ use super::msgs::{
     Path, PointStamped, Pose, PoseStamped, Quaternion, StringMsg, TfMessage, Time, Transform, TransformStamped, Twist,
     TwistStamped, Vector3, Vector3Stamped,
 };
+use std::sync::Arc;
+
 use super::writer::{BagError, BagWriter, Topic};
-use super::{Durability, Qos};
+use super::{Durability, Qos, Recorder};
 use crate::control::Trajectory;
 use crate::model::math::{direction_or_zero, Vec3};
+use crate::model::Robot;
 use crate::nodes::diagnostics::Status;
-use crate::nodes::joints::{JointStateData, JOINT_NAMES};
+use crate::nodes::joints::{arm_joint_state, JointStateData, JOINT_NAMES};
 use crate::nodes::robot_state::{JointKind, Urdf, UrdfError, UrdfJoint, ARM_URDF};
-use crate::sim::{Frame, IdealPoint};
+use crate::sim::{Frame, IdealPoint, IdealTorques};
 
 /// tf2's QoS for /tf: keep last 100, volatile.
 const TF_QOS: Qos = Qos { depth: 100, durability: Durability::Volatile };
@@ -59,8 +62,12 @@ pub struct ArmRecording {
     diagnostics: Topic<DiagnosticArray>,
     /// The moving joints, each with its index in [`JOINT_NAMES`].
     moving: Vec<(usize, UrdfJoint)>,
+    // Messages reused sample after sample: only their values change.
     joint_state: JointState,
     transforms: TfMessage,
+    point: PointStamped,
+    twist: TwistStamped,
+    direction: Vector3Stamped,
 }
 
 /// A stamp at `time_ns`.
@@ -135,6 +142,12 @@ impl ArmRecording {
                 effort: Vec::with_capacity(JOINT_NAMES.len()),
             },
             transforms: TfMessage { transforms: Vec::new() },
+            point: PointStamped { header: header(start_ns, frame_id), point: Vector3::default() },
+            twist: TwistStamped {
+                header: header(start_ns, frame_id),
+                twist: Twist { linear: Vector3::default(), angular: Vector3::default() },
+            },
+            direction: Vector3Stamped { header: header(start_ns, frame_id), vector: Vector3::default() },
         })
     }
 
@@ -148,7 +161,6 @@ impl ArmRecording {
         joints: &JointStateData,
     ) -> Result<(), BagError> {
         let stamp = Time::from_nanos(time_ns);
-        let point = |v: &Vec3| PointStamped { header: header(time_ns, &self.frame_id), point: Vector3::from(v) };
         let state = &mut self.joint_state;
         state.header.stamp = stamp;
         for (field, values) in [
@@ -176,19 +188,26 @@ impl ArmRecording {
         }
         bag.write(self.tf, time_ns, &self.transforms)?;
 
-        bag.write(self.end_effector, time_ns, &point(&frame.x))?;
-        let twist = Twist { linear: Vector3::from(&frame.x_dot), angular: Vector3::default() };
-        bag.write(self.end_effector_twist, time_ns, &TwistStamped { header: header(time_ns, &self.frame_id), twist })?;
+        let mut point = |bag: &mut BagWriter, topic, v: &Vec3| {
+            self.point.header.stamp = stamp;
+            self.point.point = Vector3::from(v);
+            bag.write(topic, time_ns, &self.point)
+        };
+        point(bag, self.end_effector, &frame.x)?;
         if let Some(reference) = self.reference {
-            bag.write(reference, time_ns, &point(&frame.x_ref))?;
+            point(bag, reference, &frame.x_ref)?;
         }
+        self.twist.header.stamp = stamp;
+        self.twist.twist.linear = Vector3::from(&frame.x_dot);
+        bag.write(self.end_effector_twist, time_ns, &self.twist)?;
         if let Some(run) = &self.run {
-            let direction = |v: &Vec3| Vector3Stamped {
-                header: header(time_ns, &self.frame_id),
-                vector: Vector3::from(&direction_or_zero(v)),
+            let mut direction = |bag: &mut BagWriter, topic, v: &Vec3| {
+                self.direction.header.stamp = stamp;
+                self.direction.vector = Vector3::from(&direction_or_zero(v));
+                bag.write(topic, time_ns, &self.direction)
             };
-            bag.write(run.current_direction, time_ns, &direction(&frame.x_dot))?;
-            bag.write(run.desired_direction, time_ns, &direction(&frame.xd_ref))?;
+            direction(bag, run.current_direction, &frame.x_dot)?;
+            direction(bag, run.desired_direction, &frame.xd_ref)?;
         }
         if let Some(clock) = self.clock {
             bag.write(clock, time_ns, &Clock { clock: stamp })?;
@@ -252,4 +271,45 @@ pub fn diagnostic_array(time_ns: u64, status: &Status) -> DiagnosticArray {
                 .collect(),
         }],
     }
+}
+
+/// What a run hands the arm's recorder thread.
+#[derive(Debug, Clone)]
+pub enum ArmEvent {
+    /// A run of this trajectory begins (its path and ideal torques, where the node has them).
+    Run { time_ns: u64, trajectory: Arc<Trajectory> },
+    /// A published sample.
+    Frame { time_ns: u64, frame: Frame },
+    /// The node's status.
+    Status { time_ns: u64, status: Status },
+}
+
+/// Records `node`'s arm topics into `bag` on a thread of its own: joint states and transforms
+/// are worked out there from each frame, with `robot` and the running trajectory's elbow.
+pub fn spawn_arm_recorder(
+    mut bag: BagWriter,
+    robot: Robot,
+    node: &str,
+    frame_id: &str,
+    topics: ArmTopics,
+    start_ns: u64,
+) -> Result<Recorder<ArmEvent>, ArmRecordingError> {
+    let mut arm = ArmRecording::new(&mut bag, node, frame_id, topics, start_ns)?;
+    let mut elbow = robot.elbow();
+    let recorder = Recorder::spawn(bag, move |bag, event| match event {
+        ArmEvent::Run { time_ns, trajectory } => {
+            elbow = trajectory.elbow();
+            let ideal = match topics.run_outputs {
+                true => IdealTorques::new(&robot, &trajectory).map_while(Result::ok).collect(),
+                false => Vec::new(),
+            };
+            arm.run_started(bag, time_ns, &trajectory, &ideal)
+        }
+        ArmEvent::Frame { time_ns, frame } => {
+            let joints = arm_joint_state(&robot, &frame, &elbow);
+            arm.sample(bag, time_ns, &frame, &joints)
+        }
+        ArmEvent::Status { time_ns, status } => arm.status(bag, time_ns, &status),
+    })?;
+    Ok(recorder)
 }

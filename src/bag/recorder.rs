@@ -1,14 +1,21 @@
 //! Recording on a thread of its own: the run hands over small events and goes on; building the
 //! messages, CDR and the file writes happen beside it, on the other core.
 
-use std::sync::mpsc::{sync_channel, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::mpsc::{sync_channel, RecvTimeoutError, SyncSender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::writer::{BagError, BagStats, BagWriter};
 
-/// Events waiting for the writer thread; a full queue holds the run back (memory stays flat).
-const QUEUE_DEPTH: usize = 1024;
+/// Batches waiting for the writer thread; a full queue holds the run back (memory stays flat).
+const QUEUE_DEPTH: usize = 16;
+
+/// Events handed over at once: waking the writer thread for each would cost the run more than
+/// the event itself.
+const BATCH: usize = 64;
+
+/// The longest an event waits in a batch that is not full [s].
+const BATCH_AGE: Duration = Duration::from_millis(100);
 
 /// How often the bag is made readable up to the present, for runs that are killed [s].
 const CHECKPOINT_PERIOD: Duration = Duration::from_secs(1);
@@ -16,7 +23,9 @@ const CHECKPOINT_PERIOD: Duration = Duration::from_secs(1);
 /// A bag written on a background thread from events of type `E`.
 #[derive(Debug)]
 pub struct Recorder<E> {
-    events: Option<SyncSender<E>>,
+    events: Option<SyncSender<Vec<E>>>,
+    pending: Vec<E>,
+    pending_since: Instant,
     thread: Option<JoinHandle<Result<BagStats, BagError>>>,
 }
 
@@ -24,16 +33,16 @@ impl<E: Send + 'static> Recorder<E> {
     /// Starts the thread: each event goes to `record`, which writes it to the bag. The first
     /// error stops the recording (it is logged at once and returned by [`Recorder::finish`]);
     /// the bag keeps what was written before it.
-    pub fn spawn<F>(mut bag: BagWriter, mut record: F) -> std::io::Result<Recorder<E>>
+    pub fn spawn<F>(mut bag: BagWriter, mut record: F) -> Result<Recorder<E>, BagError>
     where
         F: FnMut(&mut BagWriter, E) -> Result<(), BagError> + Send + 'static,
     {
-        let (events, queue) = sync_channel::<E>(QUEUE_DEPTH);
+        let (events, queue) = sync_channel::<Vec<E>>(QUEUE_DEPTH);
         let thread = std::thread::Builder::new().name("bag".into()).spawn(move || {
             let mut checkpoint = Instant::now();
             let result = loop {
                 let written = match queue.recv_timeout(CHECKPOINT_PERIOD) {
-                    Ok(event) => record(&mut bag, event),
+                    Ok(batch) => batch.into_iter().try_for_each(|event| record(&mut bag, event)),
                     Err(RecvTimeoutError::Timeout) => Ok(()),
                     Err(RecvTimeoutError::Disconnected) => break Ok(()),
                 };
@@ -55,26 +64,42 @@ impl<E: Send + 'static> Recorder<E> {
                     Err(error)
                 }
             }
-        })?;
-        Ok(Recorder { events: Some(events), thread: Some(thread) })
+        });
+        let thread = thread.map_err(BagError::Thread)?;
+        Ok(Recorder {
+            events: Some(events),
+            pending: Vec::with_capacity(BATCH),
+            pending_since: Instant::now(),
+            thread: Some(thread),
+        })
     }
 
-    /// Queues `event`, waiting while the queue is full. False once the recording has stopped.
-    pub fn record(&self, event: E) -> bool {
-        self.events.as_ref().is_some_and(|events| events.send(event).is_ok())
-    }
-
-    /// Queues `event` without waiting (for fixed-rate loops): false when the queue is full and
-    /// the event is dropped, or the recording has stopped.
-    pub fn try_record(&self, event: E) -> bool {
-        match self.events.as_ref().map(|events| events.try_send(event)) {
-            Some(Ok(())) => true,
-            Some(Err(TrySendError::Full(_) | TrySendError::Disconnected(_))) | None => false,
+    /// Queues `event`; it goes to the writer with a full batch, or when it has waited
+    /// [`BATCH_AGE`]. Waits while the writer is [`QUEUE_DEPTH`] batches behind. False once the
+    /// recording has stopped.
+    pub fn record(&mut self, event: E) -> bool {
+        if self.pending.is_empty() {
+            self.pending_since = Instant::now();
         }
+        self.pending.push(event);
+        match self.pending.len() >= BATCH || self.pending_since.elapsed() >= BATCH_AGE {
+            true => self.hand_over(),
+            false => self.events.is_some(),
+        }
+    }
+
+    fn hand_over(&mut self) -> bool {
+        let batch = std::mem::replace(&mut self.pending, Vec::with_capacity(BATCH));
+        let sent = self.events.as_ref().is_some_and(|events| events.send(batch).is_ok());
+        if !sent {
+            self.events = None;
+        }
+        sent
     }
 
     /// Writes what is queued and finishes the bag.
     pub fn finish(mut self) -> Result<BagStats, BagError> {
+        self.hand_over();
         self.events = None;
         match self.thread.take().map(JoinHandle::join) {
             Some(Ok(result)) => result,
@@ -85,7 +110,9 @@ impl<E: Send + 'static> Recorder<E> {
 
 impl<E> Drop for Recorder<E> {
     fn drop(&mut self) {
-        self.events = None;
+        if let Some(events) = self.events.take() {
+            let _ = events.send(std::mem::take(&mut self.pending));
+        }
         if let Some(thread) = self.thread.take() {
             match thread.join() {
                 Ok(Ok(stats)) => log::info!("bag {}: {} messages", stats.dir.display(), stats.messages),

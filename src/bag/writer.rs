@@ -2,7 +2,7 @@
 //! messages, uncompressed chunks as `ros2 bag record` writes by default) and metadata.yaml.
 //!
 //! Memory stays flat: messages go out a chunk at a time. metadata.yaml is written when the bag
-//! opens (every topic, no messages yet) and again when it is finished, with the counts.
+//! opens, at each [`BagWriter::checkpoint`] and when it is finished, with the counts.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -30,6 +30,8 @@ pub enum BagError {
     Mcap { path: PathBuf, source: mcap::McapError },
     #[error("cannot write metadata.yaml in {}", path.display())]
     Metadata { path: PathBuf, source: serde_norway::Error },
+    #[error("cannot start the bag thread")]
+    Thread(#[source] std::io::Error),
     #[error("the bag thread panicked")]
     Panicked,
     #[error("topic {topic}")]
@@ -106,6 +108,10 @@ impl BagWriter {
             .library(concat!("arm_hil ", env!("CARGO_PKG_VERSION")))
             .compression(None)
             .chunk_size(Some(CHUNK_SIZE))
+            // CRCs are optional in MCAP (0 = not computed); computing them cost the run more
+            // than encoding the messages.
+            .calculate_chunk_crcs(false)
+            .calculate_data_section_crc(false)
             .create(BufWriter::new(file))
             .map_err(|source| BagError::Mcap { path, source })?;
         let bag = BagWriter {
@@ -134,7 +140,8 @@ impl BagWriter {
         self.mcap.as_mut().ok_or(BagError::Mcap { path, source: mcap::McapError::UnexpectedEof })
     }
 
-    /// Adds a topic of message type `M` offered with `qos`; metadata.yaml lists it at once.
+    /// Adds a topic of message type `M` offered with `qos`; metadata.yaml lists it from the
+    /// next checkpoint.
     pub fn topic<M: RosMessage>(&mut self, name: &str, qos: Qos) -> Result<Topic<M>, BagError> {
         let def = M::DEF;
         let schema = match self.schemas.get(def.name) {
@@ -161,7 +168,6 @@ impl BagWriter {
             qos,
             count: 0,
         });
-        self.write_metadata()?;
         Ok(Topic { index: self.topics.len() - 1, channel, message: PhantomData })
     }
 

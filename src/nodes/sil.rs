@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use super::diagnostics::{Level, Status};
 use super::joints::{arm_joint_state, JointStateData};
 use super::param_server::{ParamRange, ParamSpec};
 use super::params::{only_groups, read_group, without_groups, ParamError, ParamValue};
@@ -133,6 +134,21 @@ pub enum SilEvent<'a> {
         stats: RunStats,
         error: Option<SimError>,
     },
+}
+
+/// sil_node's status once a run has ended: OK with the run's figures, or an error.
+pub fn run_ended(status: &mut Status, stats: &RunStats, error: Option<&SimError>) {
+    let (level, message) = match error {
+        None => (Level::Ok, "run complete".to_owned()),
+        Some(error) => (Level::Error, format!("run stopped: {error}")),
+    };
+    let values = vec![
+        ("frames", stats.frames.to_string()),
+        ("rms_error_m", format!("{:.6}", stats.rms_error_m())),
+        ("max_error_m", format!("{:.6}", stats.max_error_m)),
+        ("sim_time_s", format!("{:.3}", stats.sim_time_s)),
+    ];
+    status.set(level, message, values);
 }
 
 /// The settings the run loop reads as it goes.

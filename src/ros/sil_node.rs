@@ -28,7 +28,7 @@ use crate::nodes::joints::JOINT_NAMES;
 use crate::nodes::messages::trajectory_from_points;
 use crate::nodes::param_server::ParameterServer;
 use crate::nodes::params::to_params;
-use crate::nodes::sil::{run_sil, sil_node_config, SilEvent, SIL_NODE_PARAMS};
+use crate::nodes::sil::{run_ended, run_sil, sil_node_config, SilEvent, SIL_NODE_PARAMS};
 use crate::nodes::{load_trajectory, trajectory_file};
 
 /// Runs the node until interrupted.
@@ -164,17 +164,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
                     }
                 }
                 SilEvent::RunEnded { stats, error } => {
-                    let (level, message) = match &error {
-                        None => (Level::Ok, "run complete".to_owned()),
-                        Some(error) => (Level::Error, format!("run stopped: {error}")),
-                    };
-                    let values = vec![
-                        ("frames", stats.frames.to_string()),
-                        ("rms_error_m", format!("{:.6}", stats.rms_error_m())),
-                        ("max_error_m", format!("{:.6}", stats.max_error_m)),
-                        ("sim_time_s", format!("{:.3}", stats.sim_time_s)),
-                    ];
-                    reporter.update(|status| status.set(level, message, values));
+                    reporter.update(|status| run_ended(status, &stats, error.as_ref()));
                     Ok(())
                 }
             };

@@ -1,6 +1,7 @@
 //! `arm_hil`: the command line. Everything runs without ROS and without hardware.
 
 mod arduino;
+mod bag;
 mod config;
 mod console;
 mod emulate;
@@ -44,6 +45,9 @@ enum Command {
     /// The Deltarobot VR link: lead Unity followers, or follow a leader.
     #[command(subcommand)]
     Vr(vr::VrCommand),
+    /// Read rosbag2 bags, such as those `--bag` records.
+    #[command(subcommand)]
+    Bag(bag::BagCommand),
     /// Write trajectories.
     #[command(subcommand)]
     Trajectory(trajectory::TrajectoryCommand),
@@ -61,6 +65,7 @@ fn main() -> ExitCode {
         Command::Arduino(args) => arduino::run(args),
         Command::Vr(command) => vr::run(command),
         Command::Trajectory(command) => trajectory::run(command),
+        Command::Bag(command) => bag::run(command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -4,6 +4,7 @@
 use std::fs::File;
 use std::io::{BufWriter, IsTerminal};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -12,10 +13,14 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
+use arm_hil::bag::arm::{spawn_arm_recorder, ArmEvent, ArmTopics};
+use arm_hil::bag::{BagWriter, Recorder};
 use arm_hil::control::Trajectory;
 use arm_hil::model::Robot;
-use arm_hil::nodes::load_trajectory;
-use arm_hil::sim::{Frame, IdealPoint, IdealTorques, RunStats, SilConfig, Simulation};
+use arm_hil::nodes::diagnostics::{Level, Status};
+use arm_hil::nodes::sil::run_ended;
+use arm_hil::nodes::{load_trajectory, Decimator};
+use arm_hil::sim::{Frame, IdealPoint, IdealTorques, RunStats, SilConfig, SimError, Simulation};
 
 use crate::config;
 use crate::console;
@@ -42,6 +47,13 @@ pub(crate) struct SilArgs {
     /// [default: one frame per accepted step, or the file's run.frame_rate_hz]
     #[arg(long, value_name = "HZ")]
     frame_rate: Option<f64>,
+    /// Record the run as a rosbag2 bag (MCAP) in this new directory, with sil_node's topics on
+    /// simulated time (replay with `ros2 bag play DIR --clock`)
+    #[arg(long, value_name = "DIR")]
+    bag: Option<PathBuf>,
+    /// Samples per simulated second in the bag, as sil_node's publish_rate_hz
+    #[arg(long, value_name = "HZ", default_value_t = 250.0)]
+    bag_rate: f64,
     /// Print the summary as one JSON object on standard output
     #[arg(long)]
     json: bool,
@@ -206,6 +218,51 @@ fn csv_writer(path: &Path) -> anyhow::Result<csv::Writer<BufWriter<File>>> {
     Ok(csv::Writer::from_writer(BufWriter::new(file)))
 }
 
+/// The run recorded as sil_node publishes it: samples at the bag rate, stamped with simulated
+/// time from zero (the node's /clock), its status at the start and the end.
+struct SilBag {
+    recorder: Recorder<ArmEvent>,
+    samples: Decimator,
+    start_time: f64,
+}
+
+impl SilBag {
+    const NODE: &'static str = "sil_node";
+
+    fn start(dir: &Path, robot: &Robot, trajectory: &Arc<Trajectory>, rate_hz: f64) -> anyhow::Result<SilBag> {
+        anyhow::ensure!(rate_hz > 0.0 && rate_hz.is_finite(), "--bag-rate must be a positive number of Hz");
+        let bag = BagWriter::create(dir).context("--bag")?;
+        let topics = ArmTopics { reference: true, run_outputs: true, clock: true };
+        let mut recorder = spawn_arm_recorder(bag, robot.clone(), Self::NODE, "base_link", topics, 0)
+            .with_context(|| format!("cannot record to {}", dir.display()))?;
+        let mut status = Status::new("sil_node: run", "sil");
+        status.set(Level::Ok, "running", vec![("waypoints", trajectory.waypoints().len().to_string())]);
+        recorder.record(ArmEvent::Run { time_ns: 0, trajectory: trajectory.clone() });
+        recorder.record(ArmEvent::Status { time_ns: 0, status });
+        Ok(SilBag { recorder, samples: Decimator::new(rate_hz), start_time: trajectory.start_time() })
+    }
+
+    fn time_ns(&self, t: f64) -> u64 {
+        ((t - self.start_time).max(0.0) * 1e9).round() as u64
+    }
+
+    fn frame(&mut self, frame: &Frame) {
+        if self.samples.due(frame.t) {
+            self.recorder.record(ArmEvent::Frame { time_ns: self.time_ns(frame.t), frame: *frame });
+        }
+    }
+
+    fn finish(mut self, stats: &RunStats, error: Option<&SimError>) -> anyhow::Result<()> {
+        let mut status = Status::new("sil_node: run", "sil");
+        run_ended(&mut status, stats, error);
+        let time_ns = self.time_ns(self.start_time + stats.sim_time_s);
+        self.recorder.record(ArmEvent::Status { time_ns, status });
+        let bag = self.recorder.finish().context("the bag is incomplete")?;
+        log::info!("bag {}: {} messages", bag.dir.display(), bag.messages);
+        Ok(())
+    }
+}
+
 /// A progress bar over simulated milliseconds, drawn only when stderr is a terminal.
 fn progress_bar(trajectory: &Trajectory) -> ProgressBar {
     if !std::io::stderr().is_terminal() {
@@ -229,6 +286,10 @@ pub(crate) fn run(args: SilArgs) -> anyhow::Result<()> {
     let mut plot = args.plot.as_ref().map(|_| PlotRecorder::new());
     let progress = progress_bar(&trajectory);
     let mut simulation = Simulation::new(robot.clone(), trajectory.clone(), &config)?;
+    let mut bag = args.bag.as_deref().map(|dir| SilBag::start(dir, &robot, &trajectory, args.bag_rate)).transpose()?;
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let on_signal = interrupted.clone();
+    ctrlc::set_handler(move || on_signal.store(true, Ordering::Relaxed)).context("cannot handle Ctrl-C")?;
 
     let started = Instant::now();
     let mut failure = None;
@@ -240,6 +301,13 @@ pub(crate) fn run(args: SilArgs) -> anyhow::Result<()> {
                 break;
             }
         };
+        if interrupted.load(Ordering::Relaxed) {
+            log::warn!("interrupted at {:.3} s simulated", frame.t);
+            break;
+        }
+        if let Some(bag) = &mut bag {
+            bag.frame(&frame);
+        }
         if let Some(writer) = &mut frames_out {
             writer.serialize(FrameRow::from(&frame)).context("cannot write a frame")?;
         }
@@ -267,6 +335,9 @@ pub(crate) fn run(args: SilArgs) -> anyhow::Result<()> {
         plot.draw(path).with_context(|| format!("cannot draw {}", path.display()))?;
     }
 
+    if let Some(bag) = bag {
+        bag.finish(simulation.stats(), failure.as_ref())?;
+    }
     let summary = Summary::new(simulation.stats(), wall_time_s, trajectory.waypoints().len());
     console::print_line(&summary, || summary.text(), args.json)?;
     match failure {
