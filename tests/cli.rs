@@ -150,3 +150,57 @@ fn trajectory_figure_eight_runs_in_sil() {
     let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert!(summary["rms_error_m"].as_f64().unwrap() < 1e-3, "{summary}");
 }
+
+fn bag_info(dir: &std::path::Path) -> serde_json::Value {
+    let output = arm_hil(&["bag", "info", dir.to_str().unwrap(), "--json"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+fn count(info: &serde_json::Value, topic: &str) -> u64 {
+    info["topics"].as_array().unwrap().iter().find(|t| t["name"] == topic).map_or(0, |t| t["count"].as_u64().unwrap())
+}
+
+#[test]
+fn sil_bag_holds_sil_nodes_topics_at_the_bag_rate_and_bag_info_lists_them() {
+    let dir = scratch_dir("sil_bag");
+    let bag = dir.join("run");
+    let _ = std::fs::remove_dir_all(&bag);
+    let output = arm_hil(&["sil", "--bag", bag.to_str().unwrap(), "--bag-rate", "100", "--json"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let info = bag_info(&bag);
+    assert_eq!(info["storage_id"], "mcap");
+    assert!(info["warnings"].as_array().unwrap().is_empty(), "{info}");
+    let samples = (summary["sim_time_s"].as_f64().unwrap() * 100.0).round() as u64;
+    for topic in ["/joint_states", "/tf", "/clock", "/sil_node/end_effector", "/sil_node/reference"] {
+        assert!(count(&info, topic).abs_diff(samples) <= 1, "{topic}: {} for {samples}", count(&info, topic));
+    }
+    for topic in ["/robot_description", "/tf_static", "/sil_node/reference_path", "/sil_node/ideal"] {
+        assert_eq!(count(&info, topic), 1, "{topic}");
+    }
+    assert_eq!(info["start_ns"], 0, "simulated time from zero");
+    let again = arm_hil(&["sil", "--bag", bag.to_str().unwrap()]);
+    assert!(!again.status.success(), "a bag was written over");
+}
+
+#[test]
+fn an_interrupted_hil_run_leaves_a_bag_that_reads_up_to_the_interruption() {
+    let dir = scratch_dir("hil_bag");
+    let bag = dir.join("run");
+    let _ = std::fs::remove_dir_all(&bag);
+    let child = Command::new(env!("CARGO_BIN_EXE_arm_hil"))
+        .args(["hil", "--bag", bag.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let status = child.wait_with_output().unwrap().status;
+    assert!(status.code().is_some(), "killed by the signal rather than stopping");
+    let info = bag_info(&bag);
+    assert!(info["warnings"].as_array().unwrap().is_empty(), "{info}");
+    assert!(count(&info, "/joint_states") >= 100, "{info}");
+    assert!(count(&info, "/diagnostics") >= 1, "{info}");
+}

@@ -18,3 +18,9 @@ pub mod writer;
 pub use metadata::{Durability, Qos};
 pub use recorder::Recorder;
 pub use writer::{BagError, BagStats, BagWriter, Topic};
+
+/// Now on the wall clock [ns since the Unix epoch]: the time axis of bags of hardware runs,
+/// as the nodes stamp them without simulated time.
+pub fn wall_clock_ns() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |since| since.as_nanos() as u64)
+}

@@ -13,7 +13,8 @@ pub mod stepper;
 
 pub use ring::{RingError, RingSample, TrajectoryRing, RING_CAPACITY};
 pub use runner::{
-    feed_trajectory, FeedItem, FrameSink, HilConfig, HilError, HilLoop, HilReport, LoopStats, LoopStatus, FEED_DEPTH,
+    feed_trajectory, FeedItem, FrameChannel, FrameSink, HilConfig, HilError, HilLoop, HilReport, LoopStats, LoopStatus,
+    FEED_DEPTH,
 };
 pub use sim_rig::SimulatedRig;
 

@@ -103,6 +103,17 @@ pub trait FrameSink: Send {
     fn offer(&mut self, frame: &Frame) -> bool;
 }
 
+/// Frames into a bounded channel for another thread: the loop drops a frame that does not fit
+/// rather than wait.
+#[derive(Debug)]
+pub struct FrameChannel(pub std::sync::mpsc::SyncSender<Frame>);
+
+impl FrameSink for FrameChannel {
+    fn offer(&mut self, frame: &Frame) -> bool {
+        self.0.try_send(*frame).is_ok()
+    }
+}
+
 /// Why the loop stopped before the trajectory ended. The loop always ends with a safe stop.
 #[derive(Debug, thiserror::Error)]
 pub enum HilError {

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use super::diagnostics::{Level, Status};
 use super::messages::MultiDofPoint;
 use super::param_server::ParamSpec;
 use super::params::{only_groups, read_group, without_groups, ParamError, ParamValue};
@@ -11,7 +12,7 @@ use crate::control::Waypoint;
 use crate::drivers::robotscara::RigConfig;
 use crate::drivers::{RigDevices, RigKind, RigSettings};
 use crate::hil::stepper::StepperConfig;
-use crate::hil::HilConfig;
+use crate::hil::{HilConfig, LoopStatus};
 use crate::model::math::Vec3;
 use crate::model::Robot;
 use crate::sim::SilConfig;
@@ -100,6 +101,26 @@ pub fn hil_node_config(params: &BTreeMap<String, ParamValue>) -> Result<HilNodeC
         return Err(invalid(format!("publish_rate_hz must be > 0, got {}", settings.publish_rate_hz)));
     }
     Ok(HilNodeConfig { sil, hil, rig, settings })
+}
+
+/// hil_node's status from the loop's figures: OK while no cycle overran since the last report
+/// (when the loop had `overruns_before` overruns), else a warning with the count.
+pub fn loop_status(status: &mut Status, snapshot: &LoopStatus, overruns_before: u64) {
+    let (level, message) = match snapshot.overruns.saturating_sub(overruns_before) {
+        0 => (Level::Ok, "running".to_owned()),
+        new => (Level::Warn, format!("running; {new} overruns in the last second")),
+    };
+    let values = vec![
+        ("cycles", snapshot.cycles.to_string()),
+        ("overruns", snapshot.overruns.to_string()),
+        ("jitter_p50_us", format!("{:.0}", snapshot.jitter_p50_us)),
+        ("jitter_p99_us", format!("{:.0}", snapshot.jitter_p99_us)),
+        ("jitter_max_us", format!("{:.1}", snapshot.jitter_max_us)),
+        ("rms_error_m", format!("{:.6}", snapshot.rms_error_m)),
+        ("sensor_readings", snapshot.sensor_readings.to_string()),
+        ("starved_cycles", snapshot.starved_cycles.to_string()),
+    ];
+    status.set(level, message, values);
 }
 
 /// Why a segment was not appended.

@@ -20,24 +20,14 @@ use super::params::{nothing_at_run_time, serve_parameters};
 use super::{arm_joint_state_msg, linear_twist, multi_dof_points, node_params, now, point_stamped, spin, state_qos};
 use crate::control::{Trajectory, Waypoint};
 use crate::drivers::open_hardware;
-use crate::hil::{FeedItem, FrameSink, HilLoop, LoopStatus, FEED_DEPTH};
+use crate::hil::{FeedItem, FrameChannel, HilLoop, LoopStatus, FEED_DEPTH};
 use crate::model::Robot;
 use crate::nodes::diagnostics::Level;
-use crate::nodes::hil::{hil_node_config, segment_after, HIL_NODE_PARAMS};
+use crate::nodes::hil::{hil_node_config, loop_status, segment_after, HIL_NODE_PARAMS};
 use crate::nodes::joints::arm_joint_state;
 use crate::nodes::messages::MultiDofPoint;
 use crate::nodes::param_server::ParameterServer;
 use crate::nodes::{load_trajectory, trajectory_file, Decimator};
-use crate::sim::Frame;
-
-/// Frames from the loop to the publisher thread; the loop drops what does not fit.
-struct FrameChannel(SyncSender<Frame>);
-
-impl FrameSink for FrameChannel {
-    fn offer(&mut self, frame: &Frame) -> bool {
-        self.0.try_send(*frame).is_ok()
-    }
-}
 
 /// Feeds the loop: the initial trajectory, then each segment as it arrives, after the last
 /// sample. The trajectory stays open: between segments the loop holds the last position.
@@ -148,23 +138,8 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
             if last_report.elapsed() >= Duration::from_secs(1) {
                 last_report = std::time::Instant::now();
                 let snapshot = status.lock().map(|status| *status).unwrap_or_default();
-                // Within its targets while no cycle overran in the last second.
-                let (level, message) = match snapshot.overruns.saturating_sub(overruns_before) {
-                    0 => (Level::Ok, "running".to_owned()),
-                    new => (Level::Warn, format!("running; {new} overruns in the last second")),
-                };
+                reporter.update(|status| loop_status(status, &snapshot, overruns_before));
                 overruns_before = snapshot.overruns;
-                let values = vec![
-                    ("cycles", snapshot.cycles.to_string()),
-                    ("overruns", snapshot.overruns.to_string()),
-                    ("jitter_p50_us", format!("{:.0}", snapshot.jitter_p50_us)),
-                    ("jitter_p99_us", format!("{:.0}", snapshot.jitter_p99_us)),
-                    ("jitter_max_us", format!("{:.1}", snapshot.jitter_max_us)),
-                    ("rms_error_m", format!("{:.6}", snapshot.rms_error_m)),
-                    ("sensor_readings", snapshot.sensor_readings.to_string()),
-                    ("starved_cycles", snapshot.starved_cycles.to_string()),
-                ];
-                reporter.update(|status| status.set(level, message, values));
             }
         }
     })?;

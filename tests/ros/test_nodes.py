@@ -325,6 +325,35 @@ class SilNode(NodeTest):
         self.assertLess(abs(now - recorded), 1.0, f"the listener's clock {now} does not follow the bag ({recorded})")
 
 
+class CommandLineBag(NodeTest):
+    def test_a_bag_recorded_without_ros_is_listed_and_replays_on_simulated_time(self):
+        bag = LOGS / "sil_cli_bag"
+        subprocess.run([str(EXECUTABLES / "arm_hil"), "sil", "--bag", str(bag)], check=True, timeout=60,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        ours = json.loads(subprocess.run([str(EXECUTABLES / "arm_hil"), "bag", "info", str(bag), "--json"],
+                                         check=True, capture_output=True, text=True).stdout)
+        info = subprocess.run(["ros2", "bag", "info", str(bag)], capture_output=True, text=True, timeout=30)
+        self.assertEqual(info.returncode, 0, info.stderr)
+        for topic in ours["topics"]:
+            self.assertIn(f"Topic: {topic['name']} | Type: {topic['type']} | Count: {topic['count']} |", info.stdout)
+        self.assertIn(f"Messages:          {ours['messages']}", info.stdout)
+
+        listener = rclpy.create_node("arm_hil_cli_bag_listener",
+                                     parameter_overrides=[NodeParameter("use_sim_time", value=True)])
+        received = []
+        listener.create_subscription(JointState, "/joint_states", received.append, 50)
+        start(["ros2", "bag", "play", str(bag), "--clock", "100"], "cli_bag_play")
+        deadline = time.monotonic() + 30.0
+        while time.monotonic() < deadline and len(received) < 500:
+            rclpy.spin_once(listener, timeout_sec=0.05)
+        now = listener.get_clock().now().nanoseconds * 1e-9
+        listener.destroy_node()
+        self.assertGreaterEqual(len(received), 500, "the replay did not drive the subscriber")
+        recorded = stamp_s(received[-1].header.stamp)
+        self.assertGreater(recorded, 1.0)
+        self.assertLess(abs(now - recorded), 0.5, f"the listener's clock {now} does not follow the bag ({recorded})")
+
+
 class StartAndStop(NodeTest):
     def test_a_parameter_file_rcl_cannot_read_ends_the_node_with_one_error_line(self):
         bad = LOGS / "bad_vr_bridge.yaml"

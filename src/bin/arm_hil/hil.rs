@@ -3,22 +3,29 @@
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver};
-use std::sync::Arc;
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
+use arm_hil::bag::arm::{spawn_arm_recorder, ArmEvent, ArmTopics};
+use arm_hil::bag::{wall_clock_ns, BagWriter};
 use arm_hil::control::{Trajectory, Waypoint};
 use arm_hil::drivers::robotscara::RigConfig;
 use arm_hil::drivers::{open_hardware, RigDevices, RigKind, RigSettings};
 use arm_hil::hil::stepper::StepperConfig;
-use arm_hil::hil::{feed_trajectory, FeedItem, HilConfig, HilLoop, HilReport, FEED_DEPTH};
+use arm_hil::hil::{feed_trajectory, FeedItem, FrameChannel, HilConfig, HilLoop, HilReport, LoopStatus, FEED_DEPTH};
 use arm_hil::model::math::Vec3;
 use arm_hil::model::Robot;
-use arm_hil::nodes::load_trajectory;
+use arm_hil::nodes::diagnostics::Status;
+use arm_hil::nodes::hil::loop_status;
+use arm_hil::nodes::{load_trajectory, Decimator};
 use arm_hil::protocol::rig::parse_trajectory_line;
+use arm_hil::sim::Frame;
 
 use crate::config;
 use crate::console;
@@ -61,9 +68,65 @@ pub(crate) struct HilArgs {
     /// YAML configuration: the sections of `arm_hil sil --config` plus `hil`, `stepper` and `rig`
     #[arg(long, value_name = "FILE.yaml")]
     config: Option<PathBuf>,
+    /// Record the run as a rosbag2 bag (MCAP) in this new directory, with hil_node's topics on
+    /// wall-clock time
+    #[arg(long, value_name = "DIR")]
+    bag: Option<PathBuf>,
+    /// Samples per second in the bag, as hil_node's publish_rate_hz
+    #[arg(long, value_name = "HZ", default_value_t = 250.0)]
+    bag_rate: f64,
     /// Print the result as one JSON object on standard output
     #[arg(long)]
     json: bool,
+}
+
+/// Records hil_node's topics from the loop's frames (at `rate_hz` of loop time) and its status
+/// once a second, until the loop ends and drops its end of `frames`.
+fn record_hil(
+    dir: &Path,
+    robot: &Robot,
+    rate_hz: f64,
+    hardware: &str,
+    frames: Receiver<Frame>,
+    status: Arc<Mutex<LoopStatus>>,
+) -> anyhow::Result<JoinHandle<()>> {
+    anyhow::ensure!(rate_hz > 0.0 && rate_hz.is_finite(), "--bag-rate must be a positive number of Hz");
+    let bag = BagWriter::create(dir).context("--bag")?;
+    let mut recorder = spawn_arm_recorder(
+        bag,
+        robot.clone(),
+        "hil_node",
+        "base_link",
+        ArmTopics { reference: true, ..ArmTopics::default() },
+        wall_clock_ns(),
+    )
+    .with_context(|| format!("cannot record to {}", dir.display()))?;
+    let mut report = Status::new("hil_node: loop", hardware);
+    let thread = std::thread::Builder::new().name("hil-bag".into()).spawn(move || {
+        let mut samples = Decimator::new(rate_hz);
+        let (mut last_report, mut overruns_before) = (Instant::now(), 0);
+        loop {
+            match frames.recv_timeout(Duration::from_millis(100)) {
+                Ok(frame) if samples.due(frame.t) => {
+                    recorder.record(ArmEvent::Frame { time_ns: wall_clock_ns(), frame });
+                }
+                Ok(_) | Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            if last_report.elapsed() >= Duration::from_secs(1) {
+                last_report = Instant::now();
+                let snapshot = status.lock().map(|status| *status).unwrap_or_default();
+                loop_status(&mut report, &snapshot, overruns_before);
+                overruns_before = snapshot.overruns;
+                recorder.record(ArmEvent::Status { time_ns: wall_clock_ns(), status: report.clone() });
+            }
+        }
+        match recorder.finish() {
+            Ok(bag) => log::info!("bag {}: {} messages", bag.dir.display(), bag.messages),
+            Err(error) => log::error!("the bag is incomplete: {error}"),
+        }
+    });
+    thread.context("cannot start the bag thread")
 }
 
 /// The sections of `hil` beside the SIL ones.
@@ -265,12 +328,23 @@ pub(crate) fn run(args: HilArgs) -> anyhow::Result<()> {
     if let Some(duration) = args.duration {
         hil = hil.with_max_duration(duration);
     }
+    let mut bag = None;
+    if let Some(dir) = &args.bag {
+        let (frames_tx, frames) = sync_channel(1000);
+        let status = Arc::new(Mutex::new(LoopStatus::default()));
+        hil = hil.with_frames(Box::new(FrameChannel(frames_tx))).with_status(status.clone());
+        let hardware = format!("{:?}", args.hardware).to_lowercase();
+        bag = Some(record_hil(dir, &robot, args.bag_rate, &hardware, frames, status)?);
+    }
     let report = std::thread::Builder::new()
         .name("hil-loop".into())
         .spawn(move || hil.run())
         .context("cannot start the loop thread")?
         .join()
         .map_err(|_| anyhow::anyhow!("the loop thread panicked"))?;
+    if let Some(bag) = bag {
+        bag.join().map_err(|_| anyhow::anyhow!("the bag thread panicked"))?;
+    }
     let summary = Summary::new(&report);
     console::print_line(&summary, || summary.text(), args.json)?;
     report.outcome.context("the HIL run stopped")
