@@ -198,6 +198,22 @@ class NodeTest(unittest.TestCase):
         window = [t for t, _ in messages if t >= messages[0][0] + 0.5] if messages else []
         return len(window) / (window[-1] - window[0]) if len(window) > 2 else 0.0
 
+    def replay_on_simulated_time(self, bag, count, timeout):
+        """`ros2 bag play BAG --clock` into a /joint_states subscriber with use_sim_time, until it
+        has `count` messages; returns them and the subscriber's clock then [s]."""
+        listener = rclpy.create_node("arm_hil_sim_time_listener",
+                                     parameter_overrides=[NodeParameter("use_sim_time", value=True)])
+        received = []
+        listener.create_subscription(JointState, "/joint_states", received.append, 50)
+        start(["ros2", "bag", "play", str(bag), "--clock", "100"], f"play_{pathlib.Path(bag).name}")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and len(received) < count:
+            rclpy.spin_once(listener, timeout_sec=0.05)
+        now = listener.get_clock().now().nanoseconds * 1e-9
+        listener.destroy_node()
+        self.assertGreaterEqual(len(received), count, "the replay did not drive the subscriber")
+        return received, now
+
     def publish(self, topic, message, times=5):
         publisher = self.node.create_publisher(type(message), topic, 10)
         for _ in range(times * 20):
@@ -310,17 +326,7 @@ class SilNode(NodeTest):
         self.assertIn("/joint_states", info.stdout)
         self.assertIn("sensor_msgs/msg/JointState", info.stdout)
 
-        listener = rclpy.create_node("arm_hil_sim_time_listener",
-                                     parameter_overrides=[NodeParameter("use_sim_time", value=True)])
-        received = []
-        listener.create_subscription(JointState, "/joint_states", received.append, 50)
-        start(["ros2", "bag", "play", str(bag), "--clock", "100"], "bag_play")
-        deadline = time.monotonic() + 20.0
-        while time.monotonic() < deadline and len(received) < 200:
-            rclpy.spin_once(listener, timeout_sec=0.05)
-        now = listener.get_clock().now().nanoseconds * 1e-9
-        listener.destroy_node()
-        self.assertGreaterEqual(len(received), 200, "the replay did not drive the subscriber")
+        received, now = self.replay_on_simulated_time(bag, 200, 20.0)
         recorded = stamp_s(received[-1].header.stamp)
         self.assertLess(abs(now - recorded), 1.0, f"the listener's clock {now} does not follow the bag ({recorded})")
 
@@ -338,17 +344,7 @@ class CommandLineBag(NodeTest):
             self.assertIn(f"Topic: {topic['name']} | Type: {topic['type']} | Count: {topic['count']} |", info.stdout)
         self.assertIn(f"Messages:          {ours['messages']}", info.stdout)
 
-        listener = rclpy.create_node("arm_hil_cli_bag_listener",
-                                     parameter_overrides=[NodeParameter("use_sim_time", value=True)])
-        received = []
-        listener.create_subscription(JointState, "/joint_states", received.append, 50)
-        start(["ros2", "bag", "play", str(bag), "--clock", "100"], "cli_bag_play")
-        deadline = time.monotonic() + 30.0
-        while time.monotonic() < deadline and len(received) < 500:
-            rclpy.spin_once(listener, timeout_sec=0.05)
-        now = listener.get_clock().now().nanoseconds * 1e-9
-        listener.destroy_node()
-        self.assertGreaterEqual(len(received), 500, "the replay did not drive the subscriber")
+        received, now = self.replay_on_simulated_time(bag, 500, 30.0)
         recorded = stamp_s(received[-1].header.stamp)
         self.assertGreater(recorded, 1.0)
         self.assertLess(abs(now - recorded), 0.5, f"the listener's clock {now} does not follow the bag ({recorded})")
