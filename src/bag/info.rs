@@ -53,6 +53,24 @@ struct FileCounts {
     truncated: Option<String>,
 }
 
+impl FileCounts {
+    /// Counts `count` more messages on `channel`'s topic (allocating only for a new topic).
+    fn add(&mut self, channel: &mcap::Channel, count: u64) {
+        if let Some(topic) = self.topics.get_mut(&channel.topic) {
+            topic.count += count;
+            return;
+        }
+        let type_name = channel.schema.as_ref().map_or_else(String::new, |schema| schema.name.clone());
+        let topic = TopicInfo {
+            name: channel.topic.clone(),
+            type_name,
+            serialization_format: channel.message_encoding.clone(),
+            count,
+        };
+        self.topics.insert(channel.topic.clone(), topic);
+    }
+}
+
 fn widen(span: Option<(u64, u64)>, first: u64, last: u64) -> Option<(u64, u64)> {
     Some(span.map_or((first, last), |(a, b)| (a.min(first), b.max(last))))
 }
@@ -61,15 +79,7 @@ fn count_file(bytes: &[u8], counts: &mut FileCounts) -> Result<(), mcap::McapErr
     if let Some(summary) = Summary::read(bytes).ok().flatten() {
         if let Some(stats) = &summary.stats {
             for channel in summary.channels.values() {
-                let count = stats.channel_message_counts.get(&channel.id).copied().unwrap_or(0);
-                let type_name = channel.schema.as_ref().map_or_else(String::new, |schema| schema.name.clone());
-                let entry = counts.topics.entry(channel.topic.clone()).or_insert(TopicInfo {
-                    name: channel.topic.clone(),
-                    type_name,
-                    serialization_format: channel.message_encoding.clone(),
-                    count: 0,
-                });
-                entry.count += count;
+                counts.add(channel, stats.channel_message_counts.get(&channel.id).copied().unwrap_or(0));
             }
             if stats.message_count > 0 {
                 counts.span_ns = widen(counts.span_ns, stats.message_start_time, stats.message_end_time);
@@ -85,18 +95,7 @@ fn count_file(bytes: &[u8], counts: &mut FileCounts) -> Result<(), mcap::McapErr
                 break;
             }
         };
-        let channel = &message.channel;
-        let type_name = channel.schema.as_ref().map_or_else(String::new, |schema| schema.name.clone());
-        counts
-            .topics
-            .entry(channel.topic.clone())
-            .or_insert(TopicInfo {
-                name: channel.topic.clone(),
-                type_name,
-                serialization_format: channel.message_encoding.clone(),
-                count: 0,
-            })
-            .count += 1;
+        counts.add(&message.channel, 1);
         counts.span_ns = widen(counts.span_ns, message.log_time, message.log_time);
     }
     Ok(())
