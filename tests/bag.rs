@@ -196,10 +196,12 @@ fn a_killed_recording_keeps_everything_up_to_its_last_checkpoint() {
 #[test]
 fn a_recorder_writes_every_event_from_another_thread() {
     let dir = tempdir();
-    let mut bag = BagWriter::create(&dir.join("run")).unwrap();
-    let topic = bag.topic::<Clock>("/clock", Qos::STREAM).unwrap();
-    let mut recorder = Recorder::spawn(bag, move |bag, time_ns: u64| {
-        bag.write(topic, time_ns, &Clock { clock: Time::from_nanos(time_ns) })
+    let bag = BagWriter::create(&dir.join("run")).unwrap();
+    let mut recorder = Recorder::spawn(bag, |bag| {
+        let topic = bag.topic::<Clock>("/clock", Qos::STREAM)?;
+        Ok(move |bag: &mut BagWriter, time_ns: u64| {
+            bag.write(topic, time_ns, &Clock { clock: Time::from_nanos(time_ns) })
+        })
     })
     .unwrap();
     for time_ns in 0..5000 {

@@ -85,16 +85,16 @@ fn transform(pose: &nalgebra::Isometry3<f64>) -> Transform {
 
 impl ArmRecording {
     /// Adds the topics of node `node` (its `~/` names) to `bag`, and writes /robot_description
-    /// and /tf_static at `start_ns`. Points are in `frame_id`.
+    /// (`urdf`, parsed from [`ARM_URDF`]) and /tf_static at `start_ns`. Points are in `frame_id`.
     pub fn new(
         bag: &mut BagWriter,
+        urdf: &Urdf,
         node: &str,
         frame_id: &str,
         topics: ArmTopics,
         start_ns: u64,
-    ) -> Result<ArmRecording, ArmRecordingError> {
+    ) -> Result<ArmRecording, BagError> {
         let private = |name: &str| format!("/{node}/{name}");
-        let urdf = Urdf::parse(ARM_URDF)?;
         let moving = JOINT_NAMES
             .iter()
             .enumerate()
@@ -284,32 +284,37 @@ pub enum ArmEvent {
     Status { time_ns: u64, status: Status },
 }
 
-/// Records `node`'s arm topics into `bag` on a thread of its own: joint states and transforms
-/// are worked out there from each frame, with `robot` and the running trajectory's elbow.
+/// Records `node`'s arm topics into `bag` on a thread of its own: the topics are set up there,
+/// and joint states and transforms are worked out there from each frame, with `robot` and the
+/// running trajectory's elbow.
 pub fn spawn_arm_recorder(
-    mut bag: BagWriter,
+    bag: BagWriter,
     robot: Robot,
     node: &str,
     frame_id: &str,
     topics: ArmTopics,
     start_ns: u64,
 ) -> Result<Recorder<ArmEvent>, ArmRecordingError> {
-    let mut arm = ArmRecording::new(&mut bag, node, frame_id, topics, start_ns)?;
-    let mut elbow = robot.elbow();
-    let recorder = Recorder::spawn(bag, move |bag, event| match event {
-        ArmEvent::Run { time_ns, trajectory } => {
-            elbow = trajectory.elbow();
-            let ideal = match topics.run_outputs {
-                true => IdealTorques::new(&robot, &trajectory).map_while(Result::ok).collect(),
-                false => Vec::new(),
-            };
-            arm.run_started(bag, time_ns, &trajectory, &ideal)
-        }
-        ArmEvent::Frame { time_ns, frame } => {
-            let joints = arm_joint_state(&robot, &frame, &elbow);
-            arm.sample(bag, time_ns, &frame, &joints)
-        }
-        ArmEvent::Status { time_ns, status } => arm.status(bag, time_ns, &status),
+    let urdf = Urdf::parse(ARM_URDF)?;
+    let (node, frame_id) = (node.to_owned(), frame_id.to_owned());
+    let recorder = Recorder::spawn(bag, move |bag| {
+        let mut arm = ArmRecording::new(bag, &urdf, &node, &frame_id, topics, start_ns)?;
+        let mut elbow = robot.elbow();
+        Ok(move |bag: &mut BagWriter, event| match event {
+            ArmEvent::Run { time_ns, trajectory } => {
+                elbow = trajectory.elbow();
+                let ideal = match topics.run_outputs {
+                    true => IdealTorques::new(&robot, &trajectory).map_while(Result::ok).collect(),
+                    false => Vec::new(),
+                };
+                arm.run_started(bag, time_ns, &trajectory, &ideal)
+            }
+            ArmEvent::Frame { time_ns, frame } => {
+                let joints = arm_joint_state(&robot, &frame, &elbow);
+                arm.sample(bag, time_ns, &frame, &joints)
+            }
+            ArmEvent::Status { time_ns, status } => arm.status(bag, time_ns, &status),
+        })
     })?;
     Ok(recorder)
 }

@@ -30,17 +30,19 @@ pub struct Recorder<E> {
 }
 
 impl<E: Send + 'static> Recorder<E> {
-    /// Starts the thread: each event goes to `record`, which writes it to the bag. The first
-    /// error stops the recording (it is logged at once and returned by [`Recorder::finish`]);
-    /// the bag keeps what was written before it.
-    pub fn spawn<F>(mut bag: BagWriter, mut record: F) -> Result<Recorder<E>, BagError>
+    /// Starts the thread, which first runs `setup` (adding the topics and writing what is
+    /// known before the run, off the run's thread) to get `record`; then each event goes to
+    /// `record`, which writes it to the bag. The first error stops the recording (it is logged
+    /// at once and returned by [`Recorder::finish`]); the bag keeps what was written before it.
+    pub fn spawn<S, F>(mut bag: BagWriter, setup: S) -> Result<Recorder<E>, BagError>
     where
-        F: FnMut(&mut BagWriter, E) -> Result<(), BagError> + Send + 'static,
+        S: FnOnce(&mut BagWriter) -> Result<F, BagError> + Send + 'static,
+        F: FnMut(&mut BagWriter, E) -> Result<(), BagError>,
     {
         let (events, queue) = sync_channel::<Vec<E>>(QUEUE_DEPTH);
         let thread = std::thread::Builder::new().name("bag".into()).spawn(move || {
             let mut checkpoint = Instant::now();
-            let result = loop {
+            let result = setup(&mut bag).and_then(|mut record| loop {
                 let written = match queue.recv_timeout(CHECKPOINT_PERIOD) {
                     Ok(batch) => batch.into_iter().try_for_each(|event| record(&mut bag, event)),
                     Err(RecvTimeoutError::Timeout) => Ok(()),
@@ -56,7 +58,7 @@ impl<E: Send + 'static> Recorder<E> {
                 if let Err(error) = written {
                     break Err(error);
                 }
-            };
+            });
             match result {
                 Ok(()) => bag.finish(),
                 Err(error) => {
