@@ -5,9 +5,10 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use super::link_health::LinkHealth;
 use super::param_server::ParamSpec;
 use super::params::{read_group, without_groups, ParamError, ParamValue};
-use crate::drivers::rdscom::{RdscomConfig, Request};
+use crate::drivers::rdscom::{DriverEvent, RdscomConfig, RdscomEvent, Request};
 use crate::protocol::rdscom::{Message, PrototypeTable, Value};
 
 /// arduino_driver's parameters.
@@ -73,6 +74,24 @@ pub fn joint_sample(message: &Message, table: &PrototypeTable) -> Option<JointSa
     let joint = usize::try_from(field("joint_id")? as i64).ok()?;
     let position = field("joint_pos").or_else(|| field("data"))?;
     Some(JointSample { joint, position, velocity: field("motor_vel"), temperature: field("motor_temp") })
+}
+
+/// The frame of a joint's motor temperature (sensor_msgs/Temperature on `~/temperature`).
+pub fn motor_frame(joint_name: &str) -> String {
+    format!("{joint_name}_motor")
+}
+
+/// What a driver event tells of the link's health (/diagnostics "arduino_driver: link").
+pub fn track_link(health: &mut LinkHealth, event: &DriverEvent) {
+    match event {
+        DriverEvent::Link(RdscomEvent::Received(_)) => health.packets += 1,
+        DriverEvent::Link(RdscomEvent::StateChanged(to)) => health.changed(*to),
+        DriverEvent::Link(RdscomEvent::Failed { prototype, number }) => {
+            health.failed_request(format!("request {prototype} #{number} got no acknowledgement"))
+        }
+        DriverEvent::PortUnavailable { reason, .. } => health.port_error(reason.clone()),
+        _ => {}
+    }
 }
 
 /// MotorControl requests from a JointState command: the one non-empty array among position,

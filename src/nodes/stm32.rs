@@ -5,9 +5,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::link_health::LinkHealth;
 use super::param_server::{ParamRange, ParamSpec};
 use super::params::{read_group, without_groups, ParamError, ParamValue};
-use crate::drivers::stm32::{validate_command, ArmTelemetry, Stm32Config};
+use crate::drivers::stm32::{validate_command, ArmTelemetry, DriverEvent, LinkEvent, Stm32Config};
 use crate::protocol::stm32::{Command, ControlMode, Joint, PidGains};
 
 /// PID gains of one joint, as parameters.
@@ -125,6 +126,24 @@ pub fn stm32_node_config(params: &BTreeMap<String, ParamValue>) -> Result<Stm32N
 pub fn imu_orientation(roll: f64, pitch: f64) -> [f64; 4] {
     let rotation = nalgebra::UnitQuaternion::from_euler_angles(roll, pitch, 0.0);
     [rotation.i, rotation.j, rotation.k, rotation.w]
+}
+
+/// The IMU orientation's covariance (row-major, rad^2): roll and pitch are the firmware's
+/// fusion, yaw is not measured, so its variance is huge.
+pub const IMU_ORIENTATION_COVARIANCE: [f64; 9] = [1e-3, 0.0, 0.0, 0.0, 1e-3, 0.0, 0.0, 0.0, 1e6];
+
+/// What a driver event tells of the link's health (/diagnostics "stm32_driver: link").
+pub fn track_link(health: &mut LinkHealth, event: &DriverEvent) {
+    match event {
+        DriverEvent::Link(LinkEvent::Telemetry(_)) => health.packets += 1,
+        DriverEvent::Link(LinkEvent::StateChanged { to, .. }) => health.changed(*to),
+        DriverEvent::Link(LinkEvent::BadPacket(_) | LinkEvent::Implausible { .. }) => health.bad_packets += 1,
+        DriverEvent::Link(LinkEvent::CommandFailed { command, reason }) => {
+            health.failed_request(format!("command 0x{command:02x}: {reason}"))
+        }
+        DriverEvent::PortUnavailable { reason, .. } => health.port_error(reason.clone()),
+        _ => {}
+    }
 }
 
 /// The two joints' state from telemetry: (positions, velocities), when the telemetry has them.

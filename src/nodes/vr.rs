@@ -5,9 +5,10 @@ use std::net::SocketAddr;
 
 use serde::Deserialize;
 
+use super::diagnostics::{Level, Status};
 use super::param_server::ParamSpec;
 use super::params::{read_group, without_groups, ParamError, ParamValue};
-use crate::bridge::vr::VrConfig;
+use crate::bridge::vr::{FollowerEvent, VrConfig};
 
 /// Which role the node plays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -73,4 +74,21 @@ pub fn vr_node_config(params: &BTreeMap<String, ParamValue>) -> Result<VrNodeCon
     let config: VrNodeConfig = read_group(&own, "")?;
     config.vr.validate().map_err(|message| ParamError::Invalid { prefix: "vr".into(), message })?;
     Ok(config)
+}
+
+/// A follower's status ("vr_bridge: link") before it has reached the leader at `leader`.
+pub fn connecting(status: &mut Status, leader: SocketAddr) {
+    status.set(Level::Warn, format!("connecting to {leader}"), Vec::new());
+}
+
+/// What a follower event tells of the link to the leader at `leader`: OK while following,
+/// ERROR while it is lost.
+pub fn track_follower(status: &mut Status, leader: SocketAddr, event: &FollowerEvent) {
+    match event {
+        FollowerEvent::Connected(address) => status.set(Level::Ok, format!("following {address}"), Vec::new()),
+        FollowerEvent::Disconnected { reason, .. } => {
+            status.set(Level::Error, format!("no leader at {leader}: {reason}; retrying"), Vec::new())
+        }
+        FollowerEvent::Message(_) | FollowerEvent::Refused(_) => {}
+    }
 }

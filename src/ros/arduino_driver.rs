@@ -20,7 +20,9 @@ use super::{header, node_params, now, spin, state_qos};
 use crate::drivers::rdscom::{
     parse_console_command, DriverEvent, RdscomCommander, RdscomDriver, RdscomEvent, TableChoice,
 };
-use crate::nodes::arduino::{arduino_node_config, joint_sample, requests_from_joint_command, ARDUINO_NODE_PARAMS};
+use crate::nodes::arduino::{
+    arduino_node_config, joint_sample, motor_frame, requests_from_joint_command, track_link, ARDUINO_NODE_PARAMS,
+};
 use crate::nodes::link_health::LinkHealth;
 use crate::nodes::param_server::ParameterServer;
 use crate::protocol::rdscom::PrototypeTable;
@@ -100,9 +102,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
                 Err(RecvTimeoutError::Disconnected) => break,
             };
             let time = now(&clock);
-            if let DriverEvent::Link(RdscomEvent::Received(_)) = &event {
-                health.packets += 1;
-            }
+            track_link(&mut health, &event);
             let published = match &event {
                 DriverEvent::Link(RdscomEvent::Received(message)) => match joint_sample(message, &table) {
                     Some(sample) if sample.joint < joint_names.len() => {
@@ -115,9 +115,8 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
                         });
                         match sample.temperature {
                             Some(celsius) => result.and_then(|()| {
-                                let frame = format!("{}_motor", joint_names[sample.joint]);
                                 temperature.publish(&Temperature {
-                                    header: header(time.clone(), &frame),
+                                    header: header(time.clone(), &motor_frame(&joint_names[sample.joint])),
                                     temperature: celsius,
                                     variance: 0.0,
                                 })
@@ -133,17 +132,14 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
                 },
                 DriverEvent::Link(RdscomEvent::StateChanged(to)) => {
                     log::info!("link {to:?}");
-                    health.changed(*to);
                     Ok(())
                 }
                 DriverEvent::Link(RdscomEvent::Failed { prototype, number }) => {
                     log::error!("request {prototype} #{number} got no acknowledgement");
-                    health.failed_request(format!("request {prototype} #{number} got no acknowledgement"));
                     Ok(())
                 }
                 DriverEvent::PortUnavailable { reason, .. } => {
                     log::warn!("port {port}: {reason}");
-                    health.port_error(reason.clone());
                     Ok(())
                 }
                 _ => Ok(()),

@@ -24,7 +24,7 @@ use crate::nodes::param_server::ParameterServer;
 use crate::nodes::params::to_params;
 use crate::nodes::stm32::{
     command_for_parameter, imu_orientation, joint_state, stm32_node_config, targets_from_joint_state,
-    targets_from_joint_trajectory, STM32_NODE_PARAMS,
+    targets_from_joint_trajectory, track_link, IMU_ORIENTATION_COVARIANCE, STM32_NODE_PARAMS,
 };
 use crate::protocol::stm32::Command;
 
@@ -120,9 +120,9 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
                 Err(RecvTimeoutError::Disconnected) => break,
             };
             let time = now(&clock);
+            track_link(&mut health, &event);
             let published = match &event {
                 DriverEvent::Link(LinkEvent::Telemetry(telemetry)) => {
-                    health.packets += 1;
                     let mut result = Ok(());
                     if let Some((position, velocity)) = joint_state(telemetry) {
                         result = joint_states.publish(&JointState {
@@ -142,8 +142,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
                             imu.publish(&Imu {
                                 header: header(time.clone(), &config.imu_frame_id),
                                 orientation: Quaternion { x, y, z, w },
-                                // Yaw is not measured: its variance is huge, roll and pitch are the fusion's.
-                                orientation_covariance: vec![1e-3, 0.0, 0.0, 0.0, 1e-3, 0.0, 0.0, 0.0, 1e6],
+                                orientation_covariance: IMU_ORIENTATION_COVARIANCE.to_vec(),
                                 angular_velocity: Vector3 { x: gx, y: gy, z: gz },
                                 angular_velocity_covariance: vec![0.0; 9],
                                 linear_acceleration: Vector3 { x: ax, y: ay, z: az },
@@ -155,21 +154,14 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
                 }
                 DriverEvent::Link(LinkEvent::StateChanged { to, .. }) => {
                     log::info!("link {to:?}");
-                    health.changed(*to);
-                    Ok(())
-                }
-                DriverEvent::Link(LinkEvent::BadPacket(_) | LinkEvent::Implausible { .. }) => {
-                    health.bad_packets += 1;
                     Ok(())
                 }
                 DriverEvent::Link(LinkEvent::CommandFailed { command, reason }) => {
                     log::error!("command 0x{command:02x} failed: {reason}");
-                    health.failed_request(format!("command 0x{command:02x}: {reason}"));
                     Ok(())
                 }
                 DriverEvent::PortUnavailable { reason, .. } => {
                     log::warn!("port {}: {reason}", config.port);
-                    health.port_error(reason.clone());
                     Ok(())
                 }
                 _ => Ok(()),

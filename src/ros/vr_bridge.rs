@@ -21,7 +21,7 @@ use crate::bridge::vr::{follow, FollowerEvent, VrFeed, VrLeader};
 use crate::model::math::Vec3;
 use crate::nodes::diagnostics::Level;
 use crate::nodes::param_server::ParameterServer;
-use crate::nodes::vr::{vr_node_config, VrMode, VrNodeConfig, VR_NODE_PARAMS};
+use crate::nodes::vr::{connecting, track_follower, vr_node_config, VrMode, VrNodeConfig, VR_NODE_PARAMS};
 use crate::protocol::deltavr::VrMessage;
 
 fn vec3(x: f64, y: f64, z: f64) -> Vec3 {
@@ -91,10 +91,11 @@ fn follower(
     runtime.spawn(follow(config.leader_address, config.vr.clone(), events_tx, stop_rx));
     let publishers = Mutex::new((position, current, desired, curve));
     let leader_address = config.leader_address;
-    reporter.update(|status| status.set(Level::Warn, format!("connecting to {leader_address}"), Vec::new()));
+    reporter.update(|status| connecting(status, leader_address));
     runtime.spawn(async move {
         while let Some(event) = events.recv().await {
             let time = now(&clock);
+            reporter.update(|status| track_follower(status, leader_address, &event));
             let Ok(publishers) = publishers.lock() else { return };
             let (position, current, desired, curve) = &*publishers;
             let vector = |[x, y, z]: [f32; 3]| vec3(f64::from(x), f64::from(y), f64::from(z));
@@ -123,7 +124,6 @@ fn follower(
                 }
                 FollowerEvent::Connected(leader) => {
                     log::info!("following the VR leader at {leader}");
-                    reporter.update(|status| status.set(Level::Ok, format!("following {leader}"), Vec::new()));
                     Ok(())
                 }
                 FollowerEvent::Refused(reason) => {
@@ -132,8 +132,6 @@ fn follower(
                 }
                 FollowerEvent::Disconnected { reason, retry_in } => {
                     log::warn!("VR leader lost ({reason}), retrying in {retry_in:?}");
-                    let message = format!("no leader at {leader_address}: {reason}; retrying");
-                    reporter.update(|status| status.set(Level::Error, message, Vec::new()));
                     Ok(())
                 }
                 FollowerEvent::Message(_) => Ok(()),
