@@ -204,3 +204,167 @@ fn an_interrupted_hil_run_leaves_a_bag_that_reads_up_to_the_interruption() {
     assert!(count(&info, "/joint_states") >= 100, "{info}");
     assert!(count(&info, "/diagnostics") >= 1, "{info}");
 }
+
+/// A command running in the background with its first line of output read (the address or
+/// device it announces); killed if the test ends before it is stopped.
+struct Background {
+    child: std::process::Child,
+    first_line: String,
+}
+
+impl Background {
+    fn start(args: &[&str], stdin: std::process::Stdio) -> Background {
+        use std::io::BufRead;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_arm_hil"))
+            .args(args)
+            .stdin(stdin)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut first_line = String::new();
+        stdout.read_line(&mut first_line).unwrap();
+        // Keep reading, so the command never blocks on a full pipe.
+        std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
+        Background { child, first_line: first_line.trim().to_owned() }
+    }
+
+    /// The last word of the first line: `listening on ADDR`, or a device path.
+    fn announced(&self) -> &str {
+        self.first_line.split_whitespace().last().unwrap()
+    }
+
+    /// Ctrl-C, then waits: the command must stop by itself rather than die of the signal.
+    fn interrupt(mut self) {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.child.id() as i32), nix::sys::signal::Signal::SIGINT)
+            .unwrap();
+        let status = self.child.wait().unwrap();
+        assert!(status.code().is_some(), "killed by the signal rather than stopping");
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn fresh_bag(name: &str) -> PathBuf {
+    let bag = scratch_dir(name).join("run");
+    let _ = std::fs::remove_dir_all(&bag);
+    bag
+}
+
+fn assert_clean(info: &serde_json::Value) {
+    assert!(info["warnings"].as_array().unwrap().is_empty(), "{info}");
+}
+
+#[test]
+fn an_stm32_session_is_recorded_with_stm32_drivers_topics() {
+    let emulator = Background::start(&["emulate", "stm32"], std::process::Stdio::null());
+    let bag = fresh_bag("stm32_bag");
+    let driver = Background::start(
+        &["stm32", "--port", emulator.announced(), "--bag", bag.to_str().unwrap(), "--json"],
+        std::process::Stdio::piped(),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    driver.interrupt();
+    let info = bag_info(&bag);
+    assert_clean(&info);
+    assert!(count(&info, "/joint_states") >= 10, "{info}");
+    assert_eq!(count(&info, "/stm32_driver/imu"), count(&info, "/joint_states"), "{info}");
+    assert!(count(&info, "/diagnostics") >= 2, "a first status and the last: {info}");
+}
+
+#[test]
+fn an_arduino_session_is_recorded_with_arduino_drivers_topics() {
+    let emulator = Background::start(&["emulate", "rdscom", "--table", "firmware"], std::process::Stdio::null());
+    let bag = fresh_bag("arduino_bag");
+    let mut driver = Background::start(
+        &["arduino", "--port", emulator.announced(), "--prototypes", "firmware", "--bag", bag.to_str().unwrap()],
+        std::process::Stdio::piped(),
+    );
+    use std::io::Write;
+    let mut stdin = driver.child.stdin.take().unwrap();
+    writeln!(stdin, "stream all 50").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    driver.interrupt();
+    let info = bag_info(&bag);
+    assert_clean(&info);
+    assert!(count(&info, "/joint_states") >= 20, "four joints streaming: {info}");
+    assert_eq!(count(&info, "/arduino_driver/temperature"), count(&info, "/joint_states"), "{info}");
+    assert!(count(&info, "/diagnostics") >= 2, "{info}");
+}
+
+#[test]
+fn a_vr_follower_records_what_the_leader_sends() {
+    let leader = Background::start(&["vr", "serve", "--bind", "127.0.0.1:0"], std::process::Stdio::null());
+    let bag = fresh_bag("vr_bag");
+    let follower = Background::start(
+        &["vr", "connect", leader.announced(), "--bag", bag.to_str().unwrap(), "--json"],
+        std::process::Stdio::null(),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    follower.interrupt();
+    let info = bag_info(&bag);
+    assert_clean(&info);
+    assert_eq!(count(&info, "/sil_node/reference_path"), 1, "{info}");
+    for topic in ["/sil_node/end_effector", "/sil_node/current_direction", "/sil_node/desired_direction"] {
+        assert!(count(&info, topic) >= 10, "{topic}: {info}");
+    }
+}
+
+#[test]
+fn serve_records_each_session_in_a_bag_named_by_its_start_and_peer_even_when_the_client_hangs_up() {
+    use arm_hil::control::arc::ArcSpec;
+    use arm_hil::model::Robot;
+    use arm_hil::protocol::legacy::{encode_request, Mode, Request};
+    use std::io::{Read, Write};
+
+    let bags = scratch_dir("serve_bags").join("sessions");
+    let _ = std::fs::remove_dir_all(&bags);
+    let server = Background::start(
+        &["serve", "--bind", "127.0.0.1:0", "--bag", bags.to_str().unwrap()],
+        std::process::Stdio::null(),
+    );
+    let robot = Robot::default();
+    let waypoints = ArcSpec::default().waypoints(&robot.elbow(), robot.params().l_arm).unwrap();
+    let mut request = Vec::new();
+    encode_request(
+        &Request { mode: Mode::Sil, elbow: robot.elbow(), l_arm: robot.params().l_arm, waypoints },
+        &mut request,
+    );
+
+    let mut complete = std::net::TcpStream::connect(server.announced()).unwrap();
+    complete.write_all(&request).unwrap();
+    let mut response = Vec::new();
+    complete.read_to_end(&mut response).unwrap();
+    let complete_peer = complete.local_addr().unwrap();
+
+    let mut hung_up = std::net::TcpStream::connect(server.announced()).unwrap();
+    hung_up.write_all(&request).unwrap();
+    let mut first = [0u8; 4096];
+    hung_up.read_exact(&mut first).unwrap();
+    let hung_up_peer = hung_up.local_addr().unwrap();
+    drop(hung_up);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    server.interrupt();
+
+    for peer in [complete_peer, hung_up_peer] {
+        let suffix = format!("_{}-{}", peer.ip(), peer.port());
+        let entry = std::fs::read_dir(&bags)
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .find(|path| path.file_name().unwrap().to_str().unwrap().ends_with(&suffix))
+            .unwrap_or_else(|| panic!("no bag of {peer} in {}", bags.display()));
+        assert!(entry.file_name().unwrap().to_str().unwrap().starts_with("session_20"), "{}", entry.display());
+        let info = bag_info(&entry);
+        assert_clean(&info);
+        assert!(count(&info, "/joint_states") >= 1, "{info}");
+        assert_eq!(count(&info, "/joint_states"), count(&info, "/legacy_bridge/end_effector"), "{info}");
+        assert_eq!(count(&info, "/joint_states"), count(&info, "/tf"), "{info}");
+        assert_eq!(count(&info, "/diagnostics"), 2, "started and ended: {info}");
+    }
+}

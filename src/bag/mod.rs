@@ -4,12 +4,15 @@
 //! node had been recorded.
 //!
 //! [`msgs`] and [`cdr`] are the messages and their wire form, [`writer`] the container,
-//! [`recorder`] the background thread a run records through, [`arm`] the arm's topics, and
-//! [`info`] reads a bag back for `arm_hil bag info`.
+//! [`recorder`] the background thread a run records through, [`arm`] the arm's topics,
+//! [`device`] the device nodes' topics, [`legacy`] the port-5555 sessions', and [`info`]
+//! reads a bag back for `arm_hil bag info`.
 
 pub mod arm;
 pub mod cdr;
+pub mod device;
 pub mod info;
+pub mod legacy;
 pub mod metadata;
 pub mod msgs;
 pub mod recorder;

@@ -224,6 +224,12 @@ impl From<&nalgebra::Vector3<f64>> for Vector3 {
     }
 }
 
+impl From<[f64; 3]> for Vector3 {
+    fn from([x, y, z]: [f64; 3]) -> Vector3 {
+        Vector3 { x, y, z }
+    }
+}
+
 /// geometry_msgs/Quaternion.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Quaternion {

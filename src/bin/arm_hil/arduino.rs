@@ -2,15 +2,21 @@
 //! data, one line per event (JSON lines with `--json`), and takes commands on stdin.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
 use serde::Serialize;
 
 use crate::console;
+use arm_hil::bag::device::{ArduinoTopics, DeviceRecorder};
+use arm_hil::bag::BagWriter;
 use arm_hil::drivers::rdscom::{
     parse_console_command, DriverEvent, RdscomConfig, RdscomDriver, RdscomEvent, RdscomLinkState,
 };
+use arm_hil::nodes::arduino::{joint_sample, track_link, ArduinoNodeConfig, JointSample};
+use arm_hil::nodes::diagnostics::Status;
+use arm_hil::nodes::link_health::LinkHealth;
 use arm_hil::protocol::rdscom::{FrameType, Message, PrototypeTable, Value};
 
 #[derive(Debug, Args)]
@@ -24,6 +30,10 @@ pub(crate) struct ArduinoArgs {
     /// Prototype table: `document` (default), `firmware`, or a YAML file
     #[arg(long, value_name = "FILE")]
     prototypes: Option<String>,
+    /// Record arduino_driver's topics (/joint_states, /arduino_driver/temperature,
+    /// /diagnostics) as a rosbag2 bag (MCAP) in this new directory, stamped with the wall clock
+    #[arg(long, value_name = "DIR")]
+    bag: Option<PathBuf>,
     /// Print one JSON object per event
     #[arg(long)]
     json: bool,
@@ -116,12 +126,26 @@ fn print_event(event: &DriverEvent, table: &PrototypeTable, json: bool) -> anyho
     print(&line, json)
 }
 
+/// The session as arduino_driver publishes it, with the node's default joint names.
+fn start_bag(dir: &Path, port: &str) -> anyhow::Result<DeviceRecorder<JointSample>> {
+    let bag = BagWriter::create(dir).context("--bag")?;
+    let joint_names = ArduinoNodeConfig::default().joint_names;
+    let status = Status::new("arduino_driver: link", port);
+    let recorder = DeviceRecorder::spawn(bag, status, move |bag| {
+        let mut topics = ArduinoTopics::new(bag, joint_names)?;
+        Ok(move |bag: &mut BagWriter, time_ns, sample: JointSample| topics.sample(bag, time_ns, &sample))
+    });
+    recorder.with_context(|| format!("cannot record to {}", dir.display()))
+}
+
 pub(crate) fn run(args: ArduinoArgs) -> anyhow::Result<()> {
     let table = load_table(args.prototypes.as_deref())?;
     let config = RdscomConfig { baud: args.baud, ..RdscomConfig::default() };
+    let mut bag = args.bag.as_deref().map(|dir| start_bag(dir, &args.port)).transpose()?;
+    let mut health = LinkHealth::default();
     let driver = RdscomDriver::start(&args.port, config, table.clone()).context("cannot start the driver")?;
     let mut nonce: i8 = 0;
-    console::run(
+    let served = console::run(
         driver.events(),
         |input| {
             nonce = nonce.wrapping_add(1);
@@ -132,6 +156,19 @@ pub(crate) fn run(args: ArduinoArgs) -> anyhow::Result<()> {
                 Err(reason) => print(&Line::Refused { input, reason: &reason }, args.json),
             }
         },
-        |event| print_event(event, &table, args.json),
-    )
+        |event| {
+            if let Some(bag) = &mut bag {
+                if let DriverEvent::Link(RdscomEvent::Received(message)) = event {
+                    if let Some(sample) = joint_sample(message, &table) {
+                        bag.sample(sample);
+                    }
+                }
+                track_link(&mut health, event);
+                bag.report(|status| health.report(status));
+            }
+            print_event(event, &table, args.json)
+        },
+    );
+    console::finish_bag(bag)?;
+    served
 }

@@ -9,6 +9,8 @@ use std::time::Duration;
 use anyhow::Context;
 use serde::Serialize;
 
+use arm_hil::bag::device::DeviceRecorder;
+
 /// Prints `value` as one JSON object on a line with `json`, else `text()`.
 pub(crate) fn print_line(value: &impl Serialize, text: impl FnOnce() -> String, json: bool) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();
@@ -17,6 +19,15 @@ pub(crate) fn print_line(value: &impl Serialize, text: impl FnOnce() -> String, 
         writeln!(stdout)?;
     } else {
         writeln!(stdout, "{}", text())?;
+    }
+    Ok(())
+}
+
+/// Finishes the bag of a device session, if one was recorded.
+pub(crate) fn finish_bag<S: Send + 'static>(bag: Option<DeviceRecorder<S>>) -> anyhow::Result<()> {
+    if let Some(bag) = bag {
+        let stats = bag.finish().context("the bag is incomplete")?;
+        log::info!("bag {}: {} messages", stats.dir.display(), stats.messages);
     }
     Ok(())
 }

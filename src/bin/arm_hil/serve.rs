@@ -7,8 +7,10 @@ use anyhow::Context;
 use clap::Args;
 use serde::Deserialize;
 
+use arm_hil::bag::legacy::SessionBags;
 use arm_hil::bridge::legacy::{HilSetup, LegacyServer, LegacyServerConfig};
 use arm_hil::drivers::RigSettings;
+use arm_hil::model::Robot;
 
 use crate::config;
 use crate::hil::{Backend, HilSections};
@@ -24,6 +26,13 @@ pub(crate) struct ServeArgs {
     /// YAML configuration: the sections of `arm_hil hil --config` plus `server`
     #[arg(long, value_name = "FILE.yaml")]
     config: Option<PathBuf>,
+    /// Record each session as a rosbag2 bag (MCAP) with legacy_bridge's topics, in a directory
+    /// of its own under DIR named by its start and peer (session_<UTC start>_<ip>-<port>)
+    #[arg(long, value_name = "DIR")]
+    bag: Option<PathBuf>,
+    /// Samples per second of session time in the bags, as legacy_bridge's publish_rate_hz
+    #[arg(long, value_name = "HZ", default_value_t = 250.0)]
+    bag_rate: f64,
 }
 
 /// The sections of `serve` beside the SIL ones.
@@ -49,10 +58,17 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
         hil: hil.hil,
         settings: RigSettings { stepper: hil.stepper, rig: hil.rig },
     });
+    anyhow::ensure!(args.bag_rate > 0.0 && args.bag_rate.is_finite(), "--bag-rate must be a positive number of Hz");
+    let robot = Robot::new(sil.robot.clone()).context("robot parameters")?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let server = LegacyServer::bind(server, sil, hil).await.context("cannot start the server")?;
+        let mut server = LegacyServer::bind(server, sil, hil).await.context("cannot start the server")?;
         let address = server.local_addr()?;
+        if let Some(dir) = &args.bag {
+            let bags = SessionBags::new(dir, robot, args.bag_rate, address)
+                .with_context(|| format!("--bag: cannot make {}", dir.display()))?;
+            server = server.with_observer(bags);
+        }
         // Scripts read the bound address (port 0 picks a free one) from this first line.
         println!("listening on {address}");
         log::info!("port-5555 server listening on {address}");

@@ -1,14 +1,21 @@
 //! `arm_hil stm32`: the STM32 arm on a serial port. Prints telemetry and link changes, one line
 //! per event (JSON lines with `--json`), and takes commands on stdin.
 
+use std::path::PathBuf;
+
 use anyhow::Context;
 use clap::Args;
 use serde::Serialize;
 
 use crate::console;
+use arm_hil::bag::device::{DeviceRecorder, Stm32Topics};
+use arm_hil::bag::BagWriter;
 use arm_hil::drivers::stm32::{
     parse_console_command, ArmTelemetry, DriverEvent, LinkEvent, LinkState, Stm32Config, Stm32Driver,
 };
+use arm_hil::nodes::diagnostics::Status;
+use arm_hil::nodes::link_health::LinkHealth;
+use arm_hil::nodes::stm32::{track_link, Stm32NodeConfig};
 
 #[derive(Debug, Args)]
 pub(crate) struct Stm32Args {
@@ -24,6 +31,10 @@ pub(crate) struct Stm32Args {
     /// Only listen for telemetry instead of polling with GET_TELEMETRY (firmware that streams)
     #[arg(long)]
     stream: bool,
+    /// Record stm32_driver's topics (/joint_states, /stm32_driver/imu, /diagnostics) as a
+    /// rosbag2 bag (MCAP) in this new directory, stamped with the wall clock
+    #[arg(long, value_name = "DIR")]
+    bag: Option<PathBuf>,
     /// Print one JSON object per event
     #[arg(long)]
     json: bool,
@@ -114,6 +125,18 @@ fn print_event(event: &DriverEvent, json: bool) -> anyhow::Result<()> {
     print(&line, json)
 }
 
+/// The session as stm32_driver publishes it, with the node's default joint names and IMU frame.
+fn start_bag(dir: &std::path::Path, port: &str) -> anyhow::Result<DeviceRecorder<ArmTelemetry>> {
+    let bag = BagWriter::create(dir).context("--bag")?;
+    let Stm32NodeConfig { joint_names, imu_frame_id, .. } = Stm32NodeConfig::default();
+    let status = Status::new("stm32_driver: link", port);
+    let recorder = DeviceRecorder::spawn(bag, status, move |bag| {
+        let mut topics = Stm32Topics::new(bag, joint_names, imu_frame_id)?;
+        Ok(move |bag: &mut BagWriter, time_ns, telemetry: ArmTelemetry| topics.telemetry(bag, time_ns, &telemetry))
+    });
+    recorder.with_context(|| format!("cannot record to {}", dir.display()))
+}
+
 pub(crate) fn run(args: Stm32Args) -> anyhow::Result<()> {
     let imu_units = match args.imu_units.as_str() {
         "firmware" => arm_hil::drivers::stm32::ImuUnits::Firmware,
@@ -123,8 +146,10 @@ pub(crate) fn run(args: Stm32Args) -> anyhow::Result<()> {
     let poll_mode =
         if args.stream { arm_hil::drivers::stm32::PollMode::Stream } else { arm_hil::drivers::stm32::PollMode::Poll };
     let config = Stm32Config { baud: args.baud, imu_units, poll_mode, ..Stm32Config::default() };
+    let mut bag = args.bag.as_deref().map(|dir| start_bag(dir, &args.port)).transpose()?;
+    let mut health = LinkHealth::default();
     let driver = Stm32Driver::start(&args.port, config).context("cannot start the driver")?;
-    console::run(
+    let served = console::run(
         driver.events(),
         |input| match parse_console_command(input)
             .and_then(|command| driver.send(command).map_err(|error| error.to_string()))
@@ -132,6 +157,17 @@ pub(crate) fn run(args: Stm32Args) -> anyhow::Result<()> {
             Ok(()) => Ok(()),
             Err(reason) => print(&Line::Refused { input, reason: &reason }, args.json),
         },
-        |event| print_event(event, args.json),
-    )
+        |event| {
+            if let Some(bag) = &mut bag {
+                if let DriverEvent::Link(LinkEvent::Telemetry(telemetry)) = event {
+                    bag.sample(*telemetry);
+                }
+                track_link(&mut health, event);
+                bag.report(|status| health.report(status));
+            }
+            print_event(event, args.json)
+        },
+    );
+    console::finish_bag(bag)?;
+    served
 }

@@ -13,11 +13,15 @@ use clap::{Args, Subcommand};
 use serde::Serialize;
 use tokio::sync::{mpsc, watch};
 
+use arm_hil::bag::device::{DeviceRecorder, VrFollowerTopics};
+use arm_hil::bag::BagWriter;
 use arm_hil::bridge::vr::{follow, FollowerEvent, VrConfig, VrFeed, VrLeader, VrState};
 use arm_hil::model::math::direction_or_zero;
 use arm_hil::model::Robot;
+use arm_hil::nodes::diagnostics::Status;
 use arm_hil::nodes::load_trajectory;
 use arm_hil::nodes::sil::{run_sil, SilEvent, SilNodeSettings};
+use arm_hil::nodes::vr::{connecting, track_follower, VrNodeConfig};
 use arm_hil::protocol::deltavr::VrMessage;
 
 use crate::config;
@@ -48,6 +52,10 @@ pub(crate) struct ConnectArgs {
     /// The leader's address
     #[arg(value_name = "ADDR")]
     leader: SocketAddr,
+    /// Record vr_bridge's follower topics (position, directions, the curve, /diagnostics) as a
+    /// rosbag2 bag (MCAP) in this new directory, stamped with the wall clock
+    #[arg(long, value_name = "DIR")]
+    bag: Option<PathBuf>,
     /// Print one JSON object per message
     #[arg(long)]
     json: bool,
@@ -143,7 +151,26 @@ enum Line<'a> {
     Disconnected { reason: &'a str, retry_in_s: f64 },
 }
 
+/// The link as vr_bridge publishes it as a follower, on its default topics.
+fn start_bag(dir: &Path, leader: SocketAddr) -> anyhow::Result<DeviceRecorder<VrMessage>> {
+    let bag = BagWriter::create(dir).context("--bag")?;
+    let mut status = Status::new("vr_bridge: link", &leader.to_string());
+    connecting(&mut status, leader);
+    let recorder = DeviceRecorder::spawn(bag, status, move |bag| {
+        let mut topics = VrFollowerTopics::new(bag, &VrNodeConfig::default())?;
+        Ok(move |bag: &mut BagWriter, time_ns, message: VrMessage| topics.message(bag, time_ns, &message))
+    });
+    recorder.with_context(|| format!("cannot record to {}", dir.display()))
+}
+
 async fn connect(args: ConnectArgs) -> anyhow::Result<()> {
+    let mut bag = args.bag.as_deref().map(|dir| start_bag(dir, args.leader)).transpose()?;
+    let followed = follow_and_print(&args, &mut bag).await;
+    crate::console::finish_bag(bag)?;
+    followed
+}
+
+async fn follow_and_print(args: &ConnectArgs, bag: &mut Option<DeviceRecorder<VrMessage>>) -> anyhow::Result<()> {
     let (events_tx, mut events) = mpsc::channel(1024);
     let (stop, stop_rx) = watch::channel(false);
     tokio::spawn(follow(args.leader, VrConfig::default(), events_tx, stop_rx));
@@ -158,6 +185,12 @@ async fn connect(args: ConnectArgs) -> anyhow::Result<()> {
                 return Ok(());
             }
         };
+        if let Some(bag) = bag {
+            if let FollowerEvent::Message(message) = &event {
+                bag.sample(message.clone());
+            }
+            bag.report(|status| track_follower(status, args.leader, &event));
+        }
         let line = match &event {
             FollowerEvent::Connected(leader) => Line::Connected { leader: *leader },
             FollowerEvent::Message(VrMessage::Curve(points)) => Line::Curve { points },

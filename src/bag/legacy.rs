@@ -1,0 +1,136 @@
+//! One bag per port-5555 session: legacy_bridge's topics (joint states with the passive
+//! joints, end effector, /tf, /diagnostics) of each session, stamped with the wall clock, in a
+//! directory named by the session's start and peer.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use super::arm::{spawn_arm_recorder, ArmEvent, ArmTopics};
+use super::{wall_clock_ns, BagWriter, Recorder};
+use crate::bridge::legacy::{SessionError, SessionObserver, SessionReport};
+use crate::control::Trajectory;
+use crate::model::Robot;
+use crate::nodes::diagnostics::{Level, Status};
+use crate::nodes::Decimator;
+use crate::sim::Frame;
+
+/// legacy_bridge's name, which its private topics are under.
+const NODE: &str = "legacy_bridge";
+
+/// Records every session the server runs into a bag of its own under `dir`.
+pub struct SessionBags {
+    dir: PathBuf,
+    robot: Robot,
+    rate_hz: f64,
+    /// The server's address: the hardware id of its status.
+    listening: String,
+    sessions: Mutex<HashMap<SocketAddr, (Recorder<ArmEvent>, Decimator)>>,
+    /// Bags of ended sessions being finished, waited for when the server goes.
+    finishing: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// The directory of a session's bag: its start (UTC, as rosbag2 names its bags) and its peer.
+pub fn session_bag_name(start_ns: u64, peer: SocketAddr) -> String {
+    let start = chrono::DateTime::from_timestamp_nanos(start_ns as i64).format("%Y_%m_%d-%H_%M_%S");
+    let peer = format!("{}-{}", peer.ip(), peer.port()).replace(':', ".");
+    format!("session_{start}_{peer}")
+}
+
+impl SessionBags {
+    /// Sessions are recorded at `rate_hz` samples per second of session time (legacy_bridge's
+    /// publish_rate_hz); `dir` is made if it is missing.
+    pub fn new(dir: &Path, robot: Robot, rate_hz: f64, listening: SocketAddr) -> std::io::Result<Arc<SessionBags>> {
+        std::fs::create_dir_all(dir)?;
+        Ok(Arc::new(SessionBags {
+            dir: dir.to_owned(),
+            robot,
+            rate_hz,
+            listening: listening.to_string(),
+            sessions: Mutex::new(HashMap::new()),
+            finishing: Mutex::new(Vec::new()),
+        }))
+    }
+
+    fn status(&self, message: String) -> Status {
+        let mut status = Status::new("legacy_bridge: server", &self.listening);
+        status.set(Level::Ok, message, Vec::new());
+        status
+    }
+}
+
+impl SessionObserver for SessionBags {
+    fn started(&self, peer: SocketAddr, hil: bool, trajectory: &Trajectory) {
+        let start_ns = wall_clock_ns();
+        let dir = self.dir.join(session_bag_name(start_ns, peer));
+        let recorder = BagWriter::create(&dir).map_err(anyhow::Error::from).and_then(|bag| {
+            Ok(spawn_arm_recorder(bag, self.robot.clone(), NODE, "base_link", ArmTopics::default(), start_ns)?)
+        });
+        let mut recorder = match recorder {
+            Ok(recorder) => recorder,
+            Err(error) => {
+                log::error!("{peer}: the session is not recorded: {error:#}");
+                return;
+            }
+        };
+        let mode = if hil { "HIL" } else { "SIL" };
+        let waypoints = trajectory.waypoints().len();
+        recorder.record(ArmEvent::Run { time_ns: start_ns, trajectory: Arc::new(trajectory.clone()) });
+        let status = self.status(format!("{peer}: {mode} session of {waypoints} waypoints"));
+        recorder.record(ArmEvent::Status { time_ns: start_ns, status });
+        log::info!("{peer}: recording the session to {}", dir.display());
+        if let Ok(mut sessions) = self.sessions.lock() {
+            sessions.insert(peer, (recorder, Decimator::new(self.rate_hz)));
+        }
+    }
+
+    fn frame(&self, peer: SocketAddr, frame: &Frame) {
+        let Ok(mut sessions) = self.sessions.lock() else { return };
+        if let Some((recorder, samples)) = sessions.get_mut(&peer) {
+            if samples.due(frame.t) {
+                recorder.record(ArmEvent::Frame { time_ns: wall_clock_ns(), frame: *frame });
+            }
+        }
+    }
+
+    fn ended(&self, peer: SocketAddr, outcome: &Result<SessionReport, SessionError>) {
+        let Some((mut recorder, _)) = self.sessions.lock().ok().and_then(|mut sessions| sessions.remove(&peer)) else {
+            return;
+        };
+        let message = match outcome {
+            Ok(report) => format!("{peer}: complete, {} frames", report.frames),
+            Err(error) => format!("{peer}: stopped: {error}"),
+        };
+        recorder.record(ArmEvent::Status { time_ns: wall_clock_ns(), status: self.status(message) });
+        // Finishing waits for the writer: not on the server's threads.
+        let finishing = std::thread::Builder::new().name("bag-finish".into()).spawn(move || match recorder.finish() {
+            Ok(stats) => log::info!("{peer}: bag {}: {} messages", stats.dir.display(), stats.messages),
+            Err(error) => log::error!("{peer}: the session's bag is incomplete: {error}"),
+        });
+        match (finishing, self.finishing.lock()) {
+            (Ok(thread), Ok(mut finishing)) => {
+                finishing.retain(|thread| !thread.is_finished());
+                finishing.push(thread);
+            }
+            (Ok(_), Err(_)) => {}
+            (Err(error), _) => log::error!("{peer}: cannot finish the session's bag: {error}"),
+        }
+    }
+}
+
+impl Drop for SessionBags {
+    /// The server is going: sessions still running keep what they recorded (their recorders
+    /// finish as they drop), and bags being finished are waited for.
+    fn drop(&mut self) {
+        if let Ok(sessions) = self.sessions.get_mut() {
+            sessions.clear();
+        }
+        if let Ok(finishing) = self.finishing.get_mut() {
+            for thread in finishing.drain(..) {
+                let _ = thread.join();
+            }
+        }
+    }
+}
