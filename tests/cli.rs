@@ -261,6 +261,15 @@ fn assert_clean(info: &serde_json::Value) {
     assert!(info["warnings"].as_array().unwrap().is_empty(), "{info}");
 }
 
+/// Lets `command` record into `bag` for a while, interrupts it, and reads the bag back.
+fn recorded_by(command: Background, bag: &std::path::Path) -> serde_json::Value {
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    command.interrupt();
+    let info = bag_info(bag);
+    assert_clean(&info);
+    info
+}
+
 #[test]
 fn an_stm32_session_is_recorded_with_stm32_drivers_topics() {
     let emulator = Background::start(&["emulate", "stm32"], std::process::Stdio::null());
@@ -269,10 +278,7 @@ fn an_stm32_session_is_recorded_with_stm32_drivers_topics() {
         &["stm32", "--port", emulator.announced(), "--bag", bag.to_str().unwrap(), "--json"],
         std::process::Stdio::piped(),
     );
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    driver.interrupt();
-    let info = bag_info(&bag);
-    assert_clean(&info);
+    let info = recorded_by(driver, &bag);
     assert!(count(&info, "/joint_states") >= 10, "{info}");
     assert_eq!(count(&info, "/stm32_driver/imu"), count(&info, "/joint_states"), "{info}");
     assert!(count(&info, "/diagnostics") >= 2, "a first status and the last: {info}");
@@ -289,10 +295,7 @@ fn an_arduino_session_is_recorded_with_arduino_drivers_topics() {
     use std::io::Write;
     let mut stdin = driver.child.stdin.take().unwrap();
     writeln!(stdin, "stream all 50").unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    driver.interrupt();
-    let info = bag_info(&bag);
-    assert_clean(&info);
+    let info = recorded_by(driver, &bag);
     assert!(count(&info, "/joint_states") >= 20, "four joints streaming: {info}");
     assert_eq!(count(&info, "/arduino_driver/temperature"), count(&info, "/joint_states"), "{info}");
     assert!(count(&info, "/diagnostics") >= 2, "{info}");
@@ -306,10 +309,7 @@ fn a_vr_follower_records_what_the_leader_sends() {
         &["vr", "connect", leader.announced(), "--bag", bag.to_str().unwrap(), "--json"],
         std::process::Stdio::null(),
     );
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    follower.interrupt();
-    let info = bag_info(&bag);
-    assert_clean(&info);
+    let info = recorded_by(follower, &bag);
     assert_eq!(count(&info, "/sil_node/reference_path"), 1, "{info}");
     for topic in ["/sil_node/end_effector", "/sil_node/current_direction", "/sil_node/desired_direction"] {
         assert!(count(&info, topic) >= 10, "{topic}: {info}");
