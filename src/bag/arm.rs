@@ -70,11 +70,6 @@ pub struct ArmRecording {
     direction: Vector3Stamped,
 }
 
-/// A stamp at `time_ns`.
-fn header(time_ns: u64, frame_id: &str) -> Header {
-    Header { stamp: Time::from_nanos(time_ns), frame_id: frame_id.to_owned() }
-}
-
 fn transform(pose: &nalgebra::Isometry3<f64>) -> Transform {
     let q = pose.rotation.quaternion();
     Transform {
@@ -108,7 +103,7 @@ impl ArmRecording {
             .iter()
             .filter(|joint| joint.kind == JointKind::Fixed)
             .map(|joint| TransformStamped {
-                header: header(start_ns, &joint.parent),
+                header: Header::at(start_ns, &joint.parent),
                 child_frame_id: joint.child.clone(),
                 transform: transform(&joint.transform(0.0)),
             })
@@ -142,12 +137,12 @@ impl ArmRecording {
                 effort: Vec::with_capacity(JOINT_NAMES.len()),
             },
             transforms: TfMessage { transforms: Vec::new() },
-            point: PointStamped { header: header(start_ns, frame_id), point: Vector3::default() },
+            point: PointStamped { header: Header::at(start_ns, frame_id), point: Vector3::default() },
             twist: TwistStamped {
-                header: header(start_ns, frame_id),
+                header: Header::at(start_ns, frame_id),
                 twist: Twist { linear: Vector3::default(), angular: Vector3::default() },
             },
-            direction: Vector3Stamped { header: header(start_ns, frame_id), vector: Vector3::default() },
+            direction: Vector3Stamped { header: Header::at(start_ns, frame_id), vector: Vector3::default() },
         })
     }
 
@@ -229,11 +224,11 @@ impl ArmRecording {
             .waypoints()
             .iter()
             .map(|w| PoseStamped {
-                header: header(time_ns, &self.frame_id),
+                header: Header::at(time_ns, &self.frame_id),
                 pose: Pose { position: Vector3::from(&w.x), orientation: Quaternion::IDENTITY },
             })
             .collect();
-        bag.write(run.reference_path, time_ns, &Path { header: header(time_ns, &self.frame_id), poses })?;
+        bag.write(run.reference_path, time_ns, &Path { header: Header::at(time_ns, &self.frame_id), poses })?;
         let t0 = trajectory.start_time();
         let points = ideal
             .iter()
@@ -246,7 +241,11 @@ impl ArmRecording {
             })
             .collect();
         let joint_names = JOINT_NAMES[..3].iter().map(|name| (*name).to_owned()).collect();
-        bag.write(run.ideal, time_ns, &JointTrajectory { header: header(time_ns, &self.frame_id), joint_names, points })
+        bag.write(
+            run.ideal,
+            time_ns,
+            &JointTrajectory { header: Header::at(time_ns, &self.frame_id), joint_names, points },
+        )
     }
 
     /// The node's status on /diagnostics at `time_ns`.
@@ -258,7 +257,7 @@ impl ArmRecording {
 /// A /diagnostics message holding `status`.
 pub fn diagnostic_array(time_ns: u64, status: &Status) -> DiagnosticArray {
     DiagnosticArray {
-        header: header(time_ns, ""),
+        header: Header::at(time_ns, ""),
         status: vec![DiagnosticStatus {
             level: status.level as u8,
             name: status.name.clone(),

@@ -6,8 +6,8 @@ use std::time::Instant;
 
 use super::arm::diagnostic_array;
 use super::msgs::{
-    DiagnosticArray, Header, Imu, JointState, Path, PointStamped, Pose, PoseStamped, Quaternion, Temperature, Time,
-    Vector3, Vector3Stamped,
+    DiagnosticArray, Header, Imu, JointState, Path, PointStamped, Pose, PoseStamped, Quaternion, Temperature, Vector3,
+    Vector3Stamped,
 };
 use super::writer::{BagError, BagStats, BagWriter, Topic};
 use super::{wall_clock_ns, Qos, Recorder};
@@ -78,10 +78,6 @@ impl<S: Send + 'static> DeviceRecorder<S> {
     }
 }
 
-fn header(time_ns: u64, frame_id: &str) -> Header {
-    Header { stamp: Time::from_nanos(time_ns), frame_id: frame_id.to_owned() }
-}
-
 /// stm32_driver's topics: /joint_states and `~/imu` from telemetry.
 #[derive(Debug)]
 pub struct Stm32Topics {
@@ -105,7 +101,7 @@ impl Stm32Topics {
     pub fn telemetry(&mut self, bag: &mut BagWriter, time_ns: u64, telemetry: &ArmTelemetry) -> Result<(), BagError> {
         if let Some((position, velocity)) = joint_state(telemetry) {
             let state = JointState {
-                header: header(time_ns, ""),
+                header: Header::at(time_ns, ""),
                 name: self.joint_names.clone(),
                 position: position.to_vec(),
                 velocity: velocity.to_vec(),
@@ -117,7 +113,7 @@ impl Stm32Topics {
         if let Some(sample) = &telemetry.imu {
             let [x, y, z, w] = imu_orientation(sample.roll, sample.pitch);
             let imu = Imu {
-                header: header(time_ns, &self.imu_frame_id),
+                header: Header::at(time_ns, &self.imu_frame_id),
                 orientation: Quaternion { x, y, z, w },
                 orientation_covariance: IMU_ORIENTATION_COVARIANCE,
                 angular_velocity: Vector3::from(sample.gyro),
@@ -153,7 +149,7 @@ impl ArduinoTopics {
     pub fn sample(&mut self, bag: &mut BagWriter, time_ns: u64, sample: &JointSample) -> Result<(), BagError> {
         let Some(name) = self.joint_names.get(sample.joint) else { return Ok(()) };
         let state = JointState {
-            header: header(time_ns, ""),
+            header: Header::at(time_ns, ""),
             name: vec![name.clone()],
             position: vec![sample.position],
             velocity: vec![sample.velocity.unwrap_or(0.0)],
@@ -162,8 +158,11 @@ impl ArduinoTopics {
         bag.write(self.joint_states, time_ns, &state)?;
         match sample.temperature {
             Some(celsius) => {
-                let temperature =
-                    Temperature { header: header(time_ns, &motor_frame(name)), temperature: celsius, variance: 0.0 };
+                let temperature = Temperature {
+                    header: Header::at(time_ns, &motor_frame(name)),
+                    temperature: celsius,
+                    variance: 0.0,
+                };
                 bag.write(self.temperature, time_ns, &temperature)
             }
             None => Ok(()),
@@ -196,10 +195,10 @@ impl VrFollowerTopics {
     /// One message from the leader; those the node does not publish are left out.
     pub fn message(&mut self, bag: &mut BagWriter, time_ns: u64, message: &VrMessage) -> Result<(), BagError> {
         let vector = |[x, y, z]: [f32; 3]| Vector3 { x: f64::from(x), y: f64::from(y), z: f64::from(z) };
-        let stamped = |v: [f32; 3]| Vector3Stamped { header: header(time_ns, &self.frame_id), vector: vector(v) };
+        let stamped = |v: [f32; 3]| Vector3Stamped { header: Header::at(time_ns, &self.frame_id), vector: vector(v) };
         match message {
             VrMessage::ActuatorPosition(v) => {
-                let point = PointStamped { header: header(time_ns, &self.frame_id), point: vector(*v) };
+                let point = PointStamped { header: Header::at(time_ns, &self.frame_id), point: vector(*v) };
                 bag.write(self.position, time_ns, &point)
             }
             VrMessage::CurrentDirection(v) => bag.write(self.current_direction, time_ns, &stamped(*v)),
@@ -208,11 +207,11 @@ impl VrFollowerTopics {
                 let poses = points
                     .iter()
                     .map(|p| PoseStamped {
-                        header: header(time_ns, &self.frame_id),
+                        header: Header::at(time_ns, &self.frame_id),
                         pose: Pose { position: vector(*p), orientation: Quaternion::IDENTITY },
                     })
                     .collect();
-                bag.write(self.curve, time_ns, &Path { header: header(time_ns, &self.frame_id), poses })
+                bag.write(self.curve, time_ns, &Path { header: Header::at(time_ns, &self.frame_id), poses })
             }
             _ => Ok(()),
         }

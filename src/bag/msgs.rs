@@ -204,6 +204,13 @@ pub struct Header {
     pub frame_id: String,
 }
 
+impl Header {
+    /// A stamp at `time_ns` in `frame_id`.
+    pub fn at(time_ns: u64, frame_id: &str) -> Header {
+        Header { stamp: Time::from_nanos(time_ns), frame_id: frame_id.to_owned() }
+    }
+}
+
 /// std_msgs/String.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StringMsg {

@@ -128,14 +128,12 @@ fn print_event(event: &DriverEvent, table: &PrototypeTable, json: bool) -> anyho
 
 /// The session as arduino_driver publishes it, with the node's default joint names.
 fn start_bag(dir: &Path, port: &str) -> anyhow::Result<DeviceRecorder<JointSample>> {
-    let bag = BagWriter::create(dir).context("--bag")?;
     let joint_names = ArduinoNodeConfig::default().joint_names;
     let status = Status::new("arduino_driver: link", port);
-    let recorder = DeviceRecorder::spawn(bag, status, move |bag| {
+    console::start_bag(dir, status, move |bag| {
         let mut topics = ArduinoTopics::new(bag, joint_names)?;
         Ok(move |bag: &mut BagWriter, time_ns, sample: JointSample| topics.sample(bag, time_ns, &sample))
-    });
-    recorder.with_context(|| format!("cannot record to {}", dir.display()))
+    })
 }
 
 pub(crate) fn run(args: ArduinoArgs) -> anyhow::Result<()> {

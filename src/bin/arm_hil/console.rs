@@ -10,6 +10,8 @@ use anyhow::Context;
 use serde::Serialize;
 
 use arm_hil::bag::device::DeviceRecorder;
+use arm_hil::bag::{BagError, BagWriter};
+use arm_hil::nodes::diagnostics::Status;
 
 /// Prints `value` as one JSON object on a line with `json`, else `text()`.
 pub(crate) fn print_line(value: &impl Serialize, text: impl FnOnce() -> String, json: bool) -> anyhow::Result<()> {
@@ -21,6 +23,18 @@ pub(crate) fn print_line(value: &impl Serialize, text: impl FnOnce() -> String, 
         writeln!(stdout, "{}", text())?;
     }
     Ok(())
+}
+
+/// Starts recording a device session into the new bag `dir` (`--bag`), its node's status
+/// starting as `status` and its topics added by `topics` (see [`DeviceRecorder::spawn`]).
+pub(crate) fn start_bag<S, T, W>(dir: &std::path::Path, status: Status, topics: T) -> anyhow::Result<DeviceRecorder<S>>
+where
+    S: Send + 'static,
+    T: FnOnce(&mut BagWriter) -> Result<W, BagError> + Send + 'static,
+    W: FnMut(&mut BagWriter, u64, S) -> Result<(), BagError>,
+{
+    let bag = BagWriter::create(dir).context("--bag")?;
+    DeviceRecorder::spawn(bag, status, topics).with_context(|| format!("cannot record to {}", dir.display()))
 }
 
 /// Finishes the bag of a device session, if one was recorded.

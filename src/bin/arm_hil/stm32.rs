@@ -127,14 +127,12 @@ fn print_event(event: &DriverEvent, json: bool) -> anyhow::Result<()> {
 
 /// The session as stm32_driver publishes it, with the node's default joint names and IMU frame.
 fn start_bag(dir: &std::path::Path, port: &str) -> anyhow::Result<DeviceRecorder<ArmTelemetry>> {
-    let bag = BagWriter::create(dir).context("--bag")?;
     let Stm32NodeConfig { joint_names, imu_frame_id, .. } = Stm32NodeConfig::default();
     let status = Status::new("stm32_driver: link", port);
-    let recorder = DeviceRecorder::spawn(bag, status, move |bag| {
+    console::start_bag(dir, status, move |bag| {
         let mut topics = Stm32Topics::new(bag, joint_names, imu_frame_id)?;
         Ok(move |bag: &mut BagWriter, time_ns, telemetry: ArmTelemetry| topics.telemetry(bag, time_ns, &telemetry))
-    });
-    recorder.with_context(|| format!("cannot record to {}", dir.display()))
+    })
 }
 
 pub(crate) fn run(args: Stm32Args) -> anyhow::Result<()> {

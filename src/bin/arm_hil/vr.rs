@@ -153,14 +153,12 @@ enum Line<'a> {
 
 /// The link as vr_bridge publishes it as a follower, on its default topics.
 fn start_bag(dir: &Path, leader: SocketAddr) -> anyhow::Result<DeviceRecorder<VrMessage>> {
-    let bag = BagWriter::create(dir).context("--bag")?;
     let mut status = Status::new("vr_bridge: link", &leader.to_string());
     connecting(&mut status, leader);
-    let recorder = DeviceRecorder::spawn(bag, status, move |bag| {
+    crate::console::start_bag(dir, status, move |bag| {
         let mut topics = VrFollowerTopics::new(bag, &VrNodeConfig::default())?;
         Ok(move |bag: &mut BagWriter, time_ns, message: VrMessage| topics.message(bag, time_ns, &message))
-    });
-    recorder.with_context(|| format!("cannot record to {}", dir.display()))
+    })
 }
 
 async fn connect(args: ConnectArgs) -> anyhow::Result<()> {
