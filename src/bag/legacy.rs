@@ -80,6 +80,7 @@ impl SessionObserver for SessionBags {
         recorder.record(ArmEvent::Run { time_ns: start_ns, trajectory: Arc::new(trajectory.clone()) });
         let status = self.status(format!("{peer}: {mode} session of {waypoints} waypoints"));
         recorder.record(ArmEvent::Status { time_ns: start_ns, status });
+        recorder.flush();
         log::info!("{peer}: recording the session to {}", dir.display());
         if let Ok(mut sessions) = self.sessions.lock() {
             sessions.insert(peer, (recorder, Decimator::new(self.rate_hz)));

@@ -90,6 +90,15 @@ impl<E: Send + 'static> Recorder<E> {
         }
     }
 
+    /// Hands what is queued to the writer now, without waiting for a full batch: a run's start,
+    /// whose messages take the writer longest, is worked on while the run goes on.
+    pub fn flush(&mut self) -> bool {
+        match self.pending.is_empty() {
+            true => self.events.is_some(),
+            false => self.hand_over(),
+        }
+    }
+
     fn hand_over(&mut self) -> bool {
         let batch = std::mem::replace(&mut self.pending, Vec::with_capacity(BATCH));
         let sent = self.events.as_ref().is_some_and(|events| events.send(batch).is_ok());

@@ -239,6 +239,7 @@ impl SilBag {
         status.set(Level::Ok, "running", vec![("waypoints", trajectory.waypoints().len().to_string())]);
         recorder.record(ArmEvent::Run { time_ns: 0, trajectory: trajectory.clone() });
         recorder.record(ArmEvent::Status { time_ns: 0, status });
+        recorder.flush();
         Ok(SilBag { recorder, samples: Decimator::new(rate_hz), start_time: trajectory.start_time() })
     }
 
