@@ -306,7 +306,10 @@ pub fn spawn_arm_recorder(
                     true => IdealTorques::new(&robot, &trajectory).map_while(Result::ok).collect(),
                     false => Vec::new(),
                 };
-                arm.run_started(bag, time_ns, &trajectory, &ideal)
+                arm.run_started(bag, time_ns, &trajectory, &ideal)?;
+                // The latched path and ideal torques are most of a bag's bytes: out to the file
+                // now, while the run goes on, rather than in its tail.
+                bag.checkpoint()
             }
             ArmEvent::Frame { time_ns, frame } => {
                 let joints = arm_joint_state(&robot, &frame, &elbow);
