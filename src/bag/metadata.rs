@@ -1,16 +1,17 @@
 //! A rosbag2 directory's metadata.yaml, version 9 (ROS 2 Jazzy), which `ros2 bag info` and
-//! `ros2 bag play` read before they open the storage file.
+//! `ros2 bag play` read before they open the storage file: read into [`MetadataFile`], written
+//! by [`metadata_yaml`].
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 /// The single key of metadata.yaml.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct MetadataFile {
     pub rosbag2_bagfile_information: Metadata,
 }
 
 /// What rosbag2 knows of a bag without opening it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct Metadata {
     pub version: u32,
     pub storage_identifier: String,
@@ -31,23 +32,23 @@ pub struct Metadata {
     pub ros_distro: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 pub struct Nanoseconds {
     pub nanoseconds: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 pub struct SinceEpoch {
     pub nanoseconds_since_epoch: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct TopicWithCount {
     pub topic_metadata: TopicMetadata,
     pub message_count: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct TopicMetadata {
     pub name: String,
     #[serde(rename = "type")]
@@ -60,7 +61,7 @@ pub struct TopicMetadata {
     pub type_description_hash: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct FileInformation {
     pub path: String,
     pub starting_time: SinceEpoch,
@@ -68,14 +69,10 @@ pub struct FileInformation {
     pub message_count: u64,
 }
 
-/// How long a message stays deliverable: rosbag2 writes "infinite" as the largest duration.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-struct RmwDuration {
-    sec: u64,
-    nsec: u64,
-}
-
-const INFINITE: RmwDuration = RmwDuration { sec: 9_223_372_036, nsec: 854_775_807 };
+/// rmw's "infinite" duration (`RMW_DURATION_INFINITE`), as rosbag2 writes it: seconds and
+/// nanoseconds of the largest i64 nanosecond count.
+const INFINITE_SEC: u64 = 9_223_372_036;
+const INFINITE_NSEC: u64 = 854_775_807;
 
 /// Whether late subscribers get the last messages (`ros2 bag play` offers each topic as it
 /// was recorded, so a latched path stays latched on replay).
@@ -98,34 +95,177 @@ impl Qos {
     /// Data published once for late joiners: keep last 1, transient local.
     pub const LATCHED: Qos = Qos { depth: 1, durability: Durability::TransientLocal };
 
-    /// The profile list as rosbag2 stores it, in metadata.yaml and in the MCAP channel.
-    pub fn profiles(&self) -> serde_norway::Value {
-        #[derive(Serialize)]
-        struct Profile {
-            history: &'static str,
-            depth: u32,
-            reliability: &'static str,
-            durability: &'static str,
-            deadline: RmwDuration,
-            lifespan: RmwDuration,
-            liveliness: &'static str,
-            liveliness_lease_duration: RmwDuration,
-            avoid_ros_namespace_conventions: bool,
-        }
-        let profile = Profile {
-            history: "keep_last",
-            depth: self.depth,
-            reliability: "reliable",
-            durability: match self.durability {
-                Durability::Volatile => "volatile",
-                Durability::TransientLocal => "transient_local",
-            },
-            deadline: INFINITE,
-            lifespan: INFINITE,
-            liveliness: "automatic",
-            liveliness_lease_duration: INFINITE,
-            avoid_ros_namespace_conventions: false,
+    /// The profile list as rosbag2 stores it, in metadata.yaml and in the MCAP channel: a YAML
+    /// block sequence of one profile, every line indented by `indent` spaces.
+    pub fn profiles_yaml(&self, indent: usize) -> String {
+        let durability = match self.durability {
+            Durability::Volatile => "volatile",
+            Durability::TransientLocal => "transient_local",
         };
-        serde_norway::to_value([profile]).unwrap_or(serde_norway::Value::Null)
+        let infinite = format!("\n    sec: {INFINITE_SEC}\n    nsec: {INFINITE_NSEC}");
+        let text = format!(
+            "- history: keep_last\n  depth: {}\n  reliability: reliable\n  durability: {durability}\n  \
+             deadline:{infinite}\n  lifespan:{infinite}\n  liveliness: automatic\n  \
+             liveliness_lease_duration:{infinite}\n  avoid_ros_namespace_conventions: false\n",
+            self.depth
+        );
+        let margin = " ".repeat(indent);
+        text.lines().map(|line| format!("{margin}{line}\n")).collect()
+    }
+}
+
+/// One topic of a bag being written, as metadata.yaml lists it.
+#[derive(Debug, Clone, Copy)]
+pub struct TopicCount<'a> {
+    pub name: &'a str,
+    pub type_name: &'a str,
+    pub type_hash: &'a str,
+    pub qos: Qos,
+    pub count: u64,
+}
+
+/// `text` as a YAML scalar: plain where YAML reads it back as this string, else single-quoted.
+fn scalar(text: &str) -> std::borrow::Cow<'_, str> {
+    let plain = text.starts_with(|c: char| c.is_ascii_alphabetic() || c == '/')
+        && text.chars().all(|c| c.is_ascii_alphanumeric() || "_/.-".contains(c))
+        && !["y", "n", "yes", "no", "on", "off", "true", "false", "null"].contains(&text.to_ascii_lowercase().as_str());
+    match plain {
+        true => text.into(),
+        false => format!("'{}'", text.replace('\'', "''")).into(),
+    }
+}
+
+/// metadata.yaml (version 9) of a bag of one MCAP file `file_name`, whose messages span
+/// `start_ns..=end_ns`. Written by hand rather than through a YAML serialiser: the bag writes it
+/// once a second and when it closes, and the serialiser took a run's tail most of a millisecond.
+pub fn metadata_yaml<'a>(
+    file_name: &str,
+    (start_ns, end_ns): (u64, u64),
+    topics: impl IntoIterator<Item = TopicCount<'a>>,
+) -> String {
+    use std::fmt::Write;
+    let mut text = String::with_capacity(8192);
+    let mut total = 0;
+    text.push_str("rosbag2_bagfile_information:\n  version: 9\n  storage_identifier: mcap\n");
+    let duration = end_ns - start_ns;
+    let _ = write!(text, "  duration:\n    nanoseconds: {duration}\n");
+    let _ = write!(text, "  starting_time:\n    nanoseconds_since_epoch: {start_ns}\n");
+    let mut listed = String::new();
+    for topic in topics {
+        total += topic.count;
+        let _ = write!(
+            listed,
+            "  - topic_metadata:\n      name: {}\n      type: {}\n      serialization_format: cdr\n      \
+             offered_qos_profiles:\n{}      type_description_hash: {}\n    message_count: {}\n",
+            scalar(topic.name),
+            scalar(topic.type_name),
+            topic.qos.profiles_yaml(6),
+            scalar(topic.type_hash),
+            topic.count
+        );
+    }
+    let _ = writeln!(text, "  message_count: {total}");
+    match listed.is_empty() {
+        true => text.push_str("  topics_with_message_count: []\n"),
+        false => {
+            text.push_str("  topics_with_message_count:\n");
+            text.push_str(&listed);
+        }
+    }
+    let file = scalar(file_name);
+    let _ = write!(
+        text,
+        "  compression_format: ''\n  compression_mode: ''\n  relative_file_paths:\n  - {file}\n  files:\n  \
+         - path: {file}\n    starting_time:\n      nanoseconds_since_epoch: {start_ns}\n    duration:\n      \
+         nanoseconds: {duration}\n    message_count: {total}\n  custom_data: null\n  ros_distro: jazzy\n"
+    );
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile(qos: Qos) -> serde_norway::Value {
+        let text = qos.profiles_yaml(0);
+        let list: serde_norway::Value = serde_norway::from_str(&text).expect("the profile list is YAML");
+        list[0].clone()
+    }
+
+    #[test]
+    fn qos_profiles_read_back_as_rosbag2_writes_them() {
+        let latched = profile(Qos::LATCHED);
+        assert_eq!(latched["history"], "keep_last");
+        assert_eq!(latched["depth"], 1);
+        assert_eq!(latched["reliability"], "reliable");
+        assert_eq!(latched["durability"], "transient_local");
+        assert_eq!(latched["deadline"]["sec"], INFINITE_SEC);
+        assert_eq!(latched["lifespan"]["nsec"], INFINITE_NSEC);
+        assert_eq!(latched["liveliness_lease_duration"]["sec"], INFINITE_SEC);
+        assert_eq!(latched["avoid_ros_namespace_conventions"], false);
+        assert_eq!(profile(Qos::STREAM)["durability"], "volatile");
+        assert_eq!(profile(Qos::STREAM)["depth"], 10);
+    }
+
+    #[test]
+    fn metadata_reads_back_with_every_topic_and_count() {
+        let topics = [
+            TopicCount {
+                name: "/joint_states",
+                type_name: "sensor_msgs/msg/JointState",
+                type_hash: "RIHS01_a1",
+                qos: Qos::STREAM,
+                count: 7,
+            },
+            TopicCount {
+                name: "/tf_static",
+                type_name: "tf2_msgs/msg/TFMessage",
+                type_hash: "RIHS01_e3",
+                qos: Qos::LATCHED,
+                count: 1,
+            },
+        ];
+        let text = metadata_yaml("run: #1_0.mcap", (5, 105), topics);
+        let file: MetadataFile = serde_norway::from_str(&text).expect("metadata.yaml is YAML");
+        let metadata = file.rosbag2_bagfile_information;
+        assert_eq!((metadata.version, metadata.storage_identifier.as_str()), (9, "mcap"));
+        assert_eq!((metadata.starting_time.nanoseconds_since_epoch, metadata.duration.nanoseconds), (5, 100));
+        assert_eq!(metadata.message_count, 8);
+        assert_eq!(metadata.relative_file_paths, ["run: #1_0.mcap"]);
+        assert_eq!(metadata.files[0].path, "run: #1_0.mcap");
+        assert_eq!(metadata.files[0].message_count, 8);
+        assert_eq!(metadata.ros_distro, "jazzy");
+        let listed: Vec<_> = metadata
+            .topics_with_message_count
+            .iter()
+            .map(|topic| {
+                (topic.topic_metadata.name.as_str(), topic.topic_metadata.type_name.as_str(), topic.message_count)
+            })
+            .collect();
+        assert_eq!(
+            listed,
+            [("/joint_states", "sensor_msgs/msg/JointState", 7), ("/tf_static", "tf2_msgs/msg/TFMessage", 1)]
+        );
+        assert_eq!(
+            metadata.topics_with_message_count[1].topic_metadata.offered_qos_profiles[0]["durability"],
+            "transient_local"
+        );
+        assert_eq!(metadata.topics_with_message_count[0].topic_metadata.type_description_hash, "RIHS01_a1");
+    }
+
+    #[test]
+    fn metadata_of_a_bag_without_topics_reads_back() {
+        let file: MetadataFile = serde_norway::from_str(&metadata_yaml("b_0.mcap", (0, 0), [])).expect("YAML");
+        assert!(file.rosbag2_bagfile_information.topics_with_message_count.is_empty());
+    }
+
+    #[test]
+    fn scalars_that_yaml_would_read_otherwise_are_quoted() {
+        assert_eq!(scalar("/sil_node/ideal"), "/sil_node/ideal");
+        assert_eq!(scalar("run1_0.mcap"), "run1_0.mcap");
+        assert_eq!(scalar("2026_0.mcap"), "'2026_0.mcap'");
+        assert_eq!(scalar("yes"), "'yes'");
+        assert_eq!(scalar("it's: here"), "'it''s: here'");
+        assert_eq!(scalar(""), "''");
     }
 }

@@ -11,9 +11,7 @@ use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 
 use super::cdr::{encode_into, CdrError};
-use super::metadata::{
-    FileInformation, Metadata, MetadataFile, Nanoseconds, Qos, SinceEpoch, TopicMetadata, TopicWithCount,
-};
+use super::metadata::{metadata_yaml, Qos, TopicCount};
 use super::msgs::RosMessage;
 
 /// Chunk size rosbag2's MCAP storage uses by default [bytes].
@@ -28,8 +26,6 @@ pub enum BagError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("cannot write the MCAP file {}", path.display())]
     Mcap { path: PathBuf, source: mcap::McapError },
-    #[error("cannot write metadata.yaml in {}", path.display())]
-    Metadata { path: PathBuf, source: serde_norway::Error },
     #[error("cannot start the bag thread")]
     Thread(#[source] std::io::Error),
     #[error("the bag thread panicked")]
@@ -153,10 +149,8 @@ impl BagWriter {
                 id
             }
         };
-        let qos_text = serde_norway::to_string(&qos.profiles())
-            .map_err(|source| BagError::Metadata { path: self.dir.clone(), source })?;
         let metadata = BTreeMap::from([
-            ("offered_qos_profiles".to_owned(), qos_text.trim_end().to_owned()),
+            ("offered_qos_profiles".to_owned(), qos.profiles_yaml(0).trim_end().to_owned()),
             ("topic_type_hash".to_owned(), M::TYPE_HASH.to_owned()),
         ]);
         let channel = self.mcap()?.add_channel(schema, name, "cdr", &metadata);
@@ -195,48 +189,16 @@ impl BagWriter {
         written.map_err(|source| self.mcap_error(source))
     }
 
-    fn metadata(&self) -> Metadata {
-        let (start, end) = self.span_ns.unwrap_or((0, 0));
-        let messages = self.topics.iter().map(|topic| topic.count).sum();
-        let topics = self
-            .topics
-            .iter()
-            .map(|topic| TopicWithCount {
-                topic_metadata: TopicMetadata {
-                    name: topic.name.clone(),
-                    type_name: topic.type_name.to_owned(),
-                    serialization_format: "cdr".into(),
-                    offered_qos_profiles: topic.qos.profiles(),
-                    type_description_hash: topic.type_hash.to_owned(),
-                },
-                message_count: topic.count,
-            })
-            .collect();
-        Metadata {
-            version: 9,
-            storage_identifier: "mcap".into(),
-            duration: Nanoseconds { nanoseconds: end - start },
-            starting_time: SinceEpoch { nanoseconds_since_epoch: start },
-            message_count: messages,
-            topics_with_message_count: topics,
-            compression_format: String::new(),
-            compression_mode: String::new(),
-            relative_file_paths: vec![self.file_name.clone()],
-            files: vec![FileInformation {
-                path: self.file_name.clone(),
-                starting_time: SinceEpoch { nanoseconds_since_epoch: start },
-                duration: Nanoseconds { nanoseconds: end - start },
-                message_count: messages,
-            }],
-            custom_data: None,
-            ros_distro: "jazzy".into(),
-        }
-    }
-
     fn write_metadata(&self) -> Result<(), BagError> {
         let path = self.dir.join("metadata.yaml");
-        let text = serde_norway::to_string(&MetadataFile { rosbag2_bagfile_information: self.metadata() })
-            .map_err(|source| BagError::Metadata { path: path.clone(), source })?;
+        let topics = self.topics.iter().map(|topic| TopicCount {
+            name: &topic.name,
+            type_name: topic.type_name,
+            type_hash: topic.type_hash,
+            qos: topic.qos,
+            count: topic.count,
+        });
+        let text = metadata_yaml(&self.file_name, self.span_ns.unwrap_or((0, 0)), topics);
         // Written aside and renamed, so a reader never sees half a file.
         let partial = self.dir.join(".metadata.yaml.partial");
         std::fs::write(&partial, text).map_err(|source| BagError::Io { path: partial.clone(), source })?;
