@@ -108,7 +108,9 @@ impl BagWriter {
             // than encoding the messages.
             .calculate_chunk_crcs(false)
             .calculate_data_section_crc(false)
-            .create(BufWriter::new(file))
+            // Chunks stream into the file through this buffer: at the default 8 KiB it took a
+            // system call for every few messages.
+            .create(BufWriter::with_capacity(1 << 20, file))
             .map_err(|source| BagError::Mcap { path, source })?;
         let bag = BagWriter {
             dir: dir.to_owned(),
