@@ -114,12 +114,12 @@ impl Qos {
     }
 }
 
-/// One topic of a bag being written, as metadata.yaml lists it.
-#[derive(Debug, Clone, Copy)]
-pub struct TopicCount<'a> {
-    pub name: &'a str,
-    pub type_name: &'a str,
-    pub type_hash: &'a str,
+/// One topic of a bag being written, with the messages written to it so far.
+#[derive(Debug, Clone)]
+pub struct TopicCount {
+    pub name: String,
+    pub type_name: &'static str,
+    pub type_hash: &'static str,
     pub qos: Qos,
     pub count: u64,
 }
@@ -138,39 +138,30 @@ fn scalar(text: &str) -> std::borrow::Cow<'_, str> {
 /// metadata.yaml (version 9) of a bag of one MCAP file `file_name`, whose messages span
 /// `start_ns..=end_ns`. Written by hand rather than through a YAML serialiser: the bag writes it
 /// once a second and when it closes, and the serialiser took a run's tail most of a millisecond.
-pub fn metadata_yaml<'a>(
-    file_name: &str,
-    (start_ns, end_ns): (u64, u64),
-    topics: impl IntoIterator<Item = TopicCount<'a>>,
-) -> String {
+pub fn metadata_yaml(file_name: &str, (start_ns, end_ns): (u64, u64), topics: &[TopicCount]) -> String {
     use std::fmt::Write;
     let mut text = String::with_capacity(8192);
-    let mut total = 0;
-    text.push_str("rosbag2_bagfile_information:\n  version: 9\n  storage_identifier: mcap\n");
+    let total: u64 = topics.iter().map(|topic| topic.count).sum();
     let duration = end_ns - start_ns;
+    text.push_str("rosbag2_bagfile_information:\n  version: 9\n  storage_identifier: mcap\n");
     let _ = write!(text, "  duration:\n    nanoseconds: {duration}\n");
     let _ = write!(text, "  starting_time:\n    nanoseconds_since_epoch: {start_ns}\n");
-    let mut listed = String::new();
+    let _ = writeln!(text, "  message_count: {total}");
+    text.push_str(match topics.is_empty() {
+        true => "  topics_with_message_count: []\n",
+        false => "  topics_with_message_count:\n",
+    });
     for topic in topics {
-        total += topic.count;
         let _ = write!(
-            listed,
+            text,
             "  - topic_metadata:\n      name: {}\n      type: {}\n      serialization_format: cdr\n      \
              offered_qos_profiles:\n{}      type_description_hash: {}\n    message_count: {}\n",
-            scalar(topic.name),
+            scalar(&topic.name),
             scalar(topic.type_name),
             topic.qos.profiles_yaml(6),
             scalar(topic.type_hash),
             topic.count
         );
-    }
-    let _ = writeln!(text, "  message_count: {total}");
-    match listed.is_empty() {
-        true => text.push_str("  topics_with_message_count: []\n"),
-        false => {
-            text.push_str("  topics_with_message_count:\n");
-            text.push_str(&listed);
-        }
     }
     let file = scalar(file_name);
     let _ = write!(
@@ -211,21 +202,21 @@ mod tests {
     fn metadata_reads_back_with_every_topic_and_count() {
         let topics = [
             TopicCount {
-                name: "/joint_states",
+                name: "/joint_states".into(),
                 type_name: "sensor_msgs/msg/JointState",
                 type_hash: "RIHS01_a1",
                 qos: Qos::STREAM,
                 count: 7,
             },
             TopicCount {
-                name: "/tf_static",
+                name: "/tf_static".into(),
                 type_name: "tf2_msgs/msg/TFMessage",
                 type_hash: "RIHS01_e3",
                 qos: Qos::LATCHED,
                 count: 1,
             },
         ];
-        let text = metadata_yaml("run: #1_0.mcap", (5, 105), topics);
+        let text = metadata_yaml("run: #1_0.mcap", (5, 105), &topics);
         let file: MetadataFile = serde_norway::from_str(&text).expect("metadata.yaml is YAML");
         let metadata = file.rosbag2_bagfile_information;
         assert_eq!((metadata.version, metadata.storage_identifier.as_str()), (9, "mcap"));
@@ -255,7 +246,7 @@ mod tests {
 
     #[test]
     fn metadata_of_a_bag_without_topics_reads_back() {
-        let file: MetadataFile = serde_norway::from_str(&metadata_yaml("b_0.mcap", (0, 0), [])).expect("YAML");
+        let file: MetadataFile = serde_norway::from_str(&metadata_yaml("b_0.mcap", (0, 0), &[])).expect("YAML");
         assert!(file.rosbag2_bagfile_information.topics_with_message_count.is_empty());
     }
 

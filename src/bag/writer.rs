@@ -50,15 +50,6 @@ impl<M> Clone for Topic<M> {
 
 impl<M> Copy for Topic<M> {}
 
-#[derive(Debug)]
-struct TopicEntry {
-    name: String,
-    type_name: &'static str,
-    type_hash: &'static str,
-    qos: Qos,
-    count: u64,
-}
-
 /// What a finished bag holds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BagStats {
@@ -75,7 +66,7 @@ pub struct BagWriter {
     file_name: String,
     mcap: Option<mcap::Writer<BufWriter<File>>>,
     schemas: BTreeMap<&'static str, u16>,
-    topics: Vec<TopicEntry>,
+    topics: Vec<TopicCount>,
     scratch: Vec<u8>,
     span_ns: Option<(u64, u64)>,
 }
@@ -157,7 +148,7 @@ impl BagWriter {
         ]);
         let channel = self.mcap()?.add_channel(schema, name, "cdr", &metadata);
         let channel = channel.map_err(|source| self.mcap_error(source))?;
-        self.topics.push(TopicEntry {
+        self.topics.push(TopicCount {
             name: name.to_owned(),
             type_name: def.name,
             type_hash: M::TYPE_HASH,
@@ -193,14 +184,7 @@ impl BagWriter {
 
     fn write_metadata(&self) -> Result<(), BagError> {
         let path = self.dir.join("metadata.yaml");
-        let topics = self.topics.iter().map(|topic| TopicCount {
-            name: &topic.name,
-            type_name: topic.type_name,
-            type_hash: topic.type_hash,
-            qos: topic.qos,
-            count: topic.count,
-        });
-        let text = metadata_yaml(&self.file_name, self.span_ns.unwrap_or((0, 0)), topics);
+        let text = metadata_yaml(&self.file_name, self.span_ns.unwrap_or((0, 0)), &self.topics);
         // Written aside and renamed, so a reader never sees half a file.
         let partial = self.dir.join(".metadata.yaml.partial");
         std::fs::write(&partial, text).map_err(|source| BagError::Io { path: partial.clone(), source })?;
