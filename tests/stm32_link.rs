@@ -117,6 +117,14 @@ fn a_command_refused_for_crc_mismatch_is_resent_three_times_then_reported() {
         events.extend(std::iter::from_fn(|| link.poll_event()));
     }
     assert_eq!(sends, 4, "the first send and three retries");
+    let resent: Vec<u32> = events
+        .iter()
+        .filter_map(|e| match e {
+            LinkEvent::Resent { command: kind::SET_JOINT_ANGLES, attempt } => Some(*attempt),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(resent, [1, 2, 3], "{events:?}");
     let failed: Vec<_> = events
         .iter()
         .filter(|e| matches!(e, LinkEvent::CommandFailed { command: kind::SET_JOINT_ANGLES, .. }))

@@ -132,6 +132,11 @@ pub enum LinkEvent {
         command: u8,
         latency: Duration,
     },
+    /// A command refused for a CRC mismatch is sent again (`attempt` 1..=command_retries).
+    Resent {
+        command: u8,
+        attempt: u32,
+    },
     /// A command got no ACK within the timeout.
     Unacknowledged {
         command: u8,
@@ -359,6 +364,8 @@ impl Stm32Link {
             return self.events.push_back(LinkEvent::DeviceError { code, failed_command, message });
         };
         if retryable && refused.retries_left > 0 {
+            let attempt = self.config.command_retries - refused.retries_left + 1;
+            self.events.push_back(LinkEvent::Resent { command: refused.kind, attempt });
             self.outbox
                 .push_front(Outgoing { bytes: refused.bytes, tracked: Some((refused.kind, refused.retries_left - 1)) });
             return;

@@ -47,6 +47,7 @@ enum Line<'a> {
     Telemetry(&'a ArmTelemetry),
     Link { from: LinkState, to: LinkState },
     Ack { command: u8, latency_ms: f64 },
+    Resent { command: u8, attempt: u32 },
     Unacknowledged { command: u8 },
     CommandFailed { command: u8, reason: &'a str },
     DeviceError { code: Option<u8>, failed_command: Option<u8>, message: &'a str },
@@ -82,6 +83,7 @@ impl Line<'_> {
             }
             Line::Link { from, to } => format!("link {from:?} -> {to:?}"),
             Line::Ack { command, latency_ms } => format!("ack 0x{command:02x} after {latency_ms:.1} ms"),
+            Line::Resent { command, attempt } => format!("resending 0x{command:02x} (attempt {attempt})"),
             Line::Unacknowledged { command } => format!("no ack for 0x{command:02x}"),
             Line::CommandFailed { command, reason } => format!("command 0x{command:02x} failed: {reason}"),
             Line::DeviceError { code, failed_command, message } => {
@@ -107,6 +109,9 @@ fn print_event(event: &DriverEvent, json: bool) -> anyhow::Result<()> {
         DriverEvent::Link(LinkEvent::StateChanged { from, to }) => Line::Link { from: *from, to: *to },
         DriverEvent::Link(LinkEvent::Acked { command, latency }) => {
             Line::Ack { command: *command, latency_ms: latency.as_secs_f64() * 1e3 }
+        }
+        DriverEvent::Link(LinkEvent::Resent { command, attempt }) => {
+            Line::Resent { command: *command, attempt: *attempt }
         }
         DriverEvent::Link(LinkEvent::Unacknowledged { command }) => Line::Unacknowledged { command: *command },
         DriverEvent::Link(LinkEvent::CommandFailed { command, reason }) => {
