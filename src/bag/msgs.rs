@@ -4,7 +4,7 @@
 //! Definitions are the field lines of the .msg files (comments left out: readers parse fields
 //! only). Type hashes are the RIHS01 hashes of ROS 2 Jazzy, as `ros2 bag record` wrote them.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One .msg definition: its type name, its field lines and the types it refers to.
 #[derive(Debug)]
@@ -165,7 +165,7 @@ const JOINT_TRAJECTORY: MsgDef = MsgDef {
 };
 
 /// builtin_interfaces/Time.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct Time {
     pub sec: i32,
     pub nanosec: u32,
@@ -198,7 +198,7 @@ impl Duration {
 }
 
 /// std_msgs/Header.
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Header {
     pub stamp: Time,
     pub frame_id: String,
@@ -218,7 +218,7 @@ pub struct StringMsg {
 }
 
 /// geometry_msgs/Vector3, geometry_msgs/Point: three doubles [m, m/s, ...].
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct Vector3 {
     pub x: f64,
     pub y: f64,

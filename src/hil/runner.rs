@@ -217,15 +217,21 @@ impl LoopStats {
     }
 }
 
-/// The loop's figures so far, refreshed about once a second while it runs (for /diagnostics).
+/// The loop's figures so far, refreshed about once a second while it runs (for /diagnostics
+/// and hil_node's ~/loop_statistics).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct LoopStatus {
+    pub rate_hz: f64,
     pub cycles: u64,
     pub overruns: u64,
+    pub longest_overrun_us: f64,
+    pub skipped_periods: u64,
     pub jitter_p50_us: f64,
     pub jitter_p99_us: f64,
     pub jitter_max_us: f64,
     pub rms_error_m: f64,
+    pub max_error_m: f64,
+    pub error_from_truth: bool,
     pub sensor_readings: u64,
     pub starved_cycles: u64,
 }
@@ -233,12 +239,17 @@ pub struct LoopStatus {
 impl LoopStats {
     pub fn status(&self) -> LoopStatus {
         LoopStatus {
+            rate_hz: self.rate_hz,
             cycles: self.cycles,
             overruns: self.overruns,
+            longest_overrun_us: self.longest_overrun_us,
+            skipped_periods: self.skipped_periods,
             jitter_p50_us: self.jitter_quantile_us(0.5),
             jitter_p99_us: self.jitter_quantile_us(0.99),
             jitter_max_us: self.jitter_max_us,
             rms_error_m: self.rms_error_m(),
+            max_error_m: self.max_error_m,
+            error_from_truth: self.error_from_truth,
             sensor_readings: self.sensor_readings,
             starved_cycles: self.starved_cycles,
         }

@@ -86,6 +86,7 @@ pub fn track_link(health: &mut LinkHealth, event: &DriverEvent) {
     match event {
         DriverEvent::Link(RdscomEvent::Received(_)) => health.packets += 1,
         DriverEvent::Link(RdscomEvent::StateChanged(to)) => health.changed(*to),
+        DriverEvent::Link(RdscomEvent::Resent { .. }) => health.resends += 1,
         DriverEvent::Link(RdscomEvent::Failed { prototype, number }) => {
             health.failed_request(format!("request {prototype} #{number} got no acknowledgement"))
         }

@@ -2,6 +2,7 @@
 //! /diagnostics: the link's condition and what has gone over it.
 
 use std::fmt;
+use std::time::{Duration, Instant};
 
 use super::diagnostics::{Level, Status};
 use crate::drivers::rdscom::RdscomLinkState;
@@ -61,6 +62,8 @@ pub struct LinkHealth {
     pub packets: u64,
     /// Packets refused (CRC, framing, implausible contents).
     pub bad_packets: u64,
+    /// Requests sent again for want of an acknowledgement.
+    pub resends: u64,
     /// Requests that got no acknowledgement or were refused by the device.
     pub failed_requests: u64,
     /// Times the link came back after being down.
@@ -74,6 +77,7 @@ impl Default for LinkHealth {
             condition: LinkCondition::Waiting,
             packets: 0,
             bad_packets: 0,
+            resends: 0,
             failed_requests: 0,
             reconnects: 0,
             last_error: String::new(),
@@ -118,10 +122,37 @@ impl LinkHealth {
             vec![
                 ("packets", self.packets.to_string()),
                 ("bad_packets", self.bad_packets.to_string()),
+                ("resends", self.resends.to_string()),
                 ("failed_requests", self.failed_requests.to_string()),
                 ("reconnects", self.reconnects.to_string()),
                 ("last_error", self.last_error.clone()),
             ],
         );
+    }
+}
+
+/// When a driver publishes its link's health (`~/link_health`): at once when the condition or
+/// the last error changes, otherwise once a second (the packet counters change with every
+/// packet, which would make it as fast as the telemetry).
+#[derive(Debug, Default)]
+pub struct HealthPacer {
+    sent: Option<(LinkCondition, String, Instant)>,
+}
+
+impl HealthPacer {
+    /// True when `health` is to be published at `now` (and it is then taken as sent).
+    pub fn due(&mut self, health: &LinkHealth, now: Instant) -> bool {
+        let due = match &self.sent {
+            None => true,
+            Some((condition, error, at)) => {
+                *condition != health.condition
+                    || *error != health.last_error
+                    || now.saturating_duration_since(*at) >= Duration::from_secs(1)
+            }
+        };
+        if due {
+            self.sent = Some((health.condition, health.last_error.clone(), now));
+        }
+        due
     }
 }

@@ -5,6 +5,7 @@
 pub mod arduino;
 pub mod diagnostics;
 pub mod hil;
+pub mod interfaces;
 pub mod joints;
 pub mod legacy;
 pub mod link_health;

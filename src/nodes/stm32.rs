@@ -137,6 +137,7 @@ pub fn track_link(health: &mut LinkHealth, event: &DriverEvent) {
     match event {
         DriverEvent::Link(LinkEvent::Telemetry(_)) => health.packets += 1,
         DriverEvent::Link(LinkEvent::StateChanged { to, .. }) => health.changed(*to),
+        DriverEvent::Link(LinkEvent::Resent { .. }) => health.resends += 1,
         DriverEvent::Link(LinkEvent::BadPacket(_) | LinkEvent::Implausible { .. }) => health.bad_packets += 1,
         DriverEvent::Link(LinkEvent::CommandFailed { command, reason }) => {
             health.failed_request(format!("command 0x{command:02x}: {reason}"))

@@ -1,0 +1,395 @@
+//! The package's own interfaces (`msg/`, `action/`) as plain structs, and how library data
+//! becomes them, without ROS.
+//!
+//! Each struct mirrors its .msg file field for field, in order and with the same types, so its
+//! CDR ([`crate::bag::cdr`]) is the message ROS sends: the nodes publish these structs
+//! serialised, and take action goals through them. `tests/interfaces.rs` parses every file in
+//! `msg/` and `action/` and checks it against its struct.
+
+use serde::{Deserialize, Serialize};
+
+use super::link_health::{LinkCondition, LinkHealth as Health};
+use crate::bag::msgs::{Header, Vector3};
+use crate::control::{Trajectory, TrajectoryError, Waypoint};
+use crate::drivers::stm32::ArmTelemetry;
+use crate::hil::LoopStatus;
+use crate::model::math::Vec3;
+use crate::model::Robot;
+use crate::protocol::rdscom::{Message, PrototypeTable};
+use crate::sim::{Frame, RunStats};
+
+/// A struct that mirrors one of the package's interface definitions.
+pub trait Interface: Serialize {
+    /// The full type name, `arm_hil/msg/Type` (`arm_hil/action/Type_Goal` for an action's parts).
+    const TYPE: &'static str;
+}
+
+macro_rules! interface {
+    ($type:ident, $name:literal) => {
+        impl Interface for $type {
+            const TYPE: &'static str = $name;
+        }
+    };
+}
+
+/// arm_hil/msg/ArmState: a port-5555 frame's 16 values, the reference and the tracking error.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ArmState {
+    pub header: Header,
+    /// Time on the trajectory's axis [s].
+    pub time: f64,
+    /// [m]
+    pub position: Vector3,
+    /// [m/s]
+    pub velocity: Vector3,
+    /// [rad]
+    pub joint_positions: [f64; 3],
+    /// [rad/s]
+    pub joint_velocities: [f64; 3],
+    /// [N m]
+    pub joint_efforts: [f64; 3],
+    /// [m]
+    pub reference_position: Vector3,
+    /// [m/s]
+    pub reference_velocity: Vector3,
+    /// reference_position - position [m].
+    pub tracking_error: Vector3,
+    /// [m]
+    pub tracking_error_norm: f64,
+}
+interface!(ArmState, "arm_hil/msg/ArmState");
+
+impl ArmState {
+    /// The state in `frame`, stamped with `header`.
+    pub fn of(header: Header, frame: &Frame) -> ArmState {
+        let error = frame.x_ref - frame.x;
+        ArmState {
+            header,
+            time: frame.t,
+            position: Vector3::from(&frame.x),
+            velocity: Vector3::from(&frame.x_dot),
+            joint_positions: frame.theta.into(),
+            joint_velocities: frame.theta_dot.into(),
+            joint_efforts: frame.tau.into(),
+            reference_position: Vector3::from(&frame.x_ref),
+            reference_velocity: Vector3::from(&frame.xd_ref),
+            tracking_error: Vector3::from(&error),
+            tracking_error_norm: error.norm(),
+        }
+    }
+}
+
+/// arm_hil/msg/LoopStatistics: hil_node's loop since it started. Durations in seconds.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct LoopStatistics {
+    pub header: Header,
+    pub rate_hz: f64,
+    pub cycles: u64,
+    pub overruns: u64,
+    /// [s]
+    pub longest_overrun: f64,
+    pub skipped_periods: u64,
+    /// [s]
+    pub jitter_p50: f64,
+    /// [s]
+    pub jitter_p99: f64,
+    /// [s]
+    pub jitter_max: f64,
+    pub sensor_readings: u64,
+    pub starved_cycles: u64,
+    /// [m]
+    pub rms_error: f64,
+    /// [m]
+    pub max_error: f64,
+    pub error_from_truth: bool,
+}
+interface!(LoopStatistics, "arm_hil/msg/LoopStatistics");
+
+impl LoopStatistics {
+    /// The loop's figures in `status` (microseconds become seconds).
+    pub fn of(header: Header, status: &LoopStatus) -> LoopStatistics {
+        LoopStatistics {
+            header,
+            rate_hz: status.rate_hz,
+            cycles: status.cycles,
+            overruns: status.overruns,
+            longest_overrun: status.longest_overrun_us * 1e-6,
+            skipped_periods: status.skipped_periods,
+            jitter_p50: status.jitter_p50_us * 1e-6,
+            jitter_p99: status.jitter_p99_us * 1e-6,
+            jitter_max: status.jitter_max_us * 1e-6,
+            sensor_readings: status.sensor_readings,
+            starved_cycles: status.starved_cycles,
+            rms_error: status.rms_error_m,
+            max_error: status.max_error_m,
+            error_from_truth: status.error_from_truth,
+        }
+    }
+}
+
+/// arm_hil/msg/LinkHealth: a driver's serial link.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct LinkHealth {
+    pub header: Header,
+    /// One of the `STATE_` constants.
+    pub state: u8,
+    pub packets: u64,
+    pub bad_packets: u64,
+    pub resends: u64,
+    pub failed_requests: u64,
+    pub reconnects: u64,
+    pub last_error: String,
+}
+interface!(LinkHealth, "arm_hil/msg/LinkHealth");
+
+impl LinkHealth {
+    pub const STATE_WAITING: u8 = 0;
+    pub const STATE_CONNECTED: u8 = 1;
+    pub const STATE_DEGRADED: u8 = 2;
+    pub const STATE_DISCONNECTED: u8 = 3;
+    pub const STATE_FAILED: u8 = 4;
+
+    pub fn of(header: Header, health: &Health) -> LinkHealth {
+        LinkHealth {
+            header,
+            state: match health.condition {
+                LinkCondition::Waiting => LinkHealth::STATE_WAITING,
+                LinkCondition::Up => LinkHealth::STATE_CONNECTED,
+                LinkCondition::Degraded => LinkHealth::STATE_DEGRADED,
+                LinkCondition::Down => LinkHealth::STATE_DISCONNECTED,
+                LinkCondition::Failed => LinkHealth::STATE_FAILED,
+            },
+            packets: health.packets,
+            bad_packets: health.bad_packets,
+            resends: health.resends,
+            failed_requests: health.failed_requests,
+            reconnects: health.reconnects,
+            last_error: health.last_error.clone(),
+        }
+    }
+}
+
+/// arm_hil/msg/Stm32Telemetry: one telemetry packet in SI units.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Stm32Telemetry {
+    pub header: Header,
+    /// [s]
+    pub device_time: f64,
+    pub device_time_valid: bool,
+    pub has_angles: bool,
+    pub has_imu: bool,
+    /// Shoulder, elbow [rad].
+    pub joint_positions: [f64; 2],
+    /// Shoulder, elbow [rad/s].
+    pub joint_velocities: [f64; 2],
+    /// [m/s^2]
+    pub linear_acceleration: Vector3,
+    /// [rad/s]
+    pub angular_velocity: Vector3,
+    /// [rad]
+    pub roll: f64,
+    /// [rad]
+    pub pitch: f64,
+}
+interface!(Stm32Telemetry, "arm_hil/msg/Stm32Telemetry");
+
+impl Stm32Telemetry {
+    pub fn of(header: Header, telemetry: &ArmTelemetry) -> Stm32Telemetry {
+        let imu = telemetry.imu.unwrap_or_default();
+        Stm32Telemetry {
+            header,
+            device_time: telemetry.timestamp_ms.map_or(0.0, |ms| f64::from(ms) * 1e-3),
+            device_time_valid: telemetry.timestamp_ms.is_some(),
+            has_angles: telemetry.angles.is_some(),
+            has_imu: telemetry.imu.is_some(),
+            joint_positions: telemetry.angles.unwrap_or_default(),
+            joint_velocities: telemetry.velocities.unwrap_or_default(),
+            linear_acceleration: Vector3::from(imu.accel),
+            angular_velocity: Vector3::from(imu.gyro),
+            roll: imu.roll,
+            pitch: imu.pitch,
+        }
+    }
+}
+
+/// arm_hil/msg/MotorEvent: rdscom MotorEvent.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct MotorEvent {
+    pub header: Header,
+    pub motor_id: u8,
+    pub success: bool,
+    pub event_type: u8,
+    pub event_value: f64,
+    pub num_in_queue: u8,
+    pub executed_with_count: u8,
+}
+interface!(MotorEvent, "arm_hil/msg/MotorEvent");
+
+/// arm_hil/msg/ControlDone: rdscom ControlDone.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ControlDone {
+    pub header: Header,
+    pub success: bool,
+    /// [s]
+    pub duration: f64,
+    pub executed: u8,
+}
+interface!(ControlDone, "arm_hil/msg/ControlDone");
+
+/// arm_hil/msg/DeviceError: rdscom Error and LibraryError.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct DeviceError {
+    pub header: Header,
+    pub prototype: u8,
+    pub error_code: u8,
+    pub description: String,
+}
+interface!(DeviceError, "arm_hil/msg/DeviceError");
+
+/// The typed message of an rdscom message from the MCU, when it has one.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RdscomMessage {
+    MotorEvent(MotorEvent),
+    ControlDone(ControlDone),
+    DeviceError(DeviceError),
+}
+
+impl RdscomMessage {
+    /// MotorEvent, ControlDone, Error and LibraryError messages (by their prototype's name in
+    /// `table`) as typed messages; None for the others, and for a message whose fields do not
+    /// fit (a table that renamed them).
+    pub fn of(header: Header, message: &Message, table: &PrototypeTable) -> Option<RdscomMessage> {
+        let prototype = table.get(message.prototype)?;
+        let field = |name: &str| message.field(table, name);
+        let byte = |name: &str| field(name).and_then(|value| u8::try_from(value.as_f64() as i64).ok());
+        match prototype.name.as_str() {
+            "MotorEvent" => Some(RdscomMessage::MotorEvent(MotorEvent {
+                header,
+                motor_id: byte("motor_id")?,
+                success: field("success")?.as_bool(),
+                event_type: byte("event_type")?,
+                event_value: field("event_value")?.as_f64(),
+                num_in_queue: byte("num_in_queue")?,
+                executed_with_count: byte("executed_with_count")?,
+            })),
+            "ControlDone" => Some(RdscomMessage::ControlDone(ControlDone {
+                header,
+                success: field("success")?.as_bool(),
+                duration: field("time")?.as_f64() * 1e-3,
+                executed: byte("executed")?,
+            })),
+            "Error" | "LibraryError" => {
+                let error_code = byte("error_code")?;
+                Some(RdscomMessage::DeviceError(DeviceError {
+                    header,
+                    prototype: message.prototype,
+                    error_code,
+                    description: format!("{} {error_code}", prototype.name),
+                }))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// arm_hil/msg/CartesianWaypoint.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct CartesianWaypoint {
+    /// [s]
+    pub time_from_start: f64,
+    /// [m]
+    pub position: Vector3,
+    /// [m/s]
+    pub velocity: Vector3,
+    /// [m/s^2]
+    pub acceleration: Vector3,
+}
+interface!(CartesianWaypoint, "arm_hil/msg/CartesianWaypoint");
+
+/// The goal of arm_hil/action/FollowCartesianTrajectory.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct FollowCartesianTrajectoryGoal {
+    pub waypoints: Vec<CartesianWaypoint>,
+}
+interface!(FollowCartesianTrajectoryGoal, "arm_hil/action/FollowCartesianTrajectory_Goal");
+
+impl FollowCartesianTrajectoryGoal {
+    /// The goal's trajectory for `robot`'s forearm, validated as every trajectory is.
+    pub fn trajectory(&self, robot: &Robot) -> Result<Trajectory, TrajectoryError> {
+        let waypoints = self
+            .waypoints
+            .iter()
+            .map(|w| Waypoint {
+                t: w.time_from_start,
+                x: vec3(&w.position),
+                xd: vec3(&w.velocity),
+                xdd: vec3(&w.acceleration),
+            })
+            .collect();
+        Trajectory::with_robot_forearm(waypoints, robot)
+    }
+}
+
+fn vec3(v: &Vector3) -> Vec3 {
+    Vec3::new(v.x, v.y, v.z)
+}
+
+/// The result of arm_hil/action/FollowCartesianTrajectory.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct FollowCartesianTrajectoryResult {
+    pub success: bool,
+    pub message: String,
+    /// [m]
+    pub rms_error: f64,
+    /// [m]
+    pub max_error: f64,
+    pub frames: u64,
+}
+interface!(FollowCartesianTrajectoryResult, "arm_hil/action/FollowCartesianTrajectory_Result");
+
+impl FollowCartesianTrajectoryResult {
+    /// A goal that could not start: nothing ran.
+    pub fn refused(reason: impl std::fmt::Display) -> FollowCartesianTrajectoryResult {
+        FollowCartesianTrajectoryResult { success: false, message: format!("refused: {reason}"), ..Default::default() }
+    }
+
+    /// A run that ended, completed (`failure` None) or not.
+    pub fn of_run(stats: &RunStats, failure: Option<String>) -> FollowCartesianTrajectoryResult {
+        FollowCartesianTrajectoryResult {
+            success: failure.is_none(),
+            message: failure.unwrap_or_else(|| "trajectory complete".to_owned()),
+            rms_error: stats.rms_error_m(),
+            max_error: stats.max_error_m,
+            frames: stats.frames,
+        }
+    }
+}
+
+/// The feedback of arm_hil/action/FollowCartesianTrajectory.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct FollowCartesianTrajectoryFeedback {
+    /// Part of the trajectory's duration done, 0 to 1.
+    pub progress: f64,
+    /// [s]
+    pub time_from_start: f64,
+    /// [m]
+    pub tracking_error: f64,
+}
+interface!(FollowCartesianTrajectoryFeedback, "arm_hil/action/FollowCartesianTrajectory_Feedback");
+
+impl FollowCartesianTrajectoryFeedback {
+    /// Where `frame` stands on `trajectory`.
+    pub fn at(trajectory: &Trajectory, frame: &Frame) -> FollowCartesianTrajectoryFeedback {
+        let (start, end) = (trajectory.start_time(), trajectory.end_time());
+        let elapsed = frame.t - start;
+        let progress = match end > start {
+            true => (elapsed / (end - start)).clamp(0.0, 1.0),
+            false => 1.0,
+        };
+        FollowCartesianTrajectoryFeedback {
+            progress,
+            time_from_start: elapsed.max(0.0),
+            tracking_error: (frame.x_ref - frame.x).norm(),
+        }
+    }
+}
