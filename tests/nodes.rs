@@ -11,7 +11,9 @@ use arm_hil::model::math::Vec3;
 use arm_hil::model::{Branch, Robot};
 use arm_hil::nodes::messages::{trajectory_from_points, MultiDofPoint, TrajectoryMessageError};
 use arm_hil::nodes::params::{ParamError, ParamValue};
-use arm_hil::nodes::sil::{run_sil, sil_node_config, SilEvent, SilNodeSettings};
+use arm_hil::nodes::sil::{
+    run_sil, sil_node_config, GoalOutcome, GoalRuns, GoalUpdate, RunEnd, RunRequest, SilEvent, SilNodeSettings,
+};
 use arm_hil::nodes::{load_trajectory, trajectory_file, LoadTrajectoryError};
 use arm_hil::sim::SilConfig;
 
@@ -137,8 +139,8 @@ fn the_sil_loop_samples_at_the_publish_rate_and_ends_each_run_on_its_last_frame(
             assert_eq!(ideal.len(), trajectory.waypoints().len());
         }
         SilEvent::Sample(sample) => samples.push(sample.clone()),
-        SilEvent::RunEnded { error, .. } => {
-            assert!(error.is_none());
+        SilEvent::RunEnded { end, .. } => {
+            assert_eq!(end, RunEnd::Complete);
             runs += 1;
             stop.store(true, std::sync::atomic::Ordering::Relaxed);
         }
@@ -374,4 +376,79 @@ fn every_shipped_parameter_file_is_read_by_its_node() {
     arduino_node_config(&ros_parameters_file("config/arduino_driver.yaml")).unwrap();
     legacy_bridge_config(&ros_parameters_file("config/legacy_bridge.yaml")).unwrap();
     vr_node_config(&ros_parameters_file("config/vr_bridge.yaml")).unwrap();
+}
+
+#[test]
+fn a_goal_gets_feedback_from_its_own_run_and_a_result_when_the_run_completes_or_is_stopped() {
+    let robot = Robot::default();
+    let settings =
+        Mutex::new(SilNodeSettings { real_time_factor: 0.0, publish_rate_hz: 100.0, ..SilNodeSettings::default() });
+    let (requests, next) = channel();
+    let stop = AtomicBool::new(false);
+    let mut goals = GoalRuns::default();
+    let (first_goal, second_goal) = (short_arc(&robot), short_arc(&robot));
+    assert_eq!(goals.serve(1, first_goal.clone()), None);
+    requests.send(RunRequest::Follow(first_goal)).unwrap();
+    let (mut ends, mut feedback, mut finished) = (Vec::new(), Vec::new(), Vec::new());
+    run_sil(&robot, &SilConfig::default(), &settings, short_arc(&robot), &next, &stop, &mut |event| {
+        if let SilEvent::RunEnded { end, .. } = &event {
+            ends.push(end.clone());
+        }
+        match goals.update(&event) {
+            Some(GoalUpdate::Feedback(goal, update)) => {
+                if goal == 2 && !feedback.iter().any(|(goal, _)| *goal == 2) {
+                    requests.send(RunRequest::Stop).unwrap();
+                }
+                feedback.push((goal, update));
+            }
+            Some(GoalUpdate::Finished(goal, outcome, result)) => {
+                finished.push((goal, outcome, result));
+                match goal {
+                    1 => {
+                        assert_eq!(goals.serve(2, second_goal.clone()), None);
+                        requests.send(RunRequest::Follow(second_goal.clone())).unwrap();
+                    }
+                    _ => stop.store(true, std::sync::atomic::Ordering::Relaxed),
+                }
+            }
+            None => {}
+        }
+    });
+    assert_eq!(ends, [RunEnd::Replaced, RunEnd::Complete, RunEnd::Stopped], "the start-up run gave way to goal 1");
+    let outcomes: Vec<_> = finished.iter().map(|(goal, outcome, _)| (*goal, *outcome)).collect();
+    assert_eq!(outcomes, [(1, GoalOutcome::Succeeded), (2, GoalOutcome::Canceled)]);
+    let (_, _, completed) = &finished[0];
+    assert!(completed.success && completed.frames > 0 && completed.rms_error > 0.0, "{completed:?}");
+    assert_eq!(finished[1].2.message, "cancelled");
+    let first: Vec<f64> = feedback.iter().filter(|(goal, _)| *goal == 1).map(|(_, f)| f.progress).collect();
+    assert!(first.windows(2).all(|pair| pair[1] >= pair[0]), "progress never goes back");
+    assert_eq!(first.last(), Some(&1.0));
+}
+
+#[test]
+fn a_new_goal_replaces_the_one_served_which_is_answered_at_once() {
+    let robot = Robot::default();
+    let mut goals = GoalRuns::default();
+    assert_eq!(goals.serve("a", short_arc(&robot)), None);
+    let (replaced, result) = goals.serve("b", short_arc(&robot)).expect("goal a is answered");
+    assert_eq!(replaced, "a");
+    assert!(!result.success);
+    assert_eq!(result.message, "replaced by a new goal");
+}
+
+#[test]
+fn link_health_goes_out_at_once_when_the_link_changes_and_otherwise_once_a_second() {
+    use arm_hil::nodes::link_health::{HealthPacer, LinkCondition, LinkHealth};
+    use std::time::{Duration, Instant};
+    let (start, mut pacer, mut health) = (Instant::now(), HealthPacer::default(), LinkHealth::default());
+    let at = |ms: u64| start + Duration::from_millis(ms);
+    assert!(pacer.due(&health, at(0)), "the first report");
+    health.packets += 1;
+    assert!(!pacer.due(&health, at(20)), "a packet is no news");
+    health.changed(LinkCondition::Up);
+    assert!(pacer.due(&health, at(40)), "connected");
+    health.failed_request("command 0x10: refused".into());
+    assert!(pacer.due(&health, at(60)), "a new error");
+    assert!(!pacer.due(&health, at(900)));
+    assert!(pacer.due(&health, at(1060)), "a second after the last report");
 }

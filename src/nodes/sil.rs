@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::diagnostics::{Level, Status};
+use super::interfaces::{FollowCartesianTrajectoryFeedback, FollowCartesianTrajectoryResult};
 use super::joints::{arm_joint_state, JointStateData};
 use super::param_server::{ParamRange, ParamSpec};
 use super::params::{only_groups, read_group, without_groups, ParamError, ParamValue};
@@ -125,22 +126,45 @@ pub struct SilSample {
 pub enum SilEvent<'a> {
     /// A run begins: the trajectory and its ideal joint motion (for ~/reference_path, ~/ideal).
     RunStarted {
-        trajectory: &'a Trajectory,
+        trajectory: &'a Arc<Trajectory>,
         ideal: &'a [IdealPoint],
     },
     Sample(&'a SilSample),
-    /// A run ended, by reaching the end of its trajectory or by an error.
+    /// A run ended: how, and its figures.
     RunEnded {
         stats: RunStats,
-        error: Option<SimError>,
+        end: RunEnd,
     },
 }
 
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunEnd {
+    /// It reached the end of its trajectory.
+    Complete,
+    /// A new trajectory took its place.
+    Replaced,
+    /// [`RunRequest::Stop`] ended it.
+    Stopped,
+    Failed(SimError),
+}
+
+/// What the run loop is asked to do while the node runs.
+#[derive(Debug, Clone)]
+pub enum RunRequest {
+    /// Run this trajectory now, in place of the running one.
+    Follow(Arc<Trajectory>),
+    /// End the running run; the simulation idles until the next trajectory.
+    Stop,
+}
+
 /// sil_node's status once a run has ended: OK with the run's figures, or an error.
-pub fn run_ended(status: &mut Status, stats: &RunStats, error: Option<&SimError>) {
-    let (level, message) = match error {
-        None => (Level::Ok, "run complete".to_owned()),
-        Some(error) => (Level::Error, format!("run stopped: {error}")),
+pub fn run_ended(status: &mut Status, stats: &RunStats, end: &RunEnd) {
+    let (level, message) = match end {
+        RunEnd::Complete => (Level::Ok, "run complete".to_owned()),
+        RunEnd::Replaced => (Level::Ok, "run replaced by a new trajectory".to_owned()),
+        RunEnd::Stopped => (Level::Ok, "run stopped on request".to_owned()),
+        RunEnd::Failed(error) => (Level::Error, format!("run stopped: {error}")),
     };
     let values = vec![
         ("frames", stats.frames.to_string()),
@@ -169,15 +193,16 @@ impl Pacing {
     }
 }
 
-/// Runs `first`, then every trajectory that arrives on `next` (a new one replaces the running
-/// one at once), repeating when `settings.repeat`, until `stop` is set. `settings` is read as
-/// the run goes, so a parameter set while it runs takes effect at the next frame.
+/// Runs `first`, then every trajectory that `requests` asks for (a new one replaces the running
+/// one at once; [`RunRequest::Stop`] ends it), repeating when `settings.repeat`, until `stop` is
+/// set. `settings` is read as the run goes, so a parameter set while it runs takes effect at the
+/// next frame.
 pub fn run_sil(
     robot: &Robot,
     config: &SilConfig,
     settings: &Mutex<SilNodeSettings>,
     first: Arc<Trajectory>,
-    next: &Receiver<Arc<Trajectory>>,
+    requests: &Receiver<RunRequest>,
     stop: &AtomicBool,
     sink: &mut dyn FnMut(SilEvent),
 ) {
@@ -201,18 +226,27 @@ pub fn run_sil(
         let mut simulation = match Simulation::new(robot.clone(), trajectory.clone(), config) {
             Ok(simulation) => simulation,
             Err(error) => {
-                sink(SilEvent::RunEnded { stats: RunStats::default(), error: Some(error) });
+                sink(SilEvent::RunEnded { stats: RunStats::default(), end: RunEnd::Failed(error) });
                 break;
             }
         };
-        let mut error = None;
+        let mut end = RunEnd::Complete;
         while let Some(frame) = simulation.next() {
-            match next.try_recv() {
-                Ok(replacement) => {
+            match requests.try_recv() {
+                Ok(request) => {
                     clock_offset += simulation.time() - t0;
-                    sink(SilEvent::RunEnded { stats: simulation.stats().clone(), error: None });
-                    trajectory = replacement;
-                    continue 'runs;
+                    let (end, next) = match request {
+                        RunRequest::Follow(replacement) => (RunEnd::Replaced, Some(replacement)),
+                        RunRequest::Stop => (RunEnd::Stopped, None),
+                    };
+                    sink(SilEvent::RunEnded { stats: simulation.stats().clone(), end });
+                    match next.or_else(|| idle(requests, stop)) {
+                        Some(next) => {
+                            trajectory = next;
+                            continue 'runs;
+                        }
+                        None => return,
+                    }
                 }
                 Err(TryRecvError::Empty) => {}
                 Err(TryRecvError::Disconnected) => return,
@@ -223,7 +257,7 @@ pub fn run_sil(
             let frame = match frame {
                 Ok(frame) => frame,
                 Err(failure) => {
-                    error = Some(failure);
+                    end = RunEnd::Failed(failure);
                     break;
                 }
             };
@@ -245,20 +279,109 @@ pub fn run_sil(
             sink(SilEvent::Sample(&SilSample { clock_s: clock_offset + frame.t - t0, frame, joints }));
         }
         clock_offset += simulation.time() - t0;
-        sink(SilEvent::RunEnded { stats: simulation.stats().clone(), error });
+        sink(SilEvent::RunEnded { stats: simulation.stats().clone(), end });
         if live().repeat {
             continue;
         }
-        // Idle until a new trajectory arrives.
-        loop {
-            match next.recv_timeout(Duration::from_millis(100)) {
-                Ok(replacement) => {
-                    trajectory = replacement;
-                    continue 'runs;
-                }
-                Err(RecvTimeoutError::Timeout) if !stop.load(Ordering::Relaxed) => {}
-                Err(_) => return,
+        match idle(requests, stop) {
+            Some(next) => trajectory = next,
+            None => return,
+        }
+    }
+}
+
+/// Waits for the next trajectory to run (a Stop while idle changes nothing); None once `stop`
+/// is set or the requests' sender is gone.
+fn idle(requests: &Receiver<RunRequest>, stop: &AtomicBool) -> Option<Arc<Trajectory>> {
+    loop {
+        match requests.recv_timeout(Duration::from_millis(100)) {
+            Ok(RunRequest::Follow(next)) => return Some(next),
+            Ok(RunRequest::Stop) => {}
+            Err(RecvTimeoutError::Timeout) if !stop.load(Ordering::Relaxed) => {}
+            Err(_) => return None,
+        }
+    }
+}
+
+/// How an action goal ended (the action's terminal states).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GoalOutcome {
+    Succeeded,
+    Aborted,
+    Canceled,
+}
+
+/// What the goal being served gets from a run loop event.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GoalUpdate<G> {
+    Feedback(G, FollowCartesianTrajectoryFeedback),
+    Finished(G, GoalOutcome, FollowCartesianTrajectoryResult),
+}
+
+/// The FollowCartesianTrajectory goal a node serves, followed through its run loop's events:
+/// the goal's run is the one that starts its trajectory (the same `Arc`); its samples become
+/// feedback and its end the result. `G` is the node's handle of the goal.
+#[derive(Debug)]
+pub struct GoalRuns<G> {
+    goal: Option<ServedGoal<G>>,
+}
+
+#[derive(Debug)]
+struct ServedGoal<G> {
+    handle: G,
+    trajectory: Arc<Trajectory>,
+    running: bool,
+}
+
+impl<G> Default for GoalRuns<G> {
+    fn default() -> Self {
+        GoalRuns { goal: None }
+    }
+}
+
+impl<G: Clone> GoalRuns<G> {
+    /// Serves `handle`, whose `trajectory` the run loop is asked to follow next. A goal served
+    /// until now is returned with its result: a new goal replaces it.
+    pub fn serve(&mut self, handle: G, trajectory: Arc<Trajectory>) -> Option<(G, FollowCartesianTrajectoryResult)> {
+        let replaced = self.goal.replace(ServedGoal { handle, trajectory, running: false });
+        replaced.map(|goal| {
+            let result = FollowCartesianTrajectoryResult {
+                success: false,
+                message: "replaced by a new goal".into(),
+                ..FollowCartesianTrajectoryResult::default()
+            };
+            (goal.handle, result)
+        })
+    }
+
+    /// The goal served, if any.
+    pub fn handle(&self) -> Option<&G> {
+        self.goal.as_ref().map(|goal| &goal.handle)
+    }
+
+    /// What `event` means for the goal served, if anything.
+    pub fn update(&mut self, event: &SilEvent) -> Option<GoalUpdate<G>> {
+        let goal = self.goal.as_mut()?;
+        match event {
+            SilEvent::RunStarted { trajectory, .. } => {
+                goal.running = Arc::ptr_eq(trajectory, &goal.trajectory);
+                None
             }
+            SilEvent::Sample(sample) if goal.running => Some(GoalUpdate::Feedback(
+                goal.handle.clone(),
+                FollowCartesianTrajectoryFeedback::at(&goal.trajectory, &sample.frame),
+            )),
+            SilEvent::RunEnded { stats, end } if goal.running => {
+                let (outcome, failure) = match end {
+                    RunEnd::Complete => (GoalOutcome::Succeeded, None),
+                    RunEnd::Replaced => (GoalOutcome::Aborted, Some("replaced by a new trajectory".to_owned())),
+                    RunEnd::Stopped => (GoalOutcome::Canceled, Some("cancelled".to_owned())),
+                    RunEnd::Failed(error) => (GoalOutcome::Aborted, Some(error.to_string())),
+                };
+                let handle = self.goal.take()?.handle;
+                Some(GoalUpdate::Finished(handle, outcome, FollowCartesianTrajectoryResult::of_run(stats, failure)))
+            }
+            SilEvent::Sample(_) | SilEvent::RunEnded { .. } => None,
         }
     }
 }

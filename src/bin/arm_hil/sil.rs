@@ -18,7 +18,7 @@ use arm_hil::bag::{BagWriter, Recorder};
 use arm_hil::control::Trajectory;
 use arm_hil::model::Robot;
 use arm_hil::nodes::diagnostics::{Level, Status};
-use arm_hil::nodes::sil::run_ended;
+use arm_hil::nodes::sil::{run_ended, RunEnd};
 use arm_hil::nodes::{load_trajectory, Decimator};
 use arm_hil::sim::{Frame, IdealPoint, IdealTorques, RunStats, SilConfig, SimError, Simulation};
 
@@ -255,7 +255,8 @@ impl SilBag {
 
     fn finish(mut self, stats: &RunStats, error: Option<&SimError>) -> anyhow::Result<()> {
         let mut status = Status::new("sil_node: run", "sil");
-        run_ended(&mut status, stats, error);
+        let end = error.map_or(RunEnd::Complete, |error| RunEnd::Failed(error.clone()));
+        run_ended(&mut status, stats, &end);
         let time_ns = self.time_ns(self.start_time + stats.sim_time_s);
         self.recorder.record(ArmEvent::Status { time_ns, status });
         let bag = self.recorder.finish().context("the bag is incomplete")?;

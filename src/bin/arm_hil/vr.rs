@@ -20,7 +20,7 @@ use arm_hil::model::math::direction_or_zero;
 use arm_hil::model::Robot;
 use arm_hil::nodes::diagnostics::Status;
 use arm_hil::nodes::load_trajectory;
-use arm_hil::nodes::sil::{run_sil, SilEvent, SilNodeSettings};
+use arm_hil::nodes::sil::{run_sil, RunEnd, SilEvent, SilNodeSettings};
 use arm_hil::nodes::vr::{connecting, track_follower, VrNodeConfig};
 use arm_hil::protocol::deltavr::VrMessage;
 
@@ -121,7 +121,7 @@ fn serve(args: ServeArgs, runtime: &tokio::runtime::Runtime) -> anyhow::Result<(
                     desired_direction: direction_or_zero(&sample.frame.xd_ref),
                 });
             }
-            SilEvent::RunEnded { error: Some(error), .. } => log::error!("the simulation stopped: {error}"),
+            SilEvent::RunEnded { end: RunEnd::Failed(error), .. } => log::error!("the simulation stopped: {error}"),
             SilEvent::RunEnded { .. } => {}
         });
     })?;
