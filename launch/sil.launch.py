@@ -22,6 +22,7 @@ RECORDED_TOPICS = [
     "/sil_node/end_effector",
     "/sil_node/end_effector_twist",
     "/sil_node/reference",
+    "/sil_node/state",
     "/sil_node/reference_path",
     "/sil_node/ideal",
     "/diagnostics",

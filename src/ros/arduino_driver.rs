@@ -16,13 +16,16 @@ use r2r::QosProfile;
 
 use super::diagnostics::Reporter;
 use super::params::{nothing_at_run_time, serve_parameters};
-use super::{header, node_params, now, spin, state_qos};
+use super::{
+    event_qos, header, node_params, now, own_header, spin, state_qos, InterfacePublisher, LinkHealthPublisher,
+};
 use crate::drivers::rdscom::{
     parse_console_command, DriverEvent, RdscomCommander, RdscomDriver, RdscomEvent, TableChoice,
 };
 use crate::nodes::arduino::{
     arduino_node_config, joint_sample, motor_frame, requests_from_joint_command, track_link, ARDUINO_NODE_PARAMS,
 };
+use crate::nodes::interfaces::{ControlDone, DeviceError, MotorEvent, RdscomMessage};
 use crate::nodes::link_health::LinkHealth;
 use crate::nodes::param_server::ParameterServer;
 use crate::protocol::rdscom::PrototypeTable;
@@ -53,6 +56,10 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
 
     let joint_states = node.create_publisher::<JointState>("/joint_states", state_qos())?;
     let temperature = node.create_publisher::<Temperature>("~/temperature", state_qos())?;
+    let mut link_health = LinkHealthPublisher::create(&mut node)?;
+    let motor_events = InterfacePublisher::<MotorEvent>::create(&mut node, "~/motor_event", event_qos())?;
+    let control_done = InterfacePublisher::<ControlDone>::create(&mut node, "~/control_done", event_qos())?;
+    let device_errors = InterfacePublisher::<DeviceError>::create(&mut node, "~/device_error", event_qos())?;
     let reporter = Reporter::new(&mut node, "arduino_driver: link", &config.port)?;
 
     let pool = LocalPool::new();
@@ -97,12 +104,27 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
         let mut health = LinkHealth::default();
         while !events_stop.load(Ordering::Relaxed) {
             let event = match driver.events().recv_timeout(Duration::from_millis(100)) {
-                Ok(event) => event,
-                Err(RecvTimeoutError::Timeout) => continue,
+                Ok(event) => Some(event),
+                Err(RecvTimeoutError::Timeout) => None,
                 Err(RecvTimeoutError::Disconnected) => break,
             };
             let time = now(&clock);
-            track_link(&mut health, &event);
+            if let Some(event) = &event {
+                track_link(&mut health, event);
+            }
+            link_health.update(&health, &time);
+            let Some(event) = event else { continue };
+            if let DriverEvent::Link(RdscomEvent::Received(message)) = &event {
+                let typed = match RdscomMessage::of(own_header(&time, ""), message, &table) {
+                    Some(RdscomMessage::MotorEvent(event)) => motor_events.publish(&event),
+                    Some(RdscomMessage::ControlDone(done)) => control_done.publish(&done),
+                    Some(RdscomMessage::DeviceError(error)) => device_errors.publish(&error),
+                    None => Ok(()),
+                };
+                if let Err(error) = typed {
+                    log::warn!("publishing an rdscom message failed: {error:#}");
+                }
+            }
             let published = match &event {
                 DriverEvent::Link(RdscomEvent::Received(message)) => match joint_sample(message, &table) {
                     Some(sample) if sample.joint < joint_names.len() => {

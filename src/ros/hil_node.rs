@@ -1,5 +1,6 @@
 //! hil_node: the HIL loop as a ROS 2 node, with sil_node's outputs at its publish rate,
-//! trajectory segments from ~/trajectory and loop statistics on /diagnostics.
+//! trajectory segments from ~/trajectory and loop statistics on /diagnostics and
+//! ~/loop_statistics.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
@@ -17,13 +18,17 @@ use r2r::QosProfile;
 
 use super::diagnostics::Reporter;
 use super::params::{nothing_at_run_time, serve_parameters};
-use super::{arm_joint_state_msg, linear_twist, multi_dof_points, node_params, now, point_stamped, spin, state_qos};
+use super::{
+    arm_joint_state_msg, linear_twist, multi_dof_points, node_params, now, own_header, point_stamped, spin, state_qos,
+    InterfacePublisher,
+};
 use crate::control::{Trajectory, Waypoint};
 use crate::drivers::open_hardware;
 use crate::hil::{FeedItem, FrameChannel, HilLoop, LoopStatus, FEED_DEPTH};
 use crate::model::Robot;
 use crate::nodes::diagnostics::Level;
 use crate::nodes::hil::{hil_node_config, loop_status, segment_after, HIL_NODE_PARAMS};
+use crate::nodes::interfaces::{ArmState, LoopStatistics};
 use crate::nodes::joints::arm_joint_state;
 use crate::nodes::messages::MultiDofPoint;
 use crate::nodes::param_server::ParameterServer;
@@ -76,6 +81,8 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let end_effector = node.create_publisher::<PointStamped>("~/end_effector", state_qos())?;
     let end_effector_twist = node.create_publisher::<TwistStamped>("~/end_effector_twist", state_qos())?;
     let reference = node.create_publisher::<PointStamped>("~/reference", state_qos())?;
+    let state = InterfacePublisher::<ArmState>::create(&mut node, "~/state", state_qos())?;
+    let statistics = InterfacePublisher::<LoopStatistics>::create(&mut node, "~/loop_statistics", state_qos())?;
     let reporter =
         Reporter::new(&mut node, "hil_node: loop", &format!("{:?}", config.settings.hardware).to_lowercase())?;
 
@@ -129,9 +136,12 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
                         .publish(&arm_joint_state_msg(time.clone(), &joints))
                         .and_then(|()| end_effector.publish(&point_stamped(time.clone(), &frame_id, &frame.x)))
                         .and_then(|()| end_effector_twist.publish(&linear_twist(time.clone(), &frame_id, &frame.x_dot)))
-                        .and_then(|()| reference.publish(&point_stamped(time, &frame_id, &frame.x_ref)));
+                        .and_then(|()| reference.publish(&point_stamped(time.clone(), &frame_id, &frame.x_ref)));
                     if let Err(error) = published {
                         log::warn!("publishing failed: {error}");
+                    }
+                    if let Err(error) = state.publish(&ArmState::of(own_header(&time, &frame_id), &frame)) {
+                        log::warn!("publishing ~/state failed: {error:#}");
                     }
                 }
             }
@@ -140,6 +150,10 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
                 let snapshot = status.lock().map(|status| *status).unwrap_or_default();
                 reporter.update(|status| loop_status(status, &snapshot, overruns_before));
                 overruns_before = snapshot.overruns;
+                let message = LoopStatistics::of(own_header(&now(&clock), ""), &snapshot);
+                if let Err(error) = statistics.publish(&message) {
+                    log::warn!("publishing ~/loop_statistics failed: {error:#}");
+                }
             }
         }
     })?;

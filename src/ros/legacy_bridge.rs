@@ -15,12 +15,15 @@ use r2r::Publisher;
 
 use super::diagnostics::Reporter;
 use super::params::{nothing_at_run_time, serve_parameters};
-use super::{arm_joint_state_msg, linear_twist, node_params, now, point_stamped, spin, state_qos};
+use super::{
+    arm_joint_state_msg, linear_twist, node_params, now, own_header, point_stamped, spin, state_qos, InterfacePublisher,
+};
 use crate::bridge::legacy::{LegacyServer, SessionError, SessionObserver, SessionReport};
 use crate::control::Trajectory;
 use crate::model::math::Vec3;
 use crate::model::Robot;
 use crate::nodes::diagnostics::Level;
+use crate::nodes::interfaces::ArmState;
 use crate::nodes::joints::arm_joint_state;
 use crate::nodes::legacy::{legacy_bridge_config, LEGACY_BRIDGE_PARAMS};
 use crate::nodes::param_server::ParameterServer;
@@ -31,6 +34,7 @@ struct Publishers {
     joint_states: Publisher<JointState>,
     end_effector: Publisher<PointStamped>,
     end_effector_twist: Publisher<TwistStamped>,
+    state: InterfacePublisher<ArmState>,
 }
 
 /// What the server has done, for /diagnostics.
@@ -100,9 +104,14 @@ impl SessionObserver for RosObserver {
             .joint_states
             .publish(&arm_joint_state_msg(time.clone(), &joints))
             .and_then(|()| publishers.end_effector.publish(&point_stamped(time.clone(), &self.frame_id, &frame.x)))
-            .and_then(|()| publishers.end_effector_twist.publish(&linear_twist(time, &self.frame_id, &frame.x_dot)));
+            .and_then(|()| {
+                publishers.end_effector_twist.publish(&linear_twist(time.clone(), &self.frame_id, &frame.x_dot))
+            });
         if let Err(error) = published {
             log::warn!("publishing a session frame failed: {error}");
+        }
+        if let Err(error) = publishers.state.publish(&ArmState::of(own_header(&time, &self.frame_id), frame)) {
+            log::warn!("publishing ~/state failed: {error:#}");
         }
     }
 
@@ -133,6 +142,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
         joint_states: node.create_publisher("/joint_states", state_qos())?,
         end_effector: node.create_publisher("~/end_effector", state_qos())?,
         end_effector_twist: node.create_publisher("~/end_effector_twist", state_qos())?,
+        state: InterfacePublisher::create(&mut node, "~/state", state_qos())?,
     };
     let pool = LocalPool::new();
     let parameters = ParameterServer::new(node_params(&node), &LEGACY_BRIDGE_PARAMS);

@@ -12,9 +12,12 @@ pub mod logging;
 pub mod params;
 pub mod sil_node;
 pub mod stm32_driver;
+#[cfg(not(feature = "ros-doc-only"))]
+pub mod trajectory_action;
 pub mod vr_bridge;
 
 use std::collections::BTreeMap;
+use std::marker::PhantomData;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -28,8 +31,12 @@ use r2r::std_msgs::msg::Header;
 use r2r::trajectory_msgs::msg::MultiDOFJointTrajectory;
 use r2r::{ParameterValue, QosProfile};
 
+use crate::bag::cdr::encode_into;
+use crate::bag::msgs;
 use crate::model::math::Vec3;
+use crate::nodes::interfaces::{self, Interface};
 use crate::nodes::joints::{JointStateData, JOINT_NAMES};
+use crate::nodes::link_health::{HealthPacer, LinkHealth};
 use crate::nodes::messages::MultiDofPoint;
 use crate::nodes::params::{ParamValue, ROS_PARAMETERS};
 
@@ -38,9 +45,65 @@ pub fn state_qos() -> QosProfile {
     QosProfile::default().keep_last(10).reliable()
 }
 
+/// QoS of device events (each one matters, none is replaced by the next): reliable, the last 100.
+pub fn event_qos() -> QosProfile {
+    QosProfile::default().keep_last(100).reliable()
+}
+
 /// QoS of data published once per run (paths, ideal trajectories): late joiners get it.
 pub fn latched_qos() -> QosProfile {
     QosProfile::default().keep_last(1).reliable().transient_local()
+}
+
+/// A publisher of one of the package's own messages: the struct that mirrors the .msg file
+/// ([`crate::nodes::interfaces`]) goes out as its CDR. The node so needs no generated type for
+/// it, and the doc-only type-check, which has none, covers this code too; r2r still has to know
+/// the type (it is generated where the package is installed, see CMakeLists.txt).
+pub struct InterfacePublisher<M> {
+    publisher: r2r::PublisherUntyped,
+    message: PhantomData<fn(&M)>,
+}
+
+impl<M: Interface> InterfacePublisher<M> {
+    pub fn create(node: &mut r2r::Node, topic: &str, qos: QosProfile) -> anyhow::Result<InterfacePublisher<M>> {
+        let publisher = node
+            .create_publisher_untyped(topic, M::TYPE, qos)
+            .map_err(|error| anyhow::anyhow!("cannot publish {topic} as {}: {error}", M::TYPE))?;
+        Ok(InterfacePublisher { publisher, message: PhantomData })
+    }
+
+    pub fn publish(&self, message: &M) -> anyhow::Result<()> {
+        let mut bytes = Vec::new();
+        encode_into(message, &mut bytes)?;
+        Ok(self.publisher.publish_raw(&bytes)?)
+    }
+}
+
+/// A driver's `~/link_health`, published when [`HealthPacer`] says.
+pub struct LinkHealthPublisher {
+    publisher: InterfacePublisher<interfaces::LinkHealth>,
+    pacer: HealthPacer,
+}
+
+impl LinkHealthPublisher {
+    pub fn create(node: &mut r2r::Node) -> anyhow::Result<LinkHealthPublisher> {
+        let publisher = InterfacePublisher::create(node, "~/link_health", state_qos())?;
+        Ok(LinkHealthPublisher { publisher, pacer: HealthPacer::default() })
+    }
+
+    /// Publishes `health` stamped `stamp`, if it is news or a second old.
+    pub fn update(&mut self, health: &LinkHealth, stamp: &Time) {
+        if self.pacer.due(health, std::time::Instant::now()) {
+            if let Err(error) = self.publisher.publish(&interfaces::LinkHealth::of(own_header(stamp, ""), health)) {
+                log::warn!("publishing ~/link_health failed: {error:#}");
+            }
+        }
+    }
+}
+
+/// The header of the package's own messages, from an r2r stamp.
+pub fn own_header(stamp: &Time, frame_id: &str) -> msgs::Header {
+    msgs::Header { stamp: msgs::Time { sec: stamp.sec, nanosec: stamp.nanosec }, frame_id: frame_id.to_owned() }
 }
 
 /// Set by SIGINT and SIGTERM; [`spin`] returns when it is.

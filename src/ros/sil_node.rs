@@ -18,17 +18,18 @@ use r2r::QosProfile;
 use super::diagnostics::Reporter;
 use super::params::serve_parameters;
 use super::{
-    arm_joint_state_msg, duration, header, latched_qos, linear_twist, multi_dof_points, node_params, now, point,
-    point_stamped, ros_params, spin, stamp, state_qos, vector_stamped,
+    arm_joint_state_msg, duration, header, latched_qos, linear_twist, multi_dof_points, node_params, now, own_header,
+    point, point_stamped, ros_params, spin, stamp, state_qos, vector_stamped, InterfacePublisher,
 };
 use crate::model::math::direction_or_zero;
 use crate::model::Robot;
 use crate::nodes::diagnostics::Level;
+use crate::nodes::interfaces::ArmState;
 use crate::nodes::joints::JOINT_NAMES;
 use crate::nodes::messages::trajectory_from_points;
 use crate::nodes::param_server::ParameterServer;
 use crate::nodes::params::to_params;
-use crate::nodes::sil::{run_ended, run_sil, sil_node_config, SilEvent, SIL_NODE_PARAMS};
+use crate::nodes::sil::{run_ended, run_sil, sil_node_config, RunRequest, SilEvent, SIL_NODE_PARAMS};
 use crate::nodes::{load_trajectory, trajectory_file};
 
 /// Runs the node until interrupted.
@@ -46,6 +47,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let desired_direction = node.create_publisher::<Vector3Stamped>("~/desired_direction", state_qos())?;
     let reference_path = node.create_publisher::<PathMsg>("~/reference_path", latched_qos())?;
     let ideal = node.create_publisher::<JointTrajectory>("~/ideal", latched_qos())?;
+    let state = InterfacePublisher::<ArmState>::create(&mut node, "~/state", state_qos())?;
     let reporter = Reporter::new(&mut node, "sil_node: run", "sil")?;
     let clock_out = match settings.publish_clock {
         true => Some(node.create_publisher::<Clock>("/clock", QosProfile::default().keep_last(1))?),
@@ -64,7 +66,13 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
         ParameterServer::new(declared, &SIL_NODE_PARAMS),
         Box::new(move |name, value| applied.lock().map_err(|_| "settings unavailable".to_owned())?.apply(name, value)),
     )?;
-    let (replace, replacements) = channel();
+    let (requests, run_requests) = channel();
+    // The action's goals are this package's own type, which the doc-only type-check lacks.
+    #[cfg(not(feature = "ros-doc-only"))]
+    let mut follow_goals =
+        super::trajectory_action::serve(&mut node, &pool.spawner(), robot.clone(), requests.clone())?;
+    #[cfg(feature = "ros-doc-only")]
+    let follow_goals = |_: &SilEvent| {};
     let subscription = node.subscribe::<MultiDOFJointTrajectory>("~/trajectory", QosProfile::default())?;
     let (message_robot, elbow, l_arm) = (robot.clone(), robot.elbow(), robot.params().l_arm);
     let refusals = reporter.clone();
@@ -72,7 +80,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
         match trajectory_from_points(&multi_dof_points(&message), &message_robot, elbow, l_arm) {
             Ok(trajectory) => {
                 log::info!("new trajectory of {} points", trajectory.waypoints().len());
-                let _ = replace.send(Arc::new(trajectory));
+                let _ = requests.send(RunRequest::Follow(Arc::new(trajectory)));
             }
             Err(error) => {
                 log::error!("~/trajectory refused: {error}");
@@ -94,7 +102,8 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
         let publish_clock = settings.publish_clock;
         let stamp_of = |clock_s: f64| if publish_clock { stamp(clock_s) } else { now(&ros_clock) };
         let mut last_clock = 0.0;
-        run_sil(&robot, &config, &live, first, &replacements, &runner_stop, &mut |event| {
+        run_sil(&robot, &config, &live, first, &run_requests, &runner_stop, &mut |event| {
+            follow_goals(&event);
             let result = match event {
                 SilEvent::RunStarted { trajectory, ideal: points } => {
                     let time = stamp_of(last_clock);
@@ -137,6 +146,9 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
                     let time = stamp_of(sample.clock_s);
                     let frame = &sample.frame;
                     let mut published = joint_states.publish(&arm_joint_state_msg(time.clone(), &sample.joints));
+                    if let Err(error) = state.publish(&ArmState::of(own_header(&time, &frame_id), frame)) {
+                        log::warn!("publishing ~/state failed: {error:#}");
+                    }
                     published = published
                         .and_then(|()| end_effector.publish(&point_stamped(time.clone(), &frame_id, &frame.x)));
                     published = published.and_then(|()| {
@@ -163,8 +175,8 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
                         None => published,
                     }
                 }
-                SilEvent::RunEnded { stats, error } => {
-                    reporter.update(|status| run_ended(status, &stats, error.as_ref()));
+                SilEvent::RunEnded { stats, end } => {
+                    reporter.update(|status| run_ended(status, &stats, &end));
                     Ok(())
                 }
             };

@@ -17,8 +17,11 @@ use r2r::QosProfile;
 
 use super::diagnostics::Reporter;
 use super::params::serve_parameters;
-use super::{header, node_params, now, ros_params, seconds, spin, state_qos};
+use super::{
+    header, node_params, now, own_header, ros_params, seconds, spin, state_qos, InterfacePublisher, LinkHealthPublisher,
+};
 use crate::drivers::stm32::{DriverEvent, LinkEvent, Stm32Commander, Stm32Driver};
+use crate::nodes::interfaces::Stm32Telemetry;
 use crate::nodes::link_health::LinkHealth;
 use crate::nodes::param_server::ParameterServer;
 use crate::nodes::params::to_params;
@@ -45,6 +48,8 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
 
     let joint_states = node.create_publisher::<JointState>("/joint_states", state_qos())?;
     let imu = node.create_publisher::<Imu>("~/imu", state_qos())?;
+    let telemetry_out = InterfacePublisher::<Stm32Telemetry>::create(&mut node, "~/telemetry", state_qos())?;
+    let mut link_health = LinkHealthPublisher::create(&mut node)?;
     let reporter = Reporter::new(&mut node, "stm32_driver: link", &config.port)?;
 
     let pool = LocalPool::new();
@@ -115,14 +120,22 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
         let mut health = LinkHealth::default();
         while !events_stop.load(std::sync::atomic::Ordering::Relaxed) {
             let event = match driver.events().recv_timeout(Duration::from_millis(100)) {
-                Ok(event) => event,
-                Err(RecvTimeoutError::Timeout) => continue,
+                Ok(event) => Some(event),
+                Err(RecvTimeoutError::Timeout) => None,
                 Err(RecvTimeoutError::Disconnected) => break,
             };
             let time = now(&clock);
-            track_link(&mut health, &event);
+            if let Some(event) = &event {
+                track_link(&mut health, event);
+            }
+            link_health.update(&health, &time);
+            let Some(event) = event else { continue };
             let published = match &event {
                 DriverEvent::Link(LinkEvent::Telemetry(telemetry)) => {
+                    let typed = Stm32Telemetry::of(own_header(&time, &config.imu_frame_id), telemetry);
+                    if let Err(error) = telemetry_out.publish(&typed) {
+                        log::warn!("publishing ~/telemetry failed: {error:#}");
+                    }
                     let mut result = Ok(());
                     if let Some((position, velocity)) = joint_state(telemetry) {
                         result = joint_states.publish(&JointState {

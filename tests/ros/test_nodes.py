@@ -21,11 +21,15 @@ import time
 import unittest
 
 import rclpy
+from action_msgs.msg import GoalStatus
 from ament_index_python.packages import get_package_prefix
+from arm_hil.action import FollowCartesianTrajectory
+from arm_hil.msg import ArmState, CartesianWaypoint, ControlDone, LinkHealth, LoopStatistics, MotorEvent, Stm32Telemetry
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PointStamped, Transform, Twist
 from rcl_interfaces.msg import Log, Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import DescribeParameters, SetParameters
+from rclpy.action import ActionClient
 from rclpy.parameter import Parameter as NodeParameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -93,6 +97,12 @@ def free_port():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def arc_rows(step=20):
+    """Every `step`th waypoint of examples/arc_9deg.csv: t, x, y, z, xd, yd, zd, xdd, ydd, zdd."""
+    lines = (REPO / "examples" / "arc_9deg.csv").read_text().splitlines()[1:]
+    return [list(map(float, line.split(","))) for line in lines[::step]]
 
 
 def level_of(status):
@@ -281,7 +291,7 @@ class SilNode(NodeTest):
     def test_a_trajectory_is_run_and_a_bad_one_refused_with_a_reason(self):
         launch("sil.launch.py", "rsp:=false")
         self.first("/joint_states", JointState)
-        rows = [list(map(float, line.split(","))) for line in (REPO / "examples" / "arc_9deg.csv").read_text().splitlines()[1::20]]
+        rows = arc_rows()
         message = MultiDOFJointTrajectory(joint_names=["end_effector"])
         for t, x, y, z, xd, yd, zd, xdd, ydd, zdd in rows:
             point = MultiDOFJointTrajectoryPoint()
@@ -315,6 +325,101 @@ class SilNode(NodeTest):
         self.assertTrue([log for log in logs if log.name == "sil_node" and "refused" in log.msg],
                         "the refusal did not reach /rosout under the node's name")
 
+    def test_state_is_the_published_frame_with_its_reference_and_tracking_error(self):
+        launch("sil.launch.py", "rsp:=false")
+        self.first("/sil_node/state", ArmState)
+        joint_states = []
+        subscription = self.node.create_subscription(JointState, "/joint_states", joint_states.append, 1000)
+        states = [m for _, m in self.collect("/sil_node/state", ArmState, 2.0)]
+        self.node.destroy_subscription(subscription)
+        joints = {stamp_s(m.header.stamp): m for m in joint_states}
+        self.assertGreater(len(states), 300)
+        matched = 0
+        for state in states:
+            self.assertEqual(state.header.frame_id, "base_link")
+            position, reference = state.position, state.reference_position
+            error = [reference.x - position.x, reference.y - position.y, reference.z - position.z]
+            self.assertAlmostEqual(state.tracking_error.x, error[0], places=12)
+            self.assertAlmostEqual(state.tracking_error.z, error[2], places=12)
+            self.assertAlmostEqual(state.tracking_error_norm, math.hypot(*error), places=12)
+            joint_state = joints.get(stamp_s(state.header.stamp))
+            if joint_state is not None:
+                matched += 1
+                self.assertEqual(list(state.joint_positions), list(joint_state.position[:3]))
+                self.assertEqual(list(state.joint_efforts), list(joint_state.effort[:3]))
+        self.assertGreater(matched, 100, "~/state and /joint_states carry the same samples")
+        self.assertAlmostEqual(self.rate("/sil_node/state", ArmState), 250.0, delta=25.0)
+
+    def follow(self, client, rows, feedback=None):
+        """Sends the goal of `rows` (as arc_rows gives them); returns the goal's handle."""
+        goal = FollowCartesianTrajectory.Goal()
+        for t, x, y, z, xd, yd, zd, xdd, ydd, zdd in rows:
+            waypoint = CartesianWaypoint(time_from_start=t)
+            waypoint.position.x, waypoint.position.y, waypoint.position.z = x, y, z
+            waypoint.velocity.x, waypoint.velocity.y, waypoint.velocity.z = xd, yd, zd
+            waypoint.acceleration.x, waypoint.acceleration.y, waypoint.acceleration.z = xdd, ydd, zdd
+            goal.waypoints.append(waypoint)
+        sent = client.send_goal_async(goal, feedback_callback=feedback)
+        rclpy.spin_until_future_complete(self.node, sent, timeout_sec=10.0)
+        self.assertTrue(sent.done() and sent.result().accepted, "the goal was not accepted")
+        return sent.result()
+
+    def result_of(self, handle, timeout):
+        done = handle.get_result_async()
+        rclpy.spin_until_future_complete(self.node, done, timeout_sec=timeout)
+        self.assertTrue(done.done(), f"no result within {timeout} s")
+        return done.result()
+
+    def test_the_trajectory_action_reports_progress_and_its_result_stops_on_cancel_and_refuses_a_bad_goal(self):
+        launch("sil.launch.py", "rsp:=false")
+        self.first("/joint_states", JointState)
+        client = ActionClient(self.node, FollowCartesianTrajectory, "/sil_node/follow_cartesian_trajectory")
+        self.assertTrue(client.wait_for_server(timeout_sec=10.0), "no action server")
+        rows = arc_rows()
+
+        feedback = []
+        handle = self.follow(client, rows, lambda message: feedback.append(message.feedback))
+        finished = self.result_of(handle, timeout=rows[-1][0] + 10.0)
+        self.assertEqual(finished.status, GoalStatus.STATUS_SUCCEEDED, finished.result.message)
+        result = finished.result
+        self.assertTrue(result.success)
+        progress = [f.progress for f in feedback]
+        self.assertGreater(len(progress), 100, "feedback at the publish rate")
+        self.assertTrue(all(b >= a for a, b in zip(progress, progress[1:])), "progress never goes back")
+        self.assertAlmostEqual(progress[-1], 1.0)
+        self.assertLessEqual(max(f.tracking_error for f in feedback), result.max_error + 1e-12)
+        # The same waypoints through the library, as `arm_hil sil` runs them.
+        csv = LOGS / "goal.csv"
+        csv.write_text("t,x,y,z,xd,yd,zd,xdd,ydd,zdd\n" + "".join(",".join(map(repr, r)) + "\n" for r in rows))
+        ran = subprocess.run([str(EXECUTABLES / "arm_hil"), "sil", "--trajectory", str(csv), "--json"],
+                             capture_output=True, text=True, timeout=60)
+        library = json.loads(ran.stdout)
+        self.assertEqual(result.frames, library["frames"])
+        self.assertAlmostEqual(result.rms_error, library["rms_error_m"], delta=1e-9)
+        self.assertAlmostEqual(result.max_error, library["max_error_m"], delta=1e-9)
+
+        feedback.clear()
+        handle = self.follow(client, rows, lambda message: feedback.append(message.feedback))
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline and len(feedback) < 10:
+            rclpy.spin_once(self.node, timeout_sec=0.05)
+        cancelling = handle.cancel_goal_async()
+        rclpy.spin_until_future_complete(self.node, cancelling, timeout_sec=5.0)
+        self.assertTrue(cancelling.result().goals_canceling, "the cancel request was refused")
+        cancelled = self.result_of(handle, timeout=5.0)
+        self.assertEqual(cancelled.status, GoalStatus.STATUS_CANCELED)
+        self.assertFalse(cancelled.result.success)
+        self.assertLess(feedback[-1].progress, 0.9, "the run stopped when cancelled")
+        self.assertTrue(self.wait_status("sil_node: run", OK, message="stopped on request"))
+
+        rows[3][1] += 5.0
+        refused = self.result_of(self.follow(client, rows), timeout=5.0)
+        self.assertEqual(refused.status, GoalStatus.STATUS_ABORTED)
+        self.assertFalse(refused.result.success)
+        self.assertTrue(refused.result.message.startswith("refused: "), refused.result.message)
+        self.assertIn("waypoint 3", refused.result.message)
+        client.destroy()
+
     def test_recording_replays_on_simulated_time(self):
         bag = LOGS / "bag"
         recording = launch("sil.launch.py", "rsp:=false", "record:=true", f"bag:={bag}", "publish_clock:=false")
@@ -325,6 +430,7 @@ class SilNode(NodeTest):
         self.assertEqual(info.returncode, 0, info.stderr)
         self.assertIn("/joint_states", info.stdout)
         self.assertIn("sensor_msgs/msg/JointState", info.stdout)
+        self.assertIn("arm_hil/msg/ArmState", info.stdout)
 
         received, now = self.replay_on_simulated_time(bag, 200, 20.0)
         recorded = stamp_s(received[-1].header.stamp)
@@ -408,6 +514,18 @@ class HilNode(NodeTest):
         status = self.wait_status("hil_node: loop", OK)
         keys = {v.key for v in status.values}
         self.assertTrue({"cycles", "overruns", "jitter_p99_us", "starved_cycles"} <= keys)
+        statistics = [m for _, m in self.collect("/hil_node/loop_statistics", LoopStatistics, 2.5)]
+        self.assertTrue(2 <= len(statistics) <= 4, f"{len(statistics)} in 2.5 s: once a second")
+        latest = statistics[-1]
+        self.assertEqual(latest.rate_hz, 1000.0)
+        self.assertGreater(latest.cycles, statistics[0].cycles)
+        self.assertLessEqual(latest.jitter_p50, latest.jitter_p99)
+        self.assertLessEqual(latest.jitter_p99, latest.jitter_max)
+        self.assertTrue(latest.error_from_truth, "the simulated rig measures against the true position")
+        self.assertLessEqual(latest.rms_error, latest.max_error)
+        state = self.first("/hil_node/state", ArmState)
+        self.assertAlmostEqual(state.tracking_error_norm, math.hypot(state.tracking_error.x, state.tracking_error.y,
+                                                                     state.tracking_error.z), places=12)
         # hil_node applies nothing while it runs: the loop and its hardware are set up once.
         self.assert_read_only("hil_node", "hil.rate_hz", double("hil.rate_hz", 500.0))
 
@@ -426,15 +544,26 @@ class DriverTest(NodeTest):
         self.assert_once_a_second(status_name)
         self.assert_read_only(status_name.split(":")[0], "port", string("port", "/dev/null"))
 
+    def link_health(self, until, timeout=10.0):
+        node = self.status_name.split(":")[0]
+        found = self.collect(f"/{node}/link_health", LinkHealth, timeout, until=lambda m: any(until(x) for _, x in m))
+        matching = [m for _, m in found if until(m)]
+        self.assertTrue(matching, f"~/link_health; last: {found[-1][1] if found else None}")
+        return matching[0]
+
     def unplug_and_replug(self):
-        """Stops the emulator: ERROR on /diagnostics; starts a new one: OK again, one reconnect."""
+        """Stops the emulator: ERROR on /diagnostics; starts a new one: OK again, one reconnect.
+        ~/link_health says the same."""
+        self.link_health(lambda m: m.state == LinkHealth.STATE_CONNECTED and m.packets > 0)
         stop(self.emulator)
         self.wait_status(self.status_name, ERROR, timeout=10.0)
+        self.link_health(lambda m: m.state in (LinkHealth.STATE_DISCONNECTED, LinkHealth.STATE_FAILED))
         self.emulator, path = start_emulator(self.emulator_kind)
         os.unlink(self.link)
         os.symlink(path, self.link)
         recovered = self.wait_status(self.status_name, OK, timeout=20.0, message="connected")
         self.assertNotEqual(dict((v.key, v.value) for v in recovered.values)["reconnects"], "0")
+        self.link_health(lambda m: m.state == LinkHealth.STATE_CONNECTED and m.reconnects >= 1)
 
     def wait_joint_states(self, reached, what):
         states = self.collect("/joint_states", JointState, 10.0, until=lambda m: any(reached(x) for _, x in m))
@@ -448,6 +577,14 @@ class Stm32Driver(DriverTest):
         self.publish("/stm32_driver/joint_command", JointState(name=["shoulder", "elbow"], position=target))
         self.wait_joint_states(lambda m: all(abs(a - b) < 0.05 for a, b in zip(m.position, target)),
                                "the arm did not reach the target")
+        telemetry = self.first("/stm32_driver/telemetry", Stm32Telemetry)
+        self.assertTrue(telemetry.has_angles and telemetry.device_time_valid)
+        self.assertTrue(all(abs(a - b) < 0.05 for a, b in zip(telemetry.joint_positions, target)),
+                        f"telemetry {list(telemetry.joint_positions)} against the target {target}")
+        if telemetry.has_imu:
+            gravity = math.hypot(telemetry.linear_acceleration.x, telemetry.linear_acceleration.y,
+                                 telemetry.linear_acceleration.z)
+            self.assertAlmostEqual(gravity, 9.81, delta=1.0, msg="accelerations in m/s^2")
         self.assertTrue(self.set_parameter("stm32_driver", double("pid.shoulder.kp", 3.0)).successful)
         refused = self.set_parameter("stm32_driver", double("pid.shoulder.kp", 20.0))
         self.assertFalse(refused.successful)
@@ -458,10 +595,17 @@ class Stm32Driver(DriverTest):
 class ArduinoDriver(DriverTest):
     def test_commands_move_the_mcu_and_link_loss_is_reported_and_recovers(self):
         self.start_driver("rdscom", "arduino.launch.py", "arduino_driver: link")
+        motor_events, done = [], []
+        self.node.create_subscription(MotorEvent, "/arduino_driver/motor_event", motor_events.append, 100)
+        self.node.create_subscription(ControlDone, "/arduino_driver/control_done", done.append, 100)
         self.publish("/arduino_driver/joint_command", JointState(name=["joint1"], position=[1.0]))
         self.publish("/arduino_driver/go", Empty())
         self.wait_joint_states(lambda m: "joint1" in m.name and abs(m.position[m.name.index("joint1")] - 1.0) < 1e-3,
                                "joint1 did not move to 1.0")
+        self.collect("/arduino_driver/control_done", ControlDone, 5.0, until=lambda m: done)
+        self.assertTrue(any(e.motor_id == 1 and e.event_type == MotorEvent.EVENT_POSITION and e.event_value == 1.0
+                            for e in motor_events), f"no MotorEvent for joint1: {motor_events[:3]}")
+        self.assertTrue(done and done[0].success and done[0].executed >= 1, f"ControlDone: {done[:1]}")
         self.unplug_and_replug()
 
 
@@ -474,7 +618,11 @@ class LegacyBridge(NodeTest):
         self.assert_read_only("legacy_bridge", "publish_rate_hz", double("publish_rate_hz", 100.0))
         client = start([sys.executable, str(REPO / "examples" / "legacy_client.py"), f"127.0.0.1:{port}",
                         str(REPO / "examples" / "arc_9deg.csv")], "legacy_client")
+        arm_states = []
+        self.node.create_subscription(ArmState, "/legacy_bridge/state", arm_states.append, 100)
         states = self.collect("/joint_states", JointState, 60.0, until=lambda m: client.poll() is not None and m)
+        self.assertTrue(arm_states, "the session was not republished on ~/state")
+        self.assertTrue(all(m.time >= 0.0 and m.header.frame_id == "base_link" for m in arm_states))
         self.assertEqual(client.wait(60.0), 0, client.log_path.read_text()[-2000:])
         self.assertTrue(states, "the session was not republished on /joint_states")
         done = self.wait_status("legacy_bridge: server", OK, timeout=5.0)
