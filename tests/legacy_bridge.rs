@@ -326,13 +326,19 @@ fn a_hil_session_streams_loop_frames_then_the_end_marker_then_eof() {
 
 #[test]
 fn a_second_hil_client_is_refused_while_one_runs_and_served_after() {
-    let address = start_server_with_hil(test_config(), sim_hil());
+    let observer = Arc::new(Counting::default());
+    let address = start_server_with(test_config(), sim_hil(), Some(observer.clone()));
     let request = hil_request("/dev/ttyUSB0", "auto");
     let first = {
         let request = request.clone();
         std::thread::spawn(move || hil_exchange(address, &request))
     };
-    std::thread::sleep(Duration::from_millis(300));
+    // The second client comes once the first session runs (however loaded the machine).
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !observer.started.lock().unwrap().iter().any(|(_, hil)| *hil) {
+        assert!(std::time::Instant::now() < deadline, "the first HIL session did not start");
+        std::thread::sleep(Duration::from_millis(10));
+    }
     assert_refused(address, &request);
     // SIL clients are served meanwhile.
     let (frames, ideal) = expected_response(short_arc());
