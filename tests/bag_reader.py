@@ -6,6 +6,7 @@ increase, and metadata.yaml matches the MCAP file.
 """
 
 import csv
+import math
 import subprocess
 import sys
 import tempfile
@@ -18,7 +19,7 @@ from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
 
 ARM_HIL = sys.argv.pop(1) if len(sys.argv) > 1 else "target/debug/arm_hil"
-STREAMS = ("/joint_states", "/tf", "/clock", "/sil_node/end_effector", "/sil_node/reference")
+STREAMS = ("/joint_states", "/tf", "/clock", "/sil_node/end_effector", "/sil_node/reference", "/sil_node/state")
 
 
 def stamp_ns(stamp):
@@ -65,7 +66,7 @@ class SilBag(unittest.TestCase):
         expected = {"/joint_states", "/tf", "/tf_static", "/clock", "/diagnostics", "/robot_description",
                     "/sil_node/end_effector", "/sil_node/end_effector_twist", "/sil_node/reference",
                     "/sil_node/reference_path", "/sil_node/ideal", "/sil_node/current_direction",
-                    "/sil_node/desired_direction"}
+                    "/sil_node/desired_direction", "/sil_node/state"}
         self.assertEqual(set(self.messages), expected)
         self.assertIn("<robot name=\"arm_hil\">", self.messages["/robot_description"][0][1].data)
         self.assertEqual(len(self.messages["/tf"][0][1].transforms), 14)
@@ -84,6 +85,17 @@ class SilBag(unittest.TestCase):
                 self.assertEqual(state.velocity[i], frame[f"theta{i + 1}_dot"])
                 self.assertEqual(state.effort[i], frame[f"tau{i + 1}"])
             self.assertEqual(state.position[9:12], [frame["x"], frame["y"], frame["z"]])
+
+    def test_state_is_the_frame_with_its_tracking_error(self):
+        states = self.messages["/sil_node/state"]
+        self.assertEqual(len(states), len(self.frames))
+        for (_, state), frame in zip(states, self.frames):
+            self.assertEqual(state.time, frame["t"])
+            self.assertEqual([state.position.x, state.position.y, state.position.z], [frame["x"], frame["y"], frame["z"]])
+            self.assertEqual(list(state.joint_efforts), [frame["tau1"], frame["tau2"], frame["tau3"]])
+            error = [state.reference_position.x - state.position.x, state.reference_position.y - state.position.y,
+                     state.reference_position.z - state.position.z]
+            self.assertAlmostEqual(state.tracking_error_norm, math.hypot(*error), delta=1e-15)
 
     def test_stamps_increase_on_every_stream(self):
         for topic in STREAMS:

@@ -166,11 +166,13 @@ fn interface_files() -> Vec<PathBuf> {
 /// package uses as ROS 2 Jazzy defines them.
 fn definition_of(type_name: &str) -> Definition {
     let standard = |text: &str| parse_definition(text).expect("standard definitions parse");
-    match type_name {
+    match type_name.replacen("/msg/", "/", 1).as_str() {
         "std_msgs/Header" => standard("builtin_interfaces/Time stamp\nstring frame_id"),
         "builtin_interfaces/Time" | "builtin_interfaces/Duration" => standard("int32 sec\nuint32 nanosec"),
         "geometry_msgs/Point" | "geometry_msgs/Vector3" => standard("float64 x\nfloat64 y\nfloat64 z"),
-        own => {
+        "geometry_msgs/PointStamped" => standard("std_msgs/Header header\ngeometry_msgs/Point point"),
+        _ => {
+            let own = type_name;
             let name = own.strip_prefix("arm_hil/").unwrap_or(own);
             let (kind, name) = name.split_once('/').unwrap_or(("msg", name));
             let (file, section) = match kind {
@@ -691,4 +693,103 @@ fn a_goal_that_is_no_trajectory_is_refused_with_the_reason() {
     let mut far = arc_goal(&robot);
     far.waypoints[10].position.z += 5.0;
     assert!(far.trajectory(&robot).is_err(), "a waypoint 5 m away");
+}
+
+// ---- type hashes ----
+
+/// The full name (`package/msg/Type`) of a field's nested type, as written in `package`'s files.
+fn nested_name(base: &str, package: &str) -> String {
+    match base.split_once('/') {
+        Some((package, name)) => format!("{package}/msg/{name}"),
+        None => format!("{package}/msg/{base}"),
+    }
+}
+
+/// The field's type id in type_description_interfaces/FieldType, with its array offset.
+fn type_id(ty: &FieldType) -> u32 {
+    let base = match ty.base.as_str() {
+        "int8" => 2,
+        "uint8" | "char" => 3,
+        "int16" => 4,
+        "uint16" => 5,
+        "int32" => 6,
+        "uint32" => 7,
+        "int64" => 8,
+        "uint64" => 9,
+        "float32" => 10,
+        "float64" => 11,
+        "bool" => 15,
+        "byte" => 16,
+        "string" => 17,
+        "wstring" => 18,
+        _ => 1,
+    };
+    base + match ty.array {
+        Array::No => 0,
+        Array::Fixed(_) => 48,
+        Array::Bounded(_) => 96,
+        Array::Unbounded => 144,
+    }
+}
+
+/// The hashed JSON of one type's description: its name and fields, without default values.
+fn description_json(type_name: &str) -> (String, Vec<String>) {
+    let package = type_name.split('/').next().unwrap_or_default();
+    let definition = definition_of(type_name);
+    let mut nested = Vec::new();
+    let fields: Vec<String> = definition
+        .fields
+        .iter()
+        .map(|field| {
+            let nested_type = match type_id(&field.ty) % 48 {
+                1 => nested_name(&field.ty.base, package),
+                _ => String::new(),
+            };
+            if !nested_type.is_empty() {
+                nested.push(nested_type.clone());
+            }
+            let capacity = match field.ty.array {
+                Array::Fixed(n) | Array::Bounded(n) => n,
+                Array::No | Array::Unbounded => 0,
+            };
+            format!(
+                "{{\"name\": \"{}\", \"type\": {{\"type_id\": {}, \"capacity\": {capacity}, \"string_capacity\": 0, \"nested_type_name\": \"{nested_type}\"}}}}",
+                field.name,
+                type_id(&field.ty)
+            )
+        })
+        .collect();
+    (format!("{{\"type_name\": \"{type_name}\", \"fields\": [{}]}}", fields.join(", ")), nested)
+}
+
+/// The RIHS01 hash of `type_name` (REP-2011): SHA-256 of the JSON of its description and of
+/// every type it refers to, sorted by name, as rosidl writes it.
+fn rihs01(type_name: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let (top, mut pending) = description_json(type_name);
+    let mut referenced = BTreeMap::new();
+    while let Some(name) = pending.pop() {
+        if let std::collections::btree_map::Entry::Vacant(entry) = referenced.entry(name) {
+            let (json, nested) = description_json(entry.key());
+            entry.insert(json);
+            pending.extend(nested);
+        }
+    }
+    let referenced: Vec<String> = referenced.into_values().collect();
+    let json =
+        format!("{{\"type_description\": {top}, \"referenced_type_descriptions\": [{}]}}", referenced.join(", "));
+    let digest = Sha256::digest(json.as_bytes());
+    format!("RIHS01_{}", digest.iter().map(|byte| format!("{byte:02x}")).collect::<String>())
+}
+
+#[test]
+fn type_hashes_are_worked_out_as_rosidl_does() {
+    use arm_hil::bag::msgs::{PointStamped, RosMessage};
+    assert_eq!(rihs01("geometry_msgs/msg/PointStamped"), PointStamped::TYPE_HASH, "as ros2 bag record wrote it");
+}
+
+#[test]
+fn the_bagged_messages_carry_the_hash_of_their_file() {
+    use arm_hil::bag::msgs::RosMessage;
+    assert_eq!(<ArmState as RosMessage>::TYPE_HASH, rihs01(ArmState::TYPE), "update TYPE_HASH with msg/ArmState.msg");
 }

@@ -15,6 +15,7 @@ use crate::control::Trajectory;
 use crate::model::math::{direction_or_zero, Vec3};
 use crate::model::Robot;
 use crate::nodes::diagnostics::Status;
+use crate::nodes::interfaces::ArmState;
 use crate::nodes::joints::{arm_joint_state, JointStateData, JOINT_NAMES};
 use crate::nodes::robot_state::{JointKind, Urdf, UrdfError, UrdfJoint, ARM_URDF};
 use crate::sim::{Frame, IdealPoint, IdealTorques};
@@ -56,6 +57,7 @@ pub struct ArmRecording {
     tf: Topic<TfMessage>,
     end_effector: Topic<PointStamped>,
     end_effector_twist: Topic<TwistStamped>,
+    state: Topic<ArmState>,
     reference: Option<Topic<PointStamped>>,
     run: Option<RunTopics>,
     clock: Option<Topic<Clock>>,
@@ -68,6 +70,7 @@ pub struct ArmRecording {
     point: PointStamped,
     twist: TwistStamped,
     direction: Vector3Stamped,
+    arm_state: ArmState,
 }
 
 fn transform(pose: &nalgebra::Isometry3<f64>) -> Transform {
@@ -124,6 +127,7 @@ impl ArmRecording {
             tf: bag.topic("/tf", TF_QOS)?,
             end_effector: bag.topic(&private("end_effector"), Qos::STREAM)?,
             end_effector_twist: bag.topic(&private("end_effector_twist"), Qos::STREAM)?,
+            state: bag.topic(&private("state"), Qos::STREAM)?,
             reference: topics.reference.then(|| bag.topic(&private("reference"), Qos::STREAM)).transpose()?,
             run,
             clock: topics.clock.then(|| bag.topic("/clock", Qos { depth: 1, ..Qos::STREAM })).transpose()?,
@@ -143,11 +147,12 @@ impl ArmRecording {
                 twist: Twist { linear: Vector3::default(), angular: Vector3::default() },
             },
             direction: Vector3Stamped { header: Header::at(start_ns, frame_id), vector: Vector3::default() },
+            arm_state: ArmState { header: Header::at(start_ns, frame_id), ..ArmState::default() },
         })
     }
 
-    /// One published sample at `time_ns`: joint states, their transforms, the end effector
-    /// (and the reference, directions and clock where the node publishes them).
+    /// One published sample at `time_ns`: joint states, their transforms, the end effector,
+    /// `~/state` (and the reference, directions and clock where the node publishes them).
     pub fn sample(
         &mut self,
         bag: &mut BagWriter,
@@ -195,6 +200,10 @@ impl ArmRecording {
         self.twist.header.stamp = stamp;
         self.twist.twist.linear = Vector3::from(&frame.x_dot);
         bag.write(self.end_effector_twist, time_ns, &self.twist)?;
+        let mut header = std::mem::take(&mut self.arm_state.header);
+        header.stamp = stamp;
+        self.arm_state = ArmState::of(header, frame);
+        bag.write(self.state, time_ns, &self.arm_state)?;
         if let Some(run) = &self.run {
             let mut direction = |bag: &mut BagWriter, topic, v: &Vec3| {
                 self.direction.header.stamp = stamp;

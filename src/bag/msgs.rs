@@ -16,6 +16,11 @@ pub struct MsgDef {
 }
 
 impl MsgDef {
+    /// The definition of `name` (`package/msg/Type`) with the .msg text `fields`, using `uses`.
+    pub const fn new(name: &'static str, fields: &'static str, uses: &'static [&'static MsgDef]) -> MsgDef {
+        MsgDef { name, fields, uses }
+    }
+
     /// The ros2msg schema text rosbag2 writes: this type's fields, then each type it uses
     /// (depth first, once) after a separator line and `MSG: package/Type`.
     pub fn schema(&self) -> String {
@@ -58,12 +63,12 @@ macro_rules! ros_message {
 const TIME: MsgDef = MsgDef { name: "builtin_interfaces/msg/Time", fields: "int32 sec\nuint32 nanosec\n", uses: &[] };
 const DURATION: MsgDef =
     MsgDef { name: "builtin_interfaces/msg/Duration", fields: "int32 sec\nuint32 nanosec\n", uses: &[] };
-const HEADER: MsgDef =
+pub const HEADER: MsgDef =
     MsgDef { name: "std_msgs/msg/Header", fields: "builtin_interfaces/Time stamp\nstring frame_id\n", uses: &[&TIME] };
 const STRING: MsgDef = MsgDef { name: "std_msgs/msg/String", fields: "string data\n", uses: &[] };
-const VECTOR3: MsgDef =
+pub const VECTOR3: MsgDef =
     MsgDef { name: "geometry_msgs/msg/Vector3", fields: "float64 x\nfloat64 y\nfloat64 z\n", uses: &[] };
-const POINT: MsgDef =
+pub const POINT: MsgDef =
     MsgDef { name: "geometry_msgs/msg/Point", fields: "float64 x\nfloat64 y\nfloat64 z\n", uses: &[] };
 const QUATERNION: MsgDef = MsgDef {
     name: "geometry_msgs/msg/Quaternion",

@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::link_health::{LinkCondition, LinkHealth as Health};
-use crate::bag::msgs::{Header, Vector3};
+use crate::bag::msgs::{self, Header, MsgDef, RosMessage, Vector3};
 use crate::control::{Trajectory, TrajectoryError, Waypoint};
 use crate::drivers::stm32::ArmTelemetry;
 use crate::hil::LoopStatus;
@@ -58,6 +58,17 @@ pub struct ArmState {
     pub tracking_error_norm: f64,
 }
 interface!(ArmState, "arm_hil/msg/ArmState");
+
+/// Bags hold ~/state as the nodes publish it: the schema is the file itself, and the hash is
+/// rosidl's for it (tests/interfaces.rs works it out from the file and compares).
+impl RosMessage for ArmState {
+    const DEF: &'static MsgDef = &MsgDef::new(
+        ArmState::TYPE,
+        include_str!("../../msg/ArmState.msg"),
+        &[&msgs::HEADER, &msgs::POINT, &msgs::VECTOR3],
+    );
+    const TYPE_HASH: &'static str = "RIHS01_54f2078895d07a8a15609ebc77050a52a3e554512d9cd1d64e5b24912c12b4b6";
+}
 
 impl ArmState {
     /// The state in `frame`, stamped with `header`.
