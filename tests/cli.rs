@@ -173,7 +173,8 @@ fn sil_bag_holds_sil_nodes_topics_at_the_bag_rate_and_bag_info_lists_them() {
     assert_eq!(info["storage_id"], "mcap");
     assert!(info["warnings"].as_array().unwrap().is_empty(), "{info}");
     let samples = (summary["sim_time_s"].as_f64().unwrap() * 100.0).round() as u64;
-    for topic in ["/joint_states", "/tf", "/clock", "/sil_node/end_effector", "/sil_node/reference"] {
+    for topic in ["/joint_states", "/tf", "/clock", "/sil_node/end_effector", "/sil_node/reference", "/sil_node/state"]
+    {
         assert!(count(&info, topic).abs_diff(samples) <= 1, "{topic}: {} for {samples}", count(&info, topic));
     }
     for topic in ["/robot_description", "/tf_static", "/sil_node/reference_path", "/sil_node/ideal"] {
@@ -281,6 +282,8 @@ fn an_stm32_session_is_recorded_with_stm32_drivers_topics() {
     let info = recorded_by(driver, &bag);
     assert!(count(&info, "/joint_states") >= 10, "{info}");
     assert_eq!(count(&info, "/stm32_driver/imu"), count(&info, "/joint_states"), "{info}");
+    assert_eq!(count(&info, "/stm32_driver/telemetry"), count(&info, "/joint_states"), "{info}");
+    assert!(count(&info, "/stm32_driver/link_health") >= 2, "waiting, then connected: {info}");
     assert!(count(&info, "/diagnostics") >= 2, "a first status and the last: {info}");
 }
 
@@ -295,8 +298,13 @@ fn an_arduino_session_is_recorded_with_arduino_drivers_topics() {
     use std::io::Write;
     let mut stdin = driver.child.stdin.take().unwrap();
     writeln!(stdin, "stream all 50").unwrap();
+    writeln!(stdin, "move 1 position 1.0").unwrap();
+    writeln!(stdin, "go").unwrap();
     let info = recorded_by(driver, &bag);
     assert!(count(&info, "/joint_states") >= 20, "four joints streaming: {info}");
+    assert!(count(&info, "/arduino_driver/motor_event") >= 1, "the MotorControl's answer: {info}");
+    assert!(count(&info, "/arduino_driver/control_done") >= 1, "the queue ran: {info}");
+    assert!(count(&info, "/arduino_driver/link_health") >= 1, "{info}");
     assert_eq!(count(&info, "/arduino_driver/temperature"), count(&info, "/joint_states"), "{info}");
     assert!(count(&info, "/diagnostics") >= 2, "{info}");
 }

@@ -791,5 +791,17 @@ fn type_hashes_are_worked_out_as_rosidl_does() {
 #[test]
 fn the_bagged_messages_carry_the_hash_of_their_file() {
     use arm_hil::bag::msgs::RosMessage;
-    assert_eq!(<ArmState as RosMessage>::TYPE_HASH, rihs01(ArmState::TYPE), "update TYPE_HASH with msg/ArmState.msg");
+    fn hash_of_file<M: RosMessage + Interface>() -> (&'static str, String) {
+        (M::TYPE_HASH, rihs01(M::TYPE))
+    }
+    for (recorded, worked_out) in [
+        hash_of_file::<ArmState>(),
+        hash_of_file::<LinkHealth>(),
+        hash_of_file::<Stm32Telemetry>(),
+        hash_of_file::<MotorEvent>(),
+        hash_of_file::<ControlDone>(),
+        hash_of_file::<DeviceError>(),
+    ] {
+        assert_eq!(recorded, worked_out, "update the bagged! hash after editing the .msg file");
+    }
 }

@@ -14,9 +14,12 @@ use super::{wall_clock_ns, Qos, Recorder};
 use crate::drivers::stm32::ArmTelemetry;
 use crate::nodes::arduino::{motor_frame, JointSample};
 use crate::nodes::diagnostics::{Schedule, Status};
+use crate::nodes::interfaces::{self, ControlDone, DeviceError, MotorEvent, RdscomMessage, Stm32Telemetry};
+use crate::nodes::link_health::LinkHealth;
 use crate::nodes::stm32::{imu_orientation, joint_state, IMU_ORIENTATION_COVARIANCE};
 use crate::nodes::vr::VrNodeConfig;
 use crate::protocol::deltavr::VrMessage;
+use crate::protocol::rdscom::{Message, PrototypeTable};
 
 /// What a device's recorder thread is handed.
 #[derive(Debug)]
@@ -78,11 +81,21 @@ impl<S: Send + 'static> DeviceRecorder<S> {
     }
 }
 
-/// stm32_driver's topics: /joint_states and `~/imu` from telemetry.
+/// What stm32_driver publishes from: telemetry, and its link's health when it is due.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stm32Sample {
+    Telemetry(ArmTelemetry),
+    LinkHealth(LinkHealth),
+}
+
+/// stm32_driver's topics: /joint_states, `~/imu` and `~/telemetry` from telemetry, and
+/// `~/link_health`.
 #[derive(Debug)]
 pub struct Stm32Topics {
     joint_states: Topic<JointState>,
     imu: Topic<Imu>,
+    telemetry: Topic<Stm32Telemetry>,
+    link_health: Topic<interfaces::LinkHealth>,
     joint_names: Vec<String>,
     imu_frame_id: String,
 }
@@ -92,13 +105,25 @@ impl Stm32Topics {
         Ok(Stm32Topics {
             joint_states: bag.topic("/joint_states", Qos::STREAM)?,
             imu: bag.topic("/stm32_driver/imu", Qos::STREAM)?,
+            telemetry: bag.topic("/stm32_driver/telemetry", Qos::STREAM)?,
+            link_health: bag.topic("/stm32_driver/link_health", Qos::STREAM)?,
             joint_names,
             imu_frame_id,
         })
     }
 
-    /// The joint states and the IMU sample in `telemetry`, where it has them.
-    pub fn telemetry(&mut self, bag: &mut BagWriter, time_ns: u64, telemetry: &ArmTelemetry) -> Result<(), BagError> {
+    pub fn sample(&mut self, bag: &mut BagWriter, time_ns: u64, sample: &Stm32Sample) -> Result<(), BagError> {
+        match sample {
+            Stm32Sample::Telemetry(telemetry) => self.telemetry(bag, time_ns, telemetry),
+            Stm32Sample::LinkHealth(health) => {
+                bag.write(self.link_health, time_ns, &interfaces::LinkHealth::of(Header::at(time_ns, ""), health))
+            }
+        }
+    }
+
+    /// The joint states and the IMU sample in `telemetry`, where it has them, and all of it
+    /// on `~/telemetry`.
+    fn telemetry(&mut self, bag: &mut BagWriter, time_ns: u64, telemetry: &ArmTelemetry) -> Result<(), BagError> {
         if let Some((position, velocity)) = joint_state(telemetry) {
             let state = JointState {
                 header: Header::at(time_ns, ""),
@@ -123,30 +148,71 @@ impl Stm32Topics {
             };
             bag.write(self.imu, time_ns, &imu)?;
         }
-        Ok(())
+        let typed = Stm32Telemetry::of(Header::at(time_ns, &self.imu_frame_id), telemetry);
+        bag.write(self.telemetry, time_ns, &typed)
     }
 }
 
+/// What arduino_driver publishes from: a datastream's joint sample, the MCU's other messages,
+/// and its link's health when it is due.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ArduinoSample {
+    Joint(JointSample),
+    Message(Message),
+    LinkHealth(LinkHealth),
+}
+
 /// arduino_driver's topics: /joint_states (one joint per message) and `~/temperature` from
-/// datastream samples.
+/// datastream samples, `~/motor_event`, `~/control_done` and `~/device_error` from the MCU's
+/// messages, and `~/link_health`.
 #[derive(Debug)]
 pub struct ArduinoTopics {
     joint_states: Topic<JointState>,
     temperature: Topic<Temperature>,
+    motor_event: Topic<MotorEvent>,
+    control_done: Topic<ControlDone>,
+    device_error: Topic<DeviceError>,
+    link_health: Topic<interfaces::LinkHealth>,
     joint_names: Vec<String>,
+    table: PrototypeTable,
 }
 
 impl ArduinoTopics {
-    pub fn new(bag: &mut BagWriter, joint_names: Vec<String>) -> Result<ArduinoTopics, BagError> {
+    pub fn new(
+        bag: &mut BagWriter,
+        joint_names: Vec<String>,
+        table: PrototypeTable,
+    ) -> Result<ArduinoTopics, BagError> {
         Ok(ArduinoTopics {
             joint_states: bag.topic("/joint_states", Qos::STREAM)?,
             temperature: bag.topic("/arduino_driver/temperature", Qos::STREAM)?,
+            motor_event: bag.topic("/arduino_driver/motor_event", Qos::EVENTS)?,
+            control_done: bag.topic("/arduino_driver/control_done", Qos::EVENTS)?,
+            device_error: bag.topic("/arduino_driver/device_error", Qos::EVENTS)?,
+            link_health: bag.topic("/arduino_driver/link_health", Qos::STREAM)?,
             joint_names,
+            table,
         })
     }
 
+    pub fn sample(&mut self, bag: &mut BagWriter, time_ns: u64, sample: &ArduinoSample) -> Result<(), BagError> {
+        let header = Header::at(time_ns, "");
+        match sample {
+            ArduinoSample::Joint(joint) => self.joint(bag, time_ns, joint),
+            ArduinoSample::Message(message) => match RdscomMessage::of(header, message, &self.table) {
+                Some(RdscomMessage::MotorEvent(event)) => bag.write(self.motor_event, time_ns, &event),
+                Some(RdscomMessage::ControlDone(done)) => bag.write(self.control_done, time_ns, &done),
+                Some(RdscomMessage::DeviceError(error)) => bag.write(self.device_error, time_ns, &error),
+                None => Ok(()),
+            },
+            ArduinoSample::LinkHealth(health) => {
+                bag.write(self.link_health, time_ns, &interfaces::LinkHealth::of(header, health))
+            }
+        }
+    }
+
     /// One joint's sample; samples of joints without a name are not published by the node.
-    pub fn sample(&mut self, bag: &mut BagWriter, time_ns: u64, sample: &JointSample) -> Result<(), BagError> {
+    fn joint(&mut self, bag: &mut BagWriter, time_ns: u64, sample: &JointSample) -> Result<(), BagError> {
         let Some(name) = self.joint_names.get(sample.joint) else { return Ok(()) };
         let state = JointState {
             header: Header::at(time_ns, ""),

@@ -92,6 +92,8 @@ pub struct Qos {
 impl Qos {
     /// Streams: keep last 10, volatile (the nodes' state topics).
     pub const STREAM: Qos = Qos { depth: 10, durability: Durability::Volatile };
+    /// Device events (each one matters): keep last 100, volatile, as arduino_driver offers them.
+    pub const EVENTS: Qos = Qos { depth: 100, durability: Durability::Volatile };
     /// Data published once for late joiners: keep last 1, transient local.
     pub const LATCHED: Qos = Qos { depth: 1, durability: Durability::TransientLocal };
 

@@ -32,6 +32,22 @@ macro_rules! interface {
     };
 }
 
+/// Bags hold the package's messages as the nodes publish them: the schema is the .msg file
+/// itself (then the types it uses), and the hash is rosidl's for it (tests/interfaces.rs works
+/// the hash out from the file and compares).
+macro_rules! bagged {
+    ($type:ident, $hash:literal, uses $($uses:ident),*) => {
+        impl RosMessage for $type {
+            const DEF: &'static MsgDef = &MsgDef::new(
+                $type::TYPE,
+                include_str!(concat!("../../msg/", stringify!($type), ".msg")),
+                &[$(&msgs::$uses),*],
+            );
+            const TYPE_HASH: &'static str = $hash;
+        }
+    };
+}
+
 /// arm_hil/msg/ArmState: a port-5555 frame's 16 values, the reference and the tracking error.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ArmState {
@@ -58,17 +74,7 @@ pub struct ArmState {
     pub tracking_error_norm: f64,
 }
 interface!(ArmState, "arm_hil/msg/ArmState");
-
-/// Bags hold ~/state as the nodes publish it: the schema is the file itself, and the hash is
-/// rosidl's for it (tests/interfaces.rs works it out from the file and compares).
-impl RosMessage for ArmState {
-    const DEF: &'static MsgDef = &MsgDef::new(
-        ArmState::TYPE,
-        include_str!("../../msg/ArmState.msg"),
-        &[&msgs::HEADER, &msgs::POINT, &msgs::VECTOR3],
-    );
-    const TYPE_HASH: &'static str = "RIHS01_54f2078895d07a8a15609ebc77050a52a3e554512d9cd1d64e5b24912c12b4b6";
-}
+bagged!(ArmState, "RIHS01_54f2078895d07a8a15609ebc77050a52a3e554512d9cd1d64e5b24912c12b4b6", uses HEADER, POINT, VECTOR3);
 
 impl ArmState {
     /// The state in `frame`, stamped with `header`.
@@ -152,6 +158,7 @@ pub struct LinkHealth {
     pub last_error: String,
 }
 interface!(LinkHealth, "arm_hil/msg/LinkHealth");
+bagged!(LinkHealth, "RIHS01_86741c19fed133607f8b18777598945468a2c2710edba529922388cda2aba82c", uses HEADER);
 
 impl LinkHealth {
     pub const STATE_WAITING: u8 = 0;
@@ -203,6 +210,7 @@ pub struct Stm32Telemetry {
     pub pitch: f64,
 }
 interface!(Stm32Telemetry, "arm_hil/msg/Stm32Telemetry");
+bagged!(Stm32Telemetry, "RIHS01_682b9bfae8a2ff9c3facfdbe440087e9573cb4fa2010a2173117ba5bb7218952", uses HEADER, VECTOR3);
 
 impl Stm32Telemetry {
     pub fn of(header: Header, telemetry: &ArmTelemetry) -> Stm32Telemetry {
@@ -235,6 +243,7 @@ pub struct MotorEvent {
     pub executed_with_count: u8,
 }
 interface!(MotorEvent, "arm_hil/msg/MotorEvent");
+bagged!(MotorEvent, "RIHS01_98b047a33ceb13fb0cfb7d74a1b8342b062a9239544507649bd9f94793afb8fe", uses HEADER);
 
 /// arm_hil/msg/ControlDone: rdscom ControlDone.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -246,6 +255,7 @@ pub struct ControlDone {
     pub executed: u8,
 }
 interface!(ControlDone, "arm_hil/msg/ControlDone");
+bagged!(ControlDone, "RIHS01_26eaee667b1fb304819cde6ca9a3b8457c3da831fc0794b7c5b4dc54f7377495", uses HEADER);
 
 /// arm_hil/msg/DeviceError: rdscom Error and LibraryError.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -256,6 +266,7 @@ pub struct DeviceError {
     pub description: String,
 }
 interface!(DeviceError, "arm_hil/msg/DeviceError");
+bagged!(DeviceError, "RIHS01_6cd6d5befed6376d2bb0ca16c35867c164f4cab0216a954ec7b90f8bbe268cd3", uses HEADER);
 
 /// The typed message of an rdscom message from the MCU, when it has one.
 #[derive(Debug, Clone, PartialEq)]

@@ -9,14 +9,14 @@ use clap::Args;
 use serde::Serialize;
 
 use crate::console;
-use arm_hil::bag::device::{ArduinoTopics, DeviceRecorder};
+use arm_hil::bag::device::{ArduinoSample, ArduinoTopics, DeviceRecorder};
 use arm_hil::bag::BagWriter;
 use arm_hil::drivers::rdscom::{
     parse_console_command, DriverEvent, RdscomConfig, RdscomDriver, RdscomEvent, RdscomLinkState,
 };
-use arm_hil::nodes::arduino::{joint_sample, track_link, ArduinoNodeConfig, JointSample};
+use arm_hil::nodes::arduino::{joint_sample, track_link, ArduinoNodeConfig};
 use arm_hil::nodes::diagnostics::Status;
-use arm_hil::nodes::link_health::LinkHealth;
+use arm_hil::nodes::link_health::{HealthPacer, LinkHealth};
 use arm_hil::protocol::rdscom::{FrameType, Message, PrototypeTable, Value};
 
 #[derive(Debug, Args)]
@@ -127,20 +127,20 @@ fn print_event(event: &DriverEvent, table: &PrototypeTable, json: bool) -> anyho
 }
 
 /// The session as arduino_driver publishes it, with the node's default joint names.
-fn start_bag(dir: &Path, port: &str) -> anyhow::Result<DeviceRecorder<JointSample>> {
+fn start_bag(dir: &Path, port: &str, table: PrototypeTable) -> anyhow::Result<DeviceRecorder<ArduinoSample>> {
     let joint_names = ArduinoNodeConfig::default().joint_names;
     let status = Status::new("arduino_driver: link", port);
     console::start_bag(dir, status, move |bag| {
-        let mut topics = ArduinoTopics::new(bag, joint_names)?;
-        Ok(move |bag: &mut BagWriter, time_ns, sample: JointSample| topics.sample(bag, time_ns, &sample))
+        let mut topics = ArduinoTopics::new(bag, joint_names, table)?;
+        Ok(move |bag: &mut BagWriter, time_ns, sample: ArduinoSample| topics.sample(bag, time_ns, &sample))
     })
 }
 
 pub(crate) fn run(args: ArduinoArgs) -> anyhow::Result<()> {
     let table = load_table(args.prototypes.as_deref())?;
     let config = RdscomConfig { baud: args.baud, ..RdscomConfig::default() };
-    let mut bag = args.bag.as_deref().map(|dir| start_bag(dir, &args.port)).transpose()?;
-    let mut health = LinkHealth::default();
+    let mut bag = args.bag.as_deref().map(|dir| start_bag(dir, &args.port, table.clone())).transpose()?;
+    let (mut health, mut pacer) = (LinkHealth::default(), HealthPacer::default());
     let driver = RdscomDriver::start(&args.port, config, table.clone()).context("cannot start the driver")?;
     let mut nonce: i8 = 0;
     let served = console::run(
@@ -157,11 +157,15 @@ pub(crate) fn run(args: ArduinoArgs) -> anyhow::Result<()> {
         |event| {
             if let Some(bag) = &mut bag {
                 if let DriverEvent::Link(RdscomEvent::Received(message)) = event {
-                    if let Some(sample) = joint_sample(message, &table) {
-                        bag.sample(sample);
-                    }
+                    bag.sample(match joint_sample(message, &table) {
+                        Some(sample) => ArduinoSample::Joint(sample),
+                        None => ArduinoSample::Message(message.clone()),
+                    });
                 }
                 track_link(&mut health, event);
+                if pacer.due(&health, std::time::Instant::now()) {
+                    bag.sample(ArduinoSample::LinkHealth(health.clone()));
+                }
                 bag.report(|status| health.report(status));
             }
             print_event(event, &table, args.json)

@@ -8,13 +8,13 @@ use clap::Args;
 use serde::Serialize;
 
 use crate::console;
-use arm_hil::bag::device::{DeviceRecorder, Stm32Topics};
+use arm_hil::bag::device::{DeviceRecorder, Stm32Sample, Stm32Topics};
 use arm_hil::bag::BagWriter;
 use arm_hil::drivers::stm32::{
     parse_console_command, ArmTelemetry, DriverEvent, LinkEvent, LinkState, Stm32Config, Stm32Driver,
 };
 use arm_hil::nodes::diagnostics::Status;
-use arm_hil::nodes::link_health::LinkHealth;
+use arm_hil::nodes::link_health::{HealthPacer, LinkHealth};
 use arm_hil::nodes::stm32::{track_link, Stm32NodeConfig};
 
 #[derive(Debug, Args)]
@@ -131,12 +131,12 @@ fn print_event(event: &DriverEvent, json: bool) -> anyhow::Result<()> {
 }
 
 /// The session as stm32_driver publishes it, with the node's default joint names and IMU frame.
-fn start_bag(dir: &std::path::Path, port: &str) -> anyhow::Result<DeviceRecorder<ArmTelemetry>> {
+fn start_bag(dir: &std::path::Path, port: &str) -> anyhow::Result<DeviceRecorder<Stm32Sample>> {
     let Stm32NodeConfig { joint_names, imu_frame_id, .. } = Stm32NodeConfig::default();
     let status = Status::new("stm32_driver: link", port);
     console::start_bag(dir, status, move |bag| {
         let mut topics = Stm32Topics::new(bag, joint_names, imu_frame_id)?;
-        Ok(move |bag: &mut BagWriter, time_ns, telemetry: ArmTelemetry| topics.telemetry(bag, time_ns, &telemetry))
+        Ok(move |bag: &mut BagWriter, time_ns, sample: Stm32Sample| topics.sample(bag, time_ns, &sample))
     })
 }
 
@@ -150,7 +150,7 @@ pub(crate) fn run(args: Stm32Args) -> anyhow::Result<()> {
         if args.stream { arm_hil::drivers::stm32::PollMode::Stream } else { arm_hil::drivers::stm32::PollMode::Poll };
     let config = Stm32Config { baud: args.baud, imu_units, poll_mode, ..Stm32Config::default() };
     let mut bag = args.bag.as_deref().map(|dir| start_bag(dir, &args.port)).transpose()?;
-    let mut health = LinkHealth::default();
+    let (mut health, mut pacer) = (LinkHealth::default(), HealthPacer::default());
     let driver = Stm32Driver::start(&args.port, config).context("cannot start the driver")?;
     let served = console::run(
         driver.events(),
@@ -163,9 +163,12 @@ pub(crate) fn run(args: Stm32Args) -> anyhow::Result<()> {
         |event| {
             if let Some(bag) = &mut bag {
                 if let DriverEvent::Link(LinkEvent::Telemetry(telemetry)) = event {
-                    bag.sample(*telemetry);
+                    bag.sample(Stm32Sample::Telemetry(*telemetry));
                 }
                 track_link(&mut health, event);
+                if pacer.due(&health, std::time::Instant::now()) {
+                    bag.sample(Stm32Sample::LinkHealth(health.clone()));
+                }
                 bag.report(|status| health.report(status));
             }
             print_event(event, args.json)
