@@ -338,29 +338,23 @@ impl Elements {
     }
 }
 
-impl ser::SerializeSeq for Elements {
-    type Ok = Shape;
-    type Error = Unsupported;
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Unsupported> {
-        self.fields.push(("", value.serialize(ShapeOf)?));
-        Ok(())
-    }
-    fn end(self) -> Result<Shape, Unsupported> {
-        Ok(self.finish())
-    }
+/// Sequences and tuples collect their elements alike (serde's two traits have one shape).
+macro_rules! collect_elements {
+    ($($trait:ident),*) => {$(
+        impl ser::$trait for Elements {
+            type Ok = Shape;
+            type Error = Unsupported;
+            fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Unsupported> {
+                self.fields.push(("", value.serialize(ShapeOf)?));
+                Ok(())
+            }
+            fn end(self) -> Result<Shape, Unsupported> {
+                Ok(self.finish())
+            }
+        }
+    )*};
 }
-
-impl ser::SerializeTuple for Elements {
-    type Ok = Shape;
-    type Error = Unsupported;
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Unsupported> {
-        self.fields.push(("", value.serialize(ShapeOf)?));
-        Ok(())
-    }
-    fn end(self) -> Result<Shape, Unsupported> {
-        Ok(self.finish())
-    }
-}
+collect_elements!(SerializeSeq, SerializeTuple);
 
 impl ser::SerializeStruct for Elements {
     type Ok = Shape;
