@@ -438,17 +438,18 @@ fn a_new_goal_replaces_the_one_served_which_is_answered_at_once() {
 
 #[test]
 fn link_health_goes_out_at_once_when_the_link_changes_and_otherwise_once_a_second() {
-    use arm_hil::nodes::link_health::{HealthPacer, LinkCondition, LinkHealth};
+    use arm_hil::nodes::diagnostics::Schedule;
+    use arm_hil::nodes::link_health::{LinkCondition, LinkHealth};
     use std::time::{Duration, Instant};
-    let (start, mut pacer, mut health) = (Instant::now(), HealthPacer::default(), LinkHealth::default());
+    let (start, mut schedule, mut health) = (Instant::now(), Schedule::every_second(), LinkHealth::default());
     let at = |ms: u64| start + Duration::from_millis(ms);
-    assert!(pacer.due(&health, at(0)), "the first report");
+    assert!(health.due(&mut schedule, at(0)), "the first report");
     health.packets += 1;
-    assert!(!pacer.due(&health, at(20)), "a packet is no news");
+    assert!(!health.due(&mut schedule, at(20)), "a packet is no news");
     health.changed(LinkCondition::Up);
-    assert!(pacer.due(&health, at(40)), "connected");
+    assert!(health.due(&mut schedule, at(40)), "connected");
     health.failed_request("command 0x10: refused".into());
-    assert!(pacer.due(&health, at(60)), "a new error");
-    assert!(!pacer.due(&health, at(900)));
-    assert!(pacer.due(&health, at(1060)), "a second after the last report");
+    assert!(health.due(&mut schedule, at(60)), "a new error");
+    assert!(!health.due(&mut schedule, at(900)));
+    assert!(health.due(&mut schedule, at(1060)), "a second after the last report");
 }

@@ -36,6 +36,7 @@ pub struct DeviceRecorder<S> {
     recorder: Recorder<DeviceEvent<S>>,
     status: Status,
     schedule: Schedule,
+    link_health: Schedule,
 }
 
 impl<S: Send + 'static> DeviceRecorder<S> {
@@ -56,7 +57,12 @@ impl<S: Send + 'static> DeviceRecorder<S> {
                 }
             })
         })?;
-        let mut recording = DeviceRecorder { recorder, status, schedule: Schedule::every_second() };
+        let mut recording = DeviceRecorder {
+            recorder,
+            status,
+            schedule: Schedule::every_second(),
+            link_health: Schedule::every_second(),
+        };
         recording.report(|_| {});
         Ok(recording)
     }
@@ -71,6 +77,14 @@ impl<S: Send + 'static> DeviceRecorder<S> {
         change(&mut self.status);
         if self.schedule.due(&self.status, Instant::now()) {
             self.recorder.record(DeviceEvent::Status { time_ns: wall_clock_ns(), status: self.status.clone() });
+        }
+    }
+
+    /// Records the link's `health` as the drivers publish `~/link_health` (see
+    /// [`LinkHealth::due`]), as the sample `sample` makes of it.
+    pub fn link_health(&mut self, health: &LinkHealth, sample: impl FnOnce(LinkHealth) -> S) {
+        if health.due(&mut self.link_health, Instant::now()) {
+            self.sample(sample(health.clone()));
         }
     }
 

@@ -42,12 +42,12 @@ impl Status {
     }
 }
 
-/// When a status is due: a period after it was last published, or at once on a change of level
-/// or message.
+/// When a report is due: a period after it was last published, or at once when its state or
+/// message changes (a status's level and message; a link's condition and last error).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Schedule {
     period: Duration,
-    last: Option<(Instant, Level, String)>,
+    last: Option<(Instant, u8, String)>,
 }
 
 impl Schedule {
@@ -58,16 +58,20 @@ impl Schedule {
 
     /// True when `status` is to be published at `now`; it is then taken as published.
     pub fn due(&mut self, status: &Status, now: Instant) -> bool {
+        self.due_on(status.level as u8, &status.message, now)
+    }
+
+    /// True when a report in `state` with `message` is to be published at `now`; it is then
+    /// taken as published.
+    pub fn due_on(&mut self, state: u8, message: &str, now: Instant) -> bool {
         let due = match &self.last {
             None => true,
-            Some((sent, level, message)) => {
-                now.saturating_duration_since(*sent) >= self.period
-                    || *level != status.level
-                    || *message != status.message
+            Some((sent, last_state, last_message)) => {
+                now.saturating_duration_since(*sent) >= self.period || *last_state != state || last_message != message
             }
         };
         if due {
-            self.last = Some((now, status.level, status.message.clone()));
+            self.last = Some((now, state, message.to_owned()));
         }
         due
     }

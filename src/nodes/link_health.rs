@@ -2,9 +2,9 @@
 //! /diagnostics: the link's condition and what has gone over it.
 
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use super::diagnostics::{Level, Status};
+use super::diagnostics::{Level, Schedule, Status};
 use crate::drivers::rdscom::RdscomLinkState;
 use crate::drivers::stm32::LinkState;
 
@@ -114,6 +114,13 @@ impl LinkHealth {
         }
     }
 
+    /// Whether `schedule` has this health due on `~/link_health` at `now`: at once when the
+    /// condition or the last error changes, otherwise once a second (the counters change with
+    /// every packet, which would make it as fast as the telemetry).
+    pub fn due(&self, schedule: &mut Schedule, now: Instant) -> bool {
+        schedule.due_on(self.condition as u8, &self.last_error, now)
+    }
+
     /// Writes the link's health into `status`.
     pub fn report(&self, status: &mut Status) {
         status.set(
@@ -128,31 +135,5 @@ impl LinkHealth {
                 ("last_error", self.last_error.clone()),
             ],
         );
-    }
-}
-
-/// When a driver publishes its link's health (`~/link_health`): at once when the condition or
-/// the last error changes, otherwise once a second (the packet counters change with every
-/// packet, which would make it as fast as the telemetry).
-#[derive(Debug, Default)]
-pub struct HealthPacer {
-    sent: Option<(LinkCondition, String, Instant)>,
-}
-
-impl HealthPacer {
-    /// True when `health` is to be published at `now` (and it is then taken as sent).
-    pub fn due(&mut self, health: &LinkHealth, now: Instant) -> bool {
-        let due = match &self.sent {
-            None => true,
-            Some((condition, error, at)) => {
-                *condition != health.condition
-                    || *error != health.last_error
-                    || now.saturating_duration_since(*at) >= Duration::from_secs(1)
-            }
-        };
-        if due {
-            self.sent = Some((health.condition, health.last_error.clone(), now));
-        }
-        due
     }
 }

@@ -34,9 +34,10 @@ use r2r::{ParameterValue, QosProfile};
 use crate::bag::cdr::encode_into;
 use crate::bag::msgs;
 use crate::model::math::Vec3;
+use crate::nodes::diagnostics::Schedule;
 use crate::nodes::interfaces::{self, Interface};
 use crate::nodes::joints::{JointStateData, JOINT_NAMES};
-use crate::nodes::link_health::{HealthPacer, LinkHealth};
+use crate::nodes::link_health::LinkHealth;
 use crate::nodes::messages::MultiDofPoint;
 use crate::nodes::params::{ParamValue, ROS_PARAMETERS};
 
@@ -79,21 +80,21 @@ impl<M: Interface> InterfacePublisher<M> {
     }
 }
 
-/// A driver's `~/link_health`, published when [`HealthPacer`] says.
+/// A driver's `~/link_health`, published when [`LinkHealth::due`] says.
 pub struct LinkHealthPublisher {
     publisher: InterfacePublisher<interfaces::LinkHealth>,
-    pacer: HealthPacer,
+    schedule: Schedule,
 }
 
 impl LinkHealthPublisher {
     pub fn create(node: &mut r2r::Node) -> anyhow::Result<LinkHealthPublisher> {
         let publisher = InterfacePublisher::create(node, "~/link_health", state_qos())?;
-        Ok(LinkHealthPublisher { publisher, pacer: HealthPacer::default() })
+        Ok(LinkHealthPublisher { publisher, schedule: Schedule::every_second() })
     }
 
     /// Publishes `health` stamped `stamp`, if it is news or a second old.
     pub fn update(&mut self, health: &LinkHealth, stamp: &Time) {
-        if self.pacer.due(health, std::time::Instant::now()) {
+        if health.due(&mut self.schedule, std::time::Instant::now()) {
             if let Err(error) = self.publisher.publish(&interfaces::LinkHealth::of(own_header(stamp, ""), health)) {
                 log::warn!("publishing ~/link_health failed: {error:#}");
             }

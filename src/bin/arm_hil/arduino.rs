@@ -16,7 +16,7 @@ use arm_hil::drivers::rdscom::{
 };
 use arm_hil::nodes::arduino::{joint_sample, track_link, ArduinoNodeConfig};
 use arm_hil::nodes::diagnostics::Status;
-use arm_hil::nodes::link_health::{HealthPacer, LinkHealth};
+use arm_hil::nodes::link_health::LinkHealth;
 use arm_hil::protocol::rdscom::{FrameType, Message, PrototypeTable, Value};
 
 #[derive(Debug, Args)]
@@ -30,8 +30,9 @@ pub(crate) struct ArduinoArgs {
     /// Prototype table: `document` (default), `firmware`, or a YAML file
     #[arg(long, value_name = "FILE")]
     prototypes: Option<String>,
-    /// Record arduino_driver's topics (/joint_states, /arduino_driver/temperature,
-    /// /diagnostics) as a rosbag2 bag (MCAP) in this new directory, stamped with the wall clock
+    /// Record arduino_driver's topics (/joint_states, /arduino_driver/temperature, motor_event,
+    /// control_done, device_error, link_health, /diagnostics) as a rosbag2 bag (MCAP) in this
+    /// new directory, stamped with the wall clock
     #[arg(long, value_name = "DIR")]
     bag: Option<PathBuf>,
     /// Print one JSON object per event
@@ -140,7 +141,7 @@ pub(crate) fn run(args: ArduinoArgs) -> anyhow::Result<()> {
     let table = load_table(args.prototypes.as_deref())?;
     let config = RdscomConfig { baud: args.baud, ..RdscomConfig::default() };
     let mut bag = args.bag.as_deref().map(|dir| start_bag(dir, &args.port, table.clone())).transpose()?;
-    let (mut health, mut pacer) = (LinkHealth::default(), HealthPacer::default());
+    let mut health = LinkHealth::default();
     let driver = RdscomDriver::start(&args.port, config, table.clone()).context("cannot start the driver")?;
     let mut nonce: i8 = 0;
     let served = console::run(
@@ -163,9 +164,7 @@ pub(crate) fn run(args: ArduinoArgs) -> anyhow::Result<()> {
                     });
                 }
                 track_link(&mut health, event);
-                if pacer.due(&health, std::time::Instant::now()) {
-                    bag.sample(ArduinoSample::LinkHealth(health.clone()));
-                }
+                bag.link_health(&health, ArduinoSample::LinkHealth);
                 bag.report(|status| health.report(status));
             }
             print_event(event, &table, args.json)

@@ -14,7 +14,7 @@ use arm_hil::drivers::stm32::{
     parse_console_command, ArmTelemetry, DriverEvent, LinkEvent, LinkState, Stm32Config, Stm32Driver,
 };
 use arm_hil::nodes::diagnostics::Status;
-use arm_hil::nodes::link_health::{HealthPacer, LinkHealth};
+use arm_hil::nodes::link_health::LinkHealth;
 use arm_hil::nodes::stm32::{track_link, Stm32NodeConfig};
 
 #[derive(Debug, Args)]
@@ -31,8 +31,8 @@ pub(crate) struct Stm32Args {
     /// Only listen for telemetry instead of polling with GET_TELEMETRY (firmware that streams)
     #[arg(long)]
     stream: bool,
-    /// Record stm32_driver's topics (/joint_states, /stm32_driver/imu, /diagnostics) as a
-    /// rosbag2 bag (MCAP) in this new directory, stamped with the wall clock
+    /// Record stm32_driver's topics (/joint_states, /stm32_driver/imu, telemetry, link_health,
+    /// /diagnostics) as a rosbag2 bag (MCAP) in this new directory, stamped with the wall clock
     #[arg(long, value_name = "DIR")]
     bag: Option<PathBuf>,
     /// Print one JSON object per event
@@ -150,7 +150,7 @@ pub(crate) fn run(args: Stm32Args) -> anyhow::Result<()> {
         if args.stream { arm_hil::drivers::stm32::PollMode::Stream } else { arm_hil::drivers::stm32::PollMode::Poll };
     let config = Stm32Config { baud: args.baud, imu_units, poll_mode, ..Stm32Config::default() };
     let mut bag = args.bag.as_deref().map(|dir| start_bag(dir, &args.port)).transpose()?;
-    let (mut health, mut pacer) = (LinkHealth::default(), HealthPacer::default());
+    let mut health = LinkHealth::default();
     let driver = Stm32Driver::start(&args.port, config).context("cannot start the driver")?;
     let served = console::run(
         driver.events(),
@@ -166,9 +166,7 @@ pub(crate) fn run(args: Stm32Args) -> anyhow::Result<()> {
                     bag.sample(Stm32Sample::Telemetry(*telemetry));
                 }
                 track_link(&mut health, event);
-                if pacer.due(&health, std::time::Instant::now()) {
-                    bag.sample(Stm32Sample::LinkHealth(health.clone()));
-                }
+                bag.link_health(&health, Stm32Sample::LinkHealth);
                 bag.report(|status| health.report(status));
             }
             print_event(event, args.json)
