@@ -79,7 +79,7 @@ bagged!(ArmState, "RIHS01_54f2078895d07a8a15609ebc77050a52a3e554512d9cd1d64e5b24
 impl ArmState {
     /// The state in `frame`, stamped with `header`.
     pub fn of(header: Header, frame: &Frame) -> ArmState {
-        let error = frame.x_ref - frame.x;
+        let error = frame.tracking_error();
         ArmState {
             header,
             time: frame.t,
@@ -411,7 +411,7 @@ impl FollowCartesianTrajectoryFeedback {
         FollowCartesianTrajectoryFeedback {
             progress,
             time_from_start: elapsed.max(0.0),
-            tracking_error: (frame.x_ref - frame.x).norm(),
+            tracking_error: frame.tracking_error().norm(),
         }
     }
 }

@@ -38,6 +38,13 @@ pub struct Frame {
     pub xd_ref: Vec3,
 }
 
+impl Frame {
+    /// The reference position less the platform point [m]; its length is the tracking error.
+    pub fn tracking_error(&self) -> Vec3 {
+        self.x_ref - self.x
+    }
+}
+
 /// Why a run stopped early.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SimError {

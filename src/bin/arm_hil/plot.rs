@@ -43,7 +43,7 @@ impl PlotRecorder {
             });
             self.stride *= 2;
         }
-        self.samples.push(Sample { t: frame.t, error_mm: (frame.x - frame.x_ref).norm() * 1e3, tau: frame.tau.into() });
+        self.samples.push(Sample { t: frame.t, error_mm: frame.tracking_error().norm() * 1e3, tau: frame.tau.into() });
     }
 
     pub(crate) fn draw(&self, path: &Path) -> anyhow::Result<()> {
