@@ -161,31 +161,39 @@ fn interface_files() -> Vec<PathBuf> {
     files
 }
 
+/// A standard type's definition (`std_msgs/Header`, `geometry_msgs/msg/PointStamped`) as the
+/// bags' schemas give it: the ros2msg text of [`arm_hil::bag::msgs`], which names every type a
+/// message uses after a separator line and `MSG: package/Type`.
+fn standard_definition(type_name: &str) -> Option<Definition> {
+    use arm_hil::bag::msgs::{PointStamped, RosMessage};
+    let short = type_name.replacen("/msg/", "/", 1);
+    let separator = format!("\n{}\n", "=".repeat(80));
+    [<PointStamped as RosMessage>::DEF, <ArmState as RosMessage>::DEF].iter().find_map(|def| {
+        let schema = def.schema();
+        let mut sections = schema.split(separator.as_str());
+        let own = sections.next().filter(|_| def.name.replacen("/msg/", "/", 1) == short).map(str::to_owned);
+        own.or_else(|| sections.find_map(|s| s.strip_prefix(&format!("MSG: {short}\n")).map(str::to_owned)))
+            .map(|text| parse_definition(&text).expect("the bags' schemas parse"))
+    })
+}
+
 /// The definition a full type name (`arm_hil/msg/ArmState`, `arm_hil/action/X_Goal`,
 /// `geometry_msgs/Point`) refers to: this package's from its files, the few standard ones the
-/// package uses as ROS 2 Jazzy defines them.
+/// package uses from the bags' schemas.
 fn definition_of(type_name: &str) -> Definition {
-    let standard = |text: &str| parse_definition(text).expect("standard definitions parse");
-    match type_name.replacen("/msg/", "/", 1).as_str() {
-        "std_msgs/Header" => standard("builtin_interfaces/Time stamp\nstring frame_id"),
-        "builtin_interfaces/Time" | "builtin_interfaces/Duration" => standard("int32 sec\nuint32 nanosec"),
-        "geometry_msgs/Point" | "geometry_msgs/Vector3" => standard("float64 x\nfloat64 y\nfloat64 z"),
-        "geometry_msgs/PointStamped" => standard("std_msgs/Header header\ngeometry_msgs/Point point"),
-        _ => {
-            let own = type_name;
-            let name = own.strip_prefix("arm_hil/").unwrap_or(own);
-            let (kind, name) = name.split_once('/').unwrap_or(("msg", name));
-            let (file, section) = match kind {
-                "action" => {
-                    let (action, part) = name.rsplit_once('_').expect("action parts are Action_Part");
-                    let section = ["Goal", "Result", "Feedback"].iter().position(|p| *p == part).expect("a part");
-                    (package_dir("action").join(format!("{action}.action")), section)
-                }
-                _ => (package_dir("msg").join(format!("{name}.msg")), 0),
-            };
-            parse_file(&file).unwrap_or_else(|error| panic!("{error}")).swap_remove(section)
+    let Some(name) = type_name.strip_prefix("arm_hil/") else {
+        return standard_definition(type_name).unwrap_or_else(|| panic!("{type_name} is not a type the bags know"));
+    };
+    let (kind, name) = name.split_once('/').unwrap_or(("msg", name));
+    let (file, section) = match kind {
+        "action" => {
+            let (action, part) = name.rsplit_once('_').expect("action parts are Action_Part");
+            let section = ["Goal", "Result", "Feedback"].iter().position(|p| *p == part).expect("a part");
+            (package_dir("action").join(format!("{action}.action")), section)
         }
-    }
+        _ => (package_dir("msg").join(format!("{name}.msg")), 0),
+    };
+    parse_file(&file).unwrap_or_else(|error| panic!("{error}")).swap_remove(section)
 }
 
 // ---- what serde sees of a struct ----
