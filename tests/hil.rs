@@ -8,7 +8,10 @@ use std::sync::Arc;
 use arm_hil::control::arc::ArcSpec;
 use arm_hil::control::Waypoint;
 use arm_hil::hil::stepper::{FieldTracker, StepRates, StepperConfig, StepperDrive};
-use arm_hil::hil::{FeedItem, HilConfig, HilError, HilLoop, RingError, RingSample, SimulatedRig, TrajectoryRing};
+use arm_hil::hil::{
+    FeedItem, FrameChannel, HilConfig, HilError, HilLoop, RingError, RingSample, SimulatedRig, TrajectoryRing,
+    Withdrawals,
+};
 use arm_hil::model::math::Vec3;
 use arm_hil::model::Robot;
 use arm_hil::protocol::rig::{
@@ -80,6 +83,61 @@ fn a_ring_that_runs_dry_holds_the_last_sample_until_closed() {
     );
     ring.close();
     assert_eq!(ring.sample(5.0), RingSample::Ended);
+}
+
+fn reference_x(ring: &mut TrajectoryRing, t: f64) -> f64 {
+    match ring.sample(t) {
+        RingSample::Reference(reference) | RingSample::Starved(reference) => reference.x.x,
+        other => panic!("at {t}: {other:?}"),
+    }
+}
+
+#[test]
+fn a_segment_begun_before_the_last_sample_follows_it() {
+    let mut ring = TrajectoryRing::new(8, 0);
+    ring.push(sample(0.0, 1.0)).unwrap();
+    ring.push(sample(2.0, 2.0)).unwrap();
+    ring.begin_segment(0.5).unwrap();
+    ring.push(sample(1.0, 3.0)).unwrap();
+    assert_eq!(reference_x(&mut ring, 2.5), 2.5);
+    assert_eq!(reference_x(&mut ring, 3.0), 3.0);
+}
+
+#[test]
+fn a_segment_begun_after_the_last_sample_starts_from_rest_now_not_in_the_past() {
+    let mut ring = TrajectoryRing::new(8, 0);
+    ring.push(sample(0.0, 1.0)).unwrap();
+    ring.push(sample(1.0, 2.0)).unwrap();
+    assert!(matches!(ring.sample(5.0), RingSample::Starved(_)));
+    ring.begin_segment(5.0).unwrap();
+    ring.push(sample(1.0, 3.0)).unwrap();
+    assert_eq!(reference_x(&mut ring, 5.0), 2.0, "holds where it was until the segment starts");
+    assert_eq!(reference_x(&mut ring, 5.5), 2.5);
+    assert_eq!(reference_x(&mut ring, 6.0), 3.0);
+}
+
+#[test]
+fn withdrawing_holds_the_present_reference_and_drops_the_rest() {
+    let mut ring = TrajectoryRing::new(8, 0);
+    for (t, x) in [(0.0, 0.0), (1.0, 1.0), (2.0, 2.0), (3.0, 3.0)] {
+        ring.push(sample(t, x)).unwrap();
+    }
+    assert_eq!(reference_x(&mut ring, 1.5), 1.5);
+    ring.withdraw(1.5);
+    let RingSample::Starved(held) = ring.sample(2.5) else { panic!("holds, waiting for more") };
+    assert_eq!((held.x.x, held.xd.x), (1.5, 0.0));
+    ring.push(sample(1.0, 3.5)).unwrap();
+    assert_eq!(reference_x(&mut ring, 2.5), 3.5, "the next samples count from the withdrawal");
+}
+
+#[test]
+fn withdrawing_a_closed_trajectory_ends_it() {
+    let mut ring = TrajectoryRing::new(8, 0);
+    ring.push(sample(0.0, 0.0)).unwrap();
+    ring.push(sample(1.0, 1.0)).unwrap();
+    ring.close();
+    ring.withdraw(0.5);
+    assert_eq!(ring.sample(0.5), RingSample::Ended);
 }
 
 #[test]
@@ -181,6 +239,63 @@ fn the_loop_tracks_the_default_arc_on_the_simulated_plant() {
     assert!(report.stats.cycles > 800);
     assert!(report.stats.error_from_truth);
     assert!(report.stats.rms_error_m() < 2e-3, "RMS {} m", report.stats.rms_error_m());
+}
+
+#[test]
+fn a_withdrawal_holds_the_arm_where_it_is_and_a_later_segment_starts_from_there_without_a_jump() {
+    let robot = Robot::default();
+    let config = SilConfig::default();
+    let spec = ArcSpec { from_deg: [65.0, -150.0], to_deg: [65.0, -148.0], ..ArcSpec::default() };
+    let waypoints = spec.waypoints(&robot.elbow(), robot.params().l_arm).unwrap();
+    let rig = SimulatedRig::new(robot.clone(), &config, &waypoints[0], robot.elbow()).unwrap();
+    let (feed, samples) = sync_channel(waypoints.len() + 8);
+    let (frames_tx, frames) = sync_channel(20_000);
+    let withdrawals = Arc::new(Withdrawals::default());
+    let hil_config = HilConfig { realtime_priority: None, ..HilConfig::default() };
+    let stop = Arc::new(AtomicBool::new(false));
+    let hil = HilLoop::new(hil_config, &config, robot.elbow(), 0.45, Box::new(rig), samples, stop)
+        .unwrap()
+        .with_frames(Box::new(FrameChannel(frames_tx)))
+        .with_withdrawals(withdrawals.clone());
+    let start = waypoints[0].t;
+    for &waypoint in &waypoints {
+        feed.send(FeedItem::Sample(waypoint)).unwrap();
+    }
+    let running = std::thread::spawn(move || hil.run());
+
+    let next = || frames.recv_timeout(std::time::Duration::from_secs(2)).expect("a frame");
+    while next().t < start + 0.3 {}
+    let n = withdrawals.request();
+    feed.send(FeedItem::Withdrawn(n)).unwrap();
+    let (withdrawn_at, hold) = loop {
+        let frame = next();
+        if let Some(at) = withdrawals.done_at(n) {
+            if frame.t >= at {
+                break (at, frame.x_ref);
+            }
+        }
+    };
+    assert!(withdrawn_at < waypoints.last().unwrap().t, "withdrawn mid-run");
+    let mut held = next();
+    while held.t < withdrawn_at + 0.3 {
+        assert_eq!(held.x_ref, hold, "holds after the withdrawal at {withdrawn_at} s (at {} s)", held.t);
+        held = next();
+    }
+
+    let goal = hold + Vec3::new(0.002, 0.0, 0.0);
+    feed.send(FeedItem::Segment).unwrap();
+    feed.send(FeedItem::Sample(Waypoint { t: 0.2, x: goal, ..Waypoint::default() })).unwrap();
+    feed.send(FeedItem::End).unwrap();
+    let mut previous = held;
+    let largest_step = 0.002 / 0.2 * 1e-3 * 1.01;
+    for frame in frames.iter() {
+        let step = (frame.x_ref - previous.x_ref).norm();
+        assert!(step <= largest_step, "the reference jumped {step} m at {} s", frame.t);
+        previous = frame;
+    }
+    assert!((previous.x_ref - goal).norm() < 1e-9, "ends at the segment's last sample");
+    let report = running.join().unwrap();
+    report.outcome.unwrap();
 }
 
 #[test]

@@ -5,17 +5,16 @@
 //! backends that talk to devices do their I/O on their own threads and exchange the newest
 //! values with the cycle (DESIGN.md §6, ros2_control's read/update/write).
 
+mod feed;
 pub mod realtime;
 mod ring;
 mod runner;
 mod sim_rig;
 pub mod stepper;
 
+pub use feed::{feed_trajectory, FeedItem, Withdrawals, FEED_DEPTH};
 pub use ring::{RingError, RingSample, TrajectoryRing, RING_CAPACITY};
-pub use runner::{
-    feed_trajectory, FeedItem, FrameChannel, FrameSink, HilConfig, HilError, HilLoop, HilReport, LoopStats, LoopStatus,
-    FEED_DEPTH,
-};
+pub use runner::{FrameChannel, FrameSink, HilConfig, HilError, HilLoop, HilReport, LoopStats, LoopStatus};
 pub use sim_rig::SimulatedRig;
 
 use crate::control::SphericalReading;

@@ -1,9 +1,14 @@
 //! The trajectory ring buffer of the HIL loop (control_architecture.md): a fixed number of
 //! samples, linearly interpolated on demand, refilled while the loop runs.
+//!
+//! Samples arrive with trajectory times, or in segments timed from the segment's start: only
+//! the loop knows the present, so only the ring can start a segment at "the end of what is
+//! queued, or now if the arm has got there already", and withdraw what has not been reached.
 
 use std::collections::VecDeque;
 
 use crate::control::{Reference, Waypoint};
+use crate::model::math::Vec3;
 
 /// Samples the reference HIL controller keeps.
 pub const RING_CAPACITY: usize = 2000;
@@ -43,16 +48,30 @@ pub struct TrajectoryRing {
     low_water: usize,
     last_t: Option<f64>,
     closed: bool,
+    /// Added to the time of each sample pushed: the start of the current segment [s].
+    segment_start: f64,
 }
 
 impl TrajectoryRing {
     /// A ring of `capacity` samples that reports low water below `low_water` samples ahead.
     pub fn new(capacity: usize, low_water: usize) -> TrajectoryRing {
-        TrajectoryRing { samples: VecDeque::with_capacity(capacity), capacity, low_water, last_t: None, closed: false }
+        TrajectoryRing {
+            samples: VecDeque::with_capacity(capacity),
+            capacity,
+            low_water,
+            last_t: None,
+            closed: false,
+            segment_start: 0.0,
+        }
     }
 
-    /// Appends a sample after the last one.
+    /// Appends a sample after the last one. Its time counts from the start of the current
+    /// segment, if one was begun ([`TrajectoryRing::begin_segment`]).
     pub fn push(&mut self, sample: Waypoint) -> Result<(), RingError> {
+        self.push_at_trajectory_time(Waypoint { t: sample.t + self.segment_start, ..sample })
+    }
+
+    fn push_at_trajectory_time(&mut self, sample: Waypoint) -> Result<(), RingError> {
         if self.closed {
             return Err(RingError::Closed);
         }
@@ -72,6 +91,44 @@ impl TrajectoryRing {
         self.last_t = Some(sample.t);
         self.samples.push_back(sample);
         Ok(())
+    }
+
+    /// Starts a segment at `now` [s] or at the last sample, whichever is later: the samples
+    /// pushed next count their times from there. When the loop has passed the last sample, the
+    /// arm holds there until `now`, so the segment starts from rest rather than in the past.
+    pub fn begin_segment(&mut self, now: f64) -> Result<(), RingError> {
+        match (self.samples.back(), self.last_t) {
+            (Some(last), Some(last_t)) if now > last_t => {
+                let x = last.x;
+                self.hold_from(now, x)?;
+                self.segment_start = now;
+            }
+            (_, Some(last_t)) => self.segment_start = last_t,
+            (_, None) => self.segment_start = now,
+        }
+        Ok(())
+    }
+
+    /// Appends a sample at rest at `x` [m] at trajectory time `t` [s].
+    fn hold_from(&mut self, t: f64, x: Vec3) -> Result<(), RingError> {
+        self.push_at_trajectory_time(Waypoint { t, x, ..Waypoint::default() })
+    }
+
+    /// Withdraws every sample after `now` [s] and holds the reference position of `now` (at
+    /// rest) from there: the samples that follow form a new segment starting at `now`. A closed
+    /// trajectory takes no more samples, so withdrawing ends it.
+    pub fn withdraw(&mut self, now: f64) {
+        let x = match self.sample(now) {
+            RingSample::Reference(reference) | RingSample::Starved(reference) => Some(reference.x),
+            RingSample::Ended | RingSample::Empty => None,
+        };
+        self.samples.clear();
+        self.last_t = None;
+        self.segment_start = now;
+        if let Some(x) = x.filter(|_| !self.closed) {
+            // Cannot fail: the ring is empty and open, and the reference came from finite samples.
+            let _ = self.hold_from(now, x);
+        }
     }
 
     /// Marks the trajectory complete: once past its last sample the ring reports the end.

@@ -5,16 +5,17 @@
 //! Everything the cycle touches is allocated before the first cycle.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, TryRecvError};
+use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::feed::{FeedItem, Withdrawals};
 use super::realtime;
 use super::ring::{RingSample, TrajectoryRing, RING_CAPACITY};
 use super::{ActuatorCommand, Hardware, HardwareError, SensorInput};
-use crate::control::{Estimate, Estimator, Reference, TaskSpaceController, Trajectory, Waypoint};
+use crate::control::{Estimate, Estimator, Reference, TaskSpaceController, Waypoint};
 use crate::model::math::Vec3;
 use crate::model::{ModelError, Robot};
 use crate::sim::{Frame, SilConfig};
@@ -70,31 +71,6 @@ impl HilConfig {
         Ok(())
     }
 }
-
-/// What feeds the ring buffer: samples in time order, then `End`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum FeedItem {
-    Sample(Waypoint),
-    End,
-}
-
-/// Feeds a validated trajectory to a loop from a thread of its own; the returned receiver
-/// is the loop's feed. Samples wait in a bounded channel until the ring has room.
-pub fn feed_trajectory(trajectory: Arc<Trajectory>) -> Receiver<FeedItem> {
-    let (feed, samples) = sync_channel(FEED_DEPTH);
-    std::thread::spawn(move || {
-        for &sample in trajectory.waypoints() {
-            if feed.send(FeedItem::Sample(sample)).is_err() {
-                return;
-            }
-        }
-        let _ = feed.send(FeedItem::End);
-    });
-    samples
-}
-
-/// Samples in flight between a feeder and the loop.
-pub const FEED_DEPTH: usize = 256;
 
 /// Where the loop hands its frames. `offer` must not block: a frame that cannot be taken is
 /// dropped and counted.
@@ -278,6 +254,10 @@ pub struct HilLoop {
     status: Option<Arc<std::sync::Mutex<LoopStatus>>>,
     stop: Arc<AtomicBool>,
     max_duration_s: Option<f64>,
+    withdrawals: Option<Arc<Withdrawals>>,
+    /// The last withdrawal made, and the one whose samples are still being dropped.
+    withdrawn: u64,
+    dropping_until: Option<u64>,
 }
 
 impl HilLoop {
@@ -308,6 +288,9 @@ impl HilLoop {
             status: None,
             stop,
             max_duration_s: None,
+            withdrawals: None,
+            withdrawn: 0,
+            dropping_until: None,
         })
     }
 
@@ -320,6 +303,12 @@ impl HilLoop {
     /// Keeps `status` up to date while running.
     pub fn with_status(mut self, status: Arc<std::sync::Mutex<LoopStatus>>) -> HilLoop {
         self.status = Some(status);
+        self
+    }
+
+    /// Takes withdrawals from `withdrawals` (see [`Withdrawals`]) while running.
+    pub fn with_withdrawals(mut self, withdrawals: Arc<Withdrawals>) -> HilLoop {
+        self.withdrawals = Some(withdrawals);
         self
     }
 
@@ -339,15 +328,28 @@ impl HilLoop {
             log::warn!("HIL loop runs without {problem}: expect more jitter");
         }
         let startup = Duration::from_secs_f64(self.config.startup_timeout_s);
-        let outcome = match self.feed.recv_timeout(startup) {
-            Ok(FeedItem::Sample(first)) => match ring.push(first) {
+        let outcome = match self.first_sample(startup) {
+            Some(first) => match ring.push(first) {
                 Ok(()) => self.cycle_until_done(&mut ring, &mut stats),
                 Err(error) => (Err(error.into()), 0.0),
             },
-            Ok(FeedItem::End) | Err(_) => (Err(HilError::NoTrajectory(startup)), 0.0),
+            None => (Err(HilError::NoTrajectory(startup)), 0.0),
         };
         self.hardware.stop();
         HilReport { stats, duration_s: outcome.1, outcome: outcome.0 }
+    }
+
+    /// Waits up to `timeout` for the first sample: the run starts at its time. Marks before
+    /// it have nothing to act on.
+    fn first_sample(&self, timeout: Duration) -> Option<Waypoint> {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            match self.feed.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now())) {
+                Ok(FeedItem::Sample(first)) => return Some(first),
+                Ok(FeedItem::Segment | FeedItem::Withdrawn(_)) => {}
+                Ok(FeedItem::End) | Err(_) => return None,
+            }
+        }
     }
 
     /// The loop proper. Returns the outcome and the loop time covered [s].
@@ -368,9 +370,11 @@ impl HilLoop {
             let lateness_us = realtime::seconds(realtime::now() - deadline) * 1e6;
             stats.record_lateness(lateness_us);
             let now = realtime::seconds(deadline - start);
+            let trajectory_time = start_time + now;
             stats.cycles += 1;
 
-            if let Err(error) = self.fill(ring) {
+            self.withdraw(ring, trajectory_time);
+            if let Err(error) = self.fill(ring, trajectory_time) {
                 return (Err(error), now);
             }
             if ring.is_low() && !was_low {
@@ -399,7 +403,6 @@ impl HilLoop {
                 return (Err(HilError::SensorLost { t: now, silent_s: now - last_reading_at }), now);
             }
 
-            let trajectory_time = start_time + now;
             let reference = match ring.sample(trajectory_time) {
                 RingSample::Ended => return (Ok(()), now),
                 RingSample::Reference(reference) => Some(reference),
@@ -456,11 +459,37 @@ impl HilLoop {
         }
     }
 
-    /// Moves samples from the feed into the ring while it has room.
-    fn fill(&mut self, ring: &mut TrajectoryRing) -> Result<(), HilError> {
+    /// Makes the newest withdrawal asked for, if any, at trajectory time `now` [s].
+    fn withdraw(&mut self, ring: &mut TrajectoryRing, now: f64) {
+        let Some(withdrawals) = &self.withdrawals else { return };
+        if let Some(n) = withdrawals.pending(self.withdrawn) {
+            ring.withdraw(now);
+            withdrawals.done(n, now);
+            self.withdrawn = n;
+            self.dropping_until = Some(n);
+        }
+    }
+
+    /// Moves samples from the feed into the ring while it has room, after dropping those a
+    /// withdrawal took back. `now` [s] is the trajectory time, when a segment starts.
+    fn fill(&mut self, ring: &mut TrajectoryRing, now: f64) -> Result<(), HilError> {
+        while let Some(n) = self.dropping_until {
+            match self.feed.try_recv() {
+                Ok(FeedItem::Withdrawn(marked)) if marked == n => self.dropping_until = None,
+                Ok(FeedItem::End) | Err(TryRecvError::Disconnected) => {
+                    ring.close();
+                    return Ok(());
+                }
+                Ok(_) => {}
+                Err(TryRecvError::Empty) => return Ok(()),
+            }
+        }
         while ring.free() > 0 {
             match self.feed.try_recv() {
                 Ok(FeedItem::Sample(sample)) => ring.push(sample)?,
+                Ok(FeedItem::Segment) => ring.begin_segment(now)?,
+                // A mark the loop has passed already (its withdrawal was overtaken by a newer one).
+                Ok(FeedItem::Withdrawn(_)) => {}
                 Ok(FeedItem::End) | Err(TryRecvError::Disconnected) => {
                     ring.close();
                     break;

@@ -1,0 +1,82 @@
+//! What feeds the loop's ring buffer: samples in order through a bounded channel, and
+//! withdrawals beside it.
+//!
+//! A withdrawal cannot travel in the channel: the samples it withdraws may fill the channel and
+//! the ring, and the loop takes from the channel only as the ring has room. So the feeder counts
+//! it in [`Withdrawals`], which the loop reads every cycle, and marks in the channel where the
+//! withdrawn samples end ([`FeedItem::Withdrawn`]); the loop drops what comes before the mark.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::Arc;
+
+use crate::control::{Trajectory, Waypoint};
+
+/// Samples in flight between a feeder and the loop.
+pub const FEED_DEPTH: usize = 256;
+
+/// What feeds the ring buffer, in order.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FeedItem {
+    /// A sample at its trajectory time [s], or within a segment, at its time from the
+    /// segment's start.
+    Sample(Waypoint),
+    /// The samples that follow form a segment, which starts at the end of what the loop holds,
+    /// or when the loop takes it if the arm has got there already (it holds until then).
+    Segment,
+    /// The samples of withdrawal `n` ([`Withdrawals::request`]) end here: what follows counts
+    /// from the moment the loop withdrew them.
+    Withdrawn(u64),
+    /// No more samples: the run ends after the last one.
+    End,
+}
+
+/// Withdrawals asked of a loop, and when the loop made them. Shared between a feeder and the
+/// loop it feeds; the loop only reads and stores atomics.
+#[derive(Debug, Default)]
+pub struct Withdrawals {
+    requested: AtomicU64,
+    done: AtomicU64,
+    /// Trajectory time of the last withdrawal done [s], as f64 bits.
+    done_at: AtomicU64,
+}
+
+impl Withdrawals {
+    /// Asks the loop to withdraw every sample it has not reached and hold where it is; returns
+    /// the withdrawal's number, which the feeder then sends as [`FeedItem::Withdrawn`].
+    pub fn request(&self) -> u64 {
+        self.requested.fetch_add(1, Ordering::AcqRel) + 1
+    }
+
+    /// The newest withdrawal asked for, if the loop has not made it since `done`.
+    pub(super) fn pending(&self, done: u64) -> Option<u64> {
+        Some(self.requested.load(Ordering::Acquire)).filter(|&requested| requested != done)
+    }
+
+    /// The loop made withdrawal `n` at trajectory time `t` [s].
+    pub(super) fn done(&self, n: u64, t: f64) {
+        self.done_at.store(t.to_bits(), Ordering::Relaxed);
+        self.done.store(n, Ordering::Release);
+    }
+
+    /// When the loop made withdrawal `n` [s, trajectory time]; None until it has. After a
+    /// later withdrawal, the time of that one.
+    pub fn done_at(&self, n: u64) -> Option<f64> {
+        (self.done.load(Ordering::Acquire) >= n).then(|| f64::from_bits(self.done_at.load(Ordering::Relaxed)))
+    }
+}
+
+/// Feeds a validated trajectory to a loop from a thread of its own; the returned receiver
+/// is the loop's feed. Samples wait in a bounded channel until the ring has room.
+pub fn feed_trajectory(trajectory: Arc<Trajectory>) -> Receiver<FeedItem> {
+    let (feed, samples) = sync_channel(FEED_DEPTH);
+    std::thread::spawn(move || {
+        for &sample in trajectory.waypoints() {
+            if feed.send(FeedItem::Sample(sample)).is_err() {
+                return;
+            }
+        }
+        let _ = feed.send(FeedItem::End);
+    });
+    samples
+}
