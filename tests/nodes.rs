@@ -6,16 +6,15 @@ use std::sync::mpsc::channel;
 use std::sync::{Arc, Mutex};
 
 use arm_hil::control::arc::ArcSpec;
-use arm_hil::control::{Trajectory, TrajectoryError};
+use arm_hil::control::{Trajectory, TrajectoryError, Waypoint};
 use arm_hil::model::math::Vec3;
 use arm_hil::model::{Branch, Robot};
+use arm_hil::nodes::goals::{GoalOutcome, GoalTracker, GoalUpdate};
 use arm_hil::nodes::messages::{trajectory_from_points, MultiDofPoint, TrajectoryMessageError};
 use arm_hil::nodes::params::{ParamError, ParamValue};
-use arm_hil::nodes::sil::{
-    run_sil, sil_node_config, GoalOutcome, GoalRuns, GoalUpdate, RunEnd, RunRequest, SilEvent, SilNodeSettings,
-};
+use arm_hil::nodes::sil::{run_sil, sil_node_config, GoalRuns, RunEnd, SilEvent, SilNodeSettings};
 use arm_hil::nodes::{load_trajectory, trajectory_file, LoadTrajectoryError};
-use arm_hil::sim::SilConfig;
+use arm_hil::sim::{Frame, SilConfig};
 
 fn params(entries: &[(&str, ParamValue)]) -> BTreeMap<String, ParamValue> {
     entries.iter().map(|(name, value)| (name.to_string(), value.clone())).collect()
@@ -279,7 +278,6 @@ fn stm32_driver_parameters_commands_and_imu_orientation() {
 
 #[test]
 fn hil_node_parameters_and_segments_that_join_the_running_loop() {
-    use arm_hil::control::Waypoint;
     use arm_hil::drivers::RigKind;
     use arm_hil::nodes::hil::{hil_node_config, segment_after, SegmentError};
     let config = hil_node_config(&params(&[
@@ -298,20 +296,166 @@ fn hil_node_parameters_and_segments_that_join_the_running_loop() {
     assert!(hil_node_config(&params(&[("hardware", ParamValue::String("stm32".into()))])).is_err());
 
     let robot = Robot::default();
-    let last = Waypoint { t: 10.0, x: Vec3::new(0.15, 0.0, 0.2), ..Waypoint::default() };
+    let last = Vec3::new(0.15, 0.0, 0.2);
     let samples =
         segment_after(&[point(0.5, [0.151, 0.0, 0.2]), point(1.0, [0.152, 0.0, 0.2])], &last, &robot).unwrap();
-    assert_eq!(samples.iter().map(|s| s.t).collect::<Vec<_>>(), vec![10.5, 11.0]);
+    assert_eq!(samples.iter().map(|s| s.t).collect::<Vec<_>>(), vec![0.5, 1.0], "timed from the segment's start");
     let stalled = segment_after(&[point(0.5, [0.151, 0.0, 0.2]), point(0.5, [0.152, 0.0, 0.2])], &last, &robot);
     assert!(matches!(stalled, Err(SegmentError::Point { index: 1, .. })), "{stalled:?}");
     assert!(
         segment_after(&[point(0.0, [0.15, 0.0, 0.2])], &last, &robot).is_err(),
-        "a segment starts after the last sample"
+        "a segment's first point comes after its start"
     );
     assert!(segment_after(&[point(0.5, [3.0, 0.0, 0.2])], &last, &robot)
         .unwrap_err()
         .to_string()
         .contains("outside the workspace"));
+}
+
+/// A hil_node goal of `waypoints` (t, x) for `robot`.
+fn goal_trajectory(robot: &Robot, waypoints: &[(f64, [f64; 3])]) -> Arc<Trajectory> {
+    let waypoints = waypoints.iter().map(|&(t, x)| Waypoint { t, x: Vec3::from(x), ..Waypoint::default() }).collect();
+    Arc::new(Trajectory::with_robot_forearm(waypoints, robot).unwrap())
+}
+
+fn hil_frame(t: f64, x: [f64; 3], x_ref: [f64; 3]) -> Frame {
+    Frame { t, x: Vec3::from(x), x_ref: Vec3::from(x_ref), ..Frame::default() }
+}
+
+#[test]
+fn hil_node_feeds_the_initial_trajectory_then_segments_then_a_goal_in_place_of_what_is_queued() {
+    use arm_hil::hil::FeedItem;
+    use arm_hil::nodes::hil::{FeedRequest, Feeder};
+    let robot = Robot::default();
+    let initial = goal_trajectory(&robot, &[(0.0, [0.15, 0.0, 0.2]), (1.0, [0.151, 0.0, 0.2])]);
+    let mut feeder = Feeder::new(&initial, robot.clone());
+    let take = |feeder: &mut Feeder| {
+        let item = feeder.front().copied();
+        feeder.sent();
+        item
+    };
+    assert!(matches!(take(&mut feeder), Some(FeedItem::Sample(w)) if w.t == 0.0));
+    feeder.request(FeedRequest::Append(vec![point(0.5, [0.152, 0.0, 0.2])])).unwrap();
+    assert!(feeder.request(FeedRequest::Append(vec![point(0.5, [3.0, 0.0, 0.2])])).is_err(), "unreachable");
+    let goal = goal_trajectory(&robot, &[(2.0, [0.152, 0.0, 0.2]), (2.5, [0.153, 0.0, 0.2]), (3.0, [0.154, 0.0, 0.2])]);
+    assert!(matches!(take(&mut feeder), Some(FeedItem::Sample(w)) if w.t == 1.0));
+    feeder.request(FeedRequest::Follow { trajectory: goal, withdrawal: 7 }).unwrap();
+    let rest: Vec<_> = std::iter::from_fn(|| take(&mut feeder)).collect();
+    let times = |items: &[FeedItem]| -> Vec<f64> {
+        items.iter().filter_map(|item| if let FeedItem::Sample(w) = item { Some(w.t) } else { None }).collect()
+    };
+    assert_eq!(rest[0], FeedItem::Withdrawn(7), "the segment still queued is withdrawn");
+    assert_eq!(times(&rest), [0.5, 1.0], "the goal after its first waypoint, timed from the goal's start");
+    feeder.request(FeedRequest::Hold { withdrawal: 8 }).unwrap();
+    assert_eq!(std::iter::from_fn(|| take(&mut feeder)).collect::<Vec<_>>(), [FeedItem::Withdrawn(8)]);
+}
+
+#[test]
+fn a_hil_goal_starts_only_where_the_arm_holds() {
+    use arm_hil::hil::Withdrawals;
+    use arm_hil::nodes::hil::HilGoals;
+    let robot = Robot::default();
+    let mut goals = HilGoals::<()>::new(Arc::new(Withdrawals::default()));
+    let here = [0.15, 0.0, 0.2];
+    let goal = goal_trajectory(&robot, &[(0.0, here), (1.0, [0.151, 0.0, 0.2])]);
+    assert!(goals.admit(&goal).unwrap_err().contains("not started"));
+    assert_eq!(goals.frame(&hil_frame(5.0, here, [0.16, 0.0, 0.2])), None, "no goal yet");
+    assert!(goals.admit(&goal).unwrap_err().contains("0.0100 m from the arm's reference"));
+    assert_eq!(goals.frame(&hil_frame(5.001, here, [0.152, 0.0, 0.2])), None);
+    goals.admit(&goal).unwrap();
+}
+
+/// The HIL loop on the simulated rig, fed by hil_node's feeder, with its goals followed
+/// through its frames: a goal runs to its end, the next is cancelled midway and the arm holds.
+#[test]
+fn hil_goals_run_on_the_loop_complete_with_a_result_and_a_cancel_holds_the_arm() {
+    use arm_hil::hil::{FrameChannel, HilConfig, HilLoop, SimulatedRig, Withdrawals, FEED_DEPTH};
+    use arm_hil::nodes::hil::{run_feeder, Feeder, HilGoals};
+    let robot = Robot::default();
+    let config = SilConfig::default();
+    let spec = ArcSpec { from_deg: [65.0, -150.0], to_deg: [65.0, -149.0], ..ArcSpec::default() };
+    let initial =
+        Trajectory::with_robot_forearm(spec.waypoints(&robot.elbow(), robot.params().l_arm).unwrap(), &robot).unwrap();
+    let rig = SimulatedRig::new(robot.clone(), &config, &initial.waypoints()[0], robot.elbow()).unwrap();
+    let (feed, samples) = std::sync::mpsc::sync_channel(FEED_DEPTH);
+    let (requests, feeder_requests) = channel();
+    let feeder = Feeder::new(&initial, robot.clone());
+    let feeding = std::thread::spawn(move || run_feeder(feeder, feeder_requests, feed));
+    let (frames_tx, frames) = std::sync::mpsc::sync_channel(20_000);
+    let withdrawals = Arc::new(Withdrawals::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let hil_config = HilConfig { realtime_priority: None, ..Default::default() };
+    let hil = HilLoop::new(hil_config, &config, robot.elbow(), 0.45, Box::new(rig), samples, stop.clone())
+        .unwrap()
+        .with_frames(Box::new(FrameChannel(frames_tx)))
+        .with_withdrawals(withdrawals.clone());
+    let running = std::thread::spawn(move || hil.run());
+
+    let mut goals = HilGoals::new(withdrawals);
+    let end = initial.end_time();
+    let mut frame = frames.recv().unwrap();
+    while frame.t < end + 0.1 {
+        assert_eq!(goals.frame(&frame), None);
+        frame = frames.recv().unwrap();
+    }
+    let hold = frame.x_ref;
+    let step = |dx: f64| [hold.x + dx, hold.y, hold.z];
+    let first = goal_trajectory(&robot, &[(0.0, step(0.0)), (0.3, step(0.001)), (0.6, step(0.002))]);
+    goals.admit(&first).unwrap();
+    let (request, _) = goals.serve(1, first);
+    requests.send(request).unwrap();
+    let mut updates = Vec::new();
+    let mut cancelled_at = None;
+    while cancelled_at.is_none() || updates.iter().all(|update| !matches!(update, GoalUpdate::Finished(2, ..))) {
+        let frame = frames.recv_timeout(std::time::Duration::from_secs(2)).expect("a frame");
+        let Some(update) = goals.frame(&frame) else { continue };
+        match &update {
+            GoalUpdate::Finished(1, ..) => {
+                let second = goal_trajectory(&robot, &[(0.0, step(0.002)), (2.0, step(0.0))]);
+                goals.admit(&second).unwrap();
+                let (request, replaced) = goals.serve(2, second);
+                assert!(replaced.is_none());
+                requests.send(request).unwrap();
+            }
+            GoalUpdate::Feedback(2, feedback) if feedback.progress > 0.1 && cancelled_at.is_none() => {
+                requests.send(goals.cancel()).unwrap();
+                cancelled_at = Some(frame.t);
+            }
+            _ => {}
+        }
+        updates.push(update);
+    }
+    let held: Vec<Vec3> = (0..200).map(|_| frames.recv().unwrap().x_ref).collect();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    running.join().unwrap().outcome.unwrap();
+    drop(requests);
+    feeding.join().unwrap();
+
+    let finished: Vec<_> = updates
+        .iter()
+        .filter_map(|update| match update {
+            GoalUpdate::Finished(goal, outcome, result) => Some((*goal, *outcome, result.clone())),
+            GoalUpdate::Feedback(..) => None,
+        })
+        .collect();
+    assert_eq!(
+        finished.iter().map(|(goal, outcome, _)| (*goal, *outcome)).collect::<Vec<_>>(),
+        [(1, GoalOutcome::Succeeded), (2, GoalOutcome::Canceled)]
+    );
+    let completed = &finished[0].2;
+    assert!(completed.success && completed.message == "trajectory complete", "{completed:?}");
+    assert!((599..=602).contains(&completed.frames), "0.6 s at 1 kHz: {} frames", completed.frames);
+    assert!(completed.max_error < 1e-3 && completed.rms_error <= completed.max_error, "{completed:?}");
+    assert_eq!(finished[1].2.message, "cancelled");
+    let progress: Vec<f64> = updates
+        .iter()
+        .filter_map(|update| match update {
+            GoalUpdate::Feedback(1, feedback) => Some(feedback.progress),
+            _ => None,
+        })
+        .collect();
+    assert!(progress.windows(2).all(|pair| pair[1] >= pair[0]) && progress[0] < 0.01, "{progress:?}");
+    assert!(held.windows(2).all(|pair| pair[0] == pair[1]), "the arm holds after the cancel");
 }
 
 #[test]
@@ -387,8 +531,9 @@ fn a_goal_gets_feedback_from_its_own_run_and_a_result_when_the_run_completes_or_
     let stop = AtomicBool::new(false);
     let mut goals = GoalRuns::default();
     let (first_goal, second_goal) = (short_arc(&robot), short_arc(&robot));
-    assert_eq!(goals.serve(1, first_goal.clone()), None);
-    requests.send(RunRequest::Follow(first_goal)).unwrap();
+    let (request, replaced) = goals.serve(1, first_goal);
+    assert_eq!(replaced, None);
+    requests.send(request).unwrap();
     let (mut ends, mut feedback, mut finished) = (Vec::new(), Vec::new(), Vec::new());
     run_sil(&robot, &SilConfig::default(), &settings, short_arc(&robot), &next, &stop, &mut |event| {
         if let SilEvent::RunEnded { end, .. } = &event {
@@ -397,7 +542,7 @@ fn a_goal_gets_feedback_from_its_own_run_and_a_result_when_the_run_completes_or_
         match goals.update(&event) {
             Some(GoalUpdate::Feedback(goal, update)) => {
                 if goal == 2 && !feedback.iter().any(|(goal, _)| *goal == 2) {
-                    requests.send(RunRequest::Stop).unwrap();
+                    requests.send(goals.cancel()).unwrap();
                 }
                 feedback.push((goal, update));
             }
@@ -405,8 +550,9 @@ fn a_goal_gets_feedback_from_its_own_run_and_a_result_when_the_run_completes_or_
                 finished.push((goal, outcome, result));
                 match goal {
                     1 => {
-                        assert_eq!(goals.serve(2, second_goal.clone()), None);
-                        requests.send(RunRequest::Follow(second_goal.clone())).unwrap();
+                        let (request, replaced) = goals.serve(2, second_goal.clone());
+                        assert_eq!(replaced, None);
+                        requests.send(request).unwrap();
                     }
                     _ => stop.store(true, std::sync::atomic::Ordering::Relaxed),
                 }
@@ -429,8 +575,8 @@ fn a_goal_gets_feedback_from_its_own_run_and_a_result_when_the_run_completes_or_
 fn a_new_goal_replaces_the_one_served_which_is_answered_at_once() {
     let robot = Robot::default();
     let mut goals = GoalRuns::default();
-    assert_eq!(goals.serve("a", short_arc(&robot)), None);
-    let (replaced, result) = goals.serve("b", short_arc(&robot)).expect("goal a is answered");
+    assert_eq!(goals.serve("a", short_arc(&robot)).1, None);
+    let (replaced, result) = goals.serve("b", short_arc(&robot)).1.expect("goal a is answered");
     assert_eq!(replaced, "a");
     assert!(!result.success);
     assert_eq!(result.message, "replaced by a new goal");

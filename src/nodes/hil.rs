@@ -1,21 +1,27 @@
-//! hil_node without ROS: its parameters and how trajectory segments join the running loop.
+//! hil_node without ROS: its parameters, how trajectory segments and action goals reach the
+//! running loop ([`Feeder`]), and how a goal's run answers it ([`HilGoals`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::Arc;
+use std::time::Duration;
 
 use serde::Deserialize;
 
 use super::diagnostics::{Level, Status};
+use super::goals::{replaced_result, GoalOutcome, GoalTracker, GoalUpdate};
+use super::interfaces::{FollowCartesianTrajectoryFeedback, FollowCartesianTrajectoryResult};
 use super::messages::MultiDofPoint;
 use super::param_server::ParamSpec;
 use super::params::{only_groups, read_group, without_groups, ParamError, ParamValue};
-use crate::control::Waypoint;
+use crate::control::{Trajectory, Waypoint};
 use crate::drivers::robotscara::RigConfig;
 use crate::drivers::{RigDevices, RigKind, RigSettings};
 use crate::hil::stepper::StepperConfig;
-use crate::hil::{HilConfig, LoopStatus};
+use crate::hil::{FeedItem, HilConfig, LoopStatus, Withdrawals};
 use crate::model::math::Vec3;
 use crate::model::Robot;
-use crate::sim::SilConfig;
+use crate::sim::{Frame, SilConfig};
 
 /// hil_node's own parameters.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -130,13 +136,13 @@ pub enum SegmentError {
     Point { index: usize, reason: String },
 }
 
-/// Turns a trajectory segment into samples that continue after `last` (the last sample fed, at
-/// time `last.t`): each point's time_from_start counts from there and must grow, every value
+/// Turns a trajectory segment into samples timed from the segment's start, continuing from
+/// `last` (the last position fed): each point's time_from_start must grow from zero, every value
 /// must be finite and every point reachable. Each point needs one transform; velocities and
 /// accelerations default to zero.
-pub fn segment_after(points: &[MultiDofPoint], last: &Waypoint, robot: &Robot) -> Result<Vec<Waypoint>, SegmentError> {
+pub fn segment_after(points: &[MultiDofPoint], last: &Vec3, robot: &Robot) -> Result<Vec<Waypoint>, SegmentError> {
     let mut samples = Vec::with_capacity(points.len());
-    let mut previous = (last.t, robot.inverse_kinematics(&last.x, None).ok());
+    let mut previous = (0.0, robot.inverse_kinematics(last, None).ok());
     for (index, point) in points.iter().enumerate() {
         let fail = |reason: String| SegmentError::Point { index, reason };
         let [translation] = point.translations.as_slice() else {
@@ -144,7 +150,7 @@ pub fn segment_after(points: &[MultiDofPoint], last: &Waypoint, robot: &Robot) -
         };
         let first_or_zero = |values: &[[f64; 3]]| values.first().map_or(Vec3::zeros(), |v| Vec3::from(*v));
         let sample = Waypoint {
-            t: last.t + point.time_from_start_s,
+            t: point.time_from_start_s,
             x: Vec3::from(*translation),
             xd: first_or_zero(&point.linear_velocities),
             xdd: first_or_zero(&point.linear_accelerations),
@@ -162,4 +168,250 @@ pub fn segment_after(points: &[MultiDofPoint], last: &Waypoint, robot: &Robot) -
         samples.push(sample);
     }
     Ok(samples)
+}
+
+/// How far a goal's first waypoint may be from where the arm's reference holds [m]: the loop
+/// does not jump to a goal, it starts it where the arm is.
+pub const GOAL_START_TOLERANCE_M: f64 = 0.005;
+
+/// What hil_node's feeder is asked.
+#[derive(Debug, Clone)]
+pub enum FeedRequest {
+    /// A `~/trajectory` segment: it follows what is queued.
+    Append(Vec<MultiDofPoint>),
+    /// A goal: withdrawal `withdrawal` takes back what is queued, then the trajectory runs from
+    /// its first waypoint, where the arm holds.
+    Follow { trajectory: Arc<Trajectory>, withdrawal: u64 },
+    /// Withdrawal `withdrawal` takes back what is queued; the arm holds where it is.
+    Hold { withdrawal: u64 },
+}
+
+/// What hil_node sends the loop, in order: the initial trajectory, then segments and goals as
+/// they are asked for. Pure: the feeding thread moves [`Feeder::front`] into the loop's feed as
+/// it has room, and hands requests to [`Feeder::request`] as they come.
+#[derive(Debug)]
+pub struct Feeder {
+    robot: Robot,
+    queue: VecDeque<FeedItem>,
+    /// The last position queued [m]: where a segment continues from.
+    last: Vec3,
+}
+
+impl Feeder {
+    /// Queues `initial`, run at its own times.
+    pub fn new(initial: &Trajectory, robot: Robot) -> Feeder {
+        let queue: VecDeque<FeedItem> = initial.waypoints().iter().map(|&sample| FeedItem::Sample(sample)).collect();
+        let last = initial.waypoints().last().map_or(Vec3::zeros(), |last| last.x);
+        Feeder { robot, queue, last }
+    }
+
+    /// The next item for the loop.
+    pub fn front(&self) -> Option<&FeedItem> {
+        self.queue.front()
+    }
+
+    /// The loop took [`Feeder::front`].
+    pub fn sent(&mut self) {
+        self.queue.pop_front();
+    }
+
+    /// Acts on `request`; a segment that cannot be run is refused with the reason.
+    pub fn request(&mut self, request: FeedRequest) -> Result<(), SegmentError> {
+        match request {
+            FeedRequest::Append(points) => {
+                let samples = segment_after(&points, &self.last, &self.robot)?;
+                self.queue.push_back(FeedItem::Segment);
+                self.queue_samples(samples);
+            }
+            FeedRequest::Follow { trajectory, withdrawal } => {
+                self.withdrawn(withdrawal);
+                let waypoints = trajectory.waypoints();
+                let start = waypoints[0].t;
+                self.last = waypoints[0].x;
+                // The first waypoint is where the arm holds (admitted within the tolerance), so
+                // the hold stands for it.
+                self.queue_samples(waypoints[1..].iter().map(|w| Waypoint { t: w.t - start, ..*w }));
+            }
+            FeedRequest::Hold { withdrawal } => self.withdrawn(withdrawal),
+        }
+        Ok(())
+    }
+
+    fn withdrawn(&mut self, withdrawal: u64) {
+        self.queue.clear();
+        self.queue.push_back(FeedItem::Withdrawn(withdrawal));
+    }
+
+    fn queue_samples(&mut self, samples: impl IntoIterator<Item = Waypoint>) {
+        for sample in samples {
+            self.last = sample.x;
+            self.queue.push_back(FeedItem::Sample(sample));
+        }
+    }
+}
+
+/// How long the feeding thread waits for a request while the loop's feed is full.
+const FULL_FEED_WAIT: Duration = Duration::from_millis(5);
+
+/// Runs `feeder` on the calling thread until the loop goes away: items go into `feed` as it has
+/// room, and requests are taken as they come, also while the feed is full (a goal must not
+/// wait behind the samples it replaces). Refused segments are logged.
+pub fn run_feeder(mut feeder: Feeder, requests: Receiver<FeedRequest>, feed: SyncSender<FeedItem>) {
+    loop {
+        let request = match feeder.front() {
+            Some(&item) => match feed.try_send(item) {
+                Ok(()) => {
+                    feeder.sent();
+                    requests.try_recv().ok()
+                }
+                Err(TrySendError::Full(_)) => match requests.recv_timeout(FULL_FEED_WAIT) {
+                    Ok(request) => Some(request),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => {
+                        std::thread::sleep(FULL_FEED_WAIT);
+                        None
+                    }
+                },
+                Err(TrySendError::Disconnected(_)) => return,
+            },
+            None => match requests.recv() {
+                Ok(request) => Some(request),
+                Err(_) => return,
+            },
+        };
+        if let Some(Err(error)) = request.map(|request| feeder.request(request)) {
+            log::error!("~/trajectory segment refused: {error}");
+        }
+    }
+}
+
+/// The goal hil_node serves, followed through the loop's frames: its run starts when the loop
+/// has withdrawn what was queued before it, lasts the trajectory's duration, and ends early
+/// when cancelled or replaced. `G` is the node's handle of the goal.
+#[derive(Debug)]
+pub struct HilGoals<G> {
+    withdrawals: Arc<Withdrawals>,
+    goal: Option<HilGoal<G>>,
+    /// Where the arm's reference was at the latest frame [m].
+    reference: Option<Vec3>,
+}
+
+#[derive(Debug)]
+struct HilGoal<G> {
+    handle: G,
+    trajectory: Arc<Trajectory>,
+    withdrawal: u64,
+    cancel: Option<u64>,
+    frames: u64,
+    squared_error_sum: f64,
+    max_error: f64,
+}
+
+impl<G> HilGoal<G> {
+    fn result(&self, failure: Option<String>) -> FollowCartesianTrajectoryResult {
+        let rms_error = match self.frames {
+            0 => 0.0,
+            frames => (self.squared_error_sum / frames as f64).sqrt(),
+        };
+        FollowCartesianTrajectoryResult {
+            success: failure.is_none(),
+            message: failure.unwrap_or_else(|| "trajectory complete".to_owned()),
+            rms_error,
+            max_error: self.max_error,
+            frames: self.frames,
+        }
+    }
+}
+
+impl<G> HilGoals<G> {
+    /// Goals for the loop that takes withdrawals from `withdrawals`.
+    pub fn new(withdrawals: Arc<Withdrawals>) -> HilGoals<G> {
+        HilGoals { withdrawals, goal: None, reference: None }
+    }
+}
+
+impl<G> GoalTracker<G> for HilGoals<G> {
+    type Request = FeedRequest;
+
+    /// A goal starts where the arm's reference holds: the loop never jumps to a goal.
+    fn admit(&self, trajectory: &Trajectory) -> Result<(), String> {
+        let Some(reference) = self.reference else { return Err("the HIL loop has not started yet".into()) };
+        let first = trajectory.waypoints()[0].x;
+        let distance = (first - reference).norm();
+        match distance <= GOAL_START_TOLERANCE_M {
+            true => Ok(()),
+            false => Err(format!(
+                "the first waypoint is {distance:.4} m from the arm's reference ({:.4}, {:.4}, {:.4}) m; a goal starts there (within {GOAL_START_TOLERANCE_M} m)",
+                reference.x, reference.y, reference.z
+            )),
+        }
+    }
+
+    fn serve(
+        &mut self,
+        handle: G,
+        trajectory: Arc<Trajectory>,
+    ) -> (FeedRequest, Option<(G, FollowCartesianTrajectoryResult)>) {
+        let withdrawal = self.withdrawals.request();
+        let goal = HilGoal {
+            handle,
+            trajectory: trajectory.clone(),
+            withdrawal,
+            cancel: None,
+            frames: 0,
+            squared_error_sum: 0.0,
+            max_error: 0.0,
+        };
+        let replaced = self.goal.replace(goal).map(|goal| (goal.handle, replaced_result()));
+        (FeedRequest::Follow { trajectory, withdrawal }, replaced)
+    }
+
+    fn cancel(&mut self) -> FeedRequest {
+        let withdrawal = self.withdrawals.request();
+        if let Some(goal) = &mut self.goal {
+            goal.cancel = Some(withdrawal);
+        }
+        FeedRequest::Hold { withdrawal }
+    }
+
+    fn handle(&self) -> Option<&G> {
+        self.goal.as_ref().map(|goal| &goal.handle)
+    }
+}
+
+impl<G: Clone> HilGoals<G> {
+    /// What the loop's `frame` means for the goal served, if anything: feedback while its run
+    /// goes on, the result when it ends (complete, or cancelled once the loop holds).
+    pub fn frame(&mut self, frame: &Frame) -> Option<GoalUpdate<G>> {
+        self.reference = Some(frame.x_ref);
+        let goal = self.goal.as_mut()?;
+        let start = self.withdrawals.done_at(goal.withdrawal).filter(|&start| frame.t >= start)?;
+        if goal.cancel.is_some_and(|cancel| self.withdrawals.done_at(cancel).is_some()) {
+            let goal = self.goal.take()?;
+            return Some(GoalUpdate::Finished(
+                goal.handle.clone(),
+                GoalOutcome::Canceled,
+                goal.result(Some("cancelled".into())),
+            ));
+        }
+        let error = frame.tracking_error().norm();
+        goal.frames += 1;
+        goal.squared_error_sum += error * error;
+        goal.max_error = goal.max_error.max(error);
+        let on_trajectory = Frame { t: goal.trajectory.start_time() + frame.t - start, ..*frame };
+        if on_trajectory.t >= goal.trajectory.end_time() {
+            let goal = self.goal.take()?;
+            return Some(GoalUpdate::Finished(goal.handle.clone(), GoalOutcome::Succeeded, goal.result(None)));
+        }
+        Some(GoalUpdate::Feedback(
+            goal.handle.clone(),
+            FollowCartesianTrajectoryFeedback::at(&goal.trajectory, &on_trajectory),
+        ))
+    }
+
+    /// The loop stopped for `reason`: the goal served, if any, is aborted.
+    pub fn loop_stopped(&mut self, reason: &str) -> Option<GoalUpdate<G>> {
+        let goal = self.goal.take()?;
+        Some(GoalUpdate::Finished(goal.handle.clone(), GoalOutcome::Aborted, goal.result(Some(reason.to_owned()))))
+    }
 }

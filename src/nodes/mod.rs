@@ -4,6 +4,7 @@
 
 pub mod arduino;
 pub mod diagnostics;
+pub mod goals;
 pub mod hil;
 pub mod interfaces;
 pub mod joints;

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::diagnostics::{Level, Status};
+use super::goals::{replaced_result, GoalOutcome, GoalTracker, GoalUpdate};
 use super::interfaces::{FollowCartesianTrajectoryFeedback, FollowCartesianTrajectoryResult};
 use super::joints::{arm_joint_state, JointStateData};
 use super::param_server::{ParamRange, ParamSpec};
@@ -303,21 +304,6 @@ fn idle(requests: &Receiver<RunRequest>, stop: &AtomicBool) -> Option<Arc<Trajec
     }
 }
 
-/// How an action goal ended (the action's terminal states).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GoalOutcome {
-    Succeeded,
-    Aborted,
-    Canceled,
-}
-
-/// What the goal being served gets from a run loop event.
-#[derive(Debug, Clone, PartialEq)]
-pub enum GoalUpdate<G> {
-    Feedback(G, FollowCartesianTrajectoryFeedback),
-    Finished(G, GoalOutcome, FollowCartesianTrajectoryResult),
-}
-
 /// The FollowCartesianTrajectory goal a node serves, followed through its run loop's events:
 /// the goal's run is the one that starts its trajectory (the same `Arc`); its samples become
 /// feedback and its end the result. `G` is the node's handle of the goal.
@@ -339,26 +325,34 @@ impl<G> Default for GoalRuns<G> {
     }
 }
 
-impl<G: Clone> GoalRuns<G> {
-    /// Serves `handle`, whose `trajectory` the run loop is asked to follow next. A goal served
-    /// until now is returned with its result: a new goal replaces it.
-    pub fn serve(&mut self, handle: G, trajectory: Arc<Trajectory>) -> Option<(G, FollowCartesianTrajectoryResult)> {
-        let replaced = self.goal.replace(ServedGoal { handle, trajectory, running: false });
-        replaced.map(|goal| {
-            let result = FollowCartesianTrajectoryResult {
-                success: false,
-                message: "replaced by a new goal".into(),
-                ..FollowCartesianTrajectoryResult::default()
-            };
-            (goal.handle, result)
-        })
+impl<G> GoalTracker<G> for GoalRuns<G> {
+    type Request = RunRequest;
+
+    /// The simulation starts any trajectory afresh.
+    fn admit(&self, _: &Trajectory) -> Result<(), String> {
+        Ok(())
     }
 
-    /// The goal served, if any.
-    pub fn handle(&self) -> Option<&G> {
+    fn serve(
+        &mut self,
+        handle: G,
+        trajectory: Arc<Trajectory>,
+    ) -> (RunRequest, Option<(G, FollowCartesianTrajectoryResult)>) {
+        let request = RunRequest::Follow(trajectory.clone());
+        let replaced = self.goal.replace(ServedGoal { handle, trajectory, running: false });
+        (request, replaced.map(|goal| (goal.handle, replaced_result())))
+    }
+
+    fn cancel(&mut self) -> RunRequest {
+        RunRequest::Stop
+    }
+
+    fn handle(&self) -> Option<&G> {
         self.goal.as_ref().map(|goal| &goal.handle)
     }
+}
 
+impl<G: Clone> GoalRuns<G> {
     /// What `event` means for the goal served, if anything.
     pub fn update(&mut self, event: &SilEvent) -> Option<GoalUpdate<G>> {
         let goal = self.goal.as_mut()?;

@@ -1,9 +1,9 @@
 //! hil_node: the HIL loop as a ROS 2 node, with sil_node's outputs at its publish rate,
-//! trajectory segments from ~/trajectory and loop statistics on /diagnostics and
-//! ~/loop_statistics.
+//! trajectory segments from ~/trajectory, goals on ~/follow_cartesian_trajectory, and loop
+//! statistics on /diagnostics and ~/loop_statistics.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
+use std::sync::mpsc::{channel, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -22,44 +22,18 @@ use super::{
     arm_joint_state_msg, linear_twist, multi_dof_points, node_params, now, own_header, point_stamped, spin, state_qos,
     InterfacePublisher,
 };
-use crate::control::{Trajectory, Waypoint};
 use crate::drivers::open_hardware;
-use crate::hil::{FeedItem, FrameChannel, HilLoop, LoopStatus, FEED_DEPTH};
+use crate::hil::{FrameChannel, HilLoop, LoopStatus, Withdrawals, FEED_DEPTH};
 use crate::model::Robot;
 use crate::nodes::diagnostics::Level;
-use crate::nodes::hil::{hil_node_config, loop_status, segment_after, HIL_NODE_PARAMS};
+#[cfg(not(feature = "ros-doc-only"))]
+use crate::nodes::goals::GoalUpdate;
+use crate::nodes::hil::{hil_node_config, loop_status, run_feeder, FeedRequest, Feeder, HIL_NODE_PARAMS};
 use crate::nodes::interfaces::{ArmState, LoopStatistics};
 use crate::nodes::joints::arm_joint_state;
-use crate::nodes::messages::MultiDofPoint;
 use crate::nodes::param_server::ParameterServer;
 use crate::nodes::{load_trajectory, trajectory_file, Decimator};
-
-/// Feeds the loop: the initial trajectory, then each segment as it arrives, after the last
-/// sample. The trajectory stays open: between segments the loop holds the last position.
-fn feed(initial: Trajectory, segments: Receiver<Vec<MultiDofPoint>>, robot: Robot, samples: SyncSender<FeedItem>) {
-    let mut last: Option<Waypoint> = None;
-    for &sample in initial.waypoints() {
-        if samples.send(FeedItem::Sample(sample)).is_err() {
-            return;
-        }
-        last = Some(sample);
-    }
-    for segment in segments {
-        let Some(after) = last else { return };
-        match segment_after(&segment, &after, &robot) {
-            Ok(new) => {
-                log::info!("appending a segment of {} samples", new.len());
-                for sample in new {
-                    if samples.send(FeedItem::Sample(sample)).is_err() {
-                        return;
-                    }
-                    last = Some(sample);
-                }
-            }
-            Err(error) => log::error!("~/trajectory segment refused: {error}"),
-        }
-    }
-}
+use crate::sim::Frame;
 
 /// Runs the node until interrupted or the loop stops.
 pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
@@ -89,24 +63,52 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let pool = LocalPool::new();
     let parameters = ParameterServer::new(node_params(&node), &HIL_NODE_PARAMS);
     serve_parameters(&mut node, &pool.spawner(), parameters, nothing_at_run_time())?;
-    let (segments_tx, segments) = channel();
+    let (requests, feeder_requests) = channel();
     let subscription = node.subscribe::<MultiDOFJointTrajectory>("~/trajectory", QosProfile::default())?;
+    let segments = requests.clone();
     pool.spawner().spawn_local(subscription.for_each(move |message| {
-        let _ = segments_tx.send(multi_dof_points(&message));
+        let _ = segments.send(FeedRequest::Append(multi_dof_points(&message)));
         futures::future::ready(())
     }))?;
+    let withdrawals = Arc::new(Withdrawals::default());
+    // The action's goals are this package's own type, which the doc-only type-check lacks.
+    #[cfg(not(feature = "ros-doc-only"))]
+    let mut follow_goals = {
+        use super::trajectory_action::{deliver, serve, Goal};
+        use crate::nodes::hil::HilGoals;
+        let goals = Arc::new(Mutex::new(HilGoals::<Goal>::new(withdrawals.clone())));
+        serve(&mut node, &pool.spawner(), robot.clone(), goals.clone(), requests)?;
+        // Every frame counts towards the goal's result; feedback goes out at the publish rate.
+        move |frame: Option<&Frame>, publishing: bool| {
+            let update = goals.lock().ok().and_then(|mut goals| match frame {
+                Some(frame) => goals.frame(frame),
+                None => goals.loop_stopped("the HIL loop stopped"),
+            });
+            match update {
+                Some(GoalUpdate::Feedback(..)) if !publishing => {}
+                Some(update) => deliver(update),
+                None => {}
+            }
+        }
+    };
+    #[cfg(feature = "ros-doc-only")]
+    let follow_goals = {
+        drop(requests);
+        |_: Option<&Frame>, _: bool| {}
+    };
 
     let (samples_tx, samples) = sync_channel(FEED_DEPTH);
-    let feeder_robot = robot.clone();
+    let feeder = Feeder::new(&initial, robot.clone());
     std::thread::Builder::new()
         .name("hil-feed".into())
-        .spawn(move || feed(initial, segments, feeder_robot, samples_tx))?;
+        .spawn(move || run_feeder(feeder, feeder_requests, samples_tx))?;
     let (frames_tx, frames) = sync_channel(1000);
     let status = Arc::new(Mutex::new(LoopStatus::default()));
     let stop = Arc::new(AtomicBool::new(false));
     let hil = HilLoop::new(config.hil.clone(), &config.sil, elbow, l_arm, hardware, samples, stop.clone())?
         .with_frames(Box::new(FrameChannel(frames_tx)))
-        .with_status(status.clone());
+        .with_status(status.clone())
+        .with_withdrawals(withdrawals);
     let loop_stop = stop.clone();
     let loop_reporter = reporter.clone();
     let running = std::thread::Builder::new().name("hil-loop".into()).spawn(move || {
@@ -129,7 +131,9 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
         let mut overruns_before = 0;
         while !publisher_stop.load(Ordering::Relaxed) {
             if let Ok(frame) = frames.recv_timeout(Duration::from_millis(100)) {
-                if decimator.due(frame.t) {
+                let due = decimator.due(frame.t);
+                follow_goals(Some(&frame), due);
+                if due {
                     let time = now(&clock);
                     let joints = arm_joint_state(&robot, &frame, &elbow);
                     let published = joint_states
@@ -156,6 +160,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
                 }
             }
         }
+        follow_goals(None, true);
     })?;
     spin(node, pool, &stop)?;
     let report = running.join().map_err(|_| anyhow::anyhow!("the loop thread panicked"))?;

@@ -69,8 +69,16 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let (requests, run_requests) = channel();
     // The action's goals are this package's own type, which the doc-only type-check lacks.
     #[cfg(not(feature = "ros-doc-only"))]
-    let mut follow_goals =
-        super::trajectory_action::serve(&mut node, &pool.spawner(), robot.clone(), requests.clone())?;
+    let follow_goals = {
+        use super::trajectory_action::{deliver, serve, Goal};
+        let goals = Arc::new(Mutex::new(crate::nodes::sil::GoalRuns::<Goal>::default()));
+        serve(&mut node, &pool.spawner(), robot.clone(), goals.clone(), requests.clone())?;
+        move |event: &SilEvent| {
+            if let Some(update) = goals.lock().ok().and_then(|mut goals| goals.update(event)) {
+                deliver(update);
+            }
+        }
+    };
     #[cfg(feature = "ros-doc-only")]
     let follow_goals = |_: &SilEvent| {};
     let subscription = node.subscribe::<MultiDOFJointTrajectory>("~/trajectory", QosProfile::default())?;

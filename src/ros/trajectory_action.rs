@@ -1,6 +1,7 @@
-//! The FollowCartesianTrajectory action server of sil_node. What a goal means (its trajectory,
-//! its feedback, its result) is [`crate::nodes::sil::GoalRuns`]; this module moves it in and out
-//! of r2r.
+//! The FollowCartesianTrajectory action server of sil_node and hil_node. What a goal means (its
+//! trajectory, its feedback, its result) is the node's [`GoalTracker`]
+//! ([`crate::nodes::sil::GoalRuns`], [`crate::nodes::hil::HilGoals`]); this module moves it in
+//! and out of r2r.
 //!
 //! Built with the `ros` feature but not `ros-doc-only`: the action type is this package's own,
 //! which r2r generates only where the package is installed (CMakeLists.txt), not among the
@@ -17,11 +18,12 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::model::Robot;
+use crate::nodes::goals::{GoalOutcome, GoalTracker, GoalUpdate};
 use crate::nodes::interfaces::{FollowCartesianTrajectoryGoal, FollowCartesianTrajectoryResult};
-use crate::nodes::sil::{GoalOutcome, GoalRuns, GoalUpdate, RunRequest, SilEvent};
 
 type Action = FollowCartesianTrajectory::Action;
-type Goal = r2r::ActionServerGoal<Action>;
+/// r2r's handle of a goal, which the node's tracker holds.
+pub type Goal = r2r::ActionServerGoal<Action>;
 
 /// The generated type and the library's mirror of it carry the same fields under the same names
 /// (tests/interfaces.rs checks the mirrors against the files), so serde converts between them.
@@ -29,18 +31,21 @@ fn convert<From: Serialize, To: DeserializeOwned>(value: &From) -> anyhow::Resul
     Ok(serde_json::from_value(serde_json::to_value(value)?)?)
 }
 
-/// Serves `~/follow_cartesian_trajectory` on `node`: an accepted goal's trajectory goes to the run
-/// loop through `requests`, a cancelled goal's run is stopped. Returns what the run loop's
-/// thread calls with each of its events, to send the goal its feedback and result.
-pub fn serve(
+/// Serves `~/follow_cartesian_trajectory` on `node`: a goal the tracker admits is served, and
+/// the tracker's request for it goes to the node's run loop through `requests`; a cancelled
+/// goal's stop request follows the same way. The run loop answers the goal with [`deliver`].
+pub fn serve<T, R>(
     node: &mut r2r::Node,
     spawner: &LocalSpawner,
     robot: Robot,
-    requests: Sender<RunRequest>,
-) -> anyhow::Result<impl FnMut(&SilEvent) + Send> {
+    goals: Arc<Mutex<T>>,
+    requests: Sender<R>,
+) -> anyhow::Result<()>
+where
+    T: GoalTracker<Goal, Request = R> + Send + 'static,
+    R: Send + 'static,
+{
     let mut incoming = node.create_action_server::<Action>("~/follow_cartesian_trajectory")?;
-    let goals = Arc::new(Mutex::new(GoalRuns::<Goal>::default()));
-    let served = goals.clone();
     let cancel_spawner = spawner.clone();
     spawner.spawn_local(async move {
         while let Some(request) = incoming.next().await {
@@ -52,7 +57,12 @@ pub fn serve(
                     continue;
                 }
             };
-            let trajectory = match goal.and_then(|goal| Ok(goal.trajectory(&robot)?)) {
+            let admitted = goal.and_then(|goal| Ok(goal.trajectory(&robot)?)).and_then(|trajectory| {
+                let admitted = goals.lock().map_err(|_| anyhow::anyhow!("goals unavailable"))?.admit(&trajectory);
+                admitted.map_err(anyhow::Error::msg)?;
+                Ok(trajectory)
+            });
+            let trajectory = match admitted {
                 Ok(trajectory) => Arc::new(trajectory),
                 Err(error) => {
                     log::warn!("~/follow_cartesian_trajectory: goal {} refused: {error:#}", handle.uuid);
@@ -65,22 +75,27 @@ pub fn serve(
                 handle.uuid,
                 trajectory.waypoints().len()
             );
-            let replaced = served.lock().ok().and_then(|mut goals| goals.serve(handle.clone(), trajectory.clone()));
+            let served = goals.lock().ok().map(|mut goals| goals.serve(handle.clone(), trajectory));
+            let Some((start, replaced)) = served else { continue };
             if let Some((mut replaced, result)) = replaced {
                 finish(&mut replaced, GoalOutcome::Aborted, result);
             }
-            let _ = requests.send(RunRequest::Follow(trajectory));
-            let (cancel_goals, stop) = (served.clone(), requests.clone());
+            let _ = requests.send(start);
+            let (cancel_goals, stop) = (goals.clone(), requests.clone());
             let uuid = handle.uuid;
             let watched = cancel_spawner.spawn_local(async move {
                 while let Some(cancel) = cancels.next().await {
-                    let serving = cancel_goals.lock().is_ok_and(|goals| goals.handle().is_some_and(|g| g.uuid == uuid));
-                    match serving {
-                        true => {
+                    let stopping = cancel_goals
+                        .lock()
+                        .ok()
+                        .filter(|goals| goals.handle().is_some_and(|goal| goal.uuid == uuid))
+                        .map(|mut goals| goals.cancel());
+                    match stopping {
+                        Some(request) => {
                             cancel.accept();
-                            let _ = stop.send(RunRequest::Stop);
+                            let _ = stop.send(request);
                         }
-                        false => cancel.reject(),
+                        None => cancel.reject(),
                     }
                 }
             });
@@ -89,18 +104,19 @@ pub fn serve(
             }
         }
     })?;
-    Ok(move |event: &SilEvent| {
-        let update = goals.lock().ok().and_then(|mut goals| goals.update(event));
-        match update {
-            Some(GoalUpdate::Feedback(goal, feedback)) => {
-                if let Err(error) = convert(&feedback).and_then(|feedback| Ok(goal.publish_feedback(feedback)?)) {
-                    log::warn!("feedback to goal {}: {error:#}", goal.uuid);
-                }
+    Ok(())
+}
+
+/// Sends the goal its feedback, or ends it with its result.
+pub fn deliver(update: GoalUpdate<Goal>) {
+    match update {
+        GoalUpdate::Feedback(goal, feedback) => {
+            if let Err(error) = convert(&feedback).and_then(|feedback| Ok(goal.publish_feedback(feedback)?)) {
+                log::warn!("feedback to goal {}: {error:#}", goal.uuid);
             }
-            Some(GoalUpdate::Finished(mut goal, outcome, result)) => finish(&mut goal, outcome, result),
-            None => {}
         }
-    })
+        GoalUpdate::Finished(mut goal, outcome, result) => finish(&mut goal, outcome, result),
+    }
 }
 
 /// Ends `goal` in the terminal state `outcome` with `result`.

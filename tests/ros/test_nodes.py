@@ -105,6 +105,27 @@ def arc_rows(step=20):
     return [list(map(float, line.split(","))) for line in lines[::step]]
 
 
+def multi_dof_trajectory(rows):
+    """A MultiDOFJointTrajectory of `rows` (as arc_rows gives them)."""
+    message = MultiDOFJointTrajectory(joint_names=["end_effector"])
+    for t, x, y, z, xd, yd, zd, xdd, ydd, zdd in rows:
+        point = MultiDOFJointTrajectoryPoint()
+        point.transforms = [Transform()]
+        point.transforms[0].translation.x, point.transforms[0].translation.y, point.transforms[0].translation.z = x, y, z
+        point.velocities = [Twist()]
+        point.velocities[0].linear.x, point.velocities[0].linear.y, point.velocities[0].linear.z = xd, yd, zd
+        point.accelerations = [Twist()]
+        point.accelerations[0].linear.x, point.accelerations[0].linear.y, point.accelerations[0].linear.z = xdd, ydd, zdd
+        point.time_from_start.sec, point.time_from_start.nanosec = int(t), int((t % 1) * 1e9)
+        message.points.append(point)
+    return message
+
+
+def from_start(rows):
+    """`rows` with times counted from the first."""
+    return [[r[0] - rows[0][0], *r[1:]] for r in rows]
+
+
 def level_of(status):
     """A DiagnosticStatus level as a number (rclpy gives a byte)."""
     return status.level[0] if isinstance(status.level, bytes) else status.level
@@ -224,6 +245,26 @@ class NodeTest(unittest.TestCase):
         self.assertGreaterEqual(len(received), count, "the replay did not drive the subscriber")
         return received, now
 
+    def follow(self, client, rows, feedback=None):
+        """Sends the goal of `rows` (as arc_rows gives them); returns the goal's handle."""
+        goal = FollowCartesianTrajectory.Goal()
+        for t, x, y, z, xd, yd, zd, xdd, ydd, zdd in rows:
+            waypoint = CartesianWaypoint(time_from_start=t)
+            waypoint.position.x, waypoint.position.y, waypoint.position.z = x, y, z
+            waypoint.velocity.x, waypoint.velocity.y, waypoint.velocity.z = xd, yd, zd
+            waypoint.acceleration.x, waypoint.acceleration.y, waypoint.acceleration.z = xdd, ydd, zdd
+            goal.waypoints.append(waypoint)
+        sent = client.send_goal_async(goal, feedback_callback=feedback)
+        rclpy.spin_until_future_complete(self.node, sent, timeout_sec=10.0)
+        self.assertTrue(sent.done() and sent.result().accepted, "the goal was not accepted")
+        return sent.result()
+
+    def result_of(self, handle, timeout):
+        done = handle.get_result_async()
+        rclpy.spin_until_future_complete(self.node, done, timeout_sec=timeout)
+        self.assertTrue(done.done(), f"no result within {timeout} s")
+        return done.result()
+
     def publish(self, topic, message, times=5):
         publisher = self.node.create_publisher(type(message), topic, 10)
         for _ in range(times * 20):
@@ -292,17 +333,7 @@ class SilNode(NodeTest):
         launch("sil.launch.py", "rsp:=false")
         self.first("/joint_states", JointState)
         rows = arc_rows()
-        message = MultiDOFJointTrajectory(joint_names=["end_effector"])
-        for t, x, y, z, xd, yd, zd, xdd, ydd, zdd in rows:
-            point = MultiDOFJointTrajectoryPoint()
-            point.transforms = [Transform()]
-            point.transforms[0].translation.x, point.transforms[0].translation.y, point.transforms[0].translation.z = x, y, z
-            point.velocities = [Twist()]
-            point.velocities[0].linear.x, point.velocities[0].linear.y, point.velocities[0].linear.z = xd, yd, zd
-            point.accelerations = [Twist()]
-            point.accelerations[0].linear.x, point.accelerations[0].linear.y, point.accelerations[0].linear.z = xdd, ydd, zdd
-            point.time_from_start.sec, point.time_from_start.nanosec = int(t), int((t % 1) * 1e9)
-            message.points.append(point)
+        message = multi_dof_trajectory(rows)
         self.publish("/sil_node/trajectory", message, times=1)
         def running_it(statuses):
             return any(("waypoints", str(len(rows))) in [(v.key, v.value) for v in x.values] for _, x in statuses)
@@ -349,26 +380,6 @@ class SilNode(NodeTest):
                 self.assertEqual(list(state.joint_efforts), list(joint_state.effort[:3]))
         self.assertGreater(matched, 100, "~/state and /joint_states carry the same samples")
         self.assertAlmostEqual(self.rate("/sil_node/state", ArmState), 250.0, delta=25.0)
-
-    def follow(self, client, rows, feedback=None):
-        """Sends the goal of `rows` (as arc_rows gives them); returns the goal's handle."""
-        goal = FollowCartesianTrajectory.Goal()
-        for t, x, y, z, xd, yd, zd, xdd, ydd, zdd in rows:
-            waypoint = CartesianWaypoint(time_from_start=t)
-            waypoint.position.x, waypoint.position.y, waypoint.position.z = x, y, z
-            waypoint.velocity.x, waypoint.velocity.y, waypoint.velocity.z = xd, yd, zd
-            waypoint.acceleration.x, waypoint.acceleration.y, waypoint.acceleration.z = xdd, ydd, zdd
-            goal.waypoints.append(waypoint)
-        sent = client.send_goal_async(goal, feedback_callback=feedback)
-        rclpy.spin_until_future_complete(self.node, sent, timeout_sec=10.0)
-        self.assertTrue(sent.done() and sent.result().accepted, "the goal was not accepted")
-        return sent.result()
-
-    def result_of(self, handle, timeout):
-        done = handle.get_result_async()
-        rclpy.spin_until_future_complete(self.node, done, timeout_sec=timeout)
-        self.assertTrue(done.done(), f"no result within {timeout} s")
-        return done.result()
 
     def test_the_trajectory_action_reports_progress_and_its_result_stops_on_cancel_and_refuses_a_bad_goal(self):
         launch("sil.launch.py", "rsp:=false")
@@ -529,6 +540,72 @@ class HilNode(NodeTest):
         # hil_node applies nothing while it runs: the loop and its hardware are set up once.
         self.assert_read_only("hil_node", "hil.rate_hz", double("hil.rate_hz", 500.0))
 
+
+    def reference_now(self):
+        """Where hil_node's reference is, from ~/state [m]."""
+        state = self.first("/hil_node/state", ArmState)
+        return state.time, (state.reference_position.x, state.reference_position.y, state.reference_position.z)
+
+    def test_the_trajectory_action_runs_from_where_the_arm_holds_cancel_holds_and_segments_start_now(self):
+        rows = arc_rows()
+        initial = [r for r in rows if r[0] <= 0.6]
+        csv = LOGS / "hil_initial.csv"
+        csv.write_text("t,x,y,z,xd,yd,zd,xdd,ydd,zdd\n" + "".join(",".join(map(repr, r)) + "\n" for r in initial))
+        launch("hil.launch.py", "hardware:=sim", f"trajectory_file:={csv}")
+        client = ActionClient(self.node, FollowCartesianTrajectory, "/hil_node/follow_cartesian_trajectory")
+        self.assertTrue(client.wait_for_server(timeout_sec=10.0), "no action server")
+        self.collect("/hil_node/state", ArmState, 10.0, until=lambda m: m and m[-1][1].time > initial[-1][0] + 0.2)
+        _, hold = self.reference_now()
+        self.assertAlmostEqual(math.dist(hold, initial[-1][1:4]), 0.0, places=9, msg="holds at the last sample")
+
+        # A goal from where the arm holds: the arc onwards.
+        onwards = [r for r in rows if initial[-1][0] <= r[0] <= 1.4]
+        first = from_start(onwards)
+        feedback = []
+        finished = self.result_of(self.follow(client, first, lambda m: feedback.append(m.feedback)), timeout=10.0)
+        self.assertEqual(finished.status, GoalStatus.STATUS_SUCCEEDED, finished.result.message)
+        result = finished.result
+        duration = first[-1][0]
+        self.assertTrue(abs(result.frames - duration * 1000) <= 3, f"{result.frames} loop cycles in {duration} s")
+        self.assertLessEqual(result.rms_error, result.max_error)
+        self.assertLess(result.max_error, 2e-3)
+        progress = [f.progress for f in feedback]
+        self.assertGreater(len(progress), duration * 200, "feedback at the publish rate")
+        self.assertTrue(all(b >= a for a, b in zip(progress, progress[1:])), "progress never goes back")
+        self.assertLessEqual(max(f.tracking_error for f in feedback), result.max_error + 1e-12)
+
+        # A goal that does not start where the arm holds is refused with the reason.
+        refused = self.result_of(self.follow(client, from_start(rows[:5])), timeout=5.0)
+        self.assertEqual(refused.status, GoalStatus.STATUS_ABORTED)
+        self.assertTrue(refused.result.message.startswith("refused: the first waypoint is"), refused.result.message)
+
+        # The rest of the arc, cancelled on the way: the arm holds where it was.
+        feedback.clear()
+        handle = self.follow(client, from_start([r for r in rows if r[0] >= onwards[-1][0]]),
+                             lambda m: feedback.append(m.feedback))
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline and len(feedback) < 50:
+            rclpy.spin_once(self.node, timeout_sec=0.05)
+        cancelling = handle.cancel_goal_async()
+        rclpy.spin_until_future_complete(self.node, cancelling, timeout_sec=5.0)
+        self.assertTrue(cancelling.result().goals_canceling, "the cancel request was refused")
+        cancelled = self.result_of(handle, timeout=5.0)
+        self.assertEqual(cancelled.status, GoalStatus.STATUS_CANCELED)
+        self.assertEqual(cancelled.result.message, "cancelled")
+        self.assertLess(feedback[-1].progress, 0.9)
+        held = [m.reference_position for _, m in self.collect("/hil_node/state", ArmState, 1.0)]
+        self.assertTrue(len(held) > 100 and all(p == held[0] for p in held), "the arm holds after the cancel")
+
+        # A segment on ~/trajectory, long after the last sample: it starts now, from rest.
+        here = (held[0].x, held[0].y, held[0].z)
+        segment = [[0.5, here[0] + 0.001, here[1], here[2]] + [0.0] * 6,
+                   [1.0, here[0] + 0.002, here[1], here[2]] + [0.0] * 6]
+        self.publish("/hil_node/trajectory", multi_dof_trajectory(segment), times=1)
+        moving = [m.reference_position for _, m in self.collect("/hil_node/state", ArmState, 2.0)]
+        steps = [math.dist((a.x, a.y, a.z), (b.x, b.y, b.z)) for a, b in zip(moving, moving[1:])]
+        self.assertLess(max(steps), 5e-5, "the reference moves smoothly from the hold, without a jump")
+        self.assertAlmostEqual(moving[-1].x, here[0] + 0.002, places=9)
+        client.destroy()
 
 class DriverTest(NodeTest):
     """A driver node on an emulated device behind a link (as udev's /dev/serial/by-id), so that the

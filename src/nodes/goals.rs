@@ -1,0 +1,58 @@
+//! The FollowCartesianTrajectory goals a node serves, without ROS: what a node does with an
+//! accepted goal and how its run answers it. sil_node and hil_node follow goals differently
+//! (a simulation restarted on the goal's trajectory; a loop that withdraws what it has queued
+//! and holds), so each has its [`GoalTracker`]; the action server is the same for both.
+
+use std::sync::Arc;
+
+use super::interfaces::{FollowCartesianTrajectoryFeedback, FollowCartesianTrajectoryResult};
+use crate::control::Trajectory;
+
+/// How an action goal ended (the action's terminal states).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GoalOutcome {
+    Succeeded,
+    Aborted,
+    Canceled,
+}
+
+/// What the goal being served gets from its run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GoalUpdate<G> {
+    Feedback(G, FollowCartesianTrajectoryFeedback),
+    Finished(G, GoalOutcome, FollowCartesianTrajectoryResult),
+}
+
+/// One goal served at a time by a node; `G` is the node's handle of a goal. The node's run
+/// loop answers the goal (feedback, result) through methods of its own.
+pub trait GoalTracker<G> {
+    /// What the node's run loop is asked, to follow a goal or to stop.
+    type Request;
+
+    /// Why `trajectory` cannot be followed now, if it cannot; the goal is then refused.
+    fn admit(&self, trajectory: &Trajectory) -> Result<(), String>;
+
+    /// Serves `handle`, whose `trajectory` the run loop is to follow, with the request that
+    /// starts it. The goal served until now, if any, is returned with its result: a new goal
+    /// replaces it.
+    fn serve(
+        &mut self,
+        handle: G,
+        trajectory: Arc<Trajectory>,
+    ) -> (Self::Request, Option<(G, FollowCartesianTrajectoryResult)>);
+
+    /// The request that stops the goal served, which its run then ends as cancelled.
+    fn cancel(&mut self) -> Self::Request;
+
+    /// The goal served, if any.
+    fn handle(&self) -> Option<&G>;
+}
+
+/// The result of a goal that a new goal replaced before its run ended.
+pub fn replaced_result() -> FollowCartesianTrajectoryResult {
+    FollowCartesianTrajectoryResult {
+        success: false,
+        message: "replaced by a new goal".into(),
+        ..FollowCartesianTrajectoryResult::default()
+    }
+}
