@@ -210,6 +210,52 @@ fn a_recorder_writes_every_event_from_another_thread() {
     assert_eq!(recorder.finish().unwrap().messages, 5000);
 }
 
+#[test]
+fn the_reference_path_and_ideal_torques_encode_as_the_messages_built_the_long_way() {
+    use arm_hil::bag::arm::{IdealTrajectory, ReferencePath};
+    use arm_hil::control::arc::ArcSpec;
+    use arm_hil::control::Trajectory;
+    use arm_hil::model::Robot;
+    use arm_hil::sim::IdealTorques;
+    let robot = Robot::default();
+    let spec = ArcSpec { from_deg: [65.0, -150.0], to_deg: [65.0, -149.0], ..ArcSpec::default() };
+    let waypoints = spec.waypoints(&robot.elbow(), robot.params().l_arm).unwrap();
+    let trajectory = Trajectory::with_robot_forearm(waypoints, &robot).unwrap();
+    let ideal: Vec<_> = IdealTorques::new(&robot, &trajectory).map(Result::unwrap).collect();
+    let (time_ns, t0) = (12_345_000_000, trajectory.start_time());
+    let header = Header::at(time_ns, "base_link");
+
+    let path = Path {
+        header: header.clone(),
+        poses: trajectory
+            .waypoints()
+            .iter()
+            .map(|w| PoseStamped {
+                header: header.clone(),
+                pose: Pose { position: Vector3::from(&w.x), orientation: Quaternion::IDENTITY },
+            })
+            .collect(),
+    };
+    assert_eq!(encode(&ReferencePath::new(time_ns, "base_link", trajectory.waypoints())), encode(&path));
+
+    let joint_trajectory = JointTrajectory {
+        header,
+        joint_names: arm_hil::nodes::joints::JOINT_NAMES[..3].iter().map(|name| (*name).to_owned()).collect(),
+        points: ideal
+            .iter()
+            .map(|p| JointTrajectoryPoint {
+                positions: p.theta.as_slice().to_vec(),
+                velocities: p.theta_dot.as_slice().to_vec(),
+                accelerations: Vec::new(),
+                effort: p.tau.as_slice().to_vec(),
+                time_from_start: Duration::from_secs_f64(p.t - t0),
+            })
+            .collect(),
+    };
+    assert_eq!(ideal.len(), trajectory.waypoints().len());
+    assert_eq!(encode(&IdealTrajectory::new(time_ns, "base_link", &ideal, t0)), encode(&joint_trajectory));
+}
+
 fn encode<M: Serialize>(message: &M) -> Vec<u8> {
     let mut bytes = Vec::new();
     encode_into(message, &mut bytes).unwrap();

@@ -3,15 +3,17 @@
 //! /tf for every moving joint, so rviz shows the arm from the bag alone.
 
 use super::msgs::{
-    Clock, DiagnosticArray, DiagnosticStatus, Header, JointState, JointTrajectory, JointTrajectoryPoint, KeyValue,
-    Path, PointStamped, Pose, PoseStamped, Quaternion, StringMsg, TfMessage, Time, Transform, TransformStamped, Twist,
-    TwistStamped, Vector3, Vector3Stamped,
+    Clock, DiagnosticArray, DiagnosticStatus, EncodesAs, Header, JointState, JointTrajectory, KeyValue, Path,
+    PointStamped, Pose, Quaternion, StringMsg, TfMessage, Time, Transform, TransformStamped, Twist, TwistStamped,
+    Vector3, Vector3Stamped,
 };
+use serde::ser::SerializeStruct;
+use serde::{Serialize, Serializer};
 use std::sync::Arc;
 
 use super::writer::{BagError, BagWriter, Topic};
 use super::{Durability, Qos, Recorder};
-use crate::control::Trajectory;
+use crate::control::{Trajectory, Waypoint};
 use crate::model::math::{direction_or_zero, Vec3};
 use crate::model::Robot;
 use crate::nodes::diagnostics::Status;
@@ -229,37 +231,121 @@ impl ArmRecording {
         ideal: &[IdealPoint],
     ) -> Result<(), BagError> {
         let Some(run) = &self.run else { return Ok(()) };
-        let poses = trajectory
-            .waypoints()
-            .iter()
-            .map(|w| PoseStamped {
-                header: Header::at(time_ns, &self.frame_id),
-                pose: Pose { position: Vector3::from(&w.x), orientation: Quaternion::IDENTITY },
-            })
-            .collect();
-        bag.write(run.reference_path, time_ns, &Path { header: Header::at(time_ns, &self.frame_id), poses })?;
-        let t0 = trajectory.start_time();
-        let points = ideal
-            .iter()
-            .map(|p| JointTrajectoryPoint {
-                positions: p.theta.as_slice().to_vec(),
-                velocities: p.theta_dot.as_slice().to_vec(),
-                accelerations: Vec::new(),
-                effort: p.tau.as_slice().to_vec(),
-                time_from_start: super::msgs::Duration::from_secs_f64(p.t - t0),
-            })
-            .collect();
-        let joint_names = JOINT_NAMES[..3].iter().map(|name| (*name).to_owned()).collect();
-        bag.write(
-            run.ideal,
-            time_ns,
-            &JointTrajectory { header: Header::at(time_ns, &self.frame_id), joint_names, points },
-        )
+        let path = ReferencePath::new(time_ns, &self.frame_id, trajectory.waypoints());
+        bag.write(run.reference_path, time_ns, &path)?;
+        bag.write(run.ideal, time_ns, &IdealTrajectory::new(time_ns, &self.frame_id, ideal, trajectory.start_time()))
     }
 
     /// The node's status on /diagnostics at `time_ns`.
     pub fn status(&mut self, bag: &mut BagWriter, time_ns: u64, status: &Status) -> Result<(), BagError> {
         bag.write(self.diagnostics, time_ns, &diagnostic_array(time_ns, status))
+    }
+}
+
+/// std_msgs/Header, borrowing its frame.
+#[derive(Debug, Clone, Copy, Serialize)]
+struct HeaderRef<'a> {
+    stamp: Time,
+    frame_id: &'a str,
+}
+
+/// `~/reference_path` (nav_msgs/Path) encoded from a trajectory's waypoints as they are: built as
+/// a message, it would be a frame string per waypoint.
+#[derive(Debug, Clone, Copy)]
+pub struct ReferencePath<'a> {
+    header: HeaderRef<'a>,
+    waypoints: &'a [Waypoint],
+}
+
+impl<'a> ReferencePath<'a> {
+    /// The path of `waypoints`, stamped `time_ns`, in `frame_id`.
+    pub fn new(time_ns: u64, frame_id: &'a str, waypoints: &'a [Waypoint]) -> ReferencePath<'a> {
+        ReferencePath { header: HeaderRef { stamp: Time::from_nanos(time_ns), frame_id }, waypoints }
+    }
+}
+
+impl EncodesAs<Path> for ReferencePath<'_> {}
+
+impl Serialize for ReferencePath<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        /// geometry_msgs/PoseStamped, borrowing its frame.
+        #[derive(Serialize)]
+        struct PoseStampedRef<'a> {
+            header: HeaderRef<'a>,
+            pose: Pose,
+        }
+        let poses = || {
+            self.waypoints.iter().map(|w| PoseStampedRef {
+                header: self.header,
+                pose: Pose { position: Vector3::from(&w.x), orientation: Quaternion::IDENTITY },
+            })
+        };
+        let mut path = serializer.serialize_struct("Path", 2)?;
+        path.serialize_field("header", &self.header)?;
+        path.serialize_field("poses", &Sequence(poses))?;
+        path.end()
+    }
+}
+
+/// `~/ideal` (trajectory_msgs/JointTrajectory) encoded from the ideal points as they are: built
+/// as a message, it would be three vectors per point.
+#[derive(Debug, Clone, Copy)]
+pub struct IdealTrajectory<'a> {
+    header: HeaderRef<'a>,
+    ideal: &'a [IdealPoint],
+    /// The trajectory's start [s]: time_from_start counts from there.
+    t0: f64,
+}
+
+impl<'a> IdealTrajectory<'a> {
+    /// The ideal joint motion of a trajectory starting at `t0` [s], stamped `time_ns`, in
+    /// `frame_id`.
+    pub fn new(time_ns: u64, frame_id: &'a str, ideal: &'a [IdealPoint], t0: f64) -> IdealTrajectory<'a> {
+        IdealTrajectory { header: HeaderRef { stamp: Time::from_nanos(time_ns), frame_id }, ideal, t0 }
+    }
+}
+
+impl EncodesAs<JointTrajectory> for IdealTrajectory<'_> {}
+
+impl Serialize for IdealTrajectory<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        /// trajectory_msgs/JointTrajectoryPoint, borrowing its values.
+        #[derive(Serialize)]
+        struct PointRef<'a> {
+            positions: &'a [f64],
+            velocities: &'a [f64],
+            accelerations: &'a [f64],
+            effort: &'a [f64],
+            time_from_start: super::msgs::Duration,
+        }
+        let points = || {
+            self.ideal.iter().map(|p| PointRef {
+                positions: p.theta.as_slice(),
+                velocities: p.theta_dot.as_slice(),
+                accelerations: &[],
+                effort: p.tau.as_slice(),
+                time_from_start: super::msgs::Duration::from_secs_f64(p.t - self.t0),
+            })
+        };
+        let mut trajectory = serializer.serialize_struct("JointTrajectory", 3)?;
+        trajectory.serialize_field("header", &self.header)?;
+        trajectory.serialize_field("joint_names", &JOINT_NAMES[..3])?;
+        trajectory.serialize_field("points", &Sequence(points))?;
+        trajectory.end()
+    }
+}
+
+/// A sequence serialised from the iterator its function makes, without collecting it (its length,
+/// which CDR writes first, is the iterator's exact size).
+struct Sequence<F>(F);
+
+impl<F, I> Serialize for Sequence<F>
+where
+    F: Fn() -> I,
+    I: ExactSizeIterator<Item: Serialize>,
+{
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq((self.0)())
     }
 }
 

@@ -51,6 +51,12 @@ pub trait RosMessage: Serialize {
     const TYPE_HASH: &'static str;
 }
 
+/// A value whose CDR is that of message `M`: `M` itself, or a view that serialises borrowed data
+/// as `M` would (for a message that would otherwise be built from thousands of allocations).
+pub trait EncodesAs<M: RosMessage>: Serialize {}
+
+impl<M: RosMessage> EncodesAs<M> for M {}
+
 macro_rules! ros_message {
     ($type:ty, $def:ident, $hash:literal) => {
         impl RosMessage for $type {

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use super::cdr::{encode_into, CdrError};
 use super::metadata::{metadata_yaml, Qos, TopicCount};
-use super::msgs::RosMessage;
+use super::msgs::{EncodesAs, RosMessage};
 
 /// Chunk size rosbag2's MCAP storage uses by default [bytes].
 const CHUNK_SIZE: u64 = 768 * 1024;
@@ -158,9 +158,14 @@ impl BagWriter {
         Ok(Topic { index: self.topics.len() - 1, channel, message: PhantomData })
     }
 
-    /// Writes `message` on `topic`, received at `time_ns` (the bag's time axis, which replay
-    /// follows: simulated or wall-clock nanoseconds).
-    pub fn write<M: RosMessage>(&mut self, topic: Topic<M>, time_ns: u64, message: &M) -> Result<(), BagError> {
+    /// Writes `message` (an `M`, or a view encoded as one) on `topic`, received at `time_ns` (the
+    /// bag's time axis, which replay follows: simulated or wall-clock nanoseconds).
+    pub fn write<M: RosMessage>(
+        &mut self,
+        topic: Topic<M>,
+        time_ns: u64,
+        message: &impl EncodesAs<M>,
+    ) -> Result<(), BagError> {
         let entry = &mut self.topics[topic.index];
         encode_into(message, &mut self.scratch)
             .map_err(|source| BagError::Encode { topic: entry.name.clone(), source })?;
