@@ -41,6 +41,10 @@ impl<E: Send + 'static> Recorder<E> {
     {
         let (events, queue) = sync_channel::<Vec<E>>(QUEUE_DEPTH);
         let thread = std::thread::Builder::new().name("bag".into()).spawn(move || {
+            // On a machine with few cores the run and the recorder share one; the run goes first.
+            if let Err(error) = crate::hil::realtime::run_in_background() {
+                log::debug!("the bag thread runs at normal priority: {error}");
+            }
             let mut checkpoint = Instant::now();
             let result = setup(&mut bag).and_then(|mut record| loop {
                 let written = match queue.recv_timeout(CHECKPOINT_PERIOD) {

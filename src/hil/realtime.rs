@@ -24,6 +24,20 @@ pub(super) fn from_seconds(seconds: f64) -> TimeSpec {
     TimeSpec::from_duration(std::time::Duration::from_secs_f64(seconds))
 }
 
+/// The nice value of background threads: they get what the others leave.
+const BACKGROUND_NICE: i32 = 19;
+
+/// Makes the calling thread give way to the process's other threads when they compete for a
+/// core (Linux keeps a nice value per thread). For work beside a run that must not slow it,
+/// such as recording a bag: a bounded queue still holds the run back if that work falls behind.
+pub fn run_in_background() -> std::io::Result<()> {
+    // SAFETY: with PRIO_PROCESS and 0, setpriority changes only the calling thread's nice value.
+    match unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, BACKGROUND_NICE) } {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error()),
+    }
+}
+
 /// Prepares the calling thread for timed work: fine timer slack and, with `priority`,
 /// SCHED_FIFO. Returns what could not be set, for the log: the thread runs either way, with
 /// more jitter. The loop uses it, and so do the threads that stand in for its devices' timing
