@@ -279,8 +279,13 @@ pub fn run_feeder(mut feeder: Feeder, requests: Receiver<FeedRequest>, feed: Syn
                 Err(_) => return,
             },
         };
-        if let Some(Err(error)) = request.map(|request| feeder.request(request)) {
-            log::error!("~/trajectory segment refused: {error}");
+        if let Some(request) = request {
+            let segment = matches!(request, FeedRequest::Append(_));
+            match feeder.request(request) {
+                Ok(()) if segment => log::info!("~/trajectory: segment queued"),
+                Ok(()) => {}
+                Err(error) => log::error!("~/trajectory segment refused: {error}"),
+            }
         }
     }
 }
