@@ -265,6 +265,22 @@ class NodeTest(unittest.TestCase):
         self.assertTrue(done.done(), f"no result within {timeout} s")
         return done.result()
 
+    def cancel_on_the_way(self, client, rows, feedback_before):
+        """Sends the goal of `rows` and cancels it after `feedback_before` feedback messages;
+        returns its result, once it is cancelled."""
+        feedback = []
+        handle = self.follow(client, rows, lambda message: feedback.append(message.feedback))
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline and len(feedback) < feedback_before:
+            rclpy.spin_once(self.node, timeout_sec=0.05)
+        cancelling = handle.cancel_goal_async()
+        rclpy.spin_until_future_complete(self.node, cancelling, timeout_sec=5.0)
+        self.assertTrue(cancelling.result().goals_canceling, "the cancel request was refused")
+        cancelled = self.result_of(handle, timeout=5.0)
+        self.assertEqual(cancelled.status, GoalStatus.STATUS_CANCELED)
+        self.assertLess(feedback[-1].progress, 0.9, "the run stopped when cancelled")
+        return cancelled
+
     def publish(self, topic, message, times=5):
         publisher = self.node.create_publisher(type(message), topic, 10)
         for _ in range(times * 20):
@@ -409,18 +425,8 @@ class SilNode(NodeTest):
         self.assertAlmostEqual(result.rms_error, library["rms_error_m"], delta=1e-9)
         self.assertAlmostEqual(result.max_error, library["max_error_m"], delta=1e-9)
 
-        feedback.clear()
-        handle = self.follow(client, rows, lambda message: feedback.append(message.feedback))
-        deadline = time.monotonic() + 5.0
-        while time.monotonic() < deadline and len(feedback) < 10:
-            rclpy.spin_once(self.node, timeout_sec=0.05)
-        cancelling = handle.cancel_goal_async()
-        rclpy.spin_until_future_complete(self.node, cancelling, timeout_sec=5.0)
-        self.assertTrue(cancelling.result().goals_canceling, "the cancel request was refused")
-        cancelled = self.result_of(handle, timeout=5.0)
-        self.assertEqual(cancelled.status, GoalStatus.STATUS_CANCELED)
+        cancelled = self.cancel_on_the_way(client, rows, feedback_before=10)
         self.assertFalse(cancelled.result.success)
-        self.assertLess(feedback[-1].progress, 0.9, "the run stopped when cancelled")
         self.assertTrue(self.wait_status("sil_node: run", OK, message="stopped on request"))
 
         rows[3][1] += 5.0
@@ -580,19 +586,9 @@ class HilNode(NodeTest):
         self.assertTrue(refused.result.message.startswith("refused: the first waypoint is"), refused.result.message)
 
         # The rest of the arc, cancelled on the way: the arm holds where it was.
-        feedback.clear()
-        handle = self.follow(client, from_start([r for r in rows if r[0] >= onwards[-1][0]]),
-                             lambda m: feedback.append(m.feedback))
-        deadline = time.monotonic() + 5.0
-        while time.monotonic() < deadline and len(feedback) < 50:
-            rclpy.spin_once(self.node, timeout_sec=0.05)
-        cancelling = handle.cancel_goal_async()
-        rclpy.spin_until_future_complete(self.node, cancelling, timeout_sec=5.0)
-        self.assertTrue(cancelling.result().goals_canceling, "the cancel request was refused")
-        cancelled = self.result_of(handle, timeout=5.0)
-        self.assertEqual(cancelled.status, GoalStatus.STATUS_CANCELED)
+        rest = from_start([r for r in rows if r[0] >= onwards[-1][0]])
+        cancelled = self.cancel_on_the_way(client, rest, feedback_before=50)
         self.assertEqual(cancelled.result.message, "cancelled")
-        self.assertLess(feedback[-1].progress, 0.9)
         held = [m.reference_position for _, m in self.collect("/hil_node/state", ArmState, 1.0)]
         self.assertTrue(len(held) > 100 and all(p == held[0] for p in held), "the arm holds after the cancel")
 
