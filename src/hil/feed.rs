@@ -48,9 +48,10 @@ impl Withdrawals {
         self.requested.fetch_add(1, Ordering::AcqRel) + 1
     }
 
-    /// The newest withdrawal asked for, if the loop has not made it since `done`.
-    pub(super) fn pending(&self, done: u64) -> Option<u64> {
-        Some(self.requested.load(Ordering::Acquire)).filter(|&requested| requested != done)
+    /// The newest withdrawal asked for, if the loop has not made it yet.
+    pub(super) fn pending(&self) -> Option<u64> {
+        let requested = self.requested.load(Ordering::Acquire);
+        (requested != self.done.load(Ordering::Relaxed)).then_some(requested)
     }
 
     /// The loop made withdrawal `n` at trajectory time `t` [s].

@@ -255,8 +255,7 @@ pub struct HilLoop {
     stop: Arc<AtomicBool>,
     max_duration_s: Option<f64>,
     withdrawals: Option<Arc<Withdrawals>>,
-    /// The last withdrawal made, and the one whose samples are still being dropped.
-    withdrawn: u64,
+    /// The withdrawal whose samples are still being dropped.
     dropping_until: Option<u64>,
 }
 
@@ -289,7 +288,6 @@ impl HilLoop {
             stop,
             max_duration_s: None,
             withdrawals: None,
-            withdrawn: 0,
             dropping_until: None,
         })
     }
@@ -462,10 +460,9 @@ impl HilLoop {
     /// Makes the newest withdrawal asked for, if any, at trajectory time `now` [s].
     fn withdraw(&mut self, ring: &mut TrajectoryRing, now: f64) {
         let Some(withdrawals) = &self.withdrawals else { return };
-        if let Some(n) = withdrawals.pending(self.withdrawn) {
+        if let Some(n) = withdrawals.pending() {
             ring.withdraw(now);
             withdrawals.done(n, now);
-            self.withdrawn = n;
             self.dropping_until = Some(n);
         }
     }
