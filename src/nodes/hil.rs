@@ -313,18 +313,14 @@ struct HilGoal<G> {
 }
 
 impl<G> HilGoal<G> {
-    fn result(&self, failure: Option<String>) -> FollowCartesianTrajectoryResult {
+    /// The goal ended in `outcome`, completed (`failure` None) or not.
+    fn finished(self, outcome: GoalOutcome, failure: Option<String>) -> GoalUpdate<G> {
         let rms_error = match self.frames {
             0 => 0.0,
             frames => (self.squared_error_sum / frames as f64).sqrt(),
         };
-        FollowCartesianTrajectoryResult {
-            success: failure.is_none(),
-            message: failure.unwrap_or_else(|| "trajectory complete".to_owned()),
-            rms_error,
-            max_error: self.max_error,
-            frames: self.frames,
-        }
+        let result = FollowCartesianTrajectoryResult::ended(rms_error, self.max_error, self.frames, failure);
+        GoalUpdate::Finished(self.handle, outcome, result)
     }
 }
 
@@ -392,12 +388,7 @@ impl<G: Clone> HilGoals<G> {
         let goal = self.goal.as_mut()?;
         let start = self.withdrawals.done_at(goal.withdrawal).filter(|&start| frame.t >= start)?;
         if goal.cancel.is_some_and(|cancel| self.withdrawals.done_at(cancel).is_some()) {
-            let goal = self.goal.take()?;
-            return Some(GoalUpdate::Finished(
-                goal.handle.clone(),
-                GoalOutcome::Canceled,
-                goal.result(Some("cancelled".into())),
-            ));
+            return Some(self.goal.take()?.finished(GoalOutcome::Canceled, Some("cancelled".into())));
         }
         let error = frame.tracking_error().norm();
         goal.frames += 1;
@@ -405,8 +396,7 @@ impl<G: Clone> HilGoals<G> {
         goal.max_error = goal.max_error.max(error);
         let on_trajectory = Frame { t: goal.trajectory.start_time() + frame.t - start, ..*frame };
         if on_trajectory.t >= goal.trajectory.end_time() {
-            let goal = self.goal.take()?;
-            return Some(GoalUpdate::Finished(goal.handle.clone(), GoalOutcome::Succeeded, goal.result(None)));
+            return Some(self.goal.take()?.finished(GoalOutcome::Succeeded, None));
         }
         Some(GoalUpdate::Feedback(
             goal.handle.clone(),
@@ -416,7 +406,6 @@ impl<G: Clone> HilGoals<G> {
 
     /// The loop stopped for `reason`: the goal served, if any, is aborted.
     pub fn loop_stopped(&mut self, reason: &str) -> Option<GoalUpdate<G>> {
-        let goal = self.goal.take()?;
-        Some(GoalUpdate::Finished(goal.handle.clone(), GoalOutcome::Aborted, goal.result(Some(reason.to_owned()))))
+        Some(self.goal.take()?.finished(GoalOutcome::Aborted, Some(reason.to_owned())))
     }
 }

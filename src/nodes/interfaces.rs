@@ -375,14 +375,25 @@ impl FollowCartesianTrajectoryResult {
         FollowCartesianTrajectoryResult { success: false, message: format!("refused: {reason}"), ..Default::default() }
     }
 
-    /// A run that ended, completed (`failure` None) or not.
+    /// A simulation run that ended, completed (`failure` None) or not.
     pub fn of_run(stats: &RunStats, failure: Option<String>) -> FollowCartesianTrajectoryResult {
+        FollowCartesianTrajectoryResult::ended(stats.rms_error_m(), stats.max_error_m, stats.frames, failure)
+    }
+
+    /// A run that ended after `frames` frames with these errors [m], completed (`failure`
+    /// None) or not.
+    pub fn ended(
+        rms_error: f64,
+        max_error: f64,
+        frames: u64,
+        failure: Option<String>,
+    ) -> FollowCartesianTrajectoryResult {
         FollowCartesianTrajectoryResult {
             success: failure.is_none(),
             message: failure.unwrap_or_else(|| "trajectory complete".to_owned()),
-            rms_error: stats.rms_error_m(),
-            max_error: stats.max_error_m,
-            frames: stats.frames,
+            rms_error,
+            max_error,
+            frames,
         }
     }
 }
