@@ -3,8 +3,9 @@
 //!
 //! Modules are listed in layer order; each uses only the ones above it (DESIGN.md §1):
 //! the robot, control, the SIL engine, the HIL loop, sans-IO codecs, then I/O (serial ports,
-//! drivers, TCP bridges), device emulators, the ROS nodes' logic (without ROS), and their topics
-//! written to rosbag2 bags (without ROS).
+//! drivers, TCP bridges), device emulators, the ROS nodes' logic (without ROS: their messages
+//! and each node's topics, written once against a sink), and the sinks below them: rosbag2
+//! bags (without ROS) and ROS itself.
 
 pub mod model;
 pub mod control;

@@ -4,10 +4,11 @@
 
 use std::collections::HashMap;
 
-use arm_hil::bag::cdr::encode_into;
 use arm_hil::bag::info::BagInfo;
-use arm_hil::bag::msgs::*;
-use arm_hil::bag::{BagWriter, Qos, Recorder};
+use arm_hil::bag::{BagWriter, Recorder};
+use arm_hil::nodes::msg::cdr::encode_into;
+use arm_hil::nodes::msg::*;
+use arm_hil::nodes::topics::{NodeName, Outputs, Qos};
 use proptest::prelude::*;
 use serde::Serialize;
 
@@ -138,7 +139,7 @@ fn a_schema_lists_each_type_it_uses_once_after_a_separator() {
 
 /// A bag of `count` joint states at 1 ms apart from 1 s.
 fn write_joint_states(dir: &std::path::Path, count: u64) -> BagWriter {
-    let mut bag = BagWriter::create(dir).unwrap();
+    let mut bag = Outputs::new(NodeName::new("test"), BagWriter::create(dir).unwrap());
     let topic = bag.topic::<JointState>("/joint_states", Qos::STREAM).unwrap();
     bag.topic::<Clock>("/clock", Qos::STREAM).unwrap();
     for i in 0..count {
@@ -150,9 +151,9 @@ fn write_joint_states(dir: &std::path::Path, count: u64) -> BagWriter {
             velocity: vec![],
             effort: vec![],
         };
-        bag.write(topic, time_ns, &message).unwrap();
+        bag.publish(topic, time_ns, &message).unwrap();
     }
-    bag
+    bag.into_sink()
 }
 
 #[test]
@@ -197,10 +198,10 @@ fn a_killed_recording_keeps_everything_up_to_its_last_checkpoint() {
 fn a_recorder_writes_every_event_from_another_thread() {
     let dir = tempdir();
     let bag = BagWriter::create(&dir.join("run")).unwrap();
-    let mut recorder = Recorder::spawn(bag, |bag| {
-        let topic = bag.topic::<Clock>("/clock", Qos::STREAM)?;
-        Ok(move |bag: &mut BagWriter, time_ns: u64| {
-            bag.write(topic, time_ns, &Clock { clock: Time::from_nanos(time_ns) })
+    let mut recorder = Recorder::spawn(bag, NodeName::new("test"), |out| {
+        let topic = out.topic::<Clock>("/clock", Qos::STREAM)?;
+        Ok(move |out: &mut Outputs<BagWriter>, time_ns: u64| {
+            out.publish(topic, time_ns, &Clock { clock: Time::from_nanos(time_ns) })
         })
     })
     .unwrap();
@@ -212,10 +213,10 @@ fn a_recorder_writes_every_event_from_another_thread() {
 
 #[test]
 fn the_reference_path_and_ideal_torques_encode_as_the_messages_built_the_long_way() {
-    use arm_hil::bag::arm::{IdealTrajectory, ReferencePath};
     use arm_hil::control::arc::ArcSpec;
     use arm_hil::control::Trajectory;
     use arm_hil::model::Robot;
+    use arm_hil::nodes::topics::arm::{IdealTrajectory, ReferencePath};
     use arm_hil::sim::IdealTorques;
     let robot = Robot::default();
     let spec = ArcSpec { from_deg: [65.0, -150.0], to_deg: [65.0, -149.0], ..ArcSpec::default() };

@@ -8,12 +8,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use super::arm::{spawn_arm_recorder, ArmEvent, ArmTopics};
+use super::arm::{spawn_arm_recorder, ArmEvent};
 use super::{wall_clock_ns, BagWriter, Recorder};
 use crate::bridge::legacy::{SessionError, SessionObserver, SessionReport};
 use crate::control::Trajectory;
 use crate::model::Robot;
 use crate::nodes::diagnostics::{Level, Status};
+use crate::nodes::topics::arm::ArmTopicSet;
 use crate::nodes::Decimator;
 use crate::sim::Frame;
 
@@ -66,7 +67,7 @@ impl SessionObserver for SessionBags {
         let start_ns = wall_clock_ns();
         let dir = self.dir.join(session_bag_name(start_ns, peer));
         let recorder = BagWriter::create(&dir).map_err(anyhow::Error::from).and_then(|bag| {
-            Ok(spawn_arm_recorder(bag, self.robot.clone(), NODE, "base_link", ArmTopics::default(), start_ns)?)
+            Ok(spawn_arm_recorder(bag, self.robot.clone(), NODE, ArmTopicSet::LEGACY_BRIDGE, start_ns)?)
         });
         let mut recorder = match recorder {
             Ok(recorder) => recorder,

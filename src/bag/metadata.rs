@@ -4,6 +4,8 @@
 
 use serde::Deserialize;
 
+use crate::nodes::topics::{Durability, Qos};
+
 /// The single key of metadata.yaml.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct MetadataFile {
@@ -74,46 +76,23 @@ pub struct FileInformation {
 const INFINITE_SEC: u64 = 9_223_372_036;
 const INFINITE_NSEC: u64 = 854_775_807;
 
-/// Whether late subscribers get the last messages (`ros2 bag play` offers each topic as it
-/// was recorded, so a latched path stays latched on replay).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Durability {
-    Volatile,
-    TransientLocal,
-}
-
-/// The QoS a topic was offered with: reliable, keep last `depth`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Qos {
-    pub depth: u32,
-    pub durability: Durability,
-}
-
-impl Qos {
-    /// Streams: keep last 10, volatile (the nodes' state topics).
-    pub const STREAM: Qos = Qos { depth: 10, durability: Durability::Volatile };
-    /// Device events (each one matters): keep last 100, volatile, as arduino_driver offers them.
-    pub const EVENTS: Qos = Qos { depth: 100, durability: Durability::Volatile };
-    /// Data published once for late joiners: keep last 1, transient local.
-    pub const LATCHED: Qos = Qos { depth: 1, durability: Durability::TransientLocal };
-
-    /// The profile list as rosbag2 stores it, in metadata.yaml and in the MCAP channel: a YAML
-    /// block sequence of one profile, every line indented by `indent` spaces.
-    pub fn profiles_yaml(&self, indent: usize) -> String {
-        let durability = match self.durability {
-            Durability::Volatile => "volatile",
-            Durability::TransientLocal => "transient_local",
-        };
-        let infinite = format!("\n    sec: {INFINITE_SEC}\n    nsec: {INFINITE_NSEC}");
-        let text = format!(
-            "- history: keep_last\n  depth: {}\n  reliability: reliable\n  durability: {durability}\n  \
-             deadline:{infinite}\n  lifespan:{infinite}\n  liveliness: automatic\n  \
-             liveliness_lease_duration:{infinite}\n  avoid_ros_namespace_conventions: false\n",
-            self.depth
-        );
-        let margin = " ".repeat(indent);
-        text.lines().map(|line| format!("{margin}{line}\n")).collect()
-    }
+/// A topic's QoS as rosbag2 stores it, in metadata.yaml and in the MCAP channel: a YAML block
+/// sequence of one profile, every line indented by `indent` spaces. `ros2 bag play` offers each
+/// topic as it was recorded, so a latched path stays latched on replay.
+pub fn profiles_yaml(qos: &Qos, indent: usize) -> String {
+    let durability = match qos.durability {
+        Durability::Volatile => "volatile",
+        Durability::TransientLocal => "transient_local",
+    };
+    let infinite = format!("\n    sec: {INFINITE_SEC}\n    nsec: {INFINITE_NSEC}");
+    let text = format!(
+        "- history: keep_last\n  depth: {}\n  reliability: reliable\n  durability: {durability}\n  \
+         deadline:{infinite}\n  lifespan:{infinite}\n  liveliness: automatic\n  \
+         liveliness_lease_duration:{infinite}\n  avoid_ros_namespace_conventions: false\n",
+        qos.depth
+    );
+    let margin = " ".repeat(indent);
+    text.lines().map(|line| format!("{margin}{line}\n")).collect()
 }
 
 /// One topic of a bag being written, with the messages written to it so far.
@@ -140,7 +119,7 @@ fn scalar(text: &str) -> std::borrow::Cow<'_, str> {
 /// metadata.yaml (version 9) of a bag of one MCAP file `file_name`, whose messages span
 /// `start_ns..=end_ns`. Written by hand rather than through a YAML serialiser: the bag writes it
 /// once a second and when it closes, and the serialiser took a run's tail most of a millisecond.
-pub fn metadata_yaml(file_name: &str, (start_ns, end_ns): (u64, u64), topics: &[TopicCount]) -> String {
+pub fn metadata_yaml(file_name: &str, (start_ns, end_ns): (u64, u64), topics: &[&TopicCount]) -> String {
     use std::fmt::Write;
     let mut text = String::with_capacity(8192);
     let total: u64 = topics.iter().map(|topic| topic.count).sum();
@@ -160,7 +139,7 @@ pub fn metadata_yaml(file_name: &str, (start_ns, end_ns): (u64, u64), topics: &[
              offered_qos_profiles:\n{}      type_description_hash: {}\n    message_count: {}\n",
             scalar(&topic.name),
             scalar(topic.type_name),
-            topic.qos.profiles_yaml(6),
+            profiles_yaml(&topic.qos, 6),
             scalar(topic.type_hash),
             topic.count
         );
@@ -180,7 +159,7 @@ mod tests {
     use super::*;
 
     fn profile(qos: Qos) -> serde_norway::Value {
-        let text = qos.profiles_yaml(0);
+        let text = profiles_yaml(&qos, 0);
         let list: serde_norway::Value = serde_norway::from_str(&text).expect("the profile list is YAML");
         list[0].clone()
     }
@@ -218,7 +197,7 @@ mod tests {
                 count: 1,
             },
         ];
-        let text = metadata_yaml("run: #1_0.mcap", (5, 105), &topics);
+        let text = metadata_yaml("run: #1_0.mcap", (5, 105), &topics.iter().collect::<Vec<_>>());
         let file: MetadataFile = serde_norway::from_str(&text).expect("metadata.yaml is YAML");
         let metadata = file.rosbag2_bagfile_information;
         assert_eq!((metadata.version, metadata.storage_identifier.as_str()), (9, "mcap"));

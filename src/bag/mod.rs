@@ -3,24 +3,21 @@
 //! stamps they publish them with, so `ros2 bag play` replays a command-line run as if the
 //! node had been recorded.
 //!
-//! [`msgs`] and [`cdr`] are the messages and their wire form, [`writer`] the container,
-//! [`recorder`] the background thread a run records through, [`arm`] the arm's topics,
-//! [`device`] the device nodes' topics, [`legacy`] the port-5555 sessions', and [`info`]
+//! [`writer`] is the container, a [`crate::nodes::topics::Sink`] that the nodes' topic sets
+//! publish into; [`recorder`] the background thread a run records through, [`arm`] the arm's
+//! recording, [`device`] the device nodes', [`legacy`] the port-5555 sessions', and [`info`]
 //! reads a bag back for `arm_hil bag info`.
 
 pub mod arm;
-pub mod cdr;
 pub mod device;
 pub mod info;
 pub mod legacy;
 pub mod metadata;
-pub mod msgs;
 pub mod recorder;
 pub mod writer;
 
-pub use metadata::{Durability, Qos};
 pub use recorder::Recorder;
-pub use writer::{BagError, BagStats, BagWriter, Topic};
+pub use writer::{BagError, BagStats, BagWriter};
 
 /// Now on the wall clock [ns since the Unix epoch]: the time axis of bags of hardware runs,
 /// as the nodes stamp them without simulated time.

@@ -6,6 +6,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::writer::{BagError, BagStats, BagWriter};
+use crate::nodes::topics::{NodeName, Outputs, SinkError};
 
 /// Batches waiting for the writer thread; a full queue holds the run back (memory stays flat).
 const QUEUE_DEPTH: usize = 16;
@@ -30,14 +31,15 @@ pub struct Recorder<E> {
 }
 
 impl<E: Send + 'static> Recorder<E> {
-    /// Starts the thread, which first runs `setup` (adding the topics and writing what is
-    /// known before the run, off the run's thread) to get `record`; then each event goes to
-    /// `record`, which writes it to the bag. The first error stops the recording (it is logged
-    /// at once and returned by [`Recorder::finish`]); the bag keeps what was written before it.
-    pub fn spawn<S, F>(mut bag: BagWriter, setup: S) -> Result<Recorder<E>, BagError>
+    /// Starts the thread, which first runs `setup` (advertising `node`'s topics and writing
+    /// what is known before the run, off the run's thread) to get `record`; then each event goes
+    /// to `record`, which publishes it into the bag. The first error stops the recording (it is
+    /// logged at once and returned by [`Recorder::finish`]); the bag keeps what was written
+    /// before it.
+    pub fn spawn<S, F>(bag: BagWriter, node: NodeName, setup: S) -> Result<Recorder<E>, BagError>
     where
-        S: FnOnce(&mut BagWriter) -> Result<F, BagError> + Send + 'static,
-        F: FnMut(&mut BagWriter, E) -> Result<(), BagError>,
+        S: FnOnce(&mut Outputs<BagWriter>) -> Result<F, SinkError> + Send + 'static,
+        F: FnMut(&mut Outputs<BagWriter>, E) -> Result<(), SinkError>,
     {
         let (events, queue) = sync_channel::<Vec<E>>(QUEUE_DEPTH);
         let thread = std::thread::Builder::new().name("bag".into()).spawn(move || {
@@ -45,17 +47,18 @@ impl<E: Send + 'static> Recorder<E> {
             if let Err(error) = crate::hil::realtime::run_in_background() {
                 log::debug!("the bag thread runs at normal priority: {error}");
             }
+            let mut out = Outputs::new(node, bag);
             let mut checkpoint = Instant::now();
-            let result = setup(&mut bag).and_then(|mut record| loop {
+            let result = setup(&mut out).and_then(|mut record| loop {
                 let written = match queue.recv_timeout(CHECKPOINT_PERIOD) {
-                    Ok(batch) => batch.into_iter().try_for_each(|event| record(&mut bag, event)),
+                    Ok(batch) => batch.into_iter().try_for_each(|event| record(&mut out, event)),
                     Err(RecvTimeoutError::Timeout) => Ok(()),
                     Err(RecvTimeoutError::Disconnected) => break Ok(()),
                 };
                 let written = written.and_then(|()| match checkpoint.elapsed() >= CHECKPOINT_PERIOD {
                     true => {
                         checkpoint = Instant::now();
-                        bag.checkpoint()
+                        Ok(out.sink_mut().checkpoint()?)
                     }
                     false => Ok(()),
                 });
@@ -63,11 +66,12 @@ impl<E: Send + 'static> Recorder<E> {
                     break Err(error);
                 }
             });
+            let bag = out.into_sink();
             match result {
                 Ok(()) => bag.finish(),
                 Err(error) => {
                     log::error!("recording to {} stopped: {error}", bag.dir().display());
-                    Err(error)
+                    Err(BagError::Recording(error))
                 }
             }
         });

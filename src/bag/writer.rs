@@ -7,12 +7,10 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 
-use super::cdr::{encode_into, CdrError};
-use super::metadata::{metadata_yaml, Qos, TopicCount};
-use super::msgs::{EncodesAs, RosMessage};
+use super::metadata::{metadata_yaml, profiles_yaml, TopicCount};
+use crate::nodes::topics::{Sink, SinkError, TopicId, TopicSpec};
 
 /// Chunk size rosbag2's MCAP storage uses by default [bytes].
 const CHUNK_SIZE: u64 = 768 * 1024;
@@ -30,25 +28,15 @@ pub enum BagError {
     Thread(#[source] std::io::Error),
     #[error("the bag thread panicked")]
     Panicked,
-    #[error("topic {topic}")]
-    Encode { topic: String, source: CdrError },
+    #[error("the recording stopped")]
+    Recording(#[source] SinkError),
 }
 
-/// A topic of a bag, typed by its message.
-#[derive(Debug)]
-pub struct Topic<M> {
-    index: usize,
-    channel: u16,
-    message: PhantomData<fn(&M)>,
-}
-
-impl<M> Clone for Topic<M> {
-    fn clone(&self) -> Self {
-        *self
+impl From<BagError> for SinkError {
+    fn from(error: BagError) -> SinkError {
+        SinkError::Failed(Box::new(error))
     }
 }
-
-impl<M> Copy for Topic<M> {}
 
 /// What a finished bag holds.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,8 +54,8 @@ pub struct BagWriter {
     file_name: String,
     mcap: Option<mcap::Writer<BufWriter<File>>>,
     schemas: BTreeMap<&'static str, u16>,
-    topics: Vec<TopicCount>,
-    scratch: Vec<u8>,
+    /// Each topic (indexed by its [`TopicId`]) with its MCAP channel.
+    topics: Vec<(TopicCount, u16)>,
     span_ns: Option<(u64, u64)>,
 }
 
@@ -109,7 +97,6 @@ impl BagWriter {
             mcap: Some(mcap),
             schemas: BTreeMap::new(),
             topics: Vec::new(),
-            scratch: Vec::with_capacity(4096),
             span_ns: None,
         };
         bag.write_metadata()?;
@@ -129,67 +116,10 @@ impl BagWriter {
         self.mcap.as_mut().ok_or(BagError::Mcap { path, source: mcap::McapError::UnexpectedEof })
     }
 
-    /// Adds a topic of message type `M` offered with `qos`; metadata.yaml lists it from the
-    /// next checkpoint.
-    pub fn topic<M: RosMessage>(&mut self, name: &str, qos: Qos) -> Result<Topic<M>, BagError> {
-        let def = M::DEF;
-        let schema = match self.schemas.get(def.name) {
-            Some(&id) => id,
-            None => {
-                let id = self.mcap()?.add_schema(def.name, "ros2msg", def.schema().as_bytes());
-                let id = id.map_err(|source| self.mcap_error(source))?;
-                self.schemas.insert(def.name, id);
-                id
-            }
-        };
-        let metadata = BTreeMap::from([
-            ("offered_qos_profiles".to_owned(), qos.profiles_yaml(0).trim_end().to_owned()),
-            ("topic_type_hash".to_owned(), M::TYPE_HASH.to_owned()),
-        ]);
-        let channel = self.mcap()?.add_channel(schema, name, "cdr", &metadata);
-        let channel = channel.map_err(|source| self.mcap_error(source))?;
-        self.topics.push(TopicCount {
-            name: name.to_owned(),
-            type_name: def.name,
-            type_hash: M::TYPE_HASH,
-            qos,
-            count: 0,
-        });
-        Ok(Topic { index: self.topics.len() - 1, channel, message: PhantomData })
-    }
-
-    /// Writes `message` (an `M`, or a view encoded as one) on `topic`, received at `time_ns` (the
-    /// bag's time axis, which replay follows: simulated or wall-clock nanoseconds).
-    pub fn write<M: RosMessage>(
-        &mut self,
-        topic: Topic<M>,
-        time_ns: u64,
-        message: &impl EncodesAs<M>,
-    ) -> Result<(), BagError> {
-        let entry = &mut self.topics[topic.index];
-        encode_into(message, &mut self.scratch)
-            .map_err(|source| BagError::Encode { topic: entry.name.clone(), source })?;
-        let header = mcap::records::MessageHeader {
-            channel_id: topic.channel,
-            sequence: entry.count as u32,
-            log_time: time_ns,
-            publish_time: time_ns,
-        };
-        entry.count += 1;
-        self.span_ns = Some(match self.span_ns {
-            None => (time_ns, time_ns),
-            Some((first, last)) => (first.min(time_ns), last.max(time_ns)),
-        });
-        let Some(mcap) = self.mcap.as_mut() else {
-            return Err(self.mcap_error(mcap::McapError::UnexpectedEof));
-        };
-        let written = mcap.write_to_known_channel(&header, &self.scratch);
-        written.map_err(|source| self.mcap_error(source))
-    }
-
     fn write_metadata(&self) -> Result<(), BagError> {
         let path = self.dir.join("metadata.yaml");
-        let text = metadata_yaml(&self.file_name, self.span_ns.unwrap_or((0, 0)), &self.topics);
+        let topics: Vec<&TopicCount> = self.topics.iter().map(|(topic, _)| topic).collect();
+        let text = metadata_yaml(&self.file_name, self.span_ns.unwrap_or((0, 0)), &topics);
         // Written aside and renamed, so a reader never sees half a file.
         let partial = self.dir.join(".metadata.yaml.partial");
         std::fs::write(&partial, text).map_err(|source| BagError::Io { path: partial.clone(), source })?;
@@ -219,7 +149,7 @@ impl BagWriter {
         }
         Ok(BagStats {
             dir: self.dir.clone(),
-            messages: self.topics.iter().map(|topic| topic.count).sum(),
+            messages: self.topics.iter().map(|(topic, _)| topic.count).sum(),
             span_ns: self.span_ns,
         })
     }
@@ -232,5 +162,58 @@ impl Drop for BagWriter {
                 log::error!("bag {}: {error}", self.dir.display());
             }
         }
+    }
+}
+
+impl Sink for BagWriter {
+    /// Adds the topic's channel (and its schema, once per type); metadata.yaml lists it from the
+    /// next checkpoint.
+    fn advertise(&mut self, topic: &TopicSpec<'_>) -> Result<TopicId, SinkError> {
+        let def = topic.message;
+        let schema = match self.schemas.get(def.name) {
+            Some(&id) => id,
+            None => {
+                let id = self.mcap()?.add_schema(def.name, "ros2msg", def.schema().as_bytes());
+                let id = id.map_err(|source| self.mcap_error(source))?;
+                self.schemas.insert(def.name, id);
+                id
+            }
+        };
+        let metadata = BTreeMap::from([
+            ("offered_qos_profiles".to_owned(), profiles_yaml(&topic.qos, 0).trim_end().to_owned()),
+            ("topic_type_hash".to_owned(), topic.type_hash.to_owned()),
+        ]);
+        let channel = self.mcap()?.add_channel(schema, topic.resolved, "cdr", &metadata);
+        let channel = channel.map_err(|source| self.mcap_error(source))?;
+        let count = TopicCount {
+            name: topic.resolved.to_owned(),
+            type_name: def.name,
+            type_hash: topic.type_hash,
+            qos: topic.qos,
+            count: 0,
+        };
+        self.topics.push((count, channel));
+        Ok(TopicId(self.topics.len() - 1))
+    }
+
+    /// Writes the message, received at `time_ns` (the bag's time axis, which replay follows).
+    fn write(&mut self, topic: TopicId, time_ns: u64, cdr: &[u8]) -> Result<(), SinkError> {
+        let (entry, channel) = self.topics.get_mut(topic.0).ok_or(SinkError::UnknownTopic(topic))?;
+        let header = mcap::records::MessageHeader {
+            channel_id: *channel,
+            sequence: entry.count as u32,
+            log_time: time_ns,
+            publish_time: time_ns,
+        };
+        entry.count += 1;
+        self.span_ns = Some(match self.span_ns {
+            None => (time_ns, time_ns),
+            Some((first, last)) => (first.min(time_ns), last.max(time_ns)),
+        });
+        let Some(mcap) = self.mcap.as_mut() else {
+            return Err(self.mcap_error(mcap::McapError::UnexpectedEof).into());
+        };
+        let written = mcap.write_to_known_channel(&header, cdr);
+        Ok(written.map_err(|source| self.mcap_error(source))?)
     }
 }

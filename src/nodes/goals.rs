@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::interfaces::{FollowCartesianTrajectoryFeedback, FollowCartesianTrajectoryResult};
+use super::msg::interfaces::{FollowCartesianTrajectoryFeedback, FollowCartesianTrajectoryResult};
 use crate::control::Trajectory;
 
 /// How an action goal ended (the action's terminal states).

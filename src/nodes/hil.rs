@@ -10,8 +10,8 @@ use serde::Deserialize;
 
 use super::diagnostics::{Level, Status};
 use super::goals::{replaced_result, GoalOutcome, GoalTracker, GoalUpdate};
-use super::interfaces::{FollowCartesianTrajectoryFeedback, FollowCartesianTrajectoryResult};
 use super::messages::MultiDofPoint;
+use super::msg::interfaces::{FollowCartesianTrajectoryFeedback, FollowCartesianTrajectoryResult};
 use super::param_server::ParamSpec;
 use super::params::{only_groups, read_group, without_groups, ParamError, ParamValue};
 use crate::control::{Trajectory, Waypoint};

@@ -1,21 +1,24 @@
 //! What the ROS nodes do, without ROS: parameters into configuration, messages into library
-//! types, joint states for the URDF, and the nodes' run loops producing plain data. The `ros`
-//! module (feature `ros`) only moves this data in and out of r2r.
+//! types, joint states for the URDF, the nodes' run loops producing plain data, and each node's
+//! topics ([`topics`], built from the messages in [`msg`]) written against one sink. The `ros`
+//! module (feature `ros`) only moves this data in and out of r2r; bags and live views are the
+//! other sinks.
 
 pub mod arduino;
 pub mod diagnostics;
 pub mod goals;
 pub mod hil;
-pub mod interfaces;
 pub mod joints;
 pub mod legacy;
 pub mod link_health;
 pub mod messages;
+pub mod msg;
 pub mod param_server;
 pub mod params;
 pub mod robot_state;
 pub mod sil;
 pub mod stm32;
+pub mod topics;
 pub mod vr;
 
 use std::path::{Path, PathBuf};

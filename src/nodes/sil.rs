@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use super::diagnostics::{Level, Status};
 use super::goals::{replaced_result, GoalOutcome, GoalTracker, GoalUpdate};
-use super::interfaces::{FollowCartesianTrajectoryFeedback, FollowCartesianTrajectoryResult};
 use super::joints::{arm_joint_state, JointStateData};
+use super::msg::interfaces::{FollowCartesianTrajectoryFeedback, FollowCartesianTrajectoryResult};
 use super::param_server::{ParamRange, ParamSpec};
 use super::params::{only_groups, read_group, without_groups, ParamError, ParamValue};
 use crate::control::Trajectory;

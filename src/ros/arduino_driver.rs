@@ -1,34 +1,47 @@
 //! arduino_driver: the finger testbench's MCU over rdscom as a ROS 2 node (see
 //! [`crate::nodes::arduino`]).
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::RecvTimeoutError;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context;
 use futures::executor::LocalPool;
 use futures::task::LocalSpawnExt;
 use futures::StreamExt;
-use r2r::sensor_msgs::msg::{JointState, Temperature};
+use r2r::sensor_msgs::msg::JointState;
 use r2r::std_msgs::msg::Empty;
 use r2r::QosProfile;
 
-use super::diagnostics::Reporter;
 use super::params::{nothing_at_run_time, serve_parameters};
-use super::{
-    event_qos, header, node_params, now, own_header, spin, state_qos, InterfacePublisher, LinkHealthPublisher,
-};
+use super::{node_params, pump_events, ros_outputs, spin};
 use crate::drivers::rdscom::{
     parse_console_command, DriverEvent, RdscomCommander, RdscomDriver, RdscomEvent, TableChoice,
 };
-use crate::nodes::arduino::{
-    arduino_node_config, joint_sample, motor_frame, requests_from_joint_command, track_link, ARDUINO_NODE_PARAMS,
-};
-use crate::nodes::interfaces::{ControlDone, DeviceError, MotorEvent, RdscomMessage};
-use crate::nodes::link_health::LinkHealth;
+use crate::nodes::arduino::{arduino_node_config, joint_sample, requests_from_joint_command, ARDUINO_NODE_PARAMS};
 use crate::nodes::param_server::ParameterServer;
-use crate::protocol::rdscom::PrototypeTable;
+use crate::nodes::topics::arduino::ArduinoTopics;
+use crate::protocol::rdscom::{Message, PrototypeTable};
+
+/// What the node logs of its driver's events (the rest is on its topics): the MCU's messages
+/// that no topic carries, and the link's changes.
+fn log_event(event: &DriverEvent, table: &PrototypeTable) {
+    match event {
+        DriverEvent::Link(RdscomEvent::Received(message)) => log_message(message, table),
+        DriverEvent::Link(RdscomEvent::StateChanged(to)) => log::info!("link {to:?}"),
+        DriverEvent::Link(RdscomEvent::Failed { prototype, number }) => {
+            log::error!("request {prototype} #{number} got no acknowledgement")
+        }
+        DriverEvent::PortUnavailable { path, reason, .. } => log::warn!("port {path}: {reason}"),
+        _ => {}
+    }
+}
+
+fn log_message(message: &Message, table: &PrototypeTable) {
+    if joint_sample(message, table).is_none() {
+        let name = table.get(message.prototype).map_or("unknown", |prototype| prototype.name.as_str());
+        log::info!("{name} #{}", message.number);
+    }
+}
 
 fn send(commander: &RdscomCommander, line: &str) {
     match parse_console_command(line, 0).map(|request| commander.send(request)) {
@@ -54,13 +67,9 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
         send(&commander, &format!("stream all {}", config.stream_rate_hz));
     }
 
-    let joint_states = node.create_publisher::<JointState>("/joint_states", state_qos())?;
-    let temperature = node.create_publisher::<Temperature>("~/temperature", state_qos())?;
-    let mut link_health = LinkHealthPublisher::create(&mut node)?;
-    let motor_events = InterfacePublisher::<MotorEvent>::create(&mut node, "~/motor_event", event_qos())?;
-    let control_done = InterfacePublisher::<ControlDone>::create(&mut node, "~/control_done", event_qos())?;
-    let device_errors = InterfacePublisher::<DeviceError>::create(&mut node, "~/device_error", event_qos())?;
-    let reporter = Reporter::new(&mut node, "arduino_driver: link", &config.port)?;
+    let (joint_names, topic_table, log_table) = (config.joint_names.clone(), table.clone(), table.clone());
+    let (topics, out) =
+        ros_outputs(&mut node, |out| ArduinoTopics::advertise(out, &config.port, joint_names, topic_table))?;
 
     let pool = LocalPool::new();
     let parameters = ParameterServer::new(node_params(&node), &ARDUINO_NODE_PARAMS);
@@ -97,83 +106,11 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
 
     let clock = node.get_ros_clock();
     let stop = Arc::new(AtomicBool::new(false));
-    let periodic = reporter.spawn_periodic(stop.clone())?;
     let events_stop = stop.clone();
-    let (port, joint_names) = (config.port.clone(), config.joint_names.clone());
     let events = std::thread::Builder::new().name("rdscom-events".into()).spawn(move || {
-        let mut health = LinkHealth::default();
-        while !events_stop.load(Ordering::Relaxed) {
-            let event = match driver.events().recv_timeout(Duration::from_millis(100)) {
-                Ok(event) => Some(event),
-                Err(RecvTimeoutError::Timeout) => None,
-                Err(RecvTimeoutError::Disconnected) => break,
-            };
-            let time = now(&clock);
-            if let Some(event) = &event {
-                track_link(&mut health, event);
-            }
-            link_health.update(&health, &time);
-            let Some(event) = event else { continue };
-            if let DriverEvent::Link(RdscomEvent::Received(message)) = &event {
-                let typed = match RdscomMessage::of(own_header(&time, ""), message, &table) {
-                    Some(RdscomMessage::MotorEvent(event)) => motor_events.publish(&event),
-                    Some(RdscomMessage::ControlDone(done)) => control_done.publish(&done),
-                    Some(RdscomMessage::DeviceError(error)) => device_errors.publish(&error),
-                    None => Ok(()),
-                };
-                if let Err(error) = typed {
-                    log::warn!("publishing an rdscom message failed: {error:#}");
-                }
-            }
-            let published = match &event {
-                DriverEvent::Link(RdscomEvent::Received(message)) => match joint_sample(message, &table) {
-                    Some(sample) if sample.joint < joint_names.len() => {
-                        let result = joint_states.publish(&JointState {
-                            header: header(time.clone(), ""),
-                            name: vec![joint_names[sample.joint].clone()],
-                            position: vec![sample.position],
-                            velocity: vec![sample.velocity.unwrap_or(0.0)],
-                            effort: vec![0.0],
-                        });
-                        match sample.temperature {
-                            Some(celsius) => result.and_then(|()| {
-                                temperature.publish(&Temperature {
-                                    header: header(time.clone(), &motor_frame(&joint_names[sample.joint])),
-                                    temperature: celsius,
-                                    variance: 0.0,
-                                })
-                            }),
-                            None => result,
-                        }
-                    }
-                    _ => {
-                        let name = table.get(message.prototype).map_or("unknown", |prototype| prototype.name.as_str());
-                        log::info!("{name} #{}", message.number);
-                        Ok(())
-                    }
-                },
-                DriverEvent::Link(RdscomEvent::StateChanged(to)) => {
-                    log::info!("link {to:?}");
-                    Ok(())
-                }
-                DriverEvent::Link(RdscomEvent::Failed { prototype, number }) => {
-                    log::error!("request {prototype} #{number} got no acknowledgement");
-                    Ok(())
-                }
-                DriverEvent::PortUnavailable { reason, .. } => {
-                    log::warn!("port {port}: {reason}");
-                    Ok(())
-                }
-                _ => Ok(()),
-            };
-            if let Err(error) = published {
-                log::warn!("publishing failed: {error}");
-            }
-            reporter.update(|status| health.report(status));
-        }
+        pump_events(driver.events(), &events_stop, topics, out, &clock, |event| log_event(event, &log_table))
     })?;
     spin(node, pool, &stop)?;
     let _ = events.join();
-    let _ = periodic.join();
     Ok(())
 }

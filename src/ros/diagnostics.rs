@@ -1,69 +1,35 @@
-//! Publishes a node's [`Status`] on /diagnostics on its [`Schedule`]: once a second from a
-//! thread of its own, and at once from [`Reporter::update`] when the level or message changes.
+//! Publishes a node's [`Status`] on /diagnostics for nodes whose status several threads change:
+//! once a second from a thread of its own, and at once from [`Reporter::update`] when the level
+//! or message changes ([`Diagnostics`]' schedule).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use r2r::diagnostic_msgs::msg::{DiagnosticArray, DiagnosticStatus, KeyValue};
-use r2r::{Publisher, QosProfile};
-
-use super::{header, now};
-use crate::nodes::diagnostics::{Schedule, Status};
+use super::{now_ns, ros_outputs, RosSink};
+use crate::nodes::diagnostics::Status;
+use crate::nodes::topics::diagnostics::Diagnostics;
+use crate::nodes::topics::Outputs;
 
 pub struct Reporter {
     clock: Arc<Mutex<r2r::Clock>>,
-    /// r2r publishers are Send but not Sync: the publisher is used under the lock.
-    state: Mutex<State>,
-}
-
-struct State {
-    status: Status,
-    schedule: Schedule,
-    publisher: Publisher<DiagnosticArray>,
+    /// The status and its publisher, used under the lock.
+    state: Mutex<(Diagnostics, Outputs<RosSink>)>,
 }
 
 impl Reporter {
     /// A reporter of the status `name` ("node: what") of `hardware_id`.
     pub fn new(node: &mut r2r::Node, name: &str, hardware_id: &str) -> anyhow::Result<Arc<Reporter>> {
-        Ok(Arc::new(Reporter {
-            clock: node.get_ros_clock(),
-            state: Mutex::new(State {
-                status: Status::new(name, hardware_id),
-                schedule: Schedule::every_second(),
-                publisher: node.create_publisher("/diagnostics", QosProfile::default().keep_last(10))?,
-            }),
-        }))
+        let state = ros_outputs(node, |out| Diagnostics::advertise(out, Status::new(name, hardware_id)))?;
+        Ok(Arc::new(Reporter { clock: node.get_ros_clock(), state: Mutex::new(state) }))
     }
 
     /// Changes the status; publishes it at once when its level or message changed.
     pub fn update(&self, change: impl FnOnce(&mut Status)) {
         let Ok(mut state) = self.state.lock() else { return };
-        change(&mut state.status);
-        self.publish_if_due(&mut state);
-    }
-
-    fn publish_if_due(&self, state: &mut State) {
-        let State { status, schedule, publisher } = state;
-        if !schedule.due(status, Instant::now()) {
-            return;
-        }
-        let message = DiagnosticArray {
-            header: header(now(&self.clock), ""),
-            status: vec![DiagnosticStatus {
-                level: status.level as u8,
-                name: status.name.clone(),
-                message: status.message.clone(),
-                hardware_id: status.hardware_id.clone(),
-                values: status
-                    .values
-                    .iter()
-                    .map(|(key, value)| KeyValue { key: key.clone(), value: value.clone() })
-                    .collect(),
-            }],
-        };
-        if let Err(error) = publisher.publish(&message) {
+        let (diagnostics, out) = &mut *state;
+        if let Err(error) = diagnostics.update(out, now_ns(&self.clock), Instant::now(), change) {
             log::warn!("publishing /diagnostics failed: {error}");
         }
     }
@@ -73,9 +39,7 @@ impl Reporter {
         let reporter = self.clone();
         std::thread::Builder::new().name("diagnostics".into()).spawn(move || {
             while !stop.load(Ordering::Relaxed) {
-                if let Ok(mut state) = reporter.state.lock() {
-                    reporter.publish_if_due(&mut state);
-                }
+                reporter.update(|_| {});
                 std::thread::sleep(Duration::from_millis(50));
             }
         })

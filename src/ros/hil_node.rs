@@ -11,17 +11,12 @@ use anyhow::Context;
 use futures::executor::LocalPool;
 use futures::task::LocalSpawnExt;
 use futures::StreamExt;
-use r2r::geometry_msgs::msg::{PointStamped, TwistStamped};
-use r2r::sensor_msgs::msg::JointState;
 use r2r::trajectory_msgs::msg::MultiDOFJointTrajectory;
 use r2r::QosProfile;
 
 use super::diagnostics::Reporter;
 use super::params::{nothing_at_run_time, serve_parameters};
-use super::{
-    arm_joint_state_msg, linear_twist, multi_dof_points, node_params, now, own_header, point_stamped, spin, state_qos,
-    InterfacePublisher,
-};
+use super::{multi_dof_points, node_params, now_ns, ros_outputs, spin};
 use crate::drivers::open_hardware;
 use crate::hil::{FrameChannel, HilLoop, LoopStatus, Withdrawals, FEED_DEPTH};
 use crate::model::Robot;
@@ -29,9 +24,9 @@ use crate::nodes::diagnostics::Level;
 #[cfg(not(feature = "ros-doc-only"))]
 use crate::nodes::goals::GoalUpdate;
 use crate::nodes::hil::{hil_node_config, loop_status, run_feeder, FeedRequest, Feeder, HIL_NODE_PARAMS};
-use crate::nodes::interfaces::{ArmState, LoopStatistics};
 use crate::nodes::joints::arm_joint_state;
 use crate::nodes::param_server::ParameterServer;
+use crate::nodes::topics::arm::{ArmTopicSet, ArmTopics};
 use crate::nodes::{load_trajectory, trajectory_file, Decimator};
 use crate::sim::Frame;
 
@@ -51,12 +46,10 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
         elbow,
     )?;
 
-    let joint_states = node.create_publisher::<JointState>("/joint_states", state_qos())?;
-    let end_effector = node.create_publisher::<PointStamped>("~/end_effector", state_qos())?;
-    let end_effector_twist = node.create_publisher::<TwistStamped>("~/end_effector_twist", state_qos())?;
-    let reference = node.create_publisher::<PointStamped>("~/reference", state_qos())?;
-    let state = InterfacePublisher::<ArmState>::create(&mut node, "~/state", state_qos())?;
-    let statistics = InterfacePublisher::<LoopStatistics>::create(&mut node, "~/loop_statistics", state_qos())?;
+    // robot_state_publisher publishes the URDF and /tf beside the node.
+    let frame_id = &config.settings.frame_id;
+    let (mut arm, mut out) =
+        ros_outputs(&mut node, |out| ArmTopics::advertise(out, ArmTopicSet::HIL_NODE, frame_id, None))?;
     let reporter =
         Reporter::new(&mut node, "hil_node: loop", &format!("{:?}", config.settings.hardware).to_lowercase())?;
 
@@ -124,7 +117,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
 
     let clock = node.get_ros_clock();
     let publisher_stop = stop.clone();
-    let (rate, frame_id) = (config.settings.publish_rate_hz, config.settings.frame_id.clone());
+    let rate = config.settings.publish_rate_hz;
     let publishing = std::thread::Builder::new().name("hil-publish".into()).spawn(move || {
         let mut decimator = Decimator::new(rate);
         let mut last_report = std::time::Instant::now();
@@ -134,18 +127,9 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
                 let due = decimator.due(frame.t);
                 follow_goals(Some(&frame), due);
                 if due {
-                    let time = now(&clock);
                     let joints = arm_joint_state(&robot, &frame, &elbow);
-                    let published = joint_states
-                        .publish(&arm_joint_state_msg(time.clone(), &joints))
-                        .and_then(|()| end_effector.publish(&point_stamped(time.clone(), &frame_id, &frame.x)))
-                        .and_then(|()| end_effector_twist.publish(&linear_twist(time.clone(), &frame_id, &frame.x_dot)))
-                        .and_then(|()| reference.publish(&point_stamped(time.clone(), &frame_id, &frame.x_ref)));
-                    if let Err(error) = published {
+                    if let Err(error) = arm.sample(&mut out, now_ns(&clock), &frame, &joints) {
                         log::warn!("publishing failed: {error}");
-                    }
-                    if let Err(error) = state.publish(&ArmState::of(own_header(&time, &frame_id), &frame)) {
-                        log::warn!("publishing ~/state failed: {error:#}");
                     }
                 }
             }
@@ -154,9 +138,8 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
                 let snapshot = status.lock().map(|status| *status).unwrap_or_default();
                 reporter.update(|status| loop_status(status, &snapshot, overruns_before));
                 overruns_before = snapshot.overruns;
-                let message = LoopStatistics::of(own_header(&now(&clock), ""), &snapshot);
-                if let Err(error) = statistics.publish(&message) {
-                    log::warn!("publishing ~/loop_statistics failed: {error:#}");
+                if let Err(error) = arm.loop_statistics(&mut out, now_ns(&clock), &snapshot) {
+                    log::warn!("publishing ~/loop_statistics failed: {error}");
                 }
             }
         }

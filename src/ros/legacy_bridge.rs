@@ -9,33 +9,22 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 use futures::executor::LocalPool;
-use r2r::geometry_msgs::msg::{PointStamped, TwistStamped};
-use r2r::sensor_msgs::msg::JointState;
-use r2r::Publisher;
 
 use super::diagnostics::Reporter;
 use super::params::{nothing_at_run_time, serve_parameters};
-use super::{
-    arm_joint_state_msg, linear_twist, node_params, now, own_header, point_stamped, spin, state_qos, InterfacePublisher,
-};
+use super::{node_params, now_ns, ros_outputs, spin, RosSink};
 use crate::bridge::legacy::{LegacyServer, SessionError, SessionObserver, SessionReport};
 use crate::control::Trajectory;
 use crate::model::math::Vec3;
 use crate::model::Robot;
 use crate::nodes::diagnostics::Level;
-use crate::nodes::interfaces::ArmState;
 use crate::nodes::joints::arm_joint_state;
 use crate::nodes::legacy::{legacy_bridge_config, LEGACY_BRIDGE_PARAMS};
 use crate::nodes::param_server::ParameterServer;
+use crate::nodes::topics::arm::{ArmTopicSet, ArmTopics};
+use crate::nodes::topics::Outputs;
 use crate::nodes::Decimator;
 use crate::sim::Frame;
-
-struct Publishers {
-    joint_states: Publisher<JointState>,
-    end_effector: Publisher<PointStamped>,
-    end_effector_twist: Publisher<TwistStamped>,
-    state: InterfacePublisher<ArmState>,
-}
 
 /// What the server has done, for /diagnostics.
 #[derive(Default)]
@@ -49,10 +38,9 @@ struct Tally {
 /// Publishes sessions as they run; one decimator and elbow per peer.
 struct RosObserver {
     /// r2r publishers are Send but not Sync; sessions publish from several threads.
-    publishers: Mutex<Publishers>,
+    arm: Mutex<(ArmTopics, Outputs<RosSink>)>,
     robot: Robot,
     clock: Arc<Mutex<r2r::Clock>>,
-    frame_id: String,
     rate_hz: f64,
     sessions: Mutex<HashMap<SocketAddr, (Decimator, Vec3)>>,
     reporter: Arc<Reporter>,
@@ -97,21 +85,11 @@ impl SessionObserver for RosObserver {
                 Some((true, elbow)) => elbow,
                 _ => return,
             };
-        let time = now(&self.clock);
         let joints = arm_joint_state(&self.robot, frame, &elbow);
-        let Ok(publishers) = self.publishers.lock() else { return };
-        let published = publishers
-            .joint_states
-            .publish(&arm_joint_state_msg(time.clone(), &joints))
-            .and_then(|()| publishers.end_effector.publish(&point_stamped(time.clone(), &self.frame_id, &frame.x)))
-            .and_then(|()| {
-                publishers.end_effector_twist.publish(&linear_twist(time.clone(), &self.frame_id, &frame.x_dot))
-            });
-        if let Err(error) = published {
+        let Ok(mut arm) = self.arm.lock() else { return };
+        let (topics, out) = &mut *arm;
+        if let Err(error) = topics.sample(out, now_ns(&self.clock), frame, &joints) {
             log::warn!("publishing a session frame failed: {error}");
-        }
-        if let Err(error) = publishers.state.publish(&ArmState::of(own_header(&time, &self.frame_id), frame)) {
-            log::warn!("publishing ~/state failed: {error:#}");
         }
     }
 
@@ -138,12 +116,9 @@ impl SessionObserver for RosObserver {
 /// Runs the node until interrupted.
 pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let config = legacy_bridge_config(&node_params(&node)).context("legacy_bridge parameters")?;
-    let publishers = Publishers {
-        joint_states: node.create_publisher("/joint_states", state_qos())?,
-        end_effector: node.create_publisher("~/end_effector", state_qos())?,
-        end_effector_twist: node.create_publisher("~/end_effector_twist", state_qos())?,
-        state: InterfacePublisher::create(&mut node, "~/state", state_qos())?,
-    };
+    // robot_state_publisher publishes the URDF and /tf beside the node.
+    let frame_id = &config.settings.frame_id;
+    let arm = ros_outputs(&mut node, |out| ArmTopics::advertise(out, ArmTopicSet::LEGACY_BRIDGE, frame_id, None))?;
     let pool = LocalPool::new();
     let parameters = ParameterServer::new(node_params(&node), &LEGACY_BRIDGE_PARAMS);
     serve_parameters(&mut node, &pool.spawner(), parameters, nothing_at_run_time())?;
@@ -153,10 +128,9 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let listening = server.local_addr()?.to_string();
     log::info!("port-5555 server listening on {listening}");
     let observer = Arc::new(RosObserver {
-        publishers: Mutex::new(publishers),
+        arm: Mutex::new(arm),
         robot: Robot::new(config.sil.robot.clone())?,
         clock: node.get_ros_clock(),
-        frame_id: config.settings.frame_id.clone(),
         rate_hz: config.settings.publish_rate_hz,
         sessions: Mutex::new(HashMap::new()),
         reporter: Reporter::new(&mut node, "legacy_bridge: server", &listening)?,

@@ -1,8 +1,10 @@
-//! Thin r2r adapters (feature `ros`): parameters in, topics out. Everything a node decides is in
-//! [`crate::nodes`] and tested without ROS; this module only copies data to and from messages.
+//! Thin r2r adapters (feature `ros`): parameters and subscriptions in, topics out. Everything a
+//! node decides, its topics included ([`crate::nodes::topics`]), is in [`crate::nodes`] and
+//! tested without ROS; this module copies subscribed messages into library types and hands the
+//! topic sets' CDR to r2r through [`RosSink`].
 //!
 //! r2r is spun on the thread that calls [`spin`], which does nothing else; simulations and loops
-//! run on threads of their own and publish through r2r publishers, which are thread-safe.
+//! run on threads of their own, each publishing through its own [`RosSink`].
 
 pub mod arduino_driver;
 pub mod diagnostics;
@@ -17,94 +19,110 @@ pub mod trajectory_action;
 pub mod vr_bridge;
 
 use std::collections::BTreeMap;
-use std::marker::PhantomData;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::executor::LocalPool;
-use r2r::builtin_interfaces::msg::{Duration as DurationMsg, Time};
-use r2r::geometry_msgs::msg::{Point, PointStamped, Twist, TwistStamped, Vector3, Vector3Stamped};
-use r2r::sensor_msgs::msg::JointState;
-use r2r::std_msgs::msg::Header;
+use r2r::builtin_interfaces::msg::Duration as DurationMsg;
 use r2r::trajectory_msgs::msg::MultiDOFJointTrajectory;
 use r2r::{ParameterValue, QosProfile};
 
-use crate::bag::cdr::encode_into;
-use crate::bag::msgs;
-use crate::model::math::Vec3;
-use crate::nodes::diagnostics::Schedule;
-use crate::nodes::interfaces::{self, Interface};
-use crate::nodes::joints::{JointStateData, JOINT_NAMES};
-use crate::nodes::link_health::LinkHealth;
 use crate::nodes::messages::MultiDofPoint;
 use crate::nodes::params::{ParamValue, ROS_PARAMETERS};
+use crate::nodes::topics::{Durability, EventTopics, NodeName, Outputs, Qos, Sink, SinkError, TopicId, TopicSpec};
 
-/// QoS of state topics: reliable, the last 10 (as ros2_control's /joint_states).
-pub fn state_qos() -> QosProfile {
-    QosProfile::default().keep_last(10).reliable()
+/// The profile of a topic's [`Qos`]: reliable, keep last `depth`, transient local if latched.
+pub fn qos_profile(qos: Qos) -> QosProfile {
+    let profile = QosProfile::default().keep_last(qos.depth as usize).reliable();
+    match qos.durability {
+        Durability::Volatile => profile.volatile(),
+        Durability::TransientLocal => profile.transient_local(),
+    }
 }
 
-/// QoS of device events (each one matters, none is replaced by the next): reliable, the last 100.
-pub fn event_qos() -> QosProfile {
-    QosProfile::default().keep_last(100).reliable()
+/// A topic advertised, not yet created on the node.
+#[derive(Debug)]
+struct Advertised {
+    name: String,
+    type_name: &'static str,
+    qos: Qos,
 }
 
-/// QoS of data published once per run (paths, ideal trajectories): late joiners get it.
-pub fn latched_qos() -> QosProfile {
-    QosProfile::default().keep_last(1).reliable().transient_local()
+/// The node's r2r publishers as a [`Sink`]. Topic sets advertise on it first; [`ros_outputs`]
+/// then creates their publishers on the node, by type name, and each message goes out as the
+/// CDR the topic set encoded. r2r still has to know each type: the standard ones are in its
+/// bindings, the package's own are generated where it is installed (see CMakeLists.txt).
+#[derive(Default)]
+pub struct RosSink {
+    advertised: Vec<Advertised>,
+    /// r2r publishers are Send but not Sync: a sink belongs to one thread (or sits behind a lock).
+    publishers: Vec<r2r::PublisherUntyped>,
 }
 
-/// A publisher of one of the package's own messages: the struct that mirrors the .msg file
-/// ([`crate::nodes::interfaces`]) goes out as its CDR. The node so needs no generated type for
-/// it, and the doc-only type-check, which has none, covers this code too; r2r still has to know
-/// the type (it is generated where the package is installed, see CMakeLists.txt).
-pub struct InterfacePublisher<M> {
-    publisher: r2r::PublisherUntyped,
-    message: PhantomData<fn(&M)>,
+impl Sink for RosSink {
+    /// The topic keeps the name the node writes (`~/imu`): rcl resolves it, with the node's
+    /// namespace and remappings.
+    fn advertise(&mut self, topic: &TopicSpec<'_>) -> Result<TopicId, SinkError> {
+        let type_name = topic.message.name;
+        self.advertised.push(Advertised { name: topic.name.to_owned(), type_name, qos: topic.qos });
+        Ok(TopicId(self.advertised.len() - 1))
+    }
+
+    fn write(&mut self, topic: TopicId, _time_ns: u64, cdr: &[u8]) -> Result<(), SinkError> {
+        let publisher = self.publishers.get(topic.0).ok_or(SinkError::UnknownTopic(topic))?;
+        publisher.publish_raw(cdr).map_err(|error| SinkError::Failed(Box::new(error)))
+    }
 }
 
-impl<M: Interface> InterfacePublisher<M> {
-    pub fn create(node: &mut r2r::Node, topic: &str, qos: QosProfile) -> anyhow::Result<InterfacePublisher<M>> {
+/// A topic set of `node`'s, advertised by `advertise` and created on the node: the set and the
+/// outputs it publishes through.
+pub fn ros_outputs<T>(
+    node: &mut r2r::Node,
+    advertise: impl FnOnce(&mut Outputs<RosSink>) -> Result<T, SinkError>,
+) -> anyhow::Result<(T, Outputs<RosSink>)> {
+    let namespace = node.namespace()?.trim_end_matches('/').to_owned();
+    let mut out = Outputs::new(NodeName { namespace, name: node.name()? }, RosSink::default());
+    let topics = advertise(&mut out)?;
+    let sink = out.sink_mut();
+    for Advertised { name, type_name, qos } in &sink.advertised[sink.publishers.len()..] {
         let publisher = node
-            .create_publisher_untyped(topic, M::TYPE, qos)
-            .map_err(|error| anyhow::anyhow!("cannot publish {topic} as {}: {error}", M::TYPE))?;
-        Ok(InterfacePublisher { publisher, message: PhantomData })
+            .create_publisher_untyped(name, type_name, qos_profile(*qos))
+            .map_err(|error| anyhow::anyhow!("cannot publish {name} as {type_name}: {error}"))?;
+        sink.publishers.push(publisher);
     }
-
-    pub fn publish(&self, message: &M) -> anyhow::Result<()> {
-        let mut bytes = Vec::new();
-        encode_into(message, &mut bytes)?;
-        Ok(self.publisher.publish_raw(&bytes)?)
-    }
+    Ok((topics, out))
 }
 
-/// A driver's `~/link_health`, published when [`LinkHealth::due`] says.
-pub struct LinkHealthPublisher {
-    publisher: InterfacePublisher<interfaces::LinkHealth>,
-    schedule: Schedule,
-}
-
-impl LinkHealthPublisher {
-    pub fn create(node: &mut r2r::Node) -> anyhow::Result<LinkHealthPublisher> {
-        let publisher = InterfacePublisher::create(node, "~/link_health", state_qos())?;
-        Ok(LinkHealthPublisher { publisher, schedule: Schedule::every_second() })
-    }
-
-    /// Publishes `health` stamped `stamp`, if it is news or a second old.
-    pub fn update(&mut self, health: &LinkHealth, stamp: &Time) {
-        if health.due(&mut self.schedule, std::time::Instant::now()) {
-            if let Err(error) = self.publisher.publish(&interfaces::LinkHealth::of(own_header(stamp, ""), health)) {
-                log::warn!("publishing ~/link_health failed: {error:#}");
-            }
+/// Publishes a device node's `topics` from its driver's `events` until `stop` is set or the
+/// driver ends: each event as it comes (after `log` has logged it), and the passage of time
+/// (periodic topics, /diagnostics) at least every 100 ms. Stamped with the node's ROS clock.
+pub fn pump_events<T: EventTopics>(
+    events: &Receiver<T::Event>,
+    stop: &AtomicBool,
+    mut topics: T,
+    mut out: Outputs<RosSink>,
+    clock: &Mutex<r2r::Clock>,
+    mut log: impl FnMut(&T::Event),
+) {
+    while !stop.load(Ordering::Relaxed) {
+        let event = match events.recv_timeout(Duration::from_millis(100)) {
+            Ok(event) => Some(event),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => break,
+        };
+        if let Some(event) = &event {
+            log(event);
+        }
+        if let Err(error) = topics.event(&mut out, now_ns(clock), Instant::now(), event.as_ref()) {
+            log::warn!("publishing failed: {error}");
         }
     }
-}
-
-/// The header of the package's own messages, from an r2r stamp.
-pub fn own_header(stamp: &Time, frame_id: &str) -> msgs::Header {
-    msgs::Header { stamp: msgs::Time { sec: stamp.sec, nanosec: stamp.nanosec }, frame_id: frame_id.to_owned() }
+    if let Err(error) = topics.finish(&mut out, now_ns(clock)) {
+        log::warn!("publishing failed: {error}");
+    }
 }
 
 /// Set by SIGINT and SIGTERM; [`spin`] returns when it is.
@@ -183,30 +201,16 @@ pub fn ros_params(node: &r2r::Node) -> BTreeMap<String, ParamValue> {
         .collect()
 }
 
-/// A stamp `seconds` after the clock's epoch.
-pub fn stamp(seconds: f64) -> Time {
-    r2r::Clock::to_builtin_time(&Duration::from_secs_f64(seconds.max(0.0)))
-}
-
-/// A message duration of `seconds` (negative durations are zero).
-pub fn duration(seconds: f64) -> DurationMsg {
-    let time = stamp(seconds);
-    DurationMsg { sec: time.sec, nanosec: time.nanosec }
-}
-
 /// A message duration in seconds, as a trajectory point's time_from_start.
 pub fn seconds(duration: &DurationMsg) -> f64 {
     f64::from(duration.sec) + f64::from(duration.nanosec) * 1e-9
 }
 
-/// Now on the node's ROS clock (simulated time under `use_sim_time`).
-pub fn now(clock: &Mutex<r2r::Clock>) -> Time {
+/// Now on the node's ROS clock (simulated time under `use_sim_time`) [ns since its epoch]: the
+/// time axis of what the node publishes.
+pub fn now_ns(clock: &Mutex<r2r::Clock>) -> u64 {
     let now = clock.lock().ok().and_then(|mut clock| clock.get_now().ok()).unwrap_or_default();
-    r2r::Clock::to_builtin_time(&now)
-}
-
-pub fn header(stamp: Time, frame_id: &str) -> Header {
-    Header { stamp, frame_id: frame_id.to_owned() }
+    u64::try_from(now.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// Spins `node` and runs `pool`'s tasks (the parameter services, subscriptions) on this thread
@@ -219,41 +223,6 @@ pub fn spin(mut node: r2r::Node, mut pool: LocalPool, stop: &Arc<AtomicBool>) ->
     }
     stop.store(true, Ordering::Relaxed);
     Ok(())
-}
-
-pub fn point(v: &Vec3) -> Point {
-    Point { x: v.x, y: v.y, z: v.z }
-}
-
-pub fn vector(v: &Vec3) -> Vector3 {
-    Vector3 { x: v.x, y: v.y, z: v.z }
-}
-
-pub fn point_stamped(stamp: Time, frame_id: &str, v: &Vec3) -> PointStamped {
-    PointStamped { header: header(stamp, frame_id), point: point(v) }
-}
-
-/// A twist with linear velocity `v` [m/s] and no rotation.
-pub fn linear_twist(stamp: Time, frame_id: &str, v: &Vec3) -> TwistStamped {
-    TwistStamped {
-        header: header(stamp, frame_id),
-        twist: Twist { linear: vector(v), angular: vector(&Vec3::zeros()) },
-    }
-}
-
-/// The arm's /joint_states message: motors and the URDF's passive joints.
-pub fn arm_joint_state_msg(stamp: Time, joints: &JointStateData) -> JointState {
-    JointState {
-        header: header(stamp, ""),
-        name: JOINT_NAMES.iter().map(|name| (*name).to_owned()).collect(),
-        position: joints.position.to_vec(),
-        velocity: joints.velocity.to_vec(),
-        effort: joints.effort.to_vec(),
-    }
-}
-
-pub fn vector_stamped(stamp: Time, frame_id: &str, v: &Vec3) -> Vector3Stamped {
-    Vector3Stamped { header: header(stamp, frame_id), vector: vector(v) }
 }
 
 /// The points of a trajectory_msgs/MultiDOFJointTrajectory in the library's form (see

@@ -1,7 +1,6 @@
 //! stm32_driver: the STM32 2-DOF arm as a ROS 2 node (see [`crate::nodes::stm32`]).
 
 use std::sync::atomic::AtomicBool;
-use std::sync::mpsc::RecvTimeoutError;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -9,27 +8,34 @@ use anyhow::Context;
 use futures::executor::LocalPool;
 use futures::task::LocalSpawnExt;
 use futures::StreamExt;
-use r2r::geometry_msgs::msg::{Quaternion, Vector3};
-use r2r::sensor_msgs::msg::{Imu, JointState};
+use r2r::sensor_msgs::msg::JointState;
 use r2r::std_msgs::msg::Empty;
 use r2r::trajectory_msgs::msg::JointTrajectory;
 use r2r::QosProfile;
 
-use super::diagnostics::Reporter;
 use super::params::serve_parameters;
-use super::{
-    header, node_params, now, own_header, ros_params, seconds, spin, state_qos, InterfacePublisher, LinkHealthPublisher,
-};
+use super::{node_params, pump_events, ros_outputs, ros_params, seconds, spin};
 use crate::drivers::stm32::{DriverEvent, LinkEvent, Stm32Commander, Stm32Driver};
-use crate::nodes::interfaces::Stm32Telemetry;
-use crate::nodes::link_health::LinkHealth;
 use crate::nodes::param_server::ParameterServer;
 use crate::nodes::params::to_params;
 use crate::nodes::stm32::{
-    command_for_parameter, imu_orientation, joint_state, stm32_node_config, targets_from_joint_state,
-    targets_from_joint_trajectory, track_link, IMU_ORIENTATION_COVARIANCE, STM32_NODE_PARAMS,
+    command_for_parameter, stm32_node_config, targets_from_joint_state, targets_from_joint_trajectory,
+    STM32_NODE_PARAMS,
 };
+use crate::nodes::topics::stm32::Stm32Topics;
 use crate::protocol::stm32::Command;
+
+/// What the node logs of its driver's events (the rest is on its topics).
+fn log_event(event: &DriverEvent) {
+    match event {
+        DriverEvent::Link(LinkEvent::StateChanged { to, .. }) => log::info!("link {to:?}"),
+        DriverEvent::Link(LinkEvent::CommandFailed { command, reason }) => {
+            log::error!("command 0x{command:02x} failed: {reason}")
+        }
+        DriverEvent::PortUnavailable { path, reason, .. } => log::warn!("port {path}: {reason}"),
+        _ => {}
+    }
+}
 
 fn send(commander: &Stm32Commander, command: Command, what: &str) {
     if let Err(error) = commander.send(command) {
@@ -46,11 +52,9 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
         send(&commander, command, "setup");
     }
 
-    let joint_states = node.create_publisher::<JointState>("/joint_states", state_qos())?;
-    let imu = node.create_publisher::<Imu>("~/imu", state_qos())?;
-    let telemetry_out = InterfacePublisher::<Stm32Telemetry>::create(&mut node, "~/telemetry", state_qos())?;
-    let mut link_health = LinkHealthPublisher::create(&mut node)?;
-    let reporter = Reporter::new(&mut node, "stm32_driver: link", &config.port)?;
+    let (joint_names, imu_frame_id) = (config.joint_names.clone(), config.imu_frame_id.clone());
+    let (topics, out) =
+        ros_outputs(&mut node, |out| Stm32Topics::advertise(out, &config.port, joint_names, imu_frame_id))?;
 
     let pool = LocalPool::new();
     let mut declared = to_params(&config);
@@ -114,79 +118,11 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
 
     let clock = node.get_ros_clock();
     let stop = Arc::new(AtomicBool::new(false));
-    let periodic = reporter.spawn_periodic(stop.clone())?;
     let events_stop = stop.clone();
-    let events = std::thread::Builder::new().name("stm32-events".into()).spawn(move || {
-        let mut health = LinkHealth::default();
-        while !events_stop.load(std::sync::atomic::Ordering::Relaxed) {
-            let event = match driver.events().recv_timeout(Duration::from_millis(100)) {
-                Ok(event) => Some(event),
-                Err(RecvTimeoutError::Timeout) => None,
-                Err(RecvTimeoutError::Disconnected) => break,
-            };
-            let time = now(&clock);
-            if let Some(event) = &event {
-                track_link(&mut health, event);
-            }
-            link_health.update(&health, &time);
-            let Some(event) = event else { continue };
-            let published = match &event {
-                DriverEvent::Link(LinkEvent::Telemetry(telemetry)) => {
-                    let typed = Stm32Telemetry::of(own_header(&time, &config.imu_frame_id), telemetry);
-                    if let Err(error) = telemetry_out.publish(&typed) {
-                        log::warn!("publishing ~/telemetry failed: {error:#}");
-                    }
-                    let mut result = Ok(());
-                    if let Some((position, velocity)) = joint_state(telemetry) {
-                        result = joint_states.publish(&JointState {
-                            header: header(time.clone(), ""),
-                            name: config.joint_names.clone(),
-                            position: position.to_vec(),
-                            velocity: velocity.to_vec(),
-                            // The firmware reports no torque.
-                            effort: vec![0.0; 2],
-                        });
-                    }
-                    if let Some(sample) = &telemetry.imu {
-                        let [x, y, z, w] = imu_orientation(sample.roll, sample.pitch);
-                        let [gx, gy, gz] = sample.gyro;
-                        let [ax, ay, az] = sample.accel;
-                        result = result.and_then(|()| {
-                            imu.publish(&Imu {
-                                header: header(time.clone(), &config.imu_frame_id),
-                                orientation: Quaternion { x, y, z, w },
-                                orientation_covariance: IMU_ORIENTATION_COVARIANCE.to_vec(),
-                                angular_velocity: Vector3 { x: gx, y: gy, z: gz },
-                                angular_velocity_covariance: vec![0.0; 9],
-                                linear_acceleration: Vector3 { x: ax, y: ay, z: az },
-                                linear_acceleration_covariance: vec![0.0; 9],
-                            })
-                        });
-                    }
-                    result
-                }
-                DriverEvent::Link(LinkEvent::StateChanged { to, .. }) => {
-                    log::info!("link {to:?}");
-                    Ok(())
-                }
-                DriverEvent::Link(LinkEvent::CommandFailed { command, reason }) => {
-                    log::error!("command 0x{command:02x} failed: {reason}");
-                    Ok(())
-                }
-                DriverEvent::PortUnavailable { reason, .. } => {
-                    log::warn!("port {}: {reason}", config.port);
-                    Ok(())
-                }
-                _ => Ok(()),
-            };
-            if let Err(error) = published {
-                log::warn!("publishing failed: {error}");
-            }
-            reporter.update(|status| health.report(status));
-        }
-    })?;
+    let events = std::thread::Builder::new()
+        .name("stm32-events".into())
+        .spawn(move || pump_events(driver.events(), &events_stop, topics, out, &clock, log_event))?;
     spin(node, pool, &stop)?;
     let _ = events.join();
-    let _ = periodic.join();
     Ok(())
 }

@@ -3,26 +3,28 @@
 //! sends on the same topics.
 
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::thread::JoinHandle;
 
 use anyhow::Context;
 use futures::executor::LocalPool;
 use futures::task::LocalSpawnExt;
 use futures::StreamExt;
-use r2r::geometry_msgs::msg::{PointStamped, Pose, PoseStamped, Quaternion, Vector3Stamped};
+use r2r::geometry_msgs::msg::{PointStamped, Vector3Stamped};
 use r2r::nav_msgs::msg::Path as PathMsg;
 use r2r::QosProfile;
 use tokio::sync::{mpsc, watch};
 
 use super::diagnostics::Reporter;
 use super::params::{nothing_at_run_time, serve_parameters};
-use super::{header, latched_qos, node_params, now, point_stamped, spin, state_qos, vector_stamped};
+use super::{node_params, pump_events, qos_profile, ros_outputs, spin};
 use crate::bridge::vr::{follow, FollowerEvent, VrFeed, VrLeader};
 use crate::model::math::Vec3;
 use crate::nodes::diagnostics::Level;
 use crate::nodes::param_server::ParameterServer;
-use crate::nodes::vr::{connecting, track_follower, vr_node_config, VrMode, VrNodeConfig, VR_NODE_PARAMS};
-use crate::protocol::deltavr::VrMessage;
+use crate::nodes::topics::vr::VrFollowerTopics;
+use crate::nodes::topics::Qos;
+use crate::nodes::vr::{vr_node_config, VrMode, VrNodeConfig, VR_NODE_PARAMS};
 
 fn vec3(x: f64, y: f64, z: f64) -> Vec3 {
     Vec3::new(x, y, z)
@@ -59,12 +61,17 @@ fn lead(
         }),
     )?;
     let curve = feed.curve.clone();
-    spawner.spawn_local(node.subscribe::<PathMsg>(&config.curve_topic, latched_qos())?.for_each(move |m| {
-        let points =
-            m.poses.iter().map(|pose| vec3(pose.pose.position.x, pose.pose.position.y, pose.pose.position.z)).collect();
-        curve.send_replace(Arc::new(points));
-        futures::future::ready(())
-    }))?;
+    spawner.spawn_local(node.subscribe::<PathMsg>(&config.curve_topic, qos_profile(Qos::LATCHED))?.for_each(
+        move |m| {
+            let points = m
+                .poses
+                .iter()
+                .map(|pose| vec3(pose.pose.position.x, pose.pose.position.y, pose.pose.position.z))
+                .collect();
+            curve.send_replace(Arc::new(points));
+            futures::future::ready(())
+        },
+    ))?;
     let (shutdown, shutdown_rx) = watch::channel(false);
     let leader = runtime.block_on(VrLeader::bind(config.vr.clone())).context("cannot start the VR leader")?;
     let listening = leader.local_addr()?;
@@ -74,74 +81,44 @@ fn lead(
     Ok(shutdown)
 }
 
+/// What the node logs of the link's events (the rest is on its topics).
+fn log_event(event: &FollowerEvent) {
+    match event {
+        FollowerEvent::Connected(leader) => log::info!("following the VR leader at {leader}"),
+        FollowerEvent::Refused(reason) => log::warn!("VR message refused: {reason}"),
+        FollowerEvent::Disconnected { reason, retry_in } => {
+            log::warn!("VR leader lost ({reason}), retrying in {retry_in:?}")
+        }
+        FollowerEvent::Message(_) => {}
+    }
+}
+
+/// Follows the leader and publishes what it sends, until `stop` is set.
 fn follower(
     node: &mut r2r::Node,
     config: &VrNodeConfig,
     runtime: &tokio::runtime::Runtime,
-    reporter: Arc<Reporter>,
-) -> anyhow::Result<watch::Sender<bool>> {
-    let position = node.create_publisher::<PointStamped>(&config.position_topic, state_qos())?;
-    let current = node.create_publisher::<Vector3Stamped>(&config.current_direction_topic, state_qos())?;
-    let desired = node.create_publisher::<Vector3Stamped>(&config.desired_direction_topic, state_qos())?;
-    let curve = node.create_publisher::<PathMsg>(&config.curve_topic, latched_qos())?;
+    stop: Arc<AtomicBool>,
+) -> anyhow::Result<(watch::Sender<bool>, JoinHandle<()>)> {
+    let leader = config.leader_address;
+    let (topics, out) = ros_outputs(node, |out| VrFollowerTopics::advertise(out, config, leader))?;
     let clock = node.get_ros_clock();
-    let frame_id = config.frame_id.clone();
     let (events_tx, mut events) = mpsc::channel(1024);
-    let (stop, stop_rx) = watch::channel(false);
-    runtime.spawn(follow(config.leader_address, config.vr.clone(), events_tx, stop_rx));
-    let publishers = Mutex::new((position, current, desired, curve));
-    let leader_address = config.leader_address;
-    reporter.update(|status| connecting(status, leader_address));
+    let (stop_link, stop_rx) = watch::channel(false);
+    runtime.spawn(follow(leader, config.vr.clone(), events_tx, stop_rx));
+    // The link's events cross to the thread that publishes them, as a driver's do.
+    let (forward, forwarded) = std::sync::mpsc::channel();
     runtime.spawn(async move {
         while let Some(event) = events.recv().await {
-            let time = now(&clock);
-            reporter.update(|status| track_follower(status, leader_address, &event));
-            let Ok(publishers) = publishers.lock() else { return };
-            let (position, current, desired, curve) = &*publishers;
-            let vector = |[x, y, z]: [f32; 3]| vec3(f64::from(x), f64::from(y), f64::from(z));
-            let published = match event {
-                FollowerEvent::Message(VrMessage::ActuatorPosition(v)) => {
-                    position.publish(&point_stamped(time, &frame_id, &vector(v)))
-                }
-                FollowerEvent::Message(VrMessage::CurrentDirection(v)) => {
-                    current.publish(&vector_stamped(time, &frame_id, &vector(v)))
-                }
-                FollowerEvent::Message(VrMessage::DesiredDirection(v)) => {
-                    desired.publish(&vector_stamped(time, &frame_id, &vector(v)))
-                }
-                FollowerEvent::Message(VrMessage::Curve(points)) => {
-                    let poses = points
-                        .iter()
-                        .map(|p| PoseStamped {
-                            header: header(time.clone(), &frame_id),
-                            pose: Pose {
-                                position: super::point(&vector(*p)),
-                                orientation: Quaternion { x: 0.0, y: 0.0, z: 0.0, w: 1.0 },
-                            },
-                        })
-                        .collect();
-                    curve.publish(&PathMsg { header: header(time, &frame_id), poses })
-                }
-                FollowerEvent::Connected(leader) => {
-                    log::info!("following the VR leader at {leader}");
-                    Ok(())
-                }
-                FollowerEvent::Refused(reason) => {
-                    log::warn!("VR message refused: {reason}");
-                    Ok(())
-                }
-                FollowerEvent::Disconnected { reason, retry_in } => {
-                    log::warn!("VR leader lost ({reason}), retrying in {retry_in:?}");
-                    Ok(())
-                }
-                FollowerEvent::Message(_) => Ok(()),
-            };
-            if let Err(error) = published {
-                log::warn!("publishing failed: {error}");
+            if forward.send(event).is_err() {
+                return;
             }
         }
     });
-    Ok(stop)
+    let publishing = std::thread::Builder::new()
+        .name("vr-events".into())
+        .spawn(move || pump_events(&forwarded, &stop, topics, out, &clock, log_event))?;
+    Ok((stop_link, publishing))
 }
 
 /// Runs the node until interrupted.
@@ -151,15 +128,17 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let parameters = ParameterServer::new(node_params(&node), &VR_NODE_PARAMS);
     serve_parameters(&mut node, &pool.spawner(), parameters, nothing_at_run_time())?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    let reporter = Reporter::new(&mut node, "vr_bridge: link", &config.vr.bind.to_string())?;
-    let stop_link = match config.mode {
-        VrMode::Leader => lead(&mut node, &pool, &config, &runtime, &reporter)?,
-        VrMode::Follower => follower(&mut node, &config, &runtime, reporter.clone())?,
-    };
     let stop = Arc::new(AtomicBool::new(false));
-    let periodic = reporter.spawn_periodic(stop.clone())?;
+    let (stop_link, publishing) = match config.mode {
+        VrMode::Leader => {
+            let reporter = Reporter::new(&mut node, "vr_bridge: link", &config.vr.bind.to_string())?;
+            let stop_link = lead(&mut node, &pool, &config, &runtime, &reporter)?;
+            (stop_link, reporter.spawn_periodic(stop.clone())?)
+        }
+        VrMode::Follower => follower(&mut node, &config, &runtime, stop.clone())?,
+    };
     spin(node, pool, &stop)?;
-    let _ = periodic.join();
+    let _ = publishing.join();
     // Followers hear "leader shutting down"; a follower hangs up.
     stop_link.send_replace(true);
     // The timer must be made inside the runtime: built outside it, it panics (no reactor).

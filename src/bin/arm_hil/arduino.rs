@@ -9,14 +9,12 @@ use clap::Args;
 use serde::Serialize;
 
 use crate::console;
-use arm_hil::bag::device::{ArduinoSample, ArduinoTopics, DeviceRecorder};
-use arm_hil::bag::BagWriter;
+use arm_hil::bag::device::DeviceRecorder;
 use arm_hil::drivers::rdscom::{
     parse_console_command, DriverEvent, RdscomConfig, RdscomDriver, RdscomEvent, RdscomLinkState,
 };
-use arm_hil::nodes::arduino::{joint_sample, track_link, ArduinoNodeConfig};
-use arm_hil::nodes::diagnostics::Status;
-use arm_hil::nodes::link_health::LinkHealth;
+use arm_hil::nodes::arduino::ArduinoNodeConfig;
+use arm_hil::nodes::topics::arduino::ArduinoTopics;
 use arm_hil::protocol::rdscom::{FrameType, Message, PrototypeTable, Value};
 
 #[derive(Debug, Args)]
@@ -128,20 +126,16 @@ fn print_event(event: &DriverEvent, table: &PrototypeTable, json: bool) -> anyho
 }
 
 /// The session as arduino_driver publishes it, with the node's default joint names.
-fn start_bag(dir: &Path, port: &str, table: PrototypeTable) -> anyhow::Result<DeviceRecorder<ArduinoSample>> {
+fn start_bag(dir: &Path, port: &str, table: PrototypeTable) -> anyhow::Result<DeviceRecorder<DriverEvent>> {
     let joint_names = ArduinoNodeConfig::default().joint_names;
-    let status = Status::new("arduino_driver: link", port);
-    console::start_bag(dir, status, move |bag| {
-        let mut topics = ArduinoTopics::new(bag, joint_names, table)?;
-        Ok(move |bag: &mut BagWriter, time_ns, sample: ArduinoSample| topics.sample(bag, time_ns, &sample))
-    })
+    let port = port.to_owned();
+    console::start_bag(dir, "arduino_driver", move |out| ArduinoTopics::advertise(out, &port, joint_names, table))
 }
 
 pub(crate) fn run(args: ArduinoArgs) -> anyhow::Result<()> {
     let table = load_table(args.prototypes.as_deref())?;
     let config = RdscomConfig { baud: args.baud, ..RdscomConfig::default() };
     let mut bag = args.bag.as_deref().map(|dir| start_bag(dir, &args.port, table.clone())).transpose()?;
-    let mut health = LinkHealth::default();
     let driver = RdscomDriver::start(&args.port, config, table.clone()).context("cannot start the driver")?;
     let mut nonce: i8 = 0;
     let served = console::run(
@@ -157,15 +151,7 @@ pub(crate) fn run(args: ArduinoArgs) -> anyhow::Result<()> {
         },
         |event| {
             if let Some(bag) = &mut bag {
-                if let DriverEvent::Link(RdscomEvent::Received(message)) = event {
-                    bag.sample(match joint_sample(message, &table) {
-                        Some(sample) => ArduinoSample::Joint(sample),
-                        None => ArduinoSample::Message(message.clone()),
-                    });
-                }
-                track_link(&mut health, event);
-                bag.link_health(&health, ArduinoSample::LinkHealth);
-                bag.report(|status| health.report(status));
+                bag.event(event.clone());
             }
             print_event(event, &table, args.json)
         },

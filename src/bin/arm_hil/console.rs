@@ -10,8 +10,8 @@ use anyhow::Context;
 use serde::Serialize;
 
 use arm_hil::bag::device::DeviceRecorder;
-use arm_hil::bag::{BagError, BagWriter};
-use arm_hil::nodes::diagnostics::Status;
+use arm_hil::bag::BagWriter;
+use arm_hil::nodes::topics::{EventTopics, Outputs, SinkError};
 
 /// Prints `value` as one JSON object on a line with `json`, else `text()`.
 pub(crate) fn print_line(value: &impl Serialize, text: impl FnOnce() -> String, json: bool) -> anyhow::Result<()> {
@@ -25,20 +25,24 @@ pub(crate) fn print_line(value: &impl Serialize, text: impl FnOnce() -> String, 
     Ok(())
 }
 
-/// Starts recording a device session into the new bag `dir` (`--bag`), its node's status
-/// starting as `status` and its topics added by `topics` (see [`DeviceRecorder::spawn`]).
-pub(crate) fn start_bag<S, T, W>(dir: &std::path::Path, status: Status, topics: T) -> anyhow::Result<DeviceRecorder<S>>
+/// Starts recording a device session into the new bag `dir` (`--bag`) as `node` publishes
+/// it, its topics set up by `advertise` (see [`DeviceRecorder::spawn`]).
+pub(crate) fn start_bag<T, A>(
+    dir: &std::path::Path,
+    node: &str,
+    advertise: A,
+) -> anyhow::Result<DeviceRecorder<T::Event>>
 where
-    S: Send + 'static,
-    T: FnOnce(&mut BagWriter) -> Result<W, BagError> + Send + 'static,
-    W: FnMut(&mut BagWriter, u64, S) -> Result<(), BagError>,
+    T: EventTopics,
+    T::Event: Send + 'static,
+    A: FnOnce(&mut Outputs<BagWriter>) -> Result<T, SinkError> + Send + 'static,
 {
     let bag = BagWriter::create(dir).context("--bag")?;
-    DeviceRecorder::spawn(bag, status, topics).with_context(|| format!("cannot record to {}", dir.display()))
+    DeviceRecorder::spawn(bag, node, advertise).with_context(|| format!("cannot record to {}", dir.display()))
 }
 
 /// Finishes the bag of a device session, if one was recorded.
-pub(crate) fn finish_bag<S: Send + 'static>(bag: Option<DeviceRecorder<S>>) -> anyhow::Result<()> {
+pub(crate) fn finish_bag<E: Send + 'static>(bag: Option<DeviceRecorder<E>>) -> anyhow::Result<()> {
     if let Some(bag) = bag {
         let stats = bag.finish().context("the bag is incomplete")?;
         log::info!("bag {}: {} messages", stats.dir.display(), stats.messages);

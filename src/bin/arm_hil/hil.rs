@@ -12,7 +12,7 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
-use arm_hil::bag::arm::{spawn_arm_recorder, ArmEvent, ArmTopics};
+use arm_hil::bag::arm::{spawn_arm_recorder, ArmEvent};
 use arm_hil::bag::{wall_clock_ns, BagWriter};
 use arm_hil::control::{Trajectory, Waypoint};
 use arm_hil::drivers::robotscara::RigConfig;
@@ -23,6 +23,7 @@ use arm_hil::model::math::Vec3;
 use arm_hil::model::Robot;
 use arm_hil::nodes::diagnostics::Status;
 use arm_hil::nodes::hil::loop_status;
+use arm_hil::nodes::topics::arm::ArmTopicSet;
 use arm_hil::nodes::{load_trajectory, Decimator};
 use arm_hil::protocol::rig::parse_trajectory_line;
 use arm_hil::sim::Frame;
@@ -92,15 +93,8 @@ fn record_hil(
 ) -> anyhow::Result<JoinHandle<()>> {
     anyhow::ensure!(rate_hz > 0.0 && rate_hz.is_finite(), "--bag-rate must be a positive number of Hz");
     let bag = BagWriter::create(dir).context("--bag")?;
-    let mut recorder = spawn_arm_recorder(
-        bag,
-        robot.clone(),
-        "hil_node",
-        "base_link",
-        ArmTopics { reference: true, ..ArmTopics::default() },
-        wall_clock_ns(),
-    )
-    .with_context(|| format!("cannot record to {}", dir.display()))?;
+    let mut recorder = spawn_arm_recorder(bag, robot.clone(), "hil_node", ArmTopicSet::HIL_NODE, wall_clock_ns())
+        .with_context(|| format!("cannot record to {}", dir.display()))?;
     let mut report = Status::new("hil_node: loop", hardware);
     let thread = std::thread::Builder::new().name("hil-bag".into()).spawn(move || {
         let mut samples = Decimator::new(rate_hz);
@@ -118,7 +112,9 @@ fn record_hil(
                 let snapshot = status.lock().map(|status| *status).unwrap_or_default();
                 loop_status(&mut report, &snapshot, overruns_before);
                 overruns_before = snapshot.overruns;
-                recorder.record(ArmEvent::Status { time_ns: wall_clock_ns(), status: report.clone() });
+                let time_ns = wall_clock_ns();
+                recorder.record(ArmEvent::Status { time_ns, status: report.clone() });
+                recorder.record(ArmEvent::LoopStatistics { time_ns, status: snapshot });
             }
         }
         match recorder.finish() {

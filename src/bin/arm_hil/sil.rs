@@ -13,12 +13,13 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
-use arm_hil::bag::arm::{spawn_arm_recorder, ArmEvent, ArmTopics};
+use arm_hil::bag::arm::{spawn_arm_recorder, ArmEvent};
 use arm_hil::bag::{BagWriter, Recorder};
 use arm_hil::control::Trajectory;
 use arm_hil::model::Robot;
 use arm_hil::nodes::diagnostics::{Level, Status};
 use arm_hil::nodes::sil::{run_ended, RunEnd};
+use arm_hil::nodes::topics::arm::ArmTopicSet;
 use arm_hil::nodes::{load_trajectory, Decimator};
 use arm_hil::sim::{Frame, IdealPoint, IdealTorques, RunStats, SilConfig, SimError, Simulation};
 
@@ -232,8 +233,7 @@ impl SilBag {
     fn start(dir: &Path, robot: &Robot, trajectory: &Arc<Trajectory>, rate_hz: f64) -> anyhow::Result<SilBag> {
         anyhow::ensure!(rate_hz > 0.0 && rate_hz.is_finite(), "--bag-rate must be a positive number of Hz");
         let bag = BagWriter::create(dir).context("--bag")?;
-        let topics = ArmTopics { reference: true, run_outputs: true, clock: true };
-        let mut recorder = spawn_arm_recorder(bag, robot.clone(), Self::NODE, "base_link", topics, 0)
+        let mut recorder = spawn_arm_recorder(bag, robot.clone(), Self::NODE, ArmTopicSet::SIL_NODE, 0)
             .with_context(|| format!("cannot record to {}", dir.display()))?;
         let mut status = Status::new("sil_node: run", "sil");
         status.set(Level::Ok, "running", vec![("waypoints", trajectory.waypoints().len().to_string())]);

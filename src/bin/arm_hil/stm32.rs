@@ -8,14 +8,12 @@ use clap::Args;
 use serde::Serialize;
 
 use crate::console;
-use arm_hil::bag::device::{DeviceRecorder, Stm32Sample, Stm32Topics};
-use arm_hil::bag::BagWriter;
+use arm_hil::bag::device::DeviceRecorder;
 use arm_hil::drivers::stm32::{
     parse_console_command, ArmTelemetry, DriverEvent, LinkEvent, LinkState, Stm32Config, Stm32Driver,
 };
-use arm_hil::nodes::diagnostics::Status;
-use arm_hil::nodes::link_health::LinkHealth;
-use arm_hil::nodes::stm32::{track_link, Stm32NodeConfig};
+use arm_hil::nodes::stm32::Stm32NodeConfig;
+use arm_hil::nodes::topics::stm32::Stm32Topics;
 
 #[derive(Debug, Args)]
 pub(crate) struct Stm32Args {
@@ -131,13 +129,10 @@ fn print_event(event: &DriverEvent, json: bool) -> anyhow::Result<()> {
 }
 
 /// The session as stm32_driver publishes it, with the node's default joint names and IMU frame.
-fn start_bag(dir: &std::path::Path, port: &str) -> anyhow::Result<DeviceRecorder<Stm32Sample>> {
+fn start_bag(dir: &std::path::Path, port: &str) -> anyhow::Result<DeviceRecorder<DriverEvent>> {
     let Stm32NodeConfig { joint_names, imu_frame_id, .. } = Stm32NodeConfig::default();
-    let status = Status::new("stm32_driver: link", port);
-    console::start_bag(dir, status, move |bag| {
-        let mut topics = Stm32Topics::new(bag, joint_names, imu_frame_id)?;
-        Ok(move |bag: &mut BagWriter, time_ns, sample: Stm32Sample| topics.sample(bag, time_ns, &sample))
-    })
+    let port = port.to_owned();
+    console::start_bag(dir, "stm32_driver", move |out| Stm32Topics::advertise(out, &port, joint_names, imu_frame_id))
 }
 
 pub(crate) fn run(args: Stm32Args) -> anyhow::Result<()> {
@@ -150,7 +145,6 @@ pub(crate) fn run(args: Stm32Args) -> anyhow::Result<()> {
         if args.stream { arm_hil::drivers::stm32::PollMode::Stream } else { arm_hil::drivers::stm32::PollMode::Poll };
     let config = Stm32Config { baud: args.baud, imu_units, poll_mode, ..Stm32Config::default() };
     let mut bag = args.bag.as_deref().map(|dir| start_bag(dir, &args.port)).transpose()?;
-    let mut health = LinkHealth::default();
     let driver = Stm32Driver::start(&args.port, config).context("cannot start the driver")?;
     let served = console::run(
         driver.events(),
@@ -162,12 +156,7 @@ pub(crate) fn run(args: Stm32Args) -> anyhow::Result<()> {
         },
         |event| {
             if let Some(bag) = &mut bag {
-                if let DriverEvent::Link(LinkEvent::Telemetry(telemetry)) = event {
-                    bag.sample(Stm32Sample::Telemetry(*telemetry));
-                }
-                track_link(&mut health, event);
-                bag.link_health(&health, Stm32Sample::LinkHealth);
-                bag.report(|status| health.report(status));
+                bag.event(event.clone());
             }
             print_event(event, args.json)
         },

@@ -13,15 +13,14 @@ use clap::{Args, Subcommand};
 use serde::Serialize;
 use tokio::sync::{mpsc, watch};
 
-use arm_hil::bag::device::{DeviceRecorder, VrFollowerTopics};
-use arm_hil::bag::BagWriter;
+use arm_hil::bag::device::DeviceRecorder;
 use arm_hil::bridge::vr::{follow, FollowerEvent, VrConfig, VrFeed, VrLeader, VrState};
 use arm_hil::model::math::direction_or_zero;
 use arm_hil::model::Robot;
-use arm_hil::nodes::diagnostics::Status;
 use arm_hil::nodes::load_trajectory;
 use arm_hil::nodes::sil::{run_sil, RunEnd, SilEvent, SilNodeSettings};
-use arm_hil::nodes::vr::{connecting, track_follower, VrNodeConfig};
+use arm_hil::nodes::topics::vr::VrFollowerTopics;
+use arm_hil::nodes::vr::VrNodeConfig;
 use arm_hil::protocol::deltavr::VrMessage;
 
 use crate::config;
@@ -152,12 +151,9 @@ enum Line<'a> {
 }
 
 /// The link as vr_bridge publishes it as a follower, on its default topics.
-fn start_bag(dir: &Path, leader: SocketAddr) -> anyhow::Result<DeviceRecorder<VrMessage>> {
-    let mut status = Status::new("vr_bridge: link", &leader.to_string());
-    connecting(&mut status, leader);
-    crate::console::start_bag(dir, status, move |bag| {
-        let mut topics = VrFollowerTopics::new(bag, &VrNodeConfig::default())?;
-        Ok(move |bag: &mut BagWriter, time_ns, message: VrMessage| topics.message(bag, time_ns, &message))
+fn start_bag(dir: &Path, leader: SocketAddr) -> anyhow::Result<DeviceRecorder<FollowerEvent>> {
+    crate::console::start_bag(dir, "vr_bridge", move |out| {
+        VrFollowerTopics::advertise(out, &VrNodeConfig::default(), leader)
     })
 }
 
@@ -168,7 +164,7 @@ async fn connect(args: ConnectArgs) -> anyhow::Result<()> {
     followed
 }
 
-async fn follow_and_print(args: &ConnectArgs, bag: &mut Option<DeviceRecorder<VrMessage>>) -> anyhow::Result<()> {
+async fn follow_and_print(args: &ConnectArgs, bag: &mut Option<DeviceRecorder<FollowerEvent>>) -> anyhow::Result<()> {
     let (events_tx, mut events) = mpsc::channel(1024);
     let (stop, stop_rx) = watch::channel(false);
     tokio::spawn(follow(args.leader, VrConfig::default(), events_tx, stop_rx));
@@ -184,10 +180,7 @@ async fn follow_and_print(args: &ConnectArgs, bag: &mut Option<DeviceRecorder<Vr
             }
         };
         if let Some(bag) = bag {
-            if let FollowerEvent::Message(message) = &event {
-                bag.sample(message.clone());
-            }
-            bag.report(|status| track_follower(status, args.leader, &event));
+            bag.event(event.clone());
         }
         let line = match &event {
             FollowerEvent::Connected(leader) => Line::Connected { leader: *leader },

@@ -2,19 +2,20 @@
 //! becomes them, without ROS.
 //!
 //! Each struct mirrors its .msg file field for field, in order and with the same types, so its
-//! CDR ([`crate::bag::cdr`]) is the message ROS sends: the nodes publish these structs
+//! CDR ([`super::cdr`]) is the message ROS sends: the nodes publish these structs
 //! serialised, and take action goals through them. `tests/interfaces.rs` parses every file in
 //! `msg/` and `action/` and checks it against its struct.
 
 use serde::{Deserialize, Serialize};
 
-use super::link_health::{LinkCondition, LinkHealth as Health};
-use crate::bag::msgs::{self, Header, MsgDef, RosMessage, Vector3};
+use super::standard::{self as msgs, Header, Vector3};
+use super::{MsgDef, RosMessage};
 use crate::control::{Trajectory, TrajectoryError, Waypoint};
 use crate::drivers::stm32::ArmTelemetry;
 use crate::hil::LoopStatus;
 use crate::model::math::Vec3;
 use crate::model::Robot;
+use crate::nodes::link_health::{LinkCondition, LinkHealth as Health};
 use crate::protocol::rdscom::{Message, PrototypeTable};
 use crate::sim::{Frame, RunStats};
 
@@ -32,15 +33,15 @@ macro_rules! interface {
     };
 }
 
-/// Bags hold the package's messages as the nodes publish them: the schema is the .msg file
-/// itself (then the types it uses), and the hash is rosidl's for it (tests/interfaces.rs works
-/// the hash out from the file and compares).
-macro_rules! bagged {
+/// The package's messages go out as the nodes publish them: the schema is the .msg file itself
+/// (then the types it uses), and the hash is rosidl's for it (tests/interfaces.rs works the
+/// hash out from the file and compares).
+macro_rules! published {
     ($type:ident, $hash:literal, uses $($uses:ident),*) => {
         impl RosMessage for $type {
             const DEF: &'static MsgDef = &MsgDef::new(
                 $type::TYPE,
-                include_str!(concat!("../../msg/", stringify!($type), ".msg")),
+                include_str!(concat!("../../../msg/", stringify!($type), ".msg")),
                 &[$(&msgs::$uses),*],
             );
             const TYPE_HASH: &'static str = $hash;
@@ -74,7 +75,7 @@ pub struct ArmState {
     pub tracking_error_norm: f64,
 }
 interface!(ArmState, "arm_hil/msg/ArmState");
-bagged!(ArmState, "RIHS01_54f2078895d07a8a15609ebc77050a52a3e554512d9cd1d64e5b24912c12b4b6", uses HEADER, POINT, VECTOR3);
+published!(ArmState, "RIHS01_54f2078895d07a8a15609ebc77050a52a3e554512d9cd1d64e5b24912c12b4b6", uses HEADER, POINT, VECTOR3);
 
 impl ArmState {
     /// The state in `frame`, stamped with `header`.
@@ -121,6 +122,7 @@ pub struct LoopStatistics {
     pub error_from_truth: bool,
 }
 interface!(LoopStatistics, "arm_hil/msg/LoopStatistics");
+published!(LoopStatistics, "RIHS01_5d6698e50c229a5c8c271cddee54c1e581df6a72533222c484d80e248ba2d4d7", uses HEADER);
 
 impl LoopStatistics {
     /// The loop's figures in `status` (microseconds become seconds).
@@ -158,7 +160,7 @@ pub struct LinkHealth {
     pub last_error: String,
 }
 interface!(LinkHealth, "arm_hil/msg/LinkHealth");
-bagged!(LinkHealth, "RIHS01_86741c19fed133607f8b18777598945468a2c2710edba529922388cda2aba82c", uses HEADER);
+published!(LinkHealth, "RIHS01_86741c19fed133607f8b18777598945468a2c2710edba529922388cda2aba82c", uses HEADER);
 
 impl LinkHealth {
     pub const STATE_WAITING: u8 = 0;
@@ -210,7 +212,7 @@ pub struct Stm32Telemetry {
     pub pitch: f64,
 }
 interface!(Stm32Telemetry, "arm_hil/msg/Stm32Telemetry");
-bagged!(Stm32Telemetry, "RIHS01_682b9bfae8a2ff9c3facfdbe440087e9573cb4fa2010a2173117ba5bb7218952", uses HEADER, VECTOR3);
+published!(Stm32Telemetry, "RIHS01_682b9bfae8a2ff9c3facfdbe440087e9573cb4fa2010a2173117ba5bb7218952", uses HEADER, VECTOR3);
 
 impl Stm32Telemetry {
     pub fn of(header: Header, telemetry: &ArmTelemetry) -> Stm32Telemetry {
@@ -243,7 +245,7 @@ pub struct MotorEvent {
     pub executed_with_count: u8,
 }
 interface!(MotorEvent, "arm_hil/msg/MotorEvent");
-bagged!(MotorEvent, "RIHS01_98b047a33ceb13fb0cfb7d74a1b8342b062a9239544507649bd9f94793afb8fe", uses HEADER);
+published!(MotorEvent, "RIHS01_98b047a33ceb13fb0cfb7d74a1b8342b062a9239544507649bd9f94793afb8fe", uses HEADER);
 
 /// arm_hil/msg/ControlDone: rdscom ControlDone.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -255,7 +257,7 @@ pub struct ControlDone {
     pub executed: u8,
 }
 interface!(ControlDone, "arm_hil/msg/ControlDone");
-bagged!(ControlDone, "RIHS01_26eaee667b1fb304819cde6ca9a3b8457c3da831fc0794b7c5b4dc54f7377495", uses HEADER);
+published!(ControlDone, "RIHS01_26eaee667b1fb304819cde6ca9a3b8457c3da831fc0794b7c5b4dc54f7377495", uses HEADER);
 
 /// arm_hil/msg/DeviceError: rdscom Error and LibraryError.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -266,7 +268,7 @@ pub struct DeviceError {
     pub description: String,
 }
 interface!(DeviceError, "arm_hil/msg/DeviceError");
-bagged!(DeviceError, "RIHS01_6cd6d5befed6376d2bb0ca16c35867c164f4cab0216a954ec7b90f8bbe268cd3", uses HEADER);
+published!(DeviceError, "RIHS01_6cd6d5befed6376d2bb0ca16c35867c164f4cab0216a954ec7b90f8bbe268cd3", uses HEADER);
 
 /// The typed message of an rdscom message from the MCU, when it has one.
 #[derive(Debug, Clone, PartialEq)]

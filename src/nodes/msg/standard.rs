@@ -1,62 +1,14 @@
 //! The ROS 2 standard messages the nodes publish, as plain structs that serialise to CDR in
-//! their .msg field order, each with the definition and type hash rosbag2 stores beside it.
+//! their .msg field order, each with its definition and type hash.
 //!
 //! Definitions are the field lines of the .msg files (comments left out: readers parse fields
 //! only). Type hashes are the RIHS01 hashes of ROS 2 Jazzy, as `ros2 bag record` wrote them.
 
 use serde::{Deserialize, Serialize};
 
-/// One .msg definition: its type name, its field lines and the types it refers to.
-#[derive(Debug)]
-pub struct MsgDef {
-    /// Full type name, `package/msg/Type`.
-    pub name: &'static str,
-    fields: &'static str,
-    uses: &'static [&'static MsgDef],
-}
+use super::{MsgDef, RosMessage};
 
-impl MsgDef {
-    /// The definition of `name` (`package/msg/Type`) with the .msg text `fields`, using `uses`.
-    pub const fn new(name: &'static str, fields: &'static str, uses: &'static [&'static MsgDef]) -> MsgDef {
-        MsgDef { name, fields, uses }
-    }
-
-    /// The ros2msg schema text rosbag2 writes: this type's fields, then each type it uses
-    /// (depth first, once) after a separator line and `MSG: package/Type`.
-    pub fn schema(&self) -> String {
-        let mut seen: Vec<&'static str> = vec![self.name];
-        let mut text = self.fields.to_owned();
-        let mut stack: Vec<&'static MsgDef> = self.uses.iter().rev().copied().collect();
-        while let Some(def) = stack.pop() {
-            if seen.contains(&def.name) {
-                continue;
-            }
-            seen.push(def.name);
-            text.push_str(&format!(
-                "\n{}\nMSG: {}\n{}",
-                "=".repeat(80),
-                def.name.replacen("/msg/", "/", 1),
-                def.fields
-            ));
-            stack.extend(def.uses.iter().rev().copied());
-        }
-        text
-    }
-}
-
-/// A message type that can go into a bag.
-pub trait RosMessage: Serialize {
-    const DEF: &'static MsgDef;
-    /// RIHS01 type description hash (ROS 2 Jazzy).
-    const TYPE_HASH: &'static str;
-}
-
-/// A value whose CDR is that of message `M`: `M` itself, or a view that serialises borrowed data
-/// as `M` would (for a message that would otherwise be built from thousands of allocations).
-pub trait EncodesAs<M: RosMessage>: Serialize {}
-
-impl<M: RosMessage> EncodesAs<M> for M {}
-
+/// Implements [`RosMessage`] for a struct with its definition and hash.
 macro_rules! ros_message {
     ($type:ty, $def:ident, $hash:literal) => {
         impl RosMessage for $type {

@@ -1,0 +1,98 @@
+//! arduino_driver's topics: /joint_states (one joint per message) and `~/temperature` from the
+//! MCU's datastream, `~/motor_event`, `~/control_done` and `~/device_error` from its other
+//! messages, beside what every serial device publishes.
+
+use super::serial_device::{DeviceTopics, SerialDeviceTopics};
+use super::{Outputs, Qos, Sink, SinkError, Topic};
+use crate::drivers::rdscom::{DriverEvent, RdscomEvent};
+use crate::nodes::arduino::{joint_sample, motor_frame, track_link, JointSample};
+use crate::nodes::link_health::LinkHealth;
+use crate::nodes::msg::interfaces::{ControlDone, DeviceError, MotorEvent, RdscomMessage};
+use crate::nodes::msg::{Header, JointState, Temperature};
+use crate::protocol::rdscom::{Message, PrototypeTable};
+
+#[derive(Debug)]
+pub struct ArduinoTopics {
+    joint_states: Topic<JointState>,
+    temperature: Topic<Temperature>,
+    motor_event: Topic<MotorEvent>,
+    control_done: Topic<ControlDone>,
+    device_error: Topic<DeviceError>,
+    joint_names: Vec<String>,
+    table: PrototypeTable,
+}
+
+impl ArduinoTopics {
+    /// The topics of a driver on `port`, naming the MCU's joints `joint_names`, reading its
+    /// messages with `table`.
+    pub fn advertise<S: Sink>(
+        out: &mut Outputs<S>,
+        port: &str,
+        joint_names: Vec<String>,
+        table: PrototypeTable,
+    ) -> Result<SerialDeviceTopics<ArduinoTopics>, SinkError> {
+        let device = ArduinoTopics {
+            joint_states: out.topic("/joint_states", Qos::STREAM)?,
+            temperature: out.topic("~/temperature", Qos::STREAM)?,
+            motor_event: out.topic("~/motor_event", Qos::EVENTS)?,
+            control_done: out.topic("~/control_done", Qos::EVENTS)?,
+            device_error: out.topic("~/device_error", Qos::EVENTS)?,
+            joint_names,
+            table,
+        };
+        SerialDeviceTopics::advertise(out, device, "arduino_driver: link", port)
+    }
+
+    /// A message from the MCU: a joint's sample, or one of its events.
+    fn message<S: Sink>(&self, out: &mut Outputs<S>, time_ns: u64, message: &Message) -> Result<(), SinkError> {
+        match RdscomMessage::of(Header::at(time_ns, ""), message, &self.table) {
+            Some(RdscomMessage::MotorEvent(event)) => out.publish(self.motor_event, time_ns, &event)?,
+            Some(RdscomMessage::ControlDone(done)) => out.publish(self.control_done, time_ns, &done)?,
+            Some(RdscomMessage::DeviceError(error)) => out.publish(self.device_error, time_ns, &error)?,
+            None => {}
+        }
+        match joint_sample(message, &self.table) {
+            Some(sample) => self.joint(out, time_ns, &sample),
+            None => Ok(()),
+        }
+    }
+
+    /// One joint's sample; samples of joints without a name are not published.
+    fn joint<S: Sink>(&self, out: &mut Outputs<S>, time_ns: u64, sample: &JointSample) -> Result<(), SinkError> {
+        let Some(name) = self.joint_names.get(sample.joint) else { return Ok(()) };
+        let state = JointState {
+            header: Header::at(time_ns, ""),
+            name: vec![name.clone()],
+            position: vec![sample.position],
+            velocity: vec![sample.velocity.unwrap_or(0.0)],
+            effort: vec![0.0],
+        };
+        out.publish(self.joint_states, time_ns, &state)?;
+        match sample.temperature {
+            Some(celsius) => {
+                let temperature = Temperature {
+                    header: Header::at(time_ns, &motor_frame(name)),
+                    temperature: celsius,
+                    variance: 0.0,
+                };
+                out.publish(self.temperature, time_ns, &temperature)
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+impl DeviceTopics for ArduinoTopics {
+    type Event = DriverEvent;
+
+    fn track_link(health: &mut LinkHealth, event: &DriverEvent) {
+        track_link(health, event);
+    }
+
+    fn publish<S: Sink>(&self, out: &mut Outputs<S>, time_ns: u64, event: &DriverEvent) -> Result<(), SinkError> {
+        match event {
+            DriverEvent::Link(RdscomEvent::Received(message)) => self.message(out, time_ns, message),
+            _ => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,84 @@
+//! A node's [`Status`] on /diagnostics: as published when the node says ([`StatusTopic`]), or
+//! on the node's [`Schedule`] ([`Diagnostics`]): once a second and at once on a change of level
+//! or message.
+
+use std::time::Instant;
+
+use super::{Outputs, Qos, Sink, SinkError, Topic};
+use crate::nodes::diagnostics::{Schedule, Status};
+use crate::nodes::msg::{DiagnosticArray, DiagnosticStatus, Header, KeyValue};
+
+/// /diagnostics as diagnostic_updater offers it: the last 10.
+const QOS: Qos = Qos::STREAM;
+
+/// A /diagnostics message holding `status`.
+pub fn diagnostic_array(time_ns: u64, status: &Status) -> DiagnosticArray {
+    DiagnosticArray {
+        header: Header::at(time_ns, ""),
+        status: vec![DiagnosticStatus {
+            level: status.level as u8,
+            name: status.name.clone(),
+            message: status.message.clone(),
+            hardware_id: status.hardware_id.clone(),
+            values: status
+                .values
+                .iter()
+                .map(|(key, value)| KeyValue { key: key.clone(), value: value.clone() })
+                .collect(),
+        }],
+    }
+}
+
+/// /diagnostics on one sink.
+#[derive(Debug, Clone, Copy)]
+pub struct StatusTopic(Topic<DiagnosticArray>);
+
+impl StatusTopic {
+    pub fn advertise<S: Sink>(out: &mut Outputs<S>) -> Result<StatusTopic, SinkError> {
+        Ok(StatusTopic(out.topic("/diagnostics", QOS)?))
+    }
+
+    /// Publishes `status` at `time_ns`.
+    pub fn publish<S: Sink>(&self, out: &mut Outputs<S>, time_ns: u64, status: &Status) -> Result<(), SinkError> {
+        out.publish(self.0, time_ns, &diagnostic_array(time_ns, status))
+    }
+}
+
+/// A node's status and when it is next due on /diagnostics.
+#[derive(Debug)]
+pub struct Diagnostics {
+    topic: StatusTopic,
+    status: Status,
+    schedule: Schedule,
+}
+
+impl Diagnostics {
+    /// Advertises /diagnostics, the node's status starting as `status`.
+    pub fn advertise<S: Sink>(out: &mut Outputs<S>, status: Status) -> Result<Diagnostics, SinkError> {
+        Ok(Diagnostics { topic: StatusTopic::advertise(out)?, status, schedule: Schedule::every_second() })
+    }
+
+    pub fn status(&self) -> &Status {
+        &self.status
+    }
+
+    /// Changes the status, then publishes it if it is due at `now`.
+    pub fn update<S: Sink>(
+        &mut self,
+        out: &mut Outputs<S>,
+        time_ns: u64,
+        now: Instant,
+        change: impl FnOnce(&mut Status),
+    ) -> Result<(), SinkError> {
+        change(&mut self.status);
+        match self.schedule.due(&self.status, now) {
+            true => self.topic.publish(out, time_ns, &self.status),
+            false => Ok(()),
+        }
+    }
+
+    /// Publishes the status now, due or not (a node's last word).
+    pub fn publish<S: Sink>(&self, out: &mut Outputs<S>, time_ns: u64) -> Result<(), SinkError> {
+        self.topic.publish(out, time_ns, &self.status)
+    }
+}

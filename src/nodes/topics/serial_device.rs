@@ -1,0 +1,82 @@
+//! What every serial device node publishes beside its own topics: `~/link_health`, the link's
+//! condition and counters fed by the driver's events (at once when the condition or the last
+//! error changes, otherwise once a second, see [`LinkHealth::due`]), and the link's status on
+//! /diagnostics.
+
+use std::time::Instant;
+
+use super::diagnostics::Diagnostics;
+use super::{EventTopics, Outputs, Qos, Sink, SinkError, Topic};
+use crate::nodes::diagnostics::{Schedule, Status};
+use crate::nodes::link_health::LinkHealth;
+use crate::nodes::msg::interfaces;
+use crate::nodes::msg::Header;
+
+/// A serial device's own topics.
+pub trait DeviceTopics {
+    type Event;
+
+    /// What `event` tells of the link's health.
+    fn track_link(health: &mut LinkHealth, event: &Self::Event);
+
+    /// Publishes what `event` carries, received at `time_ns`.
+    fn publish<S: Sink>(&self, out: &mut Outputs<S>, time_ns: u64, event: &Self::Event) -> Result<(), SinkError>;
+}
+
+/// A serial device node's topics: the device's own, its link's health and its status.
+#[derive(Debug)]
+pub struct SerialDeviceTopics<D> {
+    device: D,
+    link_health: Topic<interfaces::LinkHealth>,
+    health: LinkHealth,
+    schedule: Schedule,
+    diagnostics: Diagnostics,
+}
+
+impl<D: DeviceTopics> SerialDeviceTopics<D> {
+    /// Advertises `~/link_health` and /diagnostics beside the `device`'s topics, the link's
+    /// status named `status_name` ("node: link") with the port as its hardware id.
+    pub fn advertise<S: Sink>(
+        out: &mut Outputs<S>,
+        device: D,
+        status_name: &str,
+        port: &str,
+    ) -> Result<SerialDeviceTopics<D>, SinkError> {
+        Ok(SerialDeviceTopics {
+            device,
+            link_health: out.topic("~/link_health", Qos::STREAM)?,
+            health: LinkHealth::default(),
+            schedule: Schedule::every_second(),
+            diagnostics: Diagnostics::advertise(out, Status::new(status_name, port))?,
+        })
+    }
+}
+
+impl<D: DeviceTopics> EventTopics for SerialDeviceTopics<D> {
+    type Event = D::Event;
+
+    fn event<S: Sink>(
+        &mut self,
+        out: &mut Outputs<S>,
+        time_ns: u64,
+        now: Instant,
+        event: Option<&D::Event>,
+    ) -> Result<(), SinkError> {
+        if let Some(event) = event {
+            D::track_link(&mut self.health, event);
+        }
+        if self.health.due(&mut self.schedule, now) {
+            let message = interfaces::LinkHealth::of(Header::at(time_ns, ""), &self.health);
+            out.publish(self.link_health, time_ns, &message)?;
+        }
+        if let Some(event) = event {
+            self.device.publish(out, time_ns, event)?;
+        }
+        let health = &self.health;
+        self.diagnostics.update(out, time_ns, now, |status| health.report(status))
+    }
+
+    fn finish<S: Sink>(&mut self, out: &mut Outputs<S>, time_ns: u64) -> Result<(), SinkError> {
+        self.diagnostics.publish(out, time_ns)
+    }
+}

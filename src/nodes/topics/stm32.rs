@@ -1,0 +1,90 @@
+//! stm32_driver's topics: /joint_states (shoulder, elbow), `~/imu` and `~/telemetry` from each
+//! telemetry packet, beside what every serial device publishes.
+
+use super::serial_device::{DeviceTopics, SerialDeviceTopics};
+use super::{Outputs, Qos, Sink, SinkError, Topic};
+use crate::drivers::stm32::{ArmTelemetry, DriverEvent, LinkEvent};
+use crate::nodes::link_health::LinkHealth;
+use crate::nodes::msg::interfaces::Stm32Telemetry;
+use crate::nodes::msg::{Header, Imu, JointState, Quaternion, Vector3};
+use crate::nodes::stm32::{imu_orientation, joint_state, track_link, IMU_ORIENTATION_COVARIANCE};
+
+#[derive(Debug)]
+pub struct Stm32Topics {
+    joint_states: Topic<JointState>,
+    imu: Topic<Imu>,
+    telemetry: Topic<Stm32Telemetry>,
+    joint_names: Vec<String>,
+    imu_frame_id: String,
+}
+
+impl Stm32Topics {
+    /// The topics of a driver on `port`, naming its joints `joint_names` (shoulder, elbow) and
+    /// its IMU's frame `imu_frame_id`.
+    pub fn advertise<S: Sink>(
+        out: &mut Outputs<S>,
+        port: &str,
+        joint_names: Vec<String>,
+        imu_frame_id: String,
+    ) -> Result<SerialDeviceTopics<Stm32Topics>, SinkError> {
+        let device = Stm32Topics {
+            joint_states: out.topic("/joint_states", Qos::STREAM)?,
+            imu: out.topic("~/imu", Qos::STREAM)?,
+            telemetry: out.topic("~/telemetry", Qos::STREAM)?,
+            joint_names,
+            imu_frame_id,
+        };
+        SerialDeviceTopics::advertise(out, device, "stm32_driver: link", port)
+    }
+
+    /// The joint states and the IMU sample in `telemetry`, where it has them, and all of it on
+    /// `~/telemetry`.
+    fn telemetry<S: Sink>(
+        &self,
+        out: &mut Outputs<S>,
+        time_ns: u64,
+        telemetry: &ArmTelemetry,
+    ) -> Result<(), SinkError> {
+        if let Some((position, velocity)) = joint_state(telemetry) {
+            let state = JointState {
+                header: Header::at(time_ns, ""),
+                name: self.joint_names.clone(),
+                position: position.to_vec(),
+                velocity: velocity.to_vec(),
+                // The firmware reports no torque.
+                effort: vec![0.0; 2],
+            };
+            out.publish(self.joint_states, time_ns, &state)?;
+        }
+        if let Some(sample) = &telemetry.imu {
+            let [x, y, z, w] = imu_orientation(sample.roll, sample.pitch);
+            let imu = Imu {
+                header: Header::at(time_ns, &self.imu_frame_id),
+                orientation: Quaternion { x, y, z, w },
+                orientation_covariance: IMU_ORIENTATION_COVARIANCE,
+                angular_velocity: Vector3::from(sample.gyro),
+                angular_velocity_covariance: [0.0; 9],
+                linear_acceleration: Vector3::from(sample.accel),
+                linear_acceleration_covariance: [0.0; 9],
+            };
+            out.publish(self.imu, time_ns, &imu)?;
+        }
+        let typed = Stm32Telemetry::of(Header::at(time_ns, &self.imu_frame_id), telemetry);
+        out.publish(self.telemetry, time_ns, &typed)
+    }
+}
+
+impl DeviceTopics for Stm32Topics {
+    type Event = DriverEvent;
+
+    fn track_link(health: &mut LinkHealth, event: &DriverEvent) {
+        track_link(health, event);
+    }
+
+    fn publish<S: Sink>(&self, out: &mut Outputs<S>, time_ns: u64, event: &DriverEvent) -> Result<(), SinkError> {
+        match event {
+            DriverEvent::Link(LinkEvent::Telemetry(telemetry)) => self.telemetry(out, time_ns, telemetry),
+            _ => Ok(()),
+        }
+    }
+}
