@@ -66,7 +66,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let withdrawals = Arc::new(Withdrawals::default());
     // The action's goals are this package's own type, which the doc-only type-check lacks.
     #[cfg(not(feature = "ros-doc-only"))]
-    let mut follow_goals = {
+    let follow_goals = {
         use super::trajectory_action::{deliver, serve, Goal};
         use crate::nodes::hil::HilGoals;
         let goals = Arc::new(Mutex::new(HilGoals::<Goal>::new(withdrawals.clone())));

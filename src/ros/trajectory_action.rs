@@ -19,7 +19,7 @@ use serde::Serialize;
 
 use crate::model::Robot;
 use crate::nodes::goals::{GoalOutcome, GoalTracker, GoalUpdate};
-use crate::nodes::interfaces::{FollowCartesianTrajectoryGoal, FollowCartesianTrajectoryResult};
+use crate::nodes::msg::interfaces::{FollowCartesianTrajectoryGoal, FollowCartesianTrajectoryResult};
 
 type Action = FollowCartesianTrajectory::Action;
 /// r2r's handle of a goal, which the node's tracker holds.
