@@ -1,18 +1,33 @@
-"""arduino_driver: the finger testbench's MCU over rdscom.
+"""arduino_driver: the finger testbench's MCU over rdscom, with robot_state_publisher
+(urdf/finger_testbench.urdf), and optionally rviz2 and a recording.
 
     ros2 launch arm_hil arduino.launch.py port:=/dev/ttyACM0 stream_rate_hz:=100
+    ros2 launch arm_hil arduino.launch.py port:=/dev/ttyACM0 rviz:=true proximal_length:=0.05
+
+`--show-args` lists every argument (launch/nodes.py has the bringup they share).
 """
 
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from nodes import node_launch  # noqa: E402
+from nodes import Device, bringup  # noqa: E402
 
 
 def generate_launch_description():
-    return node_launch("arduino_driver", {
+    return bringup("arduino_driver", {
         "port": ("/dev/ttyACM0", str, "serial device"),
         "link.baud": ("115200", int, "baud rate"),
         "stream_rate_hz": ("50", int, "datastream rate [Hz]"),
-    })
+    }, Device(
+        urdf="finger_testbench.urdf",
+        rate="stream_rate_hz",
+        frames={"frame_prefix": ""},
+        rviz=("device.rviz", "arduino_driver"),
+        lengths={
+            "proximal_length": ("finger_proximal", "finger_joint2", 0.045, "proximal phalanx"),
+            "middle_length": ("finger_middle", "finger_joint3", 0.025, "middle phalanx"),
+            "distal_length": ("finger_distal", "finger_tip", 0.02, "distal phalanx"),
+        },
+        bag="arm_hil_arduino",
+    ))

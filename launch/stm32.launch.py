@@ -1,18 +1,32 @@
-"""stm32_driver: the 2-DOF STM32 arm.
+"""stm32_driver: the 2-DOF STM32 arm, with robot_state_publisher (urdf/stm32_arm.urdf), and
+optionally rviz2 and a recording.
 
     ros2 launch arm_hil stm32.launch.py port:=/dev/ttyACM0
+    ros2 launch arm_hil stm32.launch.py port:=/dev/ttyACM0 rviz:=true upper_arm_length:=0.16
+
+`--show-args` lists every argument (launch/nodes.py has the bringup they share).
 """
 
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from nodes import node_launch  # noqa: E402
+from nodes import Device, bringup  # noqa: E402
 
 
 def generate_launch_description():
-    return node_launch("stm32_driver", {
+    return bringup("stm32_driver", {
         "port": ("/dev/ttyACM0", str, "serial device"),
         "link.baud": ("115200", int, "baud rate"),
         "link.poll_rate_hz": ("50.0", float, "telemetry poll rate [Hz]"),
-    })
+    }, Device(
+        urdf="stm32_arm.urdf",
+        rate="link_poll_rate_hz",
+        frames={"imu_frame_id": "stm32_imu_link"},
+        rviz=("device.rviz", "stm32_driver"),
+        lengths={
+            "upper_arm_length": ("stm32_upper_arm", "stm32_elbow", 0.15, "shoulder to elbow"),
+            "forearm_length": ("stm32_forearm", "stm32_imu", 0.12, "elbow to the IMU at the forearm's end"),
+        },
+        bag="arm_hil_stm32",
+    ))

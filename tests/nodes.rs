@@ -252,11 +252,12 @@ fn stm32_driver_parameters_commands_and_imu_orientation() {
     assert!(stm32_node_config(&params(&[("mode", ParamValue::String("fast".into()))])).is_err());
 
     let names = config.joint_names.clone();
-    let both = targets_from_joint_state(&["elbow".into(), "shoulder".into()], &[0.2, -0.1], &names).unwrap();
+    let both =
+        targets_from_joint_state(&["stm32_elbow".into(), "stm32_shoulder".into()], &[0.2, -0.1], &names).unwrap();
     assert_eq!(both, Command::SetJointAngles { shoulder: -0.1, elbow: 0.2 });
-    let one = targets_from_joint_state(&["elbow".into()], &[0.3], &names).unwrap();
+    let one = targets_from_joint_state(&["stm32_elbow".into()], &[0.3], &names).unwrap();
     assert_eq!(one, Command::SetJointAngleSingle { joint: Joint::Elbow, angle: 0.3 });
-    assert!(targets_from_joint_state(&["shoulder".into()], &[2.0], &names).unwrap_err().contains("outside"));
+    assert!(targets_from_joint_state(&["stm32_shoulder".into()], &[2.0], &names).unwrap_err().contains("outside"));
     assert!(targets_from_joint_state(&["wrist".into()], &[0.0], &names).is_err());
     let schedule =
         targets_from_joint_trajectory(&names, &[(vec![0.1, 0.2], 0.5), (vec![0.2, 0.3], 1.0)], &names).unwrap();
@@ -485,7 +486,8 @@ fn arduino_driver_samples_and_joint_commands() {
 
     let names = config.joint_names.clone();
     let requests =
-        requests_from_joint_command(&["joint1".into(), "joint3".into()], &[], &[0.5, -0.5], &[], &names).unwrap();
+        requests_from_joint_command(&["finger_joint1".into(), "finger_joint3".into()], &[], &[0.5, -0.5], &[], &names)
+            .unwrap();
     assert_eq!(requests.len(), 2);
     assert_eq!(requests[1].values, vec![Value::Int(3), Value::Int(1), Value::Float(-0.5), Value::Bool(true)]);
     assert!(requests_from_joint_command(&["joint1".into()], &[0.1], &[0.1], &[], &names).is_err());

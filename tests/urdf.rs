@@ -87,3 +87,47 @@ fn the_urdf_chains_reproduce_the_model_along_the_default_arc() {
         assert!((forearm.coords - motion.p).amax() < 1e-9, "forearm reaches {forearm}");
     }
 }
+
+/// The device URDFs (urdf/stm32_arm.urdf, urdf/finger_testbench.urdf) as the launch files give
+/// them to robot_state_publisher.
+fn device_urdf(file: &str) -> Urdf {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("urdf").join(file);
+    Urdf::parse(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn moving_joints(urdf: &Urdf) -> Vec<&str> {
+    urdf.joints.iter().filter(|joint| joint.kind != JointKind::Fixed).map(|joint| joint.name.as_str()).collect()
+}
+
+#[test]
+fn the_stm32_driver_publishes_the_moving_joints_of_its_urdf_and_its_imu_frame_is_a_link() {
+    use arm_hil::nodes::stm32::Stm32NodeConfig;
+    let urdf = device_urdf("stm32_arm.urdf");
+    let config = Stm32NodeConfig::default();
+    assert_eq!(moving_joints(&urdf), config.joint_names);
+    assert!(urdf.links.contains(&config.imu_frame_id), "{} is not a link", config.imu_frame_id);
+}
+
+#[test]
+fn the_arduino_driver_publishes_the_moving_joints_of_its_urdf_and_its_motor_frames_are_links() {
+    use arm_hil::nodes::arduino::{motor_frame, ArduinoNodeConfig};
+    let urdf = device_urdf("finger_testbench.urdf");
+    let config = ArduinoNodeConfig::default();
+    assert_eq!(moving_joints(&urdf), config.joint_names);
+    for name in &config.joint_names {
+        let frame = motor_frame(&config.frame_prefix, name);
+        assert!(urdf.links.contains(&frame), "{frame} is not a link");
+    }
+}
+
+#[test]
+fn no_two_devices_publish_the_same_joint_name_by_default() {
+    use arm_hil::nodes::arduino::ArduinoNodeConfig;
+    use arm_hil::nodes::stm32::Stm32NodeConfig;
+    let arm: Vec<String> = JOINT_NAMES.iter().map(|name| (*name).to_owned()).collect();
+    let devices = [arm, Stm32NodeConfig::default().joint_names, ArduinoNodeConfig::default().joint_names];
+    let mut seen = std::collections::HashSet::new();
+    for name in devices.iter().flatten() {
+        assert!(seen.insert(name), "{name} is published by two devices");
+    }
+}

@@ -21,8 +21,11 @@ pub struct ArduinoNodeConfig {
     pub link: RdscomConfig,
     /// A prototype table YAML file; empty uses `link.table`. Default empty.
     pub prototypes_file: String,
-    /// Joint names by motor / sensor id. Default joint0 .. joint3.
+    /// Joint names by motor / sensor id. Default finger_joint0 .. finger_joint3 (the joints of
+    /// urdf/finger_testbench.urdf, named apart from every other device's).
     pub joint_names: Vec<String>,
+    /// Before every frame the node names (`JOINT_motor`): `NS/` in a namespace. Default empty.
+    pub frame_prefix: String,
     /// Datastream of all joints started at this rate [Hz] (1..=255; 0: none). Default 50.
     pub stream_rate_hz: u8,
 }
@@ -33,7 +36,8 @@ impl Default for ArduinoNodeConfig {
             port: "/dev/ttyACM0".into(),
             link: RdscomConfig::default(),
             prototypes_file: String::new(),
-            joint_names: (0..4).map(|joint| format!("joint{joint}")).collect(),
+            joint_names: (0..4).map(|joint| format!("finger_joint{joint}")).collect(),
+            frame_prefix: String::new(),
             stream_rate_hz: 50,
         }
     }
@@ -41,9 +45,10 @@ impl Default for ArduinoNodeConfig {
 
 /// How `ros2 param` sees arduino_driver's parameters: all are read at start (the link and the
 /// datastreams are set up once; commands go on topics).
-pub const ARDUINO_NODE_PARAMS: [ParamSpec; 5] = [
+pub const ARDUINO_NODE_PARAMS: [ParamSpec; 6] = [
     ParamSpec::read_only("port", "serial device of the MCU (read at start)"),
     ParamSpec::read_only("joint_names", "joint names by motor / sensor id (read at start)"),
+    ParamSpec::read_only("frame_prefix", "before the motor frames, NS/ in a namespace (read at start)"),
     ParamSpec::read_only(
         "stream_rate_hz",
         "datastream of all joints started at this rate [Hz]; 0: none (read at start)",
@@ -76,9 +81,10 @@ pub fn joint_sample(message: &Message, table: &PrototypeTable) -> Option<JointSa
     Some(JointSample { joint, position, velocity: field("motor_vel"), temperature: field("motor_temp") })
 }
 
-/// The frame of a joint's motor temperature (sensor_msgs/Temperature on `~/temperature`).
-pub fn motor_frame(joint_name: &str) -> String {
-    format!("{joint_name}_motor")
+/// The frame of a joint's motor temperature (sensor_msgs/Temperature on `~/temperature`), a
+/// link of urdf/finger_testbench.urdf, after the node's `frame_prefix`.
+pub fn motor_frame(frame_prefix: &str, joint_name: &str) -> String {
+    format!("{frame_prefix}{joint_name}_motor")
 }
 
 /// What a driver event tells of the link's health (/diagnostics "arduino_driver: link").

@@ -48,9 +48,10 @@ pub struct Stm32NodeConfig {
     pub port: String,
     /// Link settings: baud, poll_mode, poll_rate_hz, imu_units, timeouts.
     pub link: Stm32Config,
-    /// Names of the shoulder and elbow in /joint_states. Default shoulder, elbow.
+    /// Names of the shoulder and elbow in joint_states. Default stm32_shoulder, stm32_elbow (the
+    /// joints of urdf/stm32_arm.urdf, named apart from every other device's).
     pub joint_names: Vec<String>,
-    /// Frame of the IMU messages. Default imu_link.
+    /// Frame of the IMU messages. Default stm32_imu_link.
     pub imu_frame_id: String,
     /// Gains sent at start and whenever they change.
     pub pid: PidParams,
@@ -63,8 +64,8 @@ impl Default for Stm32NodeConfig {
         Stm32NodeConfig {
             port: "/dev/ttyACM0".into(),
             link: Stm32Config::default(),
-            joint_names: vec!["shoulder".into(), "elbow".into()],
-            imu_frame_id: "imu_link".into(),
+            joint_names: vec!["stm32_shoulder".into(), "stm32_elbow".into()],
+            imu_frame_id: "stm32_imu_link".into(),
             pid: PidParams::default(),
             mode: "position".into(),
         }

@@ -67,9 +67,9 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
         send(&commander, &format!("stream all {}", config.stream_rate_hz));
     }
 
-    let (joint_names, topic_table, log_table) = (config.joint_names.clone(), table.clone(), table.clone());
+    let (topic_table, log_table) = (table.clone(), table.clone());
     let (topics, out) =
-        ros_outputs(&mut node, |out| ArduinoTopics::advertise(out, &config.port, joint_names, topic_table))?;
+        ros_outputs(&mut node, |out| ArduinoTopics::advertise(out, &config.port, &config, topic_table))?;
 
     let pool = LocalPool::new();
     let parameters = ParameterServer::new(node_params(&node), &ARDUINO_NODE_PARAMS);
@@ -108,7 +108,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     let events_stop = stop.clone();
     let events = std::thread::Builder::new().name("rdscom-events".into()).spawn(move || {
-        pump_events(driver.events(), &events_stop, topics, out, &clock, |event| log_event(event, &log_table))
+        pump_events(driver.events(), &events_stop, topics, out, &clock, |event| log_event(event, &log_table));
     })?;
     spin(node, pool, &stop)?;
     let _ = events.join();

@@ -21,6 +21,7 @@ import time
 import unittest
 
 import rclpy
+import rosbag2_py
 from action_msgs.msg import GoalStatus
 from ament_index_python.packages import get_package_prefix
 from arm_hil.action import FollowCartesianTrajectory
@@ -32,6 +33,9 @@ from rcl_interfaces.srv import DescribeParameters, SetParameters
 from rclpy.action import ActionClient
 from rclpy.parameter import Parameter as NodeParameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.serialization import deserialize_message
+from rosidl_runtime_py.utilities import get_message
+from tf2_msgs.msg import TFMessage
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Empty
 from trajectory_msgs.msg import MultiDOFJointTrajectory, MultiDOFJointTrajectoryPoint
@@ -141,6 +145,54 @@ def double(name, value):
 
 def string(name, value):
     return Parameter(name=name, value=ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=value))
+
+
+def bag_messages(bag, topics):
+    """The messages of `topics` in the bag at `bag`, as (topic, receive time [ns], message)."""
+    reader = rosbag2_py.SequentialReader()
+    reader.open(rosbag2_py.StorageOptions(uri=str(bag), storage_id="mcap"), rosbag2_py.ConverterOptions("cdr", "cdr"))
+    types = {topic.name: get_message(topic.type) for topic in reader.get_all_topics_and_types()}
+    reader.set_filter(rosbag2_py.StorageFilter(topics=list(topics)))
+    while reader.has_next():
+        topic, data, time_ns = reader.read_next()
+        yield topic, time_ns, deserialize_message(data, types[topic])
+
+
+def rotate(q, v):
+    """`v` turned by the unit quaternion `q` (x, y, z, w)."""
+    x, y, z, w = q
+    vx, vy, vz = v
+    tx, ty, tz = 2 * (y * vz - z * vy), 2 * (z * vx - x * vz), 2 * (x * vy - y * vx)
+    return (vx + w * tx + y * tz - z * ty, vy + w * ty + z * tx - x * tz, vz + w * tz + x * ty - y * tx)
+
+
+def compose(a, b):
+    """The pose b in the frame of pose a; poses are (translation, quaternion)."""
+    (ta, qa), (tb, qb) = a, b
+    x1, y1, z1, w1 = qa
+    x2, y2, z2, w2 = qb
+    q = (w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2, w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
+         w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2, w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2)
+    return tuple(p + r for p, r in zip(ta, rotate(qa, tb))), q
+
+
+def frame_pose(frame, edges):
+    """Pose of `frame` in its tree's root, from `edges` (child -> (parent, pose in parent))."""
+    pose = ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0))
+    while frame in edges:
+        parent, local = edges[frame]
+        pose = compose(local, pose)
+        frame = parent
+    return pose
+
+
+def tf_edges(message):
+    """child -> (parent, pose) of a TFMessage."""
+    return {t.child_frame_id: (t.header.frame_id, ((t.transform.translation.x, t.transform.translation.y,
+                                                      t.transform.translation.z),
+                                                     (t.transform.rotation.x, t.transform.rotation.y,
+                                                      t.transform.rotation.z, t.transform.rotation.w)))
+            for t in message.transforms}
 
 
 class NodeTest(unittest.TestCase):
@@ -454,6 +506,73 @@ class SilNode(NodeTest):
         self.assertLess(abs(now - recorded), 1.0, f"the listener's clock {now} does not follow the bag ({recorded})")
 
 
+class Bringup(NodeTest):
+    """The device launch files as the robot PC runs them: robot_state_publisher at the node's
+    rate, recording, namespaces."""
+
+    # The arm's geometry (src/model/params.rs): distal lengths, and the attachments' offsets
+    # d - v_i above the platform point.
+    L_DISTAL = (0.2, 0.2, 0.5)
+    ATTACHMENT_Z = (0.5 - 0.30, 0.5 - 0.25, 0.5 - 0.00)
+
+    def test_a_recorded_hil_bringup_has_tf_at_the_publish_rate_and_its_chains_close(self):
+        bag = LOGS / "hil_bringup"
+        recording = launch("hil.launch.py", "hardware:=sim", "record:=true", f"bag:={bag}")
+        self.first("/joint_states", JointState)
+        time.sleep(6.0)
+        self.assertEqual(stop(recording, timeout=20.0), 0, recording.log_path.read_text()[-2000:])
+        counts, static, samples = {}, {}, []
+        for topic, time_ns, message in bag_messages(bag, ["/tf", "/tf_static", "/joint_states"]):
+            counts.setdefault(topic, []).append(time_ns)
+            if topic == "/tf_static":
+                static.update(tf_edges(message))
+            elif topic == "/tf":
+                samples.append(message)
+        seconds = (counts["/joint_states"][-1] - counts["/joint_states"][0]) * 1e-9
+        tf_rate, state_rate = len(counts["/tf"]) / seconds, len(counts["/joint_states"]) / seconds
+        self.assertAlmostEqual(state_rate, 250.0, delta=30.0)
+        self.assertGreater(tf_rate, 0.95 * state_rate, f"/tf at {tf_rate:.0f} Hz, joint states at {state_rate:.0f} Hz")
+        for message in samples[::100]:
+            edges = {**static, **tf_edges(message)}
+            platform, _ = frame_pose("platform", edges)
+            for leg in range(3):
+                end, _ = compose(frame_pose(f"leg{leg + 1}_distal", edges),
+                                 ((0.0, 0.0, self.L_DISTAL[leg]), (0.0, 0.0, 0.0, 1.0)))
+                attachment = (platform[0], platform[1], platform[2] + self.ATTACHMENT_Z[leg])
+                self.assertLess(max(abs(a - b) for a, b in zip(end, attachment)), 1e-6,
+                                f"leg {leg + 1} ends at {end}, its attachment is at {attachment}")
+
+    def test_two_namespaced_bringups_keep_their_topics_and_trees_apart(self):
+        launch("sil.launch.py", "namespace:=a1")
+        launch("hil.launch.py", "hardware:=sim", "namespace:=a2")
+        for ns, node in (("a1", "sil_node"), ("a2", "hil_node")):
+            self.first(f"/{ns}/joint_states", JointState)
+            self.first(f"/{ns}/{node}/state", ArmState)
+        names = {name for name, _ in self.node.get_topic_names_and_types()}
+        self.assertNotIn("/joint_states", names)
+        self.assertFalse([name for name in names if name.startswith("/sil_node") or name.startswith("/hil_node")])
+        edges = {}
+        for _, message in self.collect("/tf", TFMessage, 2.0):
+            edges.update(tf_edges(message))
+        latched = QoSProfile(depth=10, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                             reliability=ReliabilityPolicy.RELIABLE)
+        for _, message in self.collect("/tf_static", TFMessage, 2.0, qos=latched):
+            edges.update(tf_edges(message))
+        trees = {}
+        for child in edges:
+            root = child
+            while root in edges:
+                root = edges[root][0]
+            trees.setdefault(root, set()).add(child)
+        self.assertEqual(set(trees), {"a1/base_link", "a2/base_link"}, f"roots {set(trees)}")
+        for root, frames in trees.items():
+            prefix = root.split("/")[0] + "/"
+            self.assertTrue(all(frame.startswith(prefix) for frame in frames), f"{root}: {sorted(frames)}")
+        self.assertEqual(len(trees["a1/base_link"]), len(trees["a2/base_link"]))
+        state = self.first("/a2/hil_node/state", ArmState)
+        self.assertEqual(state.header.frame_id, "a2/base_link")
+
+
 class CommandLineBag(NodeTest):
     def test_a_bag_recorded_without_ros_is_listed_and_replays_on_simulated_time(self):
         bag = LOGS / "sil_cli_bag"
@@ -647,7 +766,7 @@ class Stm32Driver(DriverTest):
     def test_commands_move_the_arm_and_link_loss_is_reported_and_recovers(self):
         self.start_driver("stm32", "stm32.launch.py", "stm32_driver: link")
         target = [0.5, -0.3]
-        self.publish("/stm32_driver/joint_command", JointState(name=["shoulder", "elbow"], position=target))
+        self.publish("/stm32_driver/joint_command", JointState(name=["stm32_shoulder", "stm32_elbow"], position=target))
         self.wait_joint_states(lambda m: all(abs(a - b) < 0.05 for a, b in zip(m.position, target)),
                                "the arm did not reach the target")
         telemetry = self.first("/stm32_driver/telemetry", Stm32Telemetry)
@@ -671,13 +790,14 @@ class ArduinoDriver(DriverTest):
         motor_events, done = [], []
         self.node.create_subscription(MotorEvent, "/arduino_driver/motor_event", motor_events.append, 100)
         self.node.create_subscription(ControlDone, "/arduino_driver/control_done", done.append, 100)
-        self.publish("/arduino_driver/joint_command", JointState(name=["joint1"], position=[1.0]))
+        self.publish("/arduino_driver/joint_command", JointState(name=["finger_joint1"], position=[1.0]))
         self.publish("/arduino_driver/go", Empty())
-        self.wait_joint_states(lambda m: "joint1" in m.name and abs(m.position[m.name.index("joint1")] - 1.0) < 1e-3,
-                               "joint1 did not move to 1.0")
+        self.wait_joint_states(
+            lambda m: "finger_joint1" in m.name and abs(m.position[m.name.index("finger_joint1")] - 1.0) < 1e-3,
+            "finger_joint1 did not move to 1.0")
         self.collect("/arduino_driver/control_done", ControlDone, 5.0, until=lambda m: done)
         self.assertTrue(any(e.motor_id == 1 and e.event_type == MotorEvent.EVENT_POSITION and e.event_value == 1.0
-                            for e in motor_events), f"no MotorEvent for joint1: {motor_events[:3]}")
+                            for e in motor_events), f"no MotorEvent for finger_joint1: {motor_events[:3]}")
         self.assertTrue(done and done[0].success and done[0].executed >= 1, f"ControlDone: {done[:1]}")
         self.unplug_and_replug()
 

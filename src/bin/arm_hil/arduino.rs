@@ -127,9 +127,10 @@ fn print_event(event: &DriverEvent, table: &PrototypeTable, json: bool) -> anyho
 
 /// The session as arduino_driver publishes it, with the node's default joint names.
 fn start_bag(dir: &Path, port: &str, table: PrototypeTable) -> anyhow::Result<DeviceRecorder<DriverEvent>> {
-    let joint_names = ArduinoNodeConfig::default().joint_names;
     let port = port.to_owned();
-    console::start_bag(dir, "arduino_driver", move |out| ArduinoTopics::advertise(out, &port, joint_names, table))
+    console::start_bag(dir, "arduino_driver", move |out| {
+        ArduinoTopics::advertise(out, &port, &ArduinoNodeConfig::default(), table)
+    })
 }
 
 pub(crate) fn run(args: ArduinoArgs) -> anyhow::Result<()> {

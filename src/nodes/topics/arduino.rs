@@ -5,7 +5,7 @@
 use super::serial_device::{DeviceTopics, SerialDeviceTopics};
 use super::{Outputs, Qos, Sink, SinkError, Topic};
 use crate::drivers::rdscom::{DriverEvent, RdscomEvent};
-use crate::nodes::arduino::{joint_sample, motor_frame, track_link, JointSample};
+use crate::nodes::arduino::{joint_sample, motor_frame, track_link, ArduinoNodeConfig, JointSample};
 use crate::nodes::link_health::LinkHealth;
 use crate::nodes::msg::interfaces::{ControlDone, DeviceError, MotorEvent, RdscomMessage};
 use crate::nodes::msg::{Header, JointState, Temperature};
@@ -19,25 +19,27 @@ pub struct ArduinoTopics {
     control_done: Topic<ControlDone>,
     device_error: Topic<DeviceError>,
     joint_names: Vec<String>,
+    frame_prefix: String,
     table: PrototypeTable,
 }
 
 impl ArduinoTopics {
-    /// The topics of a driver on `port`, naming the MCU's joints `joint_names`, reading its
-    /// messages with `table`.
+    /// The topics of a driver on `port`, naming the MCU's joints and frames as `config` says,
+    /// reading its messages with `table`.
     pub fn advertise<S: Sink>(
         out: &mut Outputs<S>,
         port: &str,
-        joint_names: Vec<String>,
+        config: &ArduinoNodeConfig,
         table: PrototypeTable,
     ) -> Result<SerialDeviceTopics<ArduinoTopics>, SinkError> {
         let device = ArduinoTopics {
-            joint_states: out.topic("/joint_states", Qos::STREAM)?,
+            joint_states: out.topic("joint_states", Qos::STREAM)?,
             temperature: out.topic("~/temperature", Qos::STREAM)?,
             motor_event: out.topic("~/motor_event", Qos::EVENTS)?,
             control_done: out.topic("~/control_done", Qos::EVENTS)?,
             device_error: out.topic("~/device_error", Qos::EVENTS)?,
-            joint_names,
+            joint_names: config.joint_names.clone(),
+            frame_prefix: config.frame_prefix.clone(),
             table,
         };
         SerialDeviceTopics::advertise(out, device, "arduino_driver: link", port)
@@ -71,7 +73,7 @@ impl ArduinoTopics {
         match sample.temperature {
             Some(celsius) => {
                 let temperature = Temperature {
-                    header: Header::at(time_ns, &motor_frame(name)),
+                    header: Header::at(time_ns, &motor_frame(&self.frame_prefix, name)),
                     temperature: celsius,
                     variance: 0.0,
                 };

@@ -132,7 +132,7 @@ impl ArmTopics {
         };
         Ok(ArmTopics {
             frame_id: frame_id.to_owned(),
-            joint_states: out.topic("/joint_states", Qos::STREAM)?,
+            joint_states: out.topic("joint_states", Qos::STREAM)?,
             end_effector: out.topic("~/end_effector", Qos::STREAM)?,
             end_effector_twist: out.topic("~/end_effector_twist", Qos::STREAM)?,
             state: out.topic("~/state", Qos::STREAM)?,

@@ -28,7 +28,7 @@ impl Stm32Topics {
         imu_frame_id: String,
     ) -> Result<SerialDeviceTopics<Stm32Topics>, SinkError> {
         let device = Stm32Topics {
-            joint_states: out.topic("/joint_states", Qos::STREAM)?,
+            joint_states: out.topic("joint_states", Qos::STREAM)?,
             imu: out.topic("~/imu", Qos::STREAM)?,
             telemetry: out.topic("~/telemetry", Qos::STREAM)?,
             joint_names,
