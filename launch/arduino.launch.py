@@ -4,6 +4,9 @@
     ros2 launch arm_hil arduino.launch.py port:=/dev/ttyACM0 stream_rate_hz:=100
     ros2 launch arm_hil arduino.launch.py port:=/dev/ttyACM0 rviz:=true proximal_length:=0.05
 
+arduino_driver is a managed node (`ros2 lifecycle`): by default the launch configures and
+activates it.
+
 `--show-args` lists every argument (launch/nodes.py has the bringup they share).
 """
 
@@ -19,6 +22,8 @@ def generate_launch_description():
         "port": ("/dev/ttyACM0", str, "serial device"),
         "link.baud": ("115200", int, "baud rate"),
         "stream_rate_hz": ("50", int, "datastream rate [Hz]"),
+        "autostart": ("true", bool, "configure and activate at start (false: wait for ros2 lifecycle set)"),
+        "auto_recover": ("false", bool, "after a device fault, configure and activate again once a second"),
     }, Device(
         urdf="finger_testbench.urdf",
         rate="stream_rate_hz",

@@ -3,6 +3,10 @@ optionally rviz2 and a recording.
 
     ros2 launch arm_hil stm32.launch.py port:=/dev/ttyACM0
     ros2 launch arm_hil stm32.launch.py port:=/dev/ttyACM0 rviz:=true upper_arm_length:=0.16
+    ros2 launch arm_hil stm32.launch.py port:=/dev/ttyACM0 autostart:=false    # then ros2 lifecycle set
+
+stm32_driver is a managed node (`ros2 lifecycle`): by default the launch configures and
+activates it.
 
 `--show-args` lists every argument (launch/nodes.py has the bringup they share).
 """
@@ -19,6 +23,8 @@ def generate_launch_description():
         "port": ("/dev/ttyACM0", str, "serial device"),
         "link.baud": ("115200", int, "baud rate"),
         "link.poll_rate_hz": ("50.0", float, "telemetry poll rate [Hz]"),
+        "autostart": ("true", bool, "configure and activate at start (false: wait for ros2 lifecycle set)"),
+        "auto_recover": ("false", bool, "after a device fault, configure and activate again once a second"),
     }, Device(
         urdf="stm32_arm.urdf",
         rate="link_poll_rate_hz",

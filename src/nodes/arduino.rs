@@ -1,14 +1,21 @@
-//! arduino_driver without ROS: parameters, datastream samples to joint states, and joint
-//! commands to MotorControl requests.
+//! arduino_driver without ROS: parameters, datastream samples to joint states, joint commands
+//! to MotorControl requests, and the MCU as the managed node drives it ([`Testbench`]).
 
 use std::collections::BTreeMap;
+use std::sync::mpsc::Receiver;
 
 use serde::Deserialize;
 
 use super::link_health::LinkHealth;
+use super::managed_driver::SerialDevice;
 use super::param_server::ParamSpec;
 use super::params::{read_group, without_groups, ParamError, ParamValue};
-use crate::drivers::rdscom::{DriverEvent, RdscomConfig, RdscomEvent, Request};
+use super::topics::arduino::ArduinoTopics;
+use super::topics::serial_device::SerialDeviceTopics;
+use crate::drivers::rdscom::{
+    parse_console_command, DriverEvent, RdscomCommander, RdscomConfig, RdscomDriver, RdscomEvent, RdscomLinkState,
+    Request,
+};
 use crate::protocol::rdscom::{Message, PrototypeTable, Value};
 
 /// arduino_driver's parameters.
@@ -28,6 +35,12 @@ pub struct ArduinoNodeConfig {
     pub frame_prefix: String,
     /// Datastream of all joints started at this rate [Hz] (1..=255; 0: none). Default 50.
     pub stream_rate_hz: u8,
+    /// Configure and activate at start (the launch files set it). Default false: the node waits
+    /// unconfigured for `ros2 lifecycle set`.
+    pub autostart: bool,
+    /// After a device fault, configure and activate again once a second until the device is back.
+    /// Default false.
+    pub auto_recover: bool,
 }
 
 impl Default for ArduinoNodeConfig {
@@ -39,13 +52,15 @@ impl Default for ArduinoNodeConfig {
             joint_names: (0..4).map(|joint| format!("finger_joint{joint}")).collect(),
             frame_prefix: String::new(),
             stream_rate_hz: 50,
+            autostart: false,
+            auto_recover: false,
         }
     }
 }
 
 /// How `ros2 param` sees arduino_driver's parameters: all are read at start (the link and the
 /// datastreams are set up once; commands go on topics).
-pub const ARDUINO_NODE_PARAMS: [ParamSpec; 6] = [
+pub const ARDUINO_NODE_PARAMS: [ParamSpec; 8] = [
     ParamSpec::read_only("port", "serial device of the MCU (read at start)"),
     ParamSpec::read_only("joint_names", "joint names by motor / sensor id (read at start)"),
     ParamSpec::read_only("frame_prefix", "before the motor frames, NS/ in a namespace (read at start)"),
@@ -55,6 +70,11 @@ pub const ARDUINO_NODE_PARAMS: [ParamSpec; 6] = [
     ),
     ParamSpec::read_only("prototypes_file", "a YAML prototype table; empty uses link.table (read at start)"),
     ParamSpec::read_only("link.", "rdscom link: baud, table, retries, heartbeat (read at start)"),
+    ParamSpec::read_only("autostart", "configure and activate at start (read at start)"),
+    ParamSpec::read_only(
+        "auto_recover",
+        "after a device fault, configure and activate again once a second (read at start)",
+    ),
 ];
 
 /// Reads arduino_driver's parameters; unknown names are refused.
@@ -132,4 +152,99 @@ pub fn requests_from_joint_command(
             })
         })
         .collect()
+}
+
+/// The testbench's MCU on its port as a managed node drives it: configure waits for an
+/// acknowledged heartbeat and starts the datastream; deactivate sends `stop`, which ends the
+/// MCU's controls and holds the motors.
+pub struct Testbench {
+    pub port: String,
+    pub link: RdscomConfig,
+    pub table: PrototypeTable,
+    pub stream_rate_hz: u8,
+}
+
+impl SerialDevice for Testbench {
+    type Driver = RdscomDriver;
+    type Commander = RdscomCommander;
+    type Event = DriverEvent;
+    type Topics = SerialDeviceTopics<ArduinoTopics>;
+
+    fn open(&self) -> std::io::Result<RdscomDriver> {
+        RdscomDriver::start(&self.port, self.link.clone(), self.table.clone())
+    }
+
+    fn events(driver: &RdscomDriver) -> &Receiver<DriverEvent> {
+        driver.events()
+    }
+
+    fn commander(driver: &RdscomDriver) -> RdscomCommander {
+        driver.commander()
+    }
+
+    fn close(driver: RdscomDriver) {
+        driver.stop();
+    }
+
+    fn answered(event: &DriverEvent) -> bool {
+        matches!(event, DriverEvent::Link(RdscomEvent::StateChanged(RdscomLinkState::Up)))
+    }
+
+    fn lost(event: &DriverEvent) -> Option<String> {
+        match event {
+            DriverEvent::Link(RdscomEvent::StateChanged(RdscomLinkState::Lost)) => {
+                Some("the MCU stopped acknowledging heartbeats".to_owned())
+            }
+            DriverEvent::PortUnavailable { path, reason, .. } => Some(format!("port {path}: {reason}")),
+            _ => None,
+        }
+    }
+
+    fn log(&self, event: &DriverEvent) {
+        log_event(event, &self.table);
+    }
+
+    /// The datastream of every joint, at the node's rate.
+    fn configured(&self, commander: &RdscomCommander) -> Result<(), String> {
+        match self.stream_rate_hz {
+            0 => Ok(()),
+            rate => send_line(commander, &format!("stream all {rate}")),
+        }
+    }
+
+    fn activate(&self, _: &RdscomCommander) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// `stop`: the MCU ends its controls and holds the motors.
+    fn deactivate(&self, commander: &RdscomCommander) -> Result<(), String> {
+        send_line(commander, "stop")
+    }
+}
+
+/// What the node logs of its driver's events (the rest is on its topics): the MCU's messages
+/// that no topic carries, and the link's changes.
+fn log_event(event: &DriverEvent, table: &PrototypeTable) {
+    match event {
+        DriverEvent::Link(RdscomEvent::Received(message)) => log_message(message, table),
+        DriverEvent::Link(RdscomEvent::StateChanged(to)) => log::info!("link {to:?}"),
+        DriverEvent::Link(RdscomEvent::Failed { prototype, number }) => {
+            log::error!("request {prototype} #{number} got no acknowledgement")
+        }
+        DriverEvent::PortUnavailable { path, reason, .. } => log::warn!("port {path}: {reason}"),
+        _ => {}
+    }
+}
+
+fn log_message(message: &Message, table: &PrototypeTable) {
+    if joint_sample(message, table).is_none() {
+        let name = table.get(message.prototype).map_or("unknown", |prototype| prototype.name.as_str());
+        log::info!("{name} #{}", message.number);
+    }
+}
+
+/// Sends a console command's request.
+pub fn send_line(commander: &RdscomCommander, line: &str) -> Result<(), String> {
+    let request = parse_console_command(line, 0)?;
+    commander.send(request).map_err(|error| error.to_string())
 }

@@ -9,6 +9,8 @@ pub mod diagnostics;
 pub mod goals;
 pub mod hil;
 pub mod joints;
+pub mod lifecycle;
+pub mod managed_driver;
 pub mod legacy;
 pub mod link_health;
 pub mod messages;

@@ -1,14 +1,22 @@
 //! stm32_driver without ROS: parameters, telemetry to joint states and IMU data, joint targets
-//! and parameter changes to commands.
+//! and parameter changes to commands, and the arm as the managed node drives it ([`Stm32Arm`]).
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use std::sync::mpsc::Receiver;
+use std::sync::{Arc, Mutex};
+
 use super::link_health::LinkHealth;
+use super::managed_driver::SerialDevice;
 use super::param_server::{ParamRange, ParamSpec};
 use super::params::{read_group, without_groups, ParamError, ParamValue};
-use crate::drivers::stm32::{validate_command, ArmTelemetry, DriverEvent, LinkEvent, Stm32Config};
+use super::topics::serial_device::SerialDeviceTopics;
+use super::topics::stm32::Stm32Topics;
+use crate::drivers::stm32::{
+    validate_command, ArmTelemetry, DriverEvent, LinkEvent, LinkState, Stm32Commander, Stm32Config, Stm32Driver,
+};
 use crate::protocol::stm32::{Command, ControlMode, Joint, PidGains};
 
 /// PID gains of one joint, as parameters.
@@ -57,6 +65,12 @@ pub struct Stm32NodeConfig {
     pub pid: PidParams,
     /// Control mode sent at start and on change: idle, position or trajectory. Default position.
     pub mode: String,
+    /// Configure and activate at start (the launch files set it). Default false: the node waits
+    /// unconfigured for `ros2 lifecycle set`.
+    pub autostart: bool,
+    /// After a device fault, configure and activate again once a second until the device is back.
+    /// Default false.
+    pub auto_recover: bool,
 }
 
 impl Default for Stm32NodeConfig {
@@ -68,6 +82,8 @@ impl Default for Stm32NodeConfig {
             imu_frame_id: "stm32_imu_link".into(),
             pid: PidParams::default(),
             mode: "position".into(),
+            autostart: false,
+            auto_recover: false,
         }
     }
 }
@@ -96,7 +112,7 @@ const KD: Option<ParamRange> = Some(ParamRange::Double { from: 0.0, to: 2.0 });
 
 /// How `ros2 param` sees stm32_driver's parameters: gains and mode are sent to the firmware when
 /// set; the rest is read at start.
-pub const STM32_NODE_PARAMS: [ParamSpec; 11] = [
+pub const STM32_NODE_PARAMS: [ParamSpec; 13] = [
     ParamSpec::runtime("mode", "control mode sent to the firmware: idle, position or trajectory", None),
     ParamSpec::runtime("pid.shoulder.kp", "shoulder proportional gain, sent to the firmware", KP),
     ParamSpec::runtime("pid.shoulder.ki", "shoulder integral gain, sent to the firmware", KI),
@@ -108,6 +124,11 @@ pub const STM32_NODE_PARAMS: [ParamSpec; 11] = [
     ParamSpec::read_only("joint_names", "names of the shoulder and elbow in /joint_states (read at start)"),
     ParamSpec::read_only("imu_frame_id", "frame of ~/imu (read at start)"),
     ParamSpec::read_only("link.", "serial link: baud, polling, IMU units, timeouts (read at start)"),
+    ParamSpec::read_only("autostart", "configure and activate at start (read at start)"),
+    ParamSpec::read_only(
+        "auto_recover",
+        "after a device fault, configure and activate again once a second (read at start)",
+    ),
 ];
 
 /// Reads stm32_driver's parameters; unknown names are refused.
@@ -231,5 +252,79 @@ pub fn command_for_parameter(
             _ => Err("mode must be a string".into()),
         },
         _ => Ok(None),
+    }
+}
+
+/// The arm on its port as a managed node drives it, with the gains and mode the parameters hold
+/// now: configure waits for telemetry; activate sends the gains and mode; deactivate sends
+/// nothing.
+pub struct Stm32Arm {
+    pub port: String,
+    pub link: Stm32Config,
+    pub config: Arc<Mutex<Stm32NodeConfig>>,
+}
+
+impl SerialDevice for Stm32Arm {
+    type Driver = Stm32Driver;
+    type Commander = Stm32Commander;
+    type Event = DriverEvent;
+    type Topics = SerialDeviceTopics<Stm32Topics>;
+
+    fn open(&self) -> std::io::Result<Stm32Driver> {
+        Stm32Driver::start(&self.port, self.link.clone())
+    }
+
+    fn events(driver: &Stm32Driver) -> &Receiver<DriverEvent> {
+        driver.events()
+    }
+
+    fn commander(driver: &Stm32Driver) -> Stm32Commander {
+        driver.commander()
+    }
+
+    fn close(driver: Stm32Driver) {
+        driver.stop();
+    }
+
+    fn answered(event: &DriverEvent) -> bool {
+        matches!(event, DriverEvent::Link(LinkEvent::Telemetry(_)))
+    }
+
+    fn lost(event: &DriverEvent) -> Option<String> {
+        match event {
+            DriverEvent::Link(LinkEvent::StateChanged { to: LinkState::Disconnected, .. }) => {
+                Some("the STM32 stopped answering".to_owned())
+            }
+            DriverEvent::PortUnavailable { path, reason, .. } => Some(format!("port {path}: {reason}")),
+            _ => None,
+        }
+    }
+
+    fn log(&self, event: &DriverEvent) {
+        match event {
+            DriverEvent::Link(LinkEvent::StateChanged { to, .. }) => log::info!("link {to:?}"),
+            DriverEvent::Link(LinkEvent::CommandFailed { command, reason }) => {
+                log::error!("command 0x{command:02x} failed: {reason}")
+            }
+            DriverEvent::PortUnavailable { path, reason, .. } => log::warn!("port {path}: {reason}"),
+            _ => {}
+        }
+    }
+
+    /// Nothing to ask: the driver polls telemetry.
+    fn configured(&self, _: &Stm32Commander) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// The gains and mode of the parameters, before any target.
+    fn activate(&self, commander: &Stm32Commander) -> Result<(), String> {
+        let setup = self.config.lock().map_err(|_| "parameters unavailable".to_owned())?.setup_commands()?;
+        setup.into_iter().try_for_each(|command| commander.send(command).map_err(|error| error.to_string()))
+    }
+
+    /// Nothing to send: in position mode the servos hold the last target, and the driver's
+    /// telemetry polls keep the firmware's watchdog fed.
+    fn deactivate(&self, _: &Stm32Commander) -> Result<(), String> {
+        Ok(())
     }
 }

@@ -1,7 +1,10 @@
-//! arduino_driver: the finger testbench's MCU over rdscom as a ROS 2 node (see
-//! [`crate::nodes::arduino`]).
+//! arduino_driver: the finger testbench's MCU over rdscom as a managed ROS 2 node (see
+//! [`crate::nodes::arduino`]: configure opens the port, waits for the MCU to acknowledge a
+//! heartbeat and starts its datastream; activate lets commands through; deactivate stops the
+//! MCU's controls).
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::channel;
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -12,46 +15,26 @@ use r2r::sensor_msgs::msg::JointState;
 use r2r::std_msgs::msg::Empty;
 use r2r::QosProfile;
 
+use super::lifecycle::{serve_lifecycle, Supervisor};
 use super::params::{nothing_at_run_time, serve_parameters};
-use super::{node_params, pump_events, ros_outputs, spin};
-use crate::drivers::rdscom::{
-    parse_console_command, DriverEvent, RdscomCommander, RdscomDriver, RdscomEvent, TableChoice,
+use super::{node_params, now_ns, ros_outputs, spin};
+use crate::drivers::rdscom::{RdscomCommander, TableChoice};
+use crate::nodes::arduino::{
+    arduino_node_config, requests_from_joint_command, send_line, Testbench, ARDUINO_NODE_PARAMS,
 };
-use crate::nodes::arduino::{arduino_node_config, joint_sample, requests_from_joint_command, ARDUINO_NODE_PARAMS};
+use crate::nodes::managed_driver::{Commanding, ManagedDriver};
 use crate::nodes::param_server::ParameterServer;
 use crate::nodes::topics::arduino::ArduinoTopics;
-use crate::protocol::rdscom::{Message, PrototypeTable};
+use crate::protocol::rdscom::PrototypeTable;
 
-/// What the node logs of its driver's events (the rest is on its topics): the MCU's messages
-/// that no topic carries, and the link's changes.
-fn log_event(event: &DriverEvent, table: &PrototypeTable) {
-    match event {
-        DriverEvent::Link(RdscomEvent::Received(message)) => log_message(message, table),
-        DriverEvent::Link(RdscomEvent::StateChanged(to)) => log::info!("link {to:?}"),
-        DriverEvent::Link(RdscomEvent::Failed { prototype, number }) => {
-            log::error!("request {prototype} #{number} got no acknowledgement")
-        }
-        DriverEvent::PortUnavailable { path, reason, .. } => log::warn!("port {path}: {reason}"),
-        _ => {}
+/// Sends `line` if the node is active; says why not otherwise.
+fn send(commanding: &Commanding<RdscomCommander>, line: &str) {
+    if let Err(error) = commanding.get().and_then(|commander| send_line(&commander, line)) {
+        log::error!("`{line}` refused: {error}");
     }
 }
 
-fn log_message(message: &Message, table: &PrototypeTable) {
-    if joint_sample(message, table).is_none() {
-        let name = table.get(message.prototype).map_or("unknown", |prototype| prototype.name.as_str());
-        log::info!("{name} #{}", message.number);
-    }
-}
-
-fn send(commander: &RdscomCommander, line: &str) {
-    match parse_console_command(line, 0).map(|request| commander.send(request)) {
-        Ok(Ok(())) => {}
-        Ok(Err(error)) => log::error!("`{line}` refused: {error}"),
-        Err(error) => log::error!("`{line}` refused: {error}"),
-    }
-}
-
-/// Runs the node until interrupted.
+/// Runs the node until interrupted or shut down.
 pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let config = arduino_node_config(&node_params(&node)).context("arduino_driver parameters")?;
     let table = match (config.prototypes_file.as_str(), &config.link.table) {
@@ -61,56 +44,54 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
             PrototypeTable::from_yaml(&std::fs::read_to_string(file).with_context(|| format!("cannot read {file}"))?)?
         }
     };
-    let driver = RdscomDriver::start(&config.port, config.link.clone(), table.clone())?;
-    let commander = driver.commander();
-    if config.stream_rate_hz > 0 {
-        send(&commander, &format!("stream all {}", config.stream_rate_hz));
-    }
-
-    let (topic_table, log_table) = (table.clone(), table.clone());
-    let (topics, out) =
-        ros_outputs(&mut node, |out| ArduinoTopics::advertise(out, &config.port, &config, topic_table))?;
+    let topic_table = table.clone();
+    let topics = ros_outputs(&mut node, |out| ArduinoTopics::advertise(out, &config.port, &config, topic_table))?;
+    let testbench = Testbench {
+        port: config.port.clone(),
+        link: config.link.clone(),
+        table,
+        stream_rate_hz: config.stream_rate_hz,
+    };
+    let (faults, device_faults) = channel();
+    let clock = node.get_ros_clock();
+    let managed = ManagedDriver::new(testbench, topics, faults, Arc::new(move || now_ns(&clock)));
+    let commanding = managed.commanding();
 
     let pool = LocalPool::new();
     let parameters = ParameterServer::new(node_params(&node), &ARDUINO_NODE_PARAMS);
     serve_parameters(&mut node, &pool.spawner(), parameters, nothing_at_run_time())?;
-    let (joint_names, command_sender) = (config.joint_names.clone(), commander.clone());
+    let (joint_names, joint_commanding) = (config.joint_names.clone(), commanding.clone());
     let joint_commands = node.subscribe::<JointState>("~/joint_command", QosProfile::default())?;
     pool.spawner().spawn_local(joint_commands.for_each(move |message| {
-        match requests_from_joint_command(
+        let requests = requests_from_joint_command(
             &message.name,
             &message.position,
             &message.velocity,
             &message.effort,
             &joint_names,
-        ) {
-            Ok(requests) => {
-                for request in requests {
-                    if let Err(error) = command_sender.send(request) {
-                        log::error!("joint command refused: {error}");
-                    }
-                }
-            }
-            Err(error) => log::error!("~/joint_command refused: {error}"),
+        );
+        let sent = requests.and_then(|requests| {
+            let commander = joint_commanding.get()?;
+            requests.into_iter().try_for_each(|request| commander.send(request).map_err(|error| error.to_string()))
+        });
+        if let Err(error) = sent {
+            log::error!("~/joint_command refused: {error}");
         }
         futures::future::ready(())
     }))?;
     for (topic, line) in [("~/go", "go"), ("~/stop", "stop"), ("~/clear", "clear")] {
         let requests = node.subscribe::<Empty>(topic, QosProfile::default())?;
-        let commander = commander.clone();
+        let commanding = commanding.clone();
         pool.spawner().spawn_local(requests.for_each(move |_| {
-            send(&commander, line);
+            send(&commanding, line);
             futures::future::ready(())
         }))?;
     }
 
-    let clock = node.get_ros_clock();
     let stop = Arc::new(AtomicBool::new(false));
-    let events_stop = stop.clone();
-    let events = std::thread::Builder::new().name("rdscom-events".into()).spawn(move || {
-        pump_events(driver.events(), &events_stop, topics, out, &clock, |event| log_event(event, &log_table));
-    })?;
-    spin(node, pool, &stop)?;
-    let _ = events.join();
-    Ok(())
+    let finalized = stop.clone();
+    let supervisor =
+        Supervisor { faults: device_faults, autostart: config.autostart, auto_recover: config.auto_recover };
+    serve_lifecycle(&mut node, &pool.spawner(), managed, supervisor, move || finalized.store(true, Ordering::Relaxed))?;
+    spin(node, pool, &stop)
 }

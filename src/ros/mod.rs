@@ -10,6 +10,7 @@ pub mod arduino_driver;
 pub mod diagnostics;
 pub mod hil_node;
 pub mod legacy_bridge;
+pub mod lifecycle;
 pub mod logging;
 pub mod params;
 pub mod sil_node;
@@ -21,18 +22,19 @@ pub mod vr_bridge;
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use futures::executor::LocalPool;
+use futures::executor::{LocalPool, LocalSpawner};
+use futures::task::LocalSpawnExt;
+use futures::{Stream, StreamExt};
 use r2r::builtin_interfaces::msg::Duration as DurationMsg;
 use r2r::trajectory_msgs::msg::MultiDOFJointTrajectory;
-use r2r::{ParameterValue, QosProfile};
+use r2r::{ParameterValue, QosProfile, ServiceRequest, WrappedServiceTypeSupport};
 
 use crate::nodes::messages::MultiDofPoint;
 use crate::nodes::params::{ParamValue, ROS_PARAMETERS};
-use crate::nodes::topics::{Durability, EventTopics, NodeName, Outputs, Qos, Sink, SinkError, TopicId, TopicSpec};
+use crate::nodes::topics::{Durability, NodeName, Outputs, Qos, Sink, SinkError, TopicId, TopicSpec};
 
 /// The profile of a topic's [`Qos`]: reliable, keep last `depth`, transient local if latched.
 pub fn qos_profile(qos: Qos) -> QosProfile {
@@ -94,35 +96,6 @@ pub fn ros_outputs<T>(
         sink.publishers.push(publisher);
     }
     Ok((topics, out))
-}
-
-/// Publishes a device node's `topics` from its driver's `events` until `stop` is set or the
-/// driver ends: each event as it comes (after `log` has logged it), and the passage of time
-/// (periodic topics, /diagnostics) at least every 100 ms. Stamped with the node's ROS clock.
-pub fn pump_events<T: EventTopics>(
-    events: &Receiver<T::Event>,
-    stop: &AtomicBool,
-    mut topics: T,
-    mut out: Outputs<RosSink>,
-    clock: &Mutex<r2r::Clock>,
-    mut log: impl FnMut(&T::Event),
-) {
-    while !stop.load(Ordering::Relaxed) {
-        let event = match events.recv_timeout(Duration::from_millis(100)) {
-            Ok(event) => Some(event),
-            Err(RecvTimeoutError::Timeout) => None,
-            Err(RecvTimeoutError::Disconnected) => break,
-        };
-        if let Some(event) = &event {
-            log(event);
-        }
-        if let Err(error) = topics.event(&mut out, now_ns(clock), Instant::now(), event.as_ref()) {
-            log::warn!("publishing failed: {error}");
-        }
-    }
-    if let Err(error) = topics.finish(&mut out, now_ns(clock)) {
-        log::warn!("publishing failed: {error}");
-    }
 }
 
 /// Set by SIGINT and SIGTERM; [`spin`] returns when it is.
@@ -222,6 +195,26 @@ pub fn spin(mut node: r2r::Node, mut pool: LocalPool, stop: &Arc<AtomicBool>) ->
         pool.run_until_stalled();
     }
     stop.store(true, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Serves one service on `spawner` (the spinning thread), answering each request with `answer`.
+pub fn serve<T, S>(
+    spawner: &LocalSpawner,
+    requests: S,
+    mut answer: impl FnMut(&T::Request) -> T::Response + 'static,
+) -> anyhow::Result<()>
+where
+    T: WrappedServiceTypeSupport + 'static,
+    S: Stream<Item = ServiceRequest<T>> + Unpin + 'static,
+{
+    spawner.spawn_local(requests.for_each(move |request| {
+        let response = answer(&request.message);
+        if let Err(error) = request.respond(response) {
+            log::warn!("a service's reply failed: {error}");
+        }
+        futures::future::ready(())
+    }))?;
     Ok(())
 }
 

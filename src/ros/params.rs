@@ -7,8 +7,6 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use futures::executor::LocalSpawner;
-use futures::task::LocalSpawnExt;
-use futures::{Stream, StreamExt};
 use r2r::rcl_interfaces::msg::{
     FloatingPointRange, IntegerRange, ListParametersResult, ParameterDescriptor, ParameterValue as ValueMsg,
     SetParametersResult,
@@ -16,7 +14,9 @@ use r2r::rcl_interfaces::msg::{
 use r2r::rcl_interfaces::srv::{
     DescribeParameters, GetParameterTypes, GetParameters, ListParameters, SetParameters, SetParametersAtomically,
 };
-use r2r::{QosProfile, ServiceRequest, WrappedServiceTypeSupport};
+use r2r::QosProfile;
+
+use super::serve;
 
 use crate::nodes::param_server::{ParamRange, ParamRefusal, ParameterServer};
 use crate::nodes::params::ParamValue;
@@ -96,26 +96,6 @@ fn describe(server: &ParameterServer, name: &str) -> ParameterDescriptor {
         }
     }
     descriptor
-}
-
-/// Serves one service on `spawner`, answering each request with `answer`.
-fn serve<T, S>(
-    spawner: &LocalSpawner,
-    requests: S,
-    mut answer: impl FnMut(&T::Request) -> T::Response + 'static,
-) -> anyhow::Result<()>
-where
-    T: WrappedServiceTypeSupport + 'static,
-    S: Stream<Item = ServiceRequest<T>> + Unpin + 'static,
-{
-    spawner.spawn_local(requests.for_each(move |request| {
-        let response = answer(&request.message);
-        if let Err(error) = request.respond(response) {
-            log::warn!("parameter service reply failed: {error}");
-        }
-        futures::future::ready(())
-    }))?;
-    Ok(())
 }
 
 /// Creates the node's six parameter services (~/set_parameters, ...), handled on `spawner`.

@@ -17,13 +17,13 @@ use tokio::sync::{mpsc, watch};
 
 use super::diagnostics::Reporter;
 use super::params::{nothing_at_run_time, serve_parameters};
-use super::{node_params, pump_events, qos_profile, ros_outputs, spin};
+use super::{node_params, now_ns, qos_profile, ros_outputs, spin};
 use crate::bridge::vr::{follow, FollowerEvent, VrFeed, VrLeader};
 use crate::model::math::Vec3;
 use crate::nodes::diagnostics::Level;
 use crate::nodes::param_server::ParameterServer;
 use crate::nodes::topics::vr::VrFollowerTopics;
-use crate::nodes::topics::Qos;
+use crate::nodes::topics::{pump_events, Qos};
 use crate::nodes::vr::{vr_node_config, VrMode, VrNodeConfig, VR_NODE_PARAMS};
 
 fn vec3(x: f64, y: f64, z: f64) -> Vec3 {
@@ -115,9 +115,9 @@ fn follower(
             }
         }
     });
-    let publishing = std::thread::Builder::new()
-        .name("vr-events".into())
-        .spawn(move || pump_events(&forwarded, &stop, topics, out, &clock, log_event))?;
+    let publishing = std::thread::Builder::new().name("vr-events".into()).spawn(move || {
+        pump_events(&forwarded, &stop, topics, out, &|| now_ns(&clock), log_event);
+    })?;
     Ok((stop_link, publishing))
 }
 

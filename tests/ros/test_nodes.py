@@ -35,6 +35,7 @@ from rclpy.parameter import Parameter as NodeParameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
 from rosidl_runtime_py.utilities import get_message
+from lifecycle_msgs.msg import TransitionEvent
 from tf2_msgs.msg import TFMessage
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Empty
@@ -726,12 +727,16 @@ class DriverTest(NodeTest):
     """A driver node on an emulated device behind a link (as udev's /dev/serial/by-id), so that the
     device can be unplugged and plugged back in under the same name."""
 
-    def start_driver(self, emulator_kind, launch_file, status_name):
+    def start_driver(self, emulator_kind, launch_file, status_name, *arguments):
         self.emulator_kind, self.status_name = emulator_kind, status_name
         self.emulator, path = start_emulator(emulator_kind)
         self.link = LOGS / f"{emulator_kind}_port"
+        if self.link.is_symlink():
+            os.unlink(self.link)
         os.symlink(path, self.link)
-        launch(launch_file, f"port:={self.link}")
+        self.launched = launch(launch_file, f"port:={self.link}", *arguments)
+        if "autostart:=false" in arguments:
+            return
         self.wait_status(status_name, OK, message="connected")
         self.assert_once_a_second(status_name)
         self.assert_read_only(status_name.split(":")[0], "port", string("port", "/dev/null"))
@@ -743,6 +748,12 @@ class DriverTest(NodeTest):
         self.assertTrue(matching, f"~/link_health; last: {found[-1][1] if found else None}")
         return matching[0]
 
+    def replug(self):
+        """A new emulator behind the same link."""
+        self.emulator, path = start_emulator(self.emulator_kind)
+        os.unlink(self.link)
+        os.symlink(path, self.link)
+
     def unplug_and_replug(self):
         """Stops the emulator: ERROR on /diagnostics; starts a new one: OK again, one reconnect.
         ~/link_health says the same."""
@@ -750,9 +761,7 @@ class DriverTest(NodeTest):
         stop(self.emulator)
         self.wait_status(self.status_name, ERROR, timeout=10.0)
         self.link_health(lambda m: m.state in (LinkHealth.STATE_DISCONNECTED, LinkHealth.STATE_FAILED))
-        self.emulator, path = start_emulator(self.emulator_kind)
-        os.unlink(self.link)
-        os.symlink(path, self.link)
+        self.replug()
         recovered = self.wait_status(self.status_name, OK, timeout=20.0, message="connected")
         self.assertNotEqual(dict((v.key, v.value) for v in recovered.values)["reconnects"], "0")
         self.link_health(lambda m: m.state == LinkHealth.STATE_CONNECTED and m.reconnects >= 1)
@@ -764,7 +773,7 @@ class DriverTest(NodeTest):
 
 class Stm32Driver(DriverTest):
     def test_commands_move_the_arm_and_link_loss_is_reported_and_recovers(self):
-        self.start_driver("stm32", "stm32.launch.py", "stm32_driver: link")
+        self.start_driver("stm32", "stm32.launch.py", "stm32_driver: link", "auto_recover:=true")
         target = [0.5, -0.3]
         self.publish("/stm32_driver/joint_command", JointState(name=["stm32_shoulder", "stm32_elbow"], position=target))
         self.wait_joint_states(lambda m: all(abs(a - b) < 0.05 for a, b in zip(m.position, target)),
@@ -784,9 +793,114 @@ class Stm32Driver(DriverTest):
         self.unplug_and_replug()
 
 
+class ManagedNodes(DriverTest):
+    """stm32_driver through `ros2 lifecycle`, as a user drives it."""
+
+    def lifecycle(self, *arguments):
+        done = subprocess.run(["ros2", "lifecycle", *arguments], capture_output=True, text=True, timeout=30)
+        return done.stdout + done.stderr
+
+    def assert_state(self, node, label, timeout=10.0):
+        deadline = time.monotonic() + timeout
+        while True:
+            said = self.lifecycle("get", node)
+            if said.startswith(label) or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+        self.assertTrue(said.startswith(label), f"{node}: {said!r}, expected {label}")
+
+    def set_state(self, node, transition):
+        said = self.lifecycle("set", node, transition)
+        self.assertIn("Transitioning successful", said, f"{transition}: {said}")
+
+    def arm_reaches(self, target, seconds):
+        """Sends `target` to the arm; whether joint_states show it there within `seconds`."""
+        self.publish("/stm32_driver/joint_command", JointState(name=["stm32_shoulder", "stm32_elbow"], position=target))
+        states = self.collect("/joint_states", JointState, seconds, until=lambda m: any(
+            all(abs(a - b) < 0.05 for a, b in zip(x.position, target)) for _, x in m))
+        return any(all(abs(a - b) < 0.05 for a, b in zip(m.position, target)) for _, m in states)
+
+    def test_stm32_driver_goes_through_every_transition_and_commands_only_while_active(self):
+        events = []
+        self.node.create_subscription(TransitionEvent, "/stm32_driver/transition_event", events.append, 100)
+        self.start_driver("stm32", "stm32.launch.py", "stm32_driver: link", "autostart:=false", "rsp:=false")
+        self.assert_state("/stm32_driver", "unconfigured [1]")
+        self.assertIn("/stm32_driver", self.lifecycle("nodes"))
+        available = self.lifecycle("list", "/stm32_driver")
+        self.assertIn("configure [1]", available)
+        self.assertIn("shutdown [5]", available)
+        self.set_state("/stm32_driver", "configure")
+        self.assert_state("/stm32_driver", "inactive [2]")
+        self.first("/joint_states", JointState)
+        self.assertFalse(self.arm_reaches([0.4, -0.2], 2.0), "an inactive node commanded the arm")
+        self.set_state("/stm32_driver", "activate")
+        self.assert_state("/stm32_driver", "active [3]")
+        self.assertTrue(self.arm_reaches([0.4, -0.2], 10.0), "the active node did not move the arm")
+        self.set_state("/stm32_driver", "deactivate")
+        self.assertFalse(self.arm_reaches([-0.3, 0.3], 2.0), "a deactivated node commanded the arm")
+        self.set_state("/stm32_driver", "cleanup")
+        self.assert_state("/stm32_driver", "unconfigured [1]")
+        self.set_state("/stm32_driver", "configure")
+        self.set_state("/stm32_driver", "activate")
+        self.assertTrue(self.arm_reaches([-0.3, 0.3], 10.0), "the node did not command after cleanup")
+        self.set_state("/stm32_driver", "shutdown")
+        self.assertEqual(self.launched.wait(timeout=10.0), 0, self.launched.log_path.read_text()[-2000:])
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline and (not events or events[-1].goal_state.label != "finalized"):
+            rclpy.spin_once(self.node, timeout_sec=0.05)
+        taken = [(e.start_state.label, e.goal_state.label) for e in events]
+        self.assertEqual(taken[:4], [("unconfigured", "configuring"), ("configuring", "inactive"),
+                                     ("inactive", "activating"), ("activating", "active")], taken)
+        self.assertEqual(taken[-2:], [("active", "shuttingdown"), ("shuttingdown", "finalized")], taken)
+
+    def finger_reaches(self, position, seconds):
+        """Sends finger_joint1 to `position` and runs it; whether joint_states show it there."""
+        self.publish("/arduino_driver/joint_command", JointState(name=["finger_joint1"], position=[position]))
+        self.publish("/arduino_driver/go", Empty())
+
+        def there(message):
+            return "finger_joint1" in message.name and abs(
+                message.position[message.name.index("finger_joint1")] - position) < 1e-3
+
+        states = self.collect("/joint_states", JointState, seconds, until=lambda m: any(there(x) for _, x in m))
+        return any(there(m) for _, m in states)
+
+    def test_arduino_driver_goes_through_every_transition_and_commands_only_while_active(self):
+        self.start_driver("rdscom", "arduino.launch.py", "arduino_driver: link", "autostart:=false", "rsp:=false")
+        self.assert_state("/arduino_driver", "unconfigured [1]")
+        self.set_state("/arduino_driver", "configure")
+        self.assert_state("/arduino_driver", "inactive [2]")
+        self.first("/joint_states", JointState)
+        self.assertFalse(self.finger_reaches(0.7, 2.0), "an inactive node commanded the MCU")
+        self.set_state("/arduino_driver", "activate")
+        self.assertTrue(self.finger_reaches(0.7, 10.0), "the active node did not move the finger")
+        self.set_state("/arduino_driver", "deactivate")
+        self.assertFalse(self.finger_reaches(-0.4, 2.0), "a deactivated node commanded the MCU")
+        self.set_state("/arduino_driver", "cleanup")
+        self.assert_state("/arduino_driver", "unconfigured [1]")
+        self.set_state("/arduino_driver", "configure")
+        self.set_state("/arduino_driver", "shutdown")
+        self.assertEqual(self.launched.wait(timeout=10.0), 0, self.launched.log_path.read_text()[-2000:])
+
+    def test_a_lost_stm32_stops_commanding_and_configure_activate_resume(self):
+        self.start_driver("stm32", "stm32.launch.py", "stm32_driver: link", "rsp:=false")
+        self.assert_state("/stm32_driver", "active [3]")
+        stop(self.emulator)
+        self.wait_status(self.status_name, ERROR, timeout=10.0)
+        self.assert_state("/stm32_driver", "unconfigured [1]")
+        self.assertIsNone(self.launched.poll(), "the node ended")
+        self.replug()
+        time.sleep(3.0)
+        self.assert_state("/stm32_driver", "unconfigured [1]", timeout=0.5)
+        self.set_state("/stm32_driver", "configure")
+        self.set_state("/stm32_driver", "activate")
+        self.wait_status(self.status_name, OK, message="connected")
+        self.assertTrue(self.arm_reaches([0.2, 0.2], 10.0), "the node did not command after it was brought back")
+
+
 class ArduinoDriver(DriverTest):
     def test_commands_move_the_mcu_and_link_loss_is_reported_and_recovers(self):
-        self.start_driver("rdscom", "arduino.launch.py", "arduino_driver: link")
+        self.start_driver("rdscom", "arduino.launch.py", "arduino_driver: link", "auto_recover:=true")
         motor_events, done = [], []
         self.node.create_subscription(MotorEvent, "/arduino_driver/motor_event", motor_events.append, 100)
         self.node.create_subscription(ControlDone, "/arduino_driver/control_done", done.append, 100)

@@ -18,7 +18,9 @@ pub mod stm32;
 pub mod vr;
 
 use std::marker::PhantomData;
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
 
 use super::msg::cdr::{encode_into, CdrError};
 use super::msg::{EncodesAs, MsgDef, RosMessage};
@@ -201,6 +203,37 @@ pub trait EventTopics {
 
     /// The node stops: its last status, whether due or not.
     fn finish<S: Sink>(&mut self, out: &mut Outputs<S>, time_ns: u64) -> Result<(), SinkError>;
+}
+
+/// Publishes a node's `topics` from its source's `events` until `stop` is set or the source
+/// ends: each event as it comes (after `log` has seen it), and the passage of time (periodic
+/// topics, /diagnostics) at least every 100 ms, stamped `now_ns()` (the node's clock). Gives
+/// the topics back.
+pub fn pump_events<T: EventTopics, S: Sink>(
+    events: &Receiver<T::Event>,
+    stop: &AtomicBool,
+    mut topics: T,
+    mut out: Outputs<S>,
+    now_ns: &dyn Fn() -> u64,
+    mut log: impl FnMut(&T::Event),
+) -> (T, Outputs<S>) {
+    while !stop.load(Ordering::Relaxed) {
+        let event = match events.recv_timeout(Duration::from_millis(100)) {
+            Ok(event) => Some(event),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => break,
+        };
+        if let Some(event) = &event {
+            log(event);
+        }
+        if let Err(error) = topics.event(&mut out, now_ns(), Instant::now(), event.as_ref()) {
+            log::warn!("publishing failed: {error}");
+        }
+    }
+    if let Err(error) = topics.finish(&mut out, now_ns()) {
+        log::warn!("publishing failed: {error}");
+    }
+    (topics, out)
 }
 
 #[cfg(test)]

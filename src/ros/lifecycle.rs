@@ -1,0 +1,157 @@
+//! The managed-node interface as `ros2 lifecycle` expects it, for any node driven by a
+//! [`Lifecycle`] (r2r has none, as it had no parameter services): ~/change_state, ~/get_state,
+//! ~/get_available_states, ~/get_available_transitions, ~/get_transition_graph, and every edge
+//! taken on ~/transition_event. The node's callbacks run on the spinning thread, as rclcpp runs
+//! them in its executor.
+//!
+//! Beside them, ten times a second, the node takes the device faults its threads report, ticks,
+//! and recovers as [`Supervised`] says; it is brought up at start with `autostart`.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::mpsc::Receiver;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::executor::LocalSpawner;
+use futures::task::LocalSpawnExt;
+use r2r::lifecycle_msgs::msg::{State as StateMsg, Transition, TransitionDescription, TransitionEvent};
+use r2r::lifecycle_msgs::srv::{ChangeState, GetAvailableStates, GetAvailableTransitions, GetState};
+use r2r::QosProfile;
+
+use super::{now_ns, serve};
+use crate::nodes::lifecycle::{Edge, Lifecycle, Managed, State, Supervised, Taken};
+
+fn state(state: State) -> StateMsg {
+    StateMsg { id: state.id(), label: state.label().to_owned() }
+}
+
+fn description(edge: &Edge) -> TransitionDescription {
+    TransitionDescription {
+        transition: Transition { id: edge.id, label: edge.label.to_owned() },
+        start_state: state(edge.start),
+        goal_state: state(edge.goal),
+    }
+}
+
+/// How a managed node is kept up.
+pub struct Supervisor {
+    /// Device faults, from the node's threads.
+    pub faults: Receiver<String>,
+    /// Configure and activate at start.
+    pub autostart: bool,
+    /// See [`Supervised`].
+    pub auto_recover: bool,
+}
+
+/// A supervised node on the spinning thread, with what publishes the edges it takes.
+struct Machine<M> {
+    node: Supervised<M>,
+    events: r2r::Publisher<TransitionEvent>,
+    clock: Arc<Mutex<r2r::Clock>>,
+}
+
+impl<M: Managed> Machine<M> {
+    /// Publishes and logs what `taken` did (a transition asked for `label`).
+    fn took(&self, label: &str, taken: &Taken) {
+        for edge in &taken.edges {
+            let event = TransitionEvent {
+                timestamp: now_ns(&self.clock),
+                transition: Transition { id: edge.id, label: edge.label.to_owned() },
+                start_state: state(edge.start),
+                goal_state: state(edge.goal),
+            };
+            if let Err(error) = self.events.publish(&event) {
+                log::warn!("publishing ~/transition_event failed: {error}");
+            }
+        }
+        let now = self.node.lifecycle().state();
+        match &taken.reason {
+            Some(reason) => log::error!("{label} failed ({reason}): now {now}"),
+            None => log::info!("{label}: now {now}"),
+        }
+    }
+}
+
+/// Serves the lifecycle interface of `managed` on `spawner`, publishes every edge it takes, and
+/// keeps it up as `supervisor` says; calls `finalized` once the node is finalized.
+pub fn serve_lifecycle<M: Managed + 'static>(
+    node: &mut r2r::Node,
+    spawner: &LocalSpawner,
+    managed: M,
+    supervisor: Supervisor,
+    finalized: impl Fn() + 'static,
+) -> anyhow::Result<()> {
+    let Supervisor { faults, autostart, auto_recover } = supervisor;
+    let shared = Rc::new(RefCell::new(Machine {
+        node: Supervised::new(managed, auto_recover),
+        events: node.create_publisher::<TransitionEvent>("~/transition_event", QosProfile::default())?,
+        clock: node.get_ros_clock(),
+    }));
+    let qos = QosProfile::services_default;
+
+    let machine = shared.clone();
+    serve(spawner, node.create_service::<ChangeState::Service>("~/change_state", qos())?, move |request| {
+        let mut machine = machine.borrow_mut();
+        let requested = &request.transition;
+        match machine.node.request(requested.id, &requested.label) {
+            Ok(taken) => {
+                machine.took(taken.edges[0].label, &taken);
+                ChangeState::Response { success: taken.success() }
+            }
+            Err(refused) => {
+                log::warn!("{refused}");
+                ChangeState::Response { success: false }
+            }
+        }
+    })?;
+
+    let mut timer = node.create_wall_timer(Duration::from_millis(100))?;
+    let machine = shared.clone();
+    spawner.spawn_local(async move {
+        if autostart {
+            let mut machine = machine.borrow_mut();
+            for taken in machine.node.bring_up() {
+                machine.took("autostart", &taken);
+            }
+        }
+        while timer.tick().await.is_ok() {
+            let mut machine = machine.borrow_mut();
+            while let Ok(reason) = faults.try_recv() {
+                if let Some(taken) = machine.node.fault(&reason) {
+                    machine.took("device fault", &taken);
+                }
+            }
+            for taken in machine.node.tick(Instant::now()) {
+                machine.took("auto_recover", &taken);
+            }
+            // A finalized node ends at the tick after its shutdown, once the reply and the
+            // transition events are out.
+            if machine.node.lifecycle().state() == State::Finalized {
+                finalized();
+            }
+        }
+    })?;
+
+    let machine = shared.clone();
+    serve(spawner, node.create_service::<GetState::Service>("~/get_state", qos())?, move |_| GetState::Response {
+        current_state: state(machine.borrow().node.lifecycle().state()),
+    })?;
+    serve(spawner, node.create_service::<GetAvailableStates::Service>("~/get_available_states", qos())?, |_| {
+        GetAvailableStates::Response { available_states: State::ALL.into_iter().map(state).collect() }
+    })?;
+    let machine = shared;
+    serve(
+        spawner,
+        node.create_service::<GetAvailableTransitions::Service>("~/get_available_transitions", qos())?,
+        move |_| GetAvailableTransitions::Response {
+            available_transitions: machine.borrow().node.lifecycle().available().iter().map(description).collect(),
+        },
+    )?;
+    serve(spawner, node.create_service::<GetAvailableTransitions::Service>("~/get_transition_graph", qos())?, |_| {
+        GetAvailableTransitions::Response {
+            available_transitions: Lifecycle::graph().iter().map(description).collect(),
+        }
+    })?;
+    Ok(())
+}
