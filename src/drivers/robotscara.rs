@@ -187,9 +187,26 @@ impl Hardware for ReferenceRig {
         Ok(())
     }
 
+    /// Zero step rates at once; the motors' fields stand still and hold the arm. The ports
+    /// stay open for another loop.
     fn stop(&mut self) {
         self.drive.stop();
-        self.send(StepRates::default(), true);
+        self.send(StepRates::default(), false);
+    }
+
+    /// Waits for the sensor's first line (or a port failure).
+    fn check(&mut self, timeout: Duration) -> Result<(), HardwareError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            self.check_failure()?;
+            if self.shared.sensor.lock().map(|slot| slot.count > 0).unwrap_or(false) {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(HardwareError::Link(format!("the sensor sent no reading within {timeout:?}")));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 }
 

@@ -55,8 +55,16 @@ pub trait Hardware: Send {
     fn read(&mut self, now: f64, period: f64, input: &mut SensorInput) -> Result<(), HardwareError>;
     /// Applies a command at loop time `now` [s].
     fn write(&mut self, now: f64, period: f64, command: &ActuatorCommand) -> Result<(), HardwareError>;
-    /// Safe stop: zero torque, zero step rate. Called once when the loop ends, however it ends.
+    /// A loop starts: its times `now` count from zero again. The device stays as it is.
+    fn begin(&mut self) {}
+    /// Safe stop: zero torque, zero step rate. Called once when the loop ends, however it ends;
+    /// the device stays open for another loop.
     fn stop(&mut self);
+    /// Waits up to `timeout` for the device to show it works (a first sensor reading, say), as a
+    /// managed node checks it on configure. Does not take the reading from the loop.
+    fn check(&mut self, _timeout: std::time::Duration) -> Result<(), HardwareError> {
+        Ok(())
+    }
     /// The true platform point [m], where the backend knows it (a simulation).
     fn true_position(&self) -> Option<Vec3> {
         None

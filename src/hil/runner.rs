@@ -242,6 +242,15 @@ pub struct HilReport {
     pub outcome: Result<(), HilError>,
 }
 
+/// Where a run's reference starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Start {
+    /// At the feed's first sample, which the run waits for.
+    FirstSample,
+    /// Where the first sensor reading puts the arm, held there until the feed moves it.
+    WhereTheArmIs,
+}
+
 /// A HIL run ready to start; [`HilLoop::run`] blocks the calling thread for the whole run.
 pub struct HilLoop {
     config: HilConfig,
@@ -257,6 +266,7 @@ pub struct HilLoop {
     withdrawals: Option<Arc<Withdrawals>>,
     /// The withdrawal whose samples are still being dropped.
     dropping_until: Option<u64>,
+    start: Start,
 }
 
 impl HilLoop {
@@ -289,6 +299,7 @@ impl HilLoop {
             max_duration_s: None,
             withdrawals: None,
             dropping_until: None,
+            start: Start::FirstSample,
         })
     }
 
@@ -310,6 +321,14 @@ impl HilLoop {
         self
     }
 
+    /// Starts the reference where the first sensor reading puts the arm rather than at the
+    /// feed's first sample, and holds it there until the feed moves it: a run that resumes after
+    /// a stop starts from where the arm is, with no jump. The feed's samples count from then.
+    pub fn starting_where_the_arm_is(mut self) -> HilLoop {
+        self.start = Start::WhereTheArmIs;
+        self
+    }
+
     /// Ends the run after `seconds` of loop time.
     pub fn with_max_duration(mut self, seconds: f64) -> HilLoop {
         self.max_duration_s = Some(seconds);
@@ -318,23 +337,32 @@ impl HilLoop {
 
     /// Runs to the end of the trajectory, the duration, a stop request or a fault, then stops
     /// the hardware safely.
-    pub fn run(mut self) -> HilReport {
+    pub fn run(self) -> HilReport {
+        self.run_and_release().0
+    }
+
+    /// [`HilLoop::run`], then hands the hardware back, stopped, for another run.
+    pub fn run_and_release(mut self) -> (HilReport, Box<dyn Hardware>) {
         let mut stats = LoopStats::new(self.config.rate_hz);
         stats.error_from_truth = self.hardware.true_position().is_some();
         let mut ring = TrajectoryRing::new(RING_CAPACITY, self.config.low_water);
         for problem in realtime::prepare_thread(self.config.realtime_priority) {
             log::warn!("HIL loop runs without {problem}: expect more jitter");
         }
+        self.hardware.begin();
         let startup = Duration::from_secs_f64(self.config.startup_timeout_s);
-        let outcome = match self.first_sample(startup) {
-            Some(first) => match ring.push(first) {
-                Ok(()) => self.cycle_until_done(&mut ring, &mut stats),
-                Err(error) => (Err(error.into()), 0.0),
+        let outcome = match self.start {
+            Start::WhereTheArmIs => self.cycle_until_done(&mut ring, &mut stats),
+            Start::FirstSample => match self.first_sample(startup) {
+                Some(first) => match ring.push(first) {
+                    Ok(()) => self.cycle_until_done(&mut ring, &mut stats),
+                    Err(error) => (Err(error.into()), 0.0),
+                },
+                None => (Err(HilError::NoTrajectory(startup)), 0.0),
             },
-            None => (Err(HilError::NoTrajectory(startup)), 0.0),
         };
         self.hardware.stop();
-        HilReport { stats, duration_s: outcome.1, outcome: outcome.0 }
+        (HilReport { stats, duration_s: outcome.1, outcome: outcome.0 }, self.hardware)
     }
 
     /// Waits up to `timeout` for the first sample: the run starts at its time. Marks before
@@ -363,6 +391,8 @@ impl HilLoop {
         let mut last_reading_at = 0.0;
         let mut was_low = false;
         let mut seen_reading = false;
+        // Until the arm's start is known, the feed waits: its samples count from there.
+        let mut awaiting_arm = self.start == Start::WhereTheArmIs;
         loop {
             realtime::sleep_until(&deadline);
             let lateness_us = realtime::seconds(realtime::now() - deadline) * 1e6;
@@ -371,9 +401,11 @@ impl HilLoop {
             let trajectory_time = start_time + now;
             stats.cycles += 1;
 
-            self.withdraw(ring, trajectory_time);
-            if let Err(error) = self.fill(ring, trajectory_time) {
-                return (Err(error), now);
+            if !awaiting_arm {
+                self.withdraw(ring, trajectory_time);
+                if let Err(error) = self.fill(ring, trajectory_time) {
+                    return (Err(error), now);
+                }
             }
             if ring.is_low() && !was_low {
                 stats.low_water_events += 1;
@@ -396,6 +428,15 @@ impl HilLoop {
                 }
                 None => self.estimator.predict(period, &task_acceleration),
             };
+            if let (true, Some(estimate)) = (awaiting_arm, &estimate) {
+                awaiting_arm = false;
+                if let Err(error) = ring
+                    .begin_segment(trajectory_time)
+                    .and_then(|()| ring.push(Waypoint { t: 0.0, x: estimate.x, ..Waypoint::default() }))
+                {
+                    return (Err(error.into()), now);
+                }
+            }
             let timeout = if seen_reading { self.config.sensor_timeout_s } else { self.config.startup_timeout_s };
             if now - last_reading_at > timeout {
                 return (Err(HilError::SensorLost { t: now, silent_s: now - last_reading_at }), now);

@@ -58,6 +58,13 @@ impl SimulatedRig {
 }
 
 impl Hardware for SimulatedRig {
+    /// The arm stays as the last loop left it; its clock restarts with the loop's (the plant is
+    /// time-invariant).
+    fn begin(&mut self) {
+        self.t = 0.0;
+        self.integrator.invalidate();
+    }
+
     fn read(&mut self, now: f64, _period: f64, input: &mut SensorInput) -> Result<(), HardwareError> {
         self.advance(now)?;
         input.reading = Some(self.sensor.measure(&self.plant.motion().p, &self.elbow));
