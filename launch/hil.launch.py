@@ -22,4 +22,6 @@ def generate_launch_description():
         "publish_rate_hz": ("250.0", float, "publish rate [Hz]"),
         "hil.rate_hz": ("1000.0", float, "loop rate [Hz]"),
         "trajectory_file": ("", str, "trajectory CSV; empty = the built-in arc"),
+        "autostart": ("true", bool, "configure and activate at start (false: wait for ros2 lifecycle set)"),
+        "auto_recover": ("false", bool, "after a rig fault, configure and activate again once a second"),
     }, ARM(bag="arm_hil_hil"))

@@ -62,6 +62,9 @@ pub struct RigEmulatorStats {
     pub bad_step_lines: u64,
     /// The last step rates received [pulses/s].
     pub last_rates: [f64; 3],
+    /// The emulator's clock [s], and its time at the last step command received [s].
+    pub t: f64,
+    pub last_command_t: f64,
     /// The true platform point [m].
     pub position: Vec3,
 }
@@ -213,6 +216,7 @@ impl Emulation {
                     Ok(rates) => {
                         stats.step_commands += 1;
                         stats.last_rates = rates.0;
+                        stats.last_command_t = now;
                         self.stepped.field.set_rates(now, &rates, &self.stepped.stepper);
                         self.integrator.invalidate();
                     }
@@ -236,6 +240,7 @@ impl Emulation {
                 }
             }
             stats.position = self.stepped.plant.motion().p;
+            stats.t = now;
             if let Ok(mut shared) = self.control.stats.lock() {
                 *shared = stats;
             }

@@ -2,6 +2,7 @@
 //! running loop ([`Feeder`]), and how a goal's run answers it ([`HilGoals`]).
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,6 +41,12 @@ pub struct HilNodeSettings {
     pub trajectory_file: String,
     /// Frame of the published points. Default base_link.
     pub frame_id: String,
+    /// Configure and activate at start (the launch file sets it). Default false: the node waits
+    /// unconfigured for `ros2 lifecycle set`.
+    pub autostart: bool,
+    /// After a device fault, configure and activate again once a second until the rig is back.
+    /// Default false.
+    pub auto_recover: bool,
 }
 
 impl Default for HilNodeSettings {
@@ -51,13 +58,15 @@ impl Default for HilNodeSettings {
             publish_rate_hz: 250.0,
             trajectory_file: String::new(),
             frame_id: "base_link".into(),
+            autostart: false,
+            auto_recover: false,
         }
     }
 }
 
 /// How `ros2 param` sees hil_node's parameters: all are read at start (the loop and its
 /// hardware are set up once).
-pub const HIL_NODE_PARAMS: [ParamSpec; 13] = [
+pub const HIL_NODE_PARAMS: [ParamSpec; 15] = [
     ParamSpec::read_only("hardware", "hardware behind the loop: sim or robotscara (read at start)"),
     ParamSpec::read_only("sensor_device", "angle sensor device, robotscara (read at start)"),
     ParamSpec::read_only("arduino_device", "step-driver Arduino device or auto, robotscara (read at start)"),
@@ -71,6 +80,11 @@ pub const HIL_NODE_PARAMS: [ParamSpec; 13] = [
     ParamSpec::read_only("controller.", "task-space PID and inverse dynamics (read at start)"),
     ParamSpec::read_only("estimator.", "Kalman filter and range-bias estimator (read at start)"),
     ParamSpec::read_only("sensor.", "simulated angle sensor (read at start)"),
+    ParamSpec::read_only("autostart", "configure and activate at start (read at start)"),
+    ParamSpec::read_only(
+        "auto_recover",
+        "after a rig fault, configure and activate again once a second (read at start)",
+    ),
 ];
 
 /// Everything hil_node is configured by.
@@ -205,6 +219,13 @@ impl Feeder {
         Feeder { robot, queue, last }
     }
 
+    /// The feeder of a loop that resumes holding where the arm is: nothing queued; segments
+    /// continue from there.
+    pub fn holding(mut self) -> Feeder {
+        self.queue.clear();
+        self
+    }
+
     /// The next item for the loop.
     pub fn front(&self) -> Option<&FeedItem> {
         self.queue.front()
@@ -252,12 +273,20 @@ impl Feeder {
 
 /// How long the feeding thread waits for a request while the loop's feed is full.
 const FULL_FEED_WAIT: Duration = Duration::from_millis(5);
+/// How long it waits for a request with nothing to feed, between looks at its stop flag.
+const IDLE_WAIT: Duration = Duration::from_millis(50);
 
-/// Runs `feeder` on the calling thread until the loop goes away: items go into `feed` as it has
-/// room, and requests are taken as they come, also while the feed is full (a goal must not
-/// wait behind the samples it replaces). Refused segments are logged.
-pub fn run_feeder(mut feeder: Feeder, requests: Receiver<FeedRequest>, feed: SyncSender<FeedItem>) {
-    loop {
+/// Runs `feeder` on the calling thread until the loop goes away or `stop` is set: items go into
+/// `feed` as it has room, and requests are taken as they come, also while the feed is full (a
+/// goal must not wait behind the samples it replaces). Refused segments are logged. Hands the
+/// feeder and its requests back for the next loop.
+pub fn run_feeder(
+    mut feeder: Feeder,
+    requests: Receiver<FeedRequest>,
+    feed: SyncSender<FeedItem>,
+    stop: &AtomicBool,
+) -> (Feeder, Receiver<FeedRequest>) {
+    while !stop.load(Ordering::Relaxed) {
         let request = match feeder.front() {
             Some(&item) => match feed.try_send(item) {
                 Ok(()) => {
@@ -272,11 +301,12 @@ pub fn run_feeder(mut feeder: Feeder, requests: Receiver<FeedRequest>, feed: Syn
                         None
                     }
                 },
-                Err(TrySendError::Disconnected(_)) => return,
+                Err(TrySendError::Disconnected(_)) => break,
             },
-            None => match requests.recv() {
+            None => match requests.recv_timeout(IDLE_WAIT) {
                 Ok(request) => Some(request),
-                Err(_) => return,
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => break,
             },
         };
         if let Some(request) = request {
@@ -288,6 +318,7 @@ pub fn run_feeder(mut feeder: Feeder, requests: Receiver<FeedRequest>, feed: Syn
             }
         }
     }
+    (feeder, requests)
 }
 
 /// The goal hil_node serves, followed through the loop's frames: its run starts when the loop
@@ -405,7 +436,9 @@ impl<G: Clone> HilGoals<G> {
     }
 
     /// The loop stopped for `reason`: the goal served, if any, is aborted.
+    /// Goals are refused until the next loop's first frame.
     pub fn loop_stopped(&mut self, reason: &str) -> Option<GoalUpdate<G>> {
+        self.reference = None;
         Some(self.goal.take()?.finished(GoalOutcome::Aborted, Some(reason.to_owned())))
     }
 }

@@ -11,6 +11,7 @@ pub mod hil;
 pub mod joints;
 pub mod lifecycle;
 pub mod managed_driver;
+pub mod managed_hil;
 pub mod legacy;
 pub mod link_health;
 pub mod messages;

@@ -1,6 +1,6 @@
-//! hil_node: the HIL loop as a ROS 2 node, with sil_node's outputs at its publish rate,
-//! trajectory segments from ~/trajectory, goals on ~/follow_cartesian_trajectory, and loop
-//! statistics on /diagnostics and ~/loop_statistics.
+//! hil_node: the HIL loop as a managed ROS 2 node (see [`crate::nodes::managed_hil`]), with
+//! sil_node's outputs at its publish rate, trajectory segments from ~/trajectory, goals on
+//! ~/follow_cartesian_trajectory, and loop statistics on /diagnostics and ~/loop_statistics.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, sync_channel};
@@ -15,36 +15,48 @@ use r2r::trajectory_msgs::msg::MultiDOFJointTrajectory;
 use r2r::QosProfile;
 
 use super::diagnostics::Reporter;
+use super::lifecycle::{serve_lifecycle, Supervisor};
 use super::params::{nothing_at_run_time, serve_parameters};
 use super::{multi_dof_points, node_params, now_ns, ros_outputs, spin};
-use crate::drivers::open_hardware;
-use crate::hil::{FrameChannel, HilLoop, LoopStatus, Withdrawals, FEED_DEPTH};
+use crate::hil::{LoopStatus, Withdrawals};
 use crate::model::Robot;
 use crate::nodes::diagnostics::Level;
 #[cfg(not(feature = "ros-doc-only"))]
 use crate::nodes::goals::GoalUpdate;
-use crate::nodes::hil::{hil_node_config, loop_status, run_feeder, FeedRequest, Feeder, HIL_NODE_PARAMS};
+use crate::nodes::hil::{hil_node_config, loop_status, FeedRequest, HIL_NODE_PARAMS};
 use crate::nodes::joints::arm_joint_state;
+use crate::nodes::managed_hil::{HilLinks, HilReporter, ManagedHil};
 use crate::nodes::param_server::ParameterServer;
 use crate::nodes::topics::arm::{ArmTopicSet, ArmTopics};
 use crate::nodes::{load_trajectory, trajectory_file, Decimator};
 use crate::sim::Frame;
 
-/// Runs the node until interrupted or the loop stops.
+/// Where hil_node's state goes: /diagnostics, and the goal served.
+struct NodeReporter {
+    reporter: Arc<Reporter>,
+    goals: Arc<GoalsOfFrames>,
+}
+
+/// The goal served, told of each frame (Ok, and whether it is published) or of the loop's end.
+type GoalsOfFrames = dyn Fn(Result<&Frame, &str>, bool) + Send + Sync;
+
+impl HilReporter for NodeReporter {
+    fn status(&self, level: Level, message: String) {
+        self.reporter.update(|status| status.set(level, message, Vec::new()));
+    }
+
+    fn loop_stopped(&self, failure: Option<&str>) {
+        (self.goals)(Err(failure.unwrap_or("the HIL loop stopped")), true);
+    }
+}
+
+/// Runs the node until interrupted or shut down.
 pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let config = hil_node_config(&node_params(&node)).context("hil_node parameters")?;
     let robot = Robot::new(config.sil.robot.clone())?;
     let initial =
         load_trajectory(trajectory_file(&config.settings.trajectory_file), &robot).context("trajectory_file")?;
-    let (elbow, l_arm) = (initial.elbow(), initial.l_arm());
-    let hardware = open_hardware(
-        config.settings.hardware,
-        &config.devices(),
-        &config.rig,
-        &config.sil,
-        &initial.waypoints()[0],
-        elbow,
-    )?;
+    let elbow = initial.elbow();
 
     // robot_state_publisher publishes the URDF and /tf beside the node.
     let frame_id = &config.settings.frame_id;
@@ -57,67 +69,56 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let parameters = ParameterServer::new(node_params(&node), &HIL_NODE_PARAMS);
     serve_parameters(&mut node, &pool.spawner(), parameters, nothing_at_run_time())?;
     let (requests, feeder_requests) = channel();
-    let subscription = node.subscribe::<MultiDOFJointTrajectory>("~/trajectory", QosProfile::default())?;
-    let segments = requests.clone();
-    pool.spawner().spawn_local(subscription.for_each(move |message| {
-        let _ = segments.send(FeedRequest::Append(multi_dof_points(&message)));
-        futures::future::ready(())
-    }))?;
     let withdrawals = Arc::new(Withdrawals::default());
     // The action's goals are this package's own type, which the doc-only type-check lacks.
     #[cfg(not(feature = "ros-doc-only"))]
-    let follow_goals = {
+    let follow_goals: Arc<GoalsOfFrames> = {
         use super::trajectory_action::{deliver, serve, Goal};
         use crate::nodes::hil::HilGoals;
         let goals = Arc::new(Mutex::new(HilGoals::<Goal>::new(withdrawals.clone())));
-        serve(&mut node, &pool.spawner(), robot.clone(), goals.clone(), requests)?;
+        serve(&mut node, &pool.spawner(), robot.clone(), goals.clone(), requests.clone())?;
         // Every frame counts towards the goal's result; feedback goes out at the publish rate.
-        move |frame: Option<&Frame>, publishing: bool| {
+        Arc::new(move |frame: Result<&Frame, &str>, publishing: bool| {
             let update = goals.lock().ok().and_then(|mut goals| match frame {
-                Some(frame) => goals.frame(frame),
-                None => goals.loop_stopped("the HIL loop stopped"),
+                Ok(frame) => goals.frame(frame),
+                Err(reason) => goals.loop_stopped(reason),
             });
             match update {
                 Some(GoalUpdate::Feedback(..)) if !publishing => {}
                 Some(update) => deliver(update),
                 None => {}
             }
-        }
+        })
     };
     #[cfg(feature = "ros-doc-only")]
-    let follow_goals = {
-        drop(requests);
-        |_: Option<&Frame>, _: bool| {}
-    };
+    let follow_goals: Arc<GoalsOfFrames> = Arc::new(|_: Result<&Frame, &str>, _: bool| {});
 
-    let (samples_tx, samples) = sync_channel(FEED_DEPTH);
-    let feeder = Feeder::new(&initial, robot.clone());
-    std::thread::Builder::new()
-        .name("hil-feed".into())
-        .spawn(move || run_feeder(feeder, feeder_requests, samples_tx))?;
     let (frames_tx, frames) = sync_channel(1000);
     let status = Arc::new(Mutex::new(LoopStatus::default()));
-    let stop = Arc::new(AtomicBool::new(false));
-    let hil = HilLoop::new(config.hil.clone(), &config.sil, elbow, l_arm, hardware, samples, stop.clone())?
-        .with_frames(Box::new(FrameChannel(frames_tx)))
-        .with_status(status.clone())
-        .with_withdrawals(withdrawals);
-    let loop_stop = stop.clone();
-    let loop_reporter = reporter.clone();
-    let running = std::thread::Builder::new().name("hil-loop".into()).spawn(move || {
-        let report = hil.run();
-        if let Err(error) = &report.outcome {
-            let message = format!("loop stopped: {error}");
-            loop_reporter.update(|status| status.set(Level::Error, message, Vec::new()));
-        }
-        loop_stop.store(true, Ordering::Relaxed);
-        report
-    })?;
-    let periodic = reporter.spawn_periodic(stop.clone())?;
+    let (faults, rig_faults) = channel();
+    let links = HilLinks { requests: feeder_requests, frames: frames_tx, status: status.clone(), withdrawals, faults };
+    let node_reporter = NodeReporter { reporter: reporter.clone(), goals: follow_goals.clone() };
+    let (autostart, auto_recover) = (config.settings.autostart, config.settings.auto_recover);
+    let rate = config.settings.publish_rate_hz;
+    let managed = ManagedHil::new(config, robot.clone(), initial, links, Arc::new(node_reporter));
+    let looping = managed.looping();
 
+    let subscription = node.subscribe::<MultiDOFJointTrajectory>("~/trajectory", QosProfile::default())?;
+    let segments_looping = looping.clone();
+    pool.spawner().spawn_local(subscription.for_each(move |message| {
+        match segments_looping.load(Ordering::Relaxed) {
+            true => {
+                let _ = requests.send(FeedRequest::Append(multi_dof_points(&message)));
+            }
+            false => log::error!("~/trajectory segment refused: hil_node is not active"),
+        }
+        futures::future::ready(())
+    }))?;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let periodic = reporter.spawn_periodic(stop.clone())?;
     let clock = node.get_ros_clock();
     let publisher_stop = stop.clone();
-    let rate = config.settings.publish_rate_hz;
     let publishing = std::thread::Builder::new().name("hil-publish".into()).spawn(move || {
         let mut decimator = Decimator::new(rate);
         let mut last_report = std::time::Instant::now();
@@ -125,7 +126,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
         while !publisher_stop.load(Ordering::Relaxed) {
             if let Ok(frame) = frames.recv_timeout(Duration::from_millis(100)) {
                 let due = decimator.due(frame.t);
-                follow_goals(Some(&frame), due);
+                follow_goals(Ok(&frame), due);
                 if due {
                     let joints = arm_joint_state(&robot, &frame, &elbow);
                     if let Err(error) = arm.sample(&mut out, now_ns(&clock), &frame, &joints) {
@@ -133,21 +134,28 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
                     }
                 }
             }
-            if last_report.elapsed() >= Duration::from_secs(1) {
+            if last_report.elapsed() >= Duration::from_secs(1) && looping.load(Ordering::Relaxed) {
                 last_report = std::time::Instant::now();
                 let snapshot = status.lock().map(|status| *status).unwrap_or_default();
-                reporter.update(|status| loop_status(status, &snapshot, overruns_before));
+                // Under the reporter's lock: a loop that stopped meanwhile has said why.
+                reporter.update(|status| {
+                    if looping.load(Ordering::Relaxed) {
+                        loop_status(status, &snapshot, overruns_before);
+                    }
+                });
                 overruns_before = snapshot.overruns;
                 if let Err(error) = arm.loop_statistics(&mut out, now_ns(&clock), &snapshot) {
                     log::warn!("publishing ~/loop_statistics failed: {error}");
                 }
             }
         }
-        follow_goals(None, true);
     })?;
+
+    let finalized = stop.clone();
+    let supervisor = Supervisor { faults: rig_faults, autostart, auto_recover };
+    serve_lifecycle(&mut node, &pool.spawner(), managed, supervisor, move || finalized.store(true, Ordering::Relaxed))?;
     spin(node, pool, &stop)?;
-    let report = running.join().map_err(|_| anyhow::anyhow!("the loop thread panicked"))?;
     let _ = publishing.join();
     let _ = periodic.join();
-    report.outcome.context("the HIL loop stopped")
+    Ok(())
 }

@@ -898,6 +898,62 @@ class ManagedNodes(DriverTest):
         self.assertTrue(self.arm_reaches([0.2, 0.2], 10.0), "the node did not command after it was brought back")
 
 
+    def test_hil_node_goes_through_every_transition_and_runs_its_loop_only_while_active(self):
+        self.launched = launch("hil.launch.py", "hardware:=sim", "autostart:=false", "rsp:=false")
+        self.assert_state("/hil_node", "unconfigured [1]")
+        self.set_state("/hil_node", "configure")
+        self.assert_state("/hil_node", "inactive [2]")
+        self.wait_status("hil_node: loop", OK, message="inactive")
+        self.assertFalse(self.collect("/hil_node/state", ArmState, 1.5), "an inactive node ran its loop")
+        self.set_state("/hil_node", "activate")
+        self.first("/hil_node/state", ArmState)
+        self.wait_status("hil_node: loop", OK, message="running")
+        self.set_state("/hil_node", "deactivate")
+        self.collect("/hil_node/state", ArmState, 0.3)
+        self.assertFalse(self.collect("/hil_node/state", ArmState, 1.5), "a deactivated node ran its loop")
+        self.set_state("/hil_node", "cleanup")
+        self.assert_state("/hil_node", "unconfigured [1]")
+        self.set_state("/hil_node", "configure")
+        self.set_state("/hil_node", "activate")
+        self.first("/hil_node/state", ArmState)
+        self.set_state("/hil_node", "shutdown")
+        self.assertEqual(self.launched.wait(timeout=10.0), 0, self.launched.log_path.read_text()[-2000:])
+
+    def test_a_silent_rig_sensor_stops_the_motors_and_configure_activate_resume_where_the_arm_is(self):
+        rig = subprocess.Popen([str(EXECUTABLES / "arm_hil"), "emulate", "sensor"], stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, start_new_session=True, text=True)
+        RUNNING.append(rig)
+        sensor = rig.stdout.readline().split()[1]
+        stepper = rig.stdout.readline().split()[1]
+        self.launched = launch("hil.launch.py", "hardware:=robotscara", f"sensor_device:={sensor}",
+                               f"arduino_device:={stepper}", "rsp:=false")
+        self.wait_status("hil_node: loop", OK, message="running")
+        self.first("/hil_node/state", ArmState)
+
+        os.killpg(rig.pid, signal.SIGUSR1)
+        silent_at = float(rig.stdout.readline().split()[5])
+        error = self.wait_status("hil_node: loop", ERROR, timeout=5.0)
+        self.assertIn("sensor lost", error.message)
+        self.assert_state("/hil_node", "unconfigured [1]")
+        self.assertIsNone(self.launched.poll(), "the node ended")
+        time.sleep(1.0)
+        os.killpg(rig.pid, signal.SIGUSR2)
+        back = rig.stdout.readline()
+        last_command_at = float(back.split("last step command at t = ")[1].split()[0])
+        self.assertLess(last_command_at - silent_at, 0.3, f"commanded while the sensor was away: {back}")
+        self.assertIn("rates [0.0, 0.0, 0.0]", back, "the motors were not stopped")
+        arm = tuple(map(float, back.split("arm at ")[1].split()[:3]))
+
+        self.set_state("/hil_node", "configure")
+        self.set_state("/hil_node", "activate")
+        self.wait_status("hil_node: loop", OK, message="running")
+        after = [m for _, m in self.collect("/hil_node/state", ArmState, 1.0)]
+        self.assertGreater(len(after), 100)
+        first = after[0].reference_position
+        # Where the first reading puts it: within two quanta of the sensor (2.3 mm each).
+        self.assertLess(math.dist(arm, (first.x, first.y, first.z)), 5e-3, "the loop resumed where the arm is")
+        self.assertTrue(all(m.reference_position == first for m in after), "the arm holds: no step in the reference")
+
 class ArduinoDriver(DriverTest):
     def test_commands_move_the_mcu_and_link_loss_is_reported_and_recovers(self):
         self.start_driver("rdscom", "arduino.launch.py", "arduino_driver: link", "auto_recover:=true")

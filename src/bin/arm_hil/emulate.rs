@@ -22,7 +22,8 @@ use crate::hil::HilSections;
 #[derive(Debug, Subcommand)]
 pub(crate) enum EmulateCommand {
     /// The reference rig's angle sensor, reading the simulated arm that the emulated stepper
-    /// drives move: prints both device paths (`sensor PATH`, `stepper PATH`).
+    /// drives move: prints both device paths (`sensor PATH`, `stepper PATH`). SIGUSR1 silences
+    /// the sensor (its cable pulled), SIGUSR2 lets it speak again; each prints what it did.
     Sensor(RigArgs),
     /// The reference rig's step-driver Arduino: the same emulated rig as `sensor`.
     Stepper(RigArgs),
@@ -136,6 +137,39 @@ fn run_stm32(args: Stm32EmulatorArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Runs until SIGINT or SIGTERM, silencing the sensor on SIGUSR1 and letting it speak on SIGUSR2:
+/// a test pulls the sensor's cable mid-run and sees what the driver commanded meanwhile.
+async fn serve_sensor_cable(emulator: &RigEmulator) -> anyhow::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    let mut pull = signal(SignalKind::user_defined1())?;
+    let mut plug = signal(SignalKind::user_defined2())?;
+    let mut watch = tokio::time::interval(Duration::from_millis(200));
+    loop {
+        tokio::select! {
+            _ = interrupt.recv() => return Ok(()),
+            _ = terminate.recv() => return Ok(()),
+            _ = pull.recv() => {
+                emulator.set_sensor_silent(true);
+                println!("sensor silent at t = {:.3} s", emulator.stats().t);
+            }
+            _ = plug.recv() => {
+                let stats = emulator.stats();
+                emulator.set_sensor_silent(false);
+                let p = stats.position;
+                println!(
+                    "sensor back at t = {:.3} s; last step command at t = {:.3} s, rates {:?}; arm at {:.6} {:.6} {:.6} m",
+                    stats.t, stats.last_command_t, stats.last_rates, p.x, p.y, p.z
+                );
+            }
+            _ = watch.tick() => if let Some(failure) = emulator.failure() {
+                anyhow::bail!("the emulator stopped: {failure}");
+            }
+        }
+    }
+}
+
 fn run_rig(args: RigArgs) -> anyhow::Result<()> {
     let (sil, sections) = config::load::<HilSections>(args.config.as_deref())?;
     // The arm starts where the built-in arc starts, held by its motors.
@@ -146,7 +180,11 @@ fn run_rig(args: RigArgs) -> anyhow::Result<()> {
         .context("cannot start the rig emulator")?;
     println!("sensor {}", emulator.sensor_path().display());
     println!("stepper {}", emulator.arduino_path().display());
-    until_interrupted(|| emulator.failure())?;
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the signal handler")?
+        .block_on(serve_sensor_cable(&emulator))?;
     let stats = emulator.stop();
     log::info!(
         "emulated {} sensor lines, {} step commands ({} refused)",

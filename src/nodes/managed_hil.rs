@@ -1,0 +1,237 @@
+//! hil_node as a managed node, without ROS: configure opens the rig and checks that its sensor
+//! speaks; activate starts the loop (the initial trajectory the first time, then holding where
+//! the arm is); deactivate ends the loop with the motors stopped and the rig kept open; cleanup
+//! and error processing release the rig.
+//!
+//! A loop that stops by itself (the sensor silent, a port gone, a fault in control) is a device
+//! fault: the loop stops the motors as it ends, the node is told on its fault channel and goes
+//! to unconfigured, and nothing is commanded until it is configured and activated again.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, Sender, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::diagnostics::Level;
+use super::hil::{run_feeder, FeedRequest, Feeder, HilNodeConfig};
+use super::lifecycle::{Managed, Outcome, Step};
+use crate::control::Trajectory;
+use crate::drivers::open_hardware;
+use crate::hil::{FrameChannel, Hardware, HilLoop, HilReport, LoopStatus, Withdrawals, FEED_DEPTH};
+use crate::model::Robot;
+use crate::sim::Frame;
+
+/// Longest configure waits for the rig's first sensor reading.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Where the node's state goes (in the ROS node: /diagnostics and the goal served).
+pub trait HilReporter: Send + Sync + 'static {
+    /// The node's status is now `level`, `message`.
+    fn status(&self, level: Level, message: String);
+    /// The loop stopped, asked to (`failure` None) or failing: the goal it ran is over.
+    fn loop_stopped(&self, failure: Option<&str>);
+}
+
+/// What the node's loop exchanges with the rest of the node, for every loop it runs.
+pub struct HilLinks {
+    /// Segments and goals for the loop's feeder.
+    pub requests: Receiver<FeedRequest>,
+    /// The loop's frames, for publishing.
+    pub frames: SyncSender<Frame>,
+    /// The loop's figures, refreshed once a second.
+    pub status: Arc<Mutex<LoopStatus>>,
+    pub withdrawals: Arc<Withdrawals>,
+    /// Device faults, for the node's lifecycle.
+    pub faults: Sender<String>,
+}
+
+struct RunningLoop {
+    stop: Arc<AtomicBool>,
+    run: JoinHandle<(HilReport, Box<dyn Hardware>)>,
+    feeder: JoinHandle<(Feeder, Receiver<FeedRequest>)>,
+}
+
+/// hil_node's rig and loop under the lifecycle.
+pub struct ManagedHil {
+    config: HilNodeConfig,
+    /// The run's starting trajectory: run by the first activation.
+    initial: Trajectory,
+    /// The feeder between loops; None while a loop runs.
+    feeder: Option<(Feeder, Receiver<FeedRequest>)>,
+    /// Whether a loop has run: later ones start where the arm is.
+    resumed: bool,
+    hardware: Option<Box<dyn Hardware>>,
+    running: Option<RunningLoop>,
+    frames: SyncSender<Frame>,
+    status: Arc<Mutex<LoopStatus>>,
+    withdrawals: Arc<Withdrawals>,
+    faults: Sender<String>,
+    reporter: Arc<dyn HilReporter>,
+    looping: Arc<AtomicBool>,
+}
+
+impl ManagedHil {
+    /// The node of `config`, which runs `initial` when first activated.
+    pub fn new(
+        config: HilNodeConfig,
+        robot: Robot,
+        initial: Trajectory,
+        links: HilLinks,
+        reporter: Arc<dyn HilReporter>,
+    ) -> ManagedHil {
+        let feeder = Feeder::new(&initial, robot.clone());
+        ManagedHil {
+            config,
+            initial,
+            feeder: Some((feeder, links.requests)),
+            resumed: false,
+            hardware: None,
+            running: None,
+            frames: links.frames,
+            status: links.status,
+            withdrawals: links.withdrawals,
+            faults: links.faults,
+            reporter,
+            looping: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// True while a loop runs (the node is active and its rig answers).
+    pub fn looping(&self) -> Arc<AtomicBool> {
+        self.looping.clone()
+    }
+
+    /// Opens the rig and waits for its sensor.
+    fn configure(&mut self) -> Outcome {
+        let settings = &self.config.settings;
+        let opened = open_hardware(
+            settings.hardware,
+            &self.config.devices(),
+            &self.config.rig,
+            &self.config.sil,
+            &self.initial.waypoints()[0],
+            self.initial.elbow(),
+        );
+        let mut hardware = match opened {
+            Ok(hardware) => hardware,
+            Err(error) => return self.failed(format!("cannot open the rig: {error}")),
+        };
+        if let Err(error) = hardware.check(CHECK_TIMEOUT) {
+            return self.failed(format!("the rig does not answer: {error}"));
+        }
+        self.hardware = Some(hardware);
+        self.reporter.status(Level::Ok, "inactive: rig open, nothing commanded".into());
+        Outcome::Success
+    }
+
+    fn failed(&self, reason: String) -> Outcome {
+        self.reporter.status(Level::Error, reason.clone());
+        Outcome::Failure(reason)
+    }
+
+    /// Starts the loop on the open rig, and its feeder.
+    fn activate(&mut self) -> Outcome {
+        let (Some(hardware), Some((feeder, requests))) = (self.hardware.take(), self.feeder.take()) else {
+            return Outcome::Error("the rig is not open".into());
+        };
+        let stale = requests.try_iter().count();
+        if stale > 0 {
+            log::warn!("{stale} trajectory requests made while inactive dropped");
+        }
+        let feeder = if self.resumed { feeder.holding() } else { feeder };
+        let (feed, samples) = sync_channel(FEED_DEPTH);
+        let sil = &self.config.sil;
+        let (elbow, l_arm) = (self.initial.elbow(), self.initial.l_arm());
+        let stop = Arc::new(AtomicBool::new(false));
+        let hil = match HilLoop::new(self.config.hil.clone(), sil, elbow, l_arm, hardware, samples, stop.clone()) {
+            Ok(hil) => hil,
+            Err(error) => return Outcome::Error(format!("cannot start the loop: {error}")),
+        };
+        let hil = hil
+            .with_frames(Box::new(FrameChannel(self.frames.clone())))
+            .with_status(self.status.clone())
+            .with_withdrawals(self.withdrawals.clone());
+        let hil = if self.resumed { hil.starting_where_the_arm_is() } else { hil };
+        self.resumed = true;
+
+        let feeder_stop = stop.clone();
+        let feeder = std::thread::Builder::new()
+            .name("hil-feed".into())
+            .spawn(move || run_feeder(feeder, requests, feed, &feeder_stop));
+        let (reporter, faults, looping) = (self.reporter.clone(), self.faults.clone(), self.looping.clone());
+        looping.store(true, Ordering::Relaxed);
+        let run = std::thread::Builder::new().name("hil-loop".into()).spawn(move || {
+            let (report, hardware) = hil.run_and_release();
+            looping.store(false, Ordering::Relaxed);
+            match &report.outcome {
+                Ok(()) => reporter.loop_stopped(None),
+                Err(error) => {
+                    let cause = format!("loop stopped, motors stopped: {error}");
+                    reporter.status(Level::Error, cause.clone());
+                    reporter.loop_stopped(Some(&cause));
+                    let _ = faults.send(cause);
+                }
+            }
+            (report, hardware)
+        });
+        match (run, feeder) {
+            (Ok(run), Ok(feeder)) => {
+                self.running = Some(RunningLoop { stop, run, feeder });
+                self.reporter.status(Level::Ok, "running".into());
+                Outcome::Success
+            }
+            _ => Outcome::Error("cannot start the loop's threads".into()),
+        }
+    }
+
+    /// Ends the loop, if one runs: the motors stop, the rig stays open.
+    fn stop_loop(&mut self) -> Outcome {
+        let Some(running) = self.running.take() else { return Outcome::Success };
+        running.stop.store(true, Ordering::Relaxed);
+        let (Ok((_, hardware)), Ok(feeder)) = (running.run.join(), running.feeder.join()) else {
+            return Outcome::Error("a loop thread panicked".into());
+        };
+        self.hardware = Some(hardware);
+        self.feeder = Some(feeder);
+        Outcome::Success
+    }
+
+    /// Ends the loop and closes the rig.
+    fn release(&mut self) -> Outcome {
+        let outcome = self.stop_loop();
+        self.hardware = None;
+        outcome
+    }
+}
+
+impl Managed for ManagedHil {
+    fn on(&mut self, step: Step) -> Outcome {
+        match step {
+            Step::Configure => self.configure(),
+            Step::Activate => self.activate(),
+            Step::Deactivate => {
+                let outcome = self.stop_loop();
+                if outcome == Outcome::Success {
+                    self.reporter.status(Level::Ok, "inactive: loop stopped, motors holding".into());
+                }
+                outcome
+            }
+            Step::Cleanup | Step::Shutdown => {
+                let outcome = self.release();
+                if outcome == Outcome::Success {
+                    self.reporter.status(Level::Ok, "unconfigured: rig closed".into());
+                }
+                outcome
+            }
+            // After a fault: its cause stays on the status until the node is configured again.
+            Step::Recover => self.release(),
+        }
+    }
+}
+
+impl Drop for ManagedHil {
+    fn drop(&mut self) {
+        let _ = self.release();
+    }
+}

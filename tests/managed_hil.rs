@@ -1,0 +1,184 @@
+//! hil_node under the lifecycle, without ROS: the loop through every transition on the simulated
+//! rig, and the reference rig's emulator (real pseudo-terminals) losing its sensor mid-run.
+
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use arm_hil::drivers::{RigKind, RigSettings};
+use arm_hil::emulate::rig::RigEmulator;
+use arm_hil::hil::stepper::StepperConfig;
+use arm_hil::hil::{HilConfig, LoopStatus, Withdrawals};
+use arm_hil::model::math::Vec3;
+use arm_hil::model::Robot;
+use arm_hil::nodes::diagnostics::Level;
+use arm_hil::nodes::hil::{FeedRequest, HilNodeConfig, HilNodeSettings};
+use arm_hil::nodes::lifecycle::{State, Supervised};
+use arm_hil::nodes::load_trajectory;
+use arm_hil::nodes::managed_hil::{HilLinks, HilReporter, ManagedHil};
+use arm_hil::sim::{Frame, SilConfig};
+
+/// What the node reported, in order.
+#[derive(Default)]
+struct Reports(Mutex<Vec<(Level, String)>>);
+
+impl HilReporter for Reports {
+    fn status(&self, level: Level, message: String) {
+        self.0.lock().unwrap().push((level, message));
+    }
+
+    fn loop_stopped(&self, _failure: Option<&str>) {}
+}
+
+impl Reports {
+    fn last(&self) -> (Level, String) {
+        self.0.lock().unwrap().last().cloned().unwrap()
+    }
+}
+
+struct Node {
+    node: Supervised<ManagedHil>,
+    frames: Receiver<Frame>,
+    faults: Receiver<String>,
+    reports: Arc<Reports>,
+    _requests: Sender<FeedRequest>,
+}
+
+impl Node {
+    fn new(hardware: RigKind, devices: Option<&RigEmulator>) -> Node {
+        let sil = SilConfig::default();
+        let robot = Robot::new(sil.robot.clone()).unwrap();
+        let initial = load_trajectory(None, &robot).unwrap();
+        let path = |path: &std::path::Path| path.to_str().unwrap().to_owned();
+        let settings = HilNodeSettings {
+            hardware,
+            sensor_device: devices.map(|d| path(d.sensor_path())).unwrap_or_default(),
+            arduino_device: devices.map(|d| path(d.arduino_path())).unwrap_or_default(),
+            ..HilNodeSettings::default()
+        };
+        let hil = HilConfig { realtime_priority: None, ..HilConfig::default() };
+        let config = HilNodeConfig { sil, hil, rig: RigSettings::default(), settings };
+        let (requests, feeder_requests) = channel();
+        let (frames_tx, frames) = sync_channel(100_000);
+        let (faults_tx, faults) = channel();
+        let links = HilLinks {
+            requests: feeder_requests,
+            frames: frames_tx,
+            status: Arc::new(Mutex::new(LoopStatus::default())),
+            withdrawals: Arc::new(Withdrawals::default()),
+            faults: faults_tx,
+        };
+        let reports = Arc::new(Reports::default());
+        let managed = ManagedHil::new(config, robot, initial, links, reports.clone());
+        Node { node: Supervised::new(managed, false), frames, faults, reports, _requests: requests }
+    }
+
+    fn set(&mut self, label: &str) {
+        let taken = self.node.request(0, label).unwrap();
+        assert!(taken.success(), "{label}: {:?}", taken.reason);
+    }
+
+    /// Frames for `seconds` of wall time.
+    fn frames_for(&self, seconds: f64) -> Vec<Frame> {
+        let deadline = Instant::now() + Duration::from_secs_f64(seconds);
+        let mut frames = Vec::new();
+        while let Ok(frame) = self.frames.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            frames.push(frame);
+        }
+        frames
+    }
+}
+
+/// The largest step of the reference between consecutive frames [m].
+fn largest_reference_step(frames: &[Frame]) -> f64 {
+    frames.windows(2).map(|pair| (pair[1].x_ref - pair[0].x_ref).norm()).fold(0.0, f64::max)
+}
+
+#[test]
+fn the_loop_runs_only_while_active_and_resumes_where_the_arm_is() {
+    let mut node = Node::new(RigKind::Sim, None);
+    node.set("configure");
+    assert_eq!(node.node.lifecycle().state(), State::Inactive);
+    assert!(node.frames_for(0.3).is_empty(), "an inactive node ran its loop");
+    assert_eq!(node.reports.last().0, Level::Ok);
+
+    node.set("activate");
+    let running = node.frames_for(1.0);
+    assert!(running.len() > 800, "{} frames in 1 s of a 1 kHz loop", running.len());
+    let before = running.last().unwrap();
+    assert!((before.x_ref - running[0].x_ref).norm() > 1e-3, "the initial trajectory moves the arm");
+
+    node.set("deactivate");
+    node.frames_for(0.1);
+    assert!(node.frames_for(0.3).is_empty(), "a deactivated node ran its loop");
+    assert!(node.reports.last().1.starts_with("inactive"), "{:?}", node.reports.last());
+
+    // Activated again: the reference starts where the arm is and holds there.
+    node.set("activate");
+    let resumed = node.frames_for(0.5);
+    assert!(resumed.len() > 400);
+    assert!(
+        (resumed[0].x_ref - before.x).norm() < 2e-3,
+        "resumed at {} with the arm at {}",
+        resumed[0].x_ref,
+        before.x
+    );
+    assert!(largest_reference_step(&resumed) == 0.0, "the arm holds until it is given a trajectory");
+
+    node.set("deactivate");
+    node.set("cleanup");
+    assert_eq!(node.node.lifecycle().state(), State::Unconfigured);
+    node.set("shutdown");
+    assert_eq!(node.node.lifecycle().state(), State::Finalized);
+    assert!(node.faults.try_recv().is_err(), "no fault on the way");
+}
+
+#[test]
+fn a_silent_sensor_is_a_fault_the_motors_stop_and_configure_activate_resume_without_a_jump() {
+    let sil = SilConfig::default();
+    let robot = Robot::new(sil.robot.clone()).unwrap();
+    let start: Vec3 = load_trajectory(None, &robot).unwrap().waypoints()[0].x;
+    let emulator = RigEmulator::start(&sil, StepperConfig::default(), start, 250.0).unwrap();
+    let mut node = Node::new(RigKind::Robotscara, Some(&emulator));
+    node.set("configure");
+    node.set("activate");
+    let before = node.frames_for(1.0);
+    assert!(before.len() > 500, "{} frames", before.len());
+
+    emulator.set_sensor_silent(true);
+    let silent_at = emulator.stats().t;
+    let fault = node.faults.recv_timeout(Duration::from_secs(2)).expect("a fault");
+    assert!(fault.contains("sensor lost"), "{fault}");
+    assert_eq!(node.reports.last(), (Level::Error, fault.clone()));
+    node.node.fault(&fault).unwrap();
+    assert_eq!(node.node.lifecycle().state(), State::Unconfigured);
+
+    // Nothing is commanded while the sensor is away: the motors were stopped at once.
+    std::thread::sleep(Duration::from_millis(700));
+    let away = emulator.stats();
+    assert_eq!(away.last_rates, [0.0; 3]);
+    // Where the stopped motors hold the arm.
+    let arm = away.position;
+    assert!(
+        away.last_command_t - silent_at < 0.3,
+        "a step command {} s after the sensor fell silent",
+        away.last_command_t - silent_at
+    );
+    let taken = node.node.request(0, "configure").unwrap();
+    assert!(taken.reason.unwrap().contains("no reading"), "configure checks the sensor");
+    assert_eq!(node.reports.last().0, Level::Error);
+
+    // The sensor is back: configure and activate resume from where the arm is.
+    emulator.set_sensor_silent(false);
+    node.frames_for(0.1);
+    node.set("configure");
+    node.set("activate");
+    let resumed = node.frames_for(1.0);
+    assert!(resumed.len() > 500, "{} frames", resumed.len());
+    // The first reading puts it within two quanta of the sensor (2.3 mm each).
+    assert!((resumed[0].x_ref - arm).norm() < 5e-3, "resumed at {} with the arm at {arm}", resumed[0].x_ref);
+    assert_eq!(largest_reference_step(&resumed), 0.0, "the arm holds until it is given a trajectory");
+    assert!(node.faults.try_recv().is_err());
+    node.set("shutdown");
+    assert_eq!(emulator.stop().last_rates, [0.0; 3]);
+}
