@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use arm_hil::bag::info::BagInfo;
+use arm_hil::bag::metadata::BagDistro;
 use arm_hil::bag::{BagWriter, Recorder};
 use arm_hil::nodes::msg::cdr::encode_into;
 use arm_hil::nodes::msg::*;
@@ -139,7 +140,7 @@ fn a_schema_lists_each_type_it_uses_once_after_a_separator() {
 
 /// A bag of `count` joint states at 1 ms apart from 1 s.
 fn write_joint_states(dir: &std::path::Path, count: u64) -> BagWriter {
-    let mut bag = Outputs::new(NodeName::new("test"), BagWriter::create(dir).unwrap());
+    let mut bag = Outputs::new(NodeName::new("test"), BagWriter::create(dir, BagDistro::Jazzy).unwrap());
     let topic = bag.topic::<JointState>("/joint_states", Qos::STREAM).unwrap();
     bag.topic::<Clock>("/clock", Qos::STREAM).unwrap();
     for i in 0..count {
@@ -178,7 +179,7 @@ fn a_finished_bag_reads_back_with_its_counts_and_span() {
 fn a_bag_is_never_written_over() {
     let dir = tempdir();
     drop(write_joint_states(&dir.join("run"), 1));
-    let error = BagWriter::create(&dir.join("run")).unwrap_err();
+    let error = BagWriter::create(&dir.join("run"), BagDistro::Jazzy).unwrap_err();
     assert!(error.to_string().contains("already exists"), "{error}");
 }
 
@@ -197,7 +198,7 @@ fn a_killed_recording_keeps_everything_up_to_its_last_checkpoint() {
 #[test]
 fn a_recorder_writes_every_event_from_another_thread() {
     let dir = tempdir();
-    let bag = BagWriter::create(&dir.join("run")).unwrap();
+    let bag = BagWriter::create(&dir.join("run"), BagDistro::Jazzy).unwrap();
     let mut recorder = Recorder::spawn(bag, NodeName::new("test"), |out| {
         let topic = out.topic::<Clock>("/clock", Qos::STREAM)?;
         Ok(move |out: &mut Outputs<BagWriter>, time_ns: u64| {

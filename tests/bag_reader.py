@@ -27,6 +27,9 @@ def stamp_ns(stamp):
 
 
 class SilBag(unittest.TestCase):
+    """A bag for Jazzy (`--bag-distro jazzy`): metadata version 9."""
+    DISTRO = "jazzy"
+
     @classmethod
     def setUpClass(cls):
         cls.work = tempfile.TemporaryDirectory()
@@ -35,7 +38,7 @@ class SilBag(unittest.TestCase):
         cls.frames_csv = work / "frames.csv"
         subprocess.run(
             [ARM_HIL, "sil", "--frame-rate", "250", "--bag-rate", "250", "--frames", str(cls.frames_csv),
-             "--bag", str(cls.bag)],
+             "--bag", str(cls.bag), "--bag-distro", cls.DISTRO],
             check=True, stdout=subprocess.DEVNULL)
         cls.metadata = yaml.safe_load((cls.bag / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
         cls.messages = defaultdict(list)
@@ -111,6 +114,12 @@ class SilBag(unittest.TestCase):
         self.assertEqual(metadata["version"], 9)
         self.assertEqual(metadata["storage_identifier"], "mcap")
         self.assertEqual(metadata["ros_distro"], "jazzy")
+        self.assert_topics_and_counts(metadata)
+        listed = {t["topic_metadata"]["name"]: t for t in metadata["topics_with_message_count"]}
+        latched = listed["/sil_node/reference_path"]["topic_metadata"]["offered_qos_profiles"]
+        self.assertEqual(latched[0]["durability"], "transient_local")
+
+    def assert_topics_and_counts(self, metadata):
         counts = Counter({topic: len(messages) for topic, messages in self.messages.items()})
         listed = {t["topic_metadata"]["name"]: t for t in metadata["topics_with_message_count"]}
         self.assertEqual({name: t["message_count"] for name, t in listed.items()}, dict(counts))
@@ -122,8 +131,25 @@ class SilBag(unittest.TestCase):
         self.assertEqual(metadata["starting_time"]["nanoseconds_since_epoch"], start)
         self.assertEqual(metadata["duration"]["nanoseconds"], end - start)
         self.assertEqual(metadata["files"][0]["message_count"], sum(counts.values()))
-        latched = listed["/sil_node/reference_path"]["topic_metadata"]["offered_qos_profiles"][0]
-        self.assertEqual(latched["durability"], "transient_local")
+
+
+class HumbleSilBag(SilBag):
+    """The same run for Humble (`--bag-distro humble`): metadata version 5, each topic's QoS
+    profiles one YAML string with rmw's policy numbers, in metadata.yaml and the MCAP channel."""
+    DISTRO = "humble"
+
+    def test_metadata_matches_the_file(self):
+        metadata = self.metadata
+        self.assertEqual(metadata["version"], 5)
+        self.assertEqual(metadata["storage_identifier"], "mcap")
+        self.assertNotIn("ros_distro", metadata)
+        self.assert_topics_and_counts(metadata)
+        listed = {t["topic_metadata"]["name"]: t["topic_metadata"] for t in metadata["topics_with_message_count"]}
+        self.assertTrue(all("type_description_hash" not in t for t in listed.values()))
+        latched = yaml.safe_load(listed["/sil_node/reference_path"]["offered_qos_profiles"])
+        self.assertEqual((latched[0]["history"], latched[0]["durability"]), (1, 1), "keep_last, transient_local")
+        for channel in self.summary.channels.values():
+            self.assertIsInstance(yaml.safe_load(channel.metadata["offered_qos_profiles"])[0]["reliability"], int)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use arm_hil::bag::info::BagInfo;
+use arm_hil::bag::metadata::BagDistro;
 use arm_hil::bag::{wall_clock_ns, BagWriter};
 use arm_hil::emulate::stm32::{Faults, Stm32Emulator, Stm32EmulatorConfig};
 use arm_hil::nodes::lifecycle::{Managed, Outcome, Step};
@@ -31,7 +32,7 @@ fn tempdir() -> std::path::PathBuf {
 /// stm32_driver's managed logic for the device at `port`, recording into the bag `bag`.
 fn stm32_node(port: &str, bag: &std::path::Path) -> (ManagedDriver<Stm32Arm, BagWriter>, Receiver<String>) {
     let config = Stm32NodeConfig { port: port.to_owned(), ..Stm32NodeConfig::default() };
-    let mut out = Outputs::new(NodeName::new("stm32_driver"), BagWriter::create(bag).unwrap());
+    let mut out = Outputs::new(NodeName::new("stm32_driver"), BagWriter::create(bag, BagDistro::Jazzy).unwrap());
     let topics =
         Stm32Topics::advertise(&mut out, port, config.joint_names.clone(), config.imu_frame_id.clone()).unwrap();
     let arm = Stm32Arm { port: port.to_owned(), link: config.link.clone(), config: Arc::new(Mutex::new(config)) };

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use super::arm::{spawn_arm_recorder, ArmEvent};
+use super::metadata::BagDistro;
 use super::{wall_clock_ns, BagWriter, Recorder};
 use crate::bridge::legacy::{SessionError, SessionObserver, SessionReport};
 use crate::control::Trajectory;
@@ -24,6 +25,7 @@ const NODE: &str = "legacy_bridge";
 /// Records every session the server runs into a bag of its own under `dir`.
 pub struct SessionBags {
     dir: PathBuf,
+    distro: BagDistro,
     robot: Robot,
     rate_hz: f64,
     /// The server's address: the hardware id of its status.
@@ -43,10 +45,17 @@ pub fn session_bag_name(start_ns: u64, peer: SocketAddr) -> String {
 impl SessionBags {
     /// Sessions are recorded at `rate_hz` samples per second of session time (legacy_bridge's
     /// publish_rate_hz); `dir` is made if it is missing.
-    pub fn new(dir: &Path, robot: Robot, rate_hz: f64, listening: SocketAddr) -> std::io::Result<Arc<SessionBags>> {
+    pub fn new(
+        dir: &Path,
+        distro: BagDistro,
+        robot: Robot,
+        rate_hz: f64,
+        listening: SocketAddr,
+    ) -> std::io::Result<Arc<SessionBags>> {
         std::fs::create_dir_all(dir)?;
         Ok(Arc::new(SessionBags {
             dir: dir.to_owned(),
+            distro,
             robot,
             rate_hz,
             listening: listening.to_string(),
@@ -66,7 +75,7 @@ impl SessionObserver for SessionBags {
     fn started(&self, peer: SocketAddr, hil: bool, trajectory: &Trajectory) {
         let start_ns = wall_clock_ns();
         let dir = self.dir.join(session_bag_name(start_ns, peer));
-        let recorder = BagWriter::create(&dir).map_err(anyhow::Error::from).and_then(|bag| {
+        let recorder = BagWriter::create(&dir, self.distro).map_err(anyhow::Error::from).and_then(|bag| {
             Ok(spawn_arm_recorder(bag, self.robot.clone(), NODE, ArmTopicSet::LEGACY_BRIDGE, start_ns)?)
         });
         let mut recorder = match recorder {

@@ -1,6 +1,6 @@
-//! A rosbag2 directory's metadata.yaml, version 9 (ROS 2 Jazzy), which `ros2 bag info` and
-//! `ros2 bag play` read before they open the storage file: read into [`MetadataFile`], written
-//! by [`metadata_yaml`].
+//! A rosbag2 directory's metadata.yaml, which `ros2 bag info` and `ros2 bag play` read before
+//! they open the storage file: read into [`MetadataFile`] (any version), written by
+//! [`metadata_yaml`] in the form the distro that is to read it takes ([`BagDistro`]).
 
 use serde::Deserialize;
 
@@ -71,23 +71,69 @@ pub struct FileInformation {
     pub message_count: u64,
 }
 
+/// The ROS 2 distro a bag is written for. Jazzy writes metadata version 9: each topic's QoS
+/// profiles as a YAML list with named policies, and its type description hash. Humble reads
+/// version 5 and fails on a list ("bad conversion"): there the profiles are one YAML string, the
+/// policies rmw's numbers, and there are no type hashes. Jazzy reads both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BagDistro {
+    Humble,
+    #[default]
+    Jazzy,
+}
+
+impl BagDistro {
+    /// `humble` or `jazzy`.
+    pub fn from_name(name: &str) -> Result<BagDistro, String> {
+        match name {
+            "humble" => Ok(BagDistro::Humble),
+            "jazzy" => Ok(BagDistro::Jazzy),
+            other => Err(format!("bags are written for humble or jazzy, not {other:?}")),
+        }
+    }
+
+    /// The distro of a sourced ROS 2 (`ros_distro`, as ROS_DISTRO says): Humble's own form for
+    /// Humble, else Jazzy's, which later distros read.
+    pub fn for_sourced(ros_distro: Option<&str>) -> BagDistro {
+        match ros_distro {
+            Some("humble") => BagDistro::Humble,
+            _ => BagDistro::Jazzy,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            BagDistro::Humble => "humble",
+            BagDistro::Jazzy => "jazzy",
+        }
+    }
+}
+
 /// rmw's "infinite" duration (`RMW_DURATION_INFINITE`), as rosbag2 writes it: seconds and
 /// nanoseconds of the largest i64 nanosecond count.
 const INFINITE_SEC: u64 = 9_223_372_036;
 const INFINITE_NSEC: u64 = 854_775_807;
 
 /// A topic's QoS as rosbag2 stores it, in metadata.yaml and in the MCAP channel: a YAML block
-/// sequence of one profile, every line indented by `indent` spaces. `ros2 bag play` offers each
-/// topic as it was recorded, so a latched path stays latched on replay.
-pub fn profiles_yaml(qos: &Qos, indent: usize) -> String {
-    let durability = match qos.durability {
-        Durability::Volatile => "volatile",
-        Durability::TransientLocal => "transient_local",
+/// sequence of one profile, every line indented by `indent` spaces, with the policies named
+/// (Jazzy) or numbered as rmw numbers them (Humble: keep_last, reliable, transient_local and
+/// automatic are 1, volatile 2). `ros2 bag play` offers each topic as it was recorded, so a
+/// latched path stays latched on replay.
+pub fn profiles_yaml(qos: &Qos, indent: usize, distro: BagDistro) -> String {
+    let durability = match (qos.durability, distro) {
+        (Durability::Volatile, BagDistro::Jazzy) => "volatile",
+        (Durability::TransientLocal, BagDistro::Jazzy) => "transient_local",
+        (Durability::Volatile, BagDistro::Humble) => "2",
+        (Durability::TransientLocal, BagDistro::Humble) => "1",
+    };
+    let [history, reliability, liveliness] = match distro {
+        BagDistro::Jazzy => ["keep_last", "reliable", "automatic"],
+        BagDistro::Humble => ["1", "1", "1"],
     };
     let infinite = format!("\n    sec: {INFINITE_SEC}\n    nsec: {INFINITE_NSEC}");
     let text = format!(
-        "- history: keep_last\n  depth: {}\n  reliability: reliable\n  durability: {durability}\n  \
-         deadline:{infinite}\n  lifespan:{infinite}\n  liveliness: automatic\n  \
+        "- history: {history}\n  depth: {}\n  reliability: {reliability}\n  durability: {durability}\n  \
+         deadline:{infinite}\n  lifespan:{infinite}\n  liveliness: {liveliness}\n  \
          liveliness_lease_duration:{infinite}\n  avoid_ros_namespace_conventions: false\n",
         qos.depth
     );
@@ -116,15 +162,25 @@ fn scalar(text: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// metadata.yaml (version 9) of a bag of one MCAP file `file_name`, whose messages span
-/// `start_ns..=end_ns`. Written by hand rather than through a YAML serialiser: the bag writes it
-/// once a second and when it closes, and the serialiser took a run's tail most of a millisecond.
-pub fn metadata_yaml(file_name: &str, (start_ns, end_ns): (u64, u64), topics: &[&TopicCount]) -> String {
+/// metadata.yaml of a bag of one MCAP file `file_name`, whose messages span
+/// `start_ns..=end_ns`, for `distro` (version 9, or Humble's 5). Written by hand rather than
+/// through a YAML serialiser: the bag writes it once a second and when it closes, and the
+/// serialiser took a run's tail most of a millisecond.
+pub fn metadata_yaml(
+    file_name: &str,
+    (start_ns, end_ns): (u64, u64),
+    topics: &[&TopicCount],
+    distro: BagDistro,
+) -> String {
     use std::fmt::Write;
     let mut text = String::with_capacity(8192);
     let total: u64 = topics.iter().map(|topic| topic.count).sum();
     let duration = end_ns - start_ns;
-    text.push_str("rosbag2_bagfile_information:\n  version: 9\n  storage_identifier: mcap\n");
+    let version = match distro {
+        BagDistro::Humble => 5,
+        BagDistro::Jazzy => 9,
+    };
+    let _ = write!(text, "rosbag2_bagfile_information:\n  version: {version}\n  storage_identifier: mcap\n");
     let _ = write!(text, "  duration:\n    nanoseconds: {duration}\n");
     let _ = write!(text, "  starting_time:\n    nanoseconds_since_epoch: {start_ns}\n");
     let _ = writeln!(text, "  message_count: {total}");
@@ -135,22 +191,36 @@ pub fn metadata_yaml(file_name: &str, (start_ns, end_ns): (u64, u64), topics: &[
     for topic in topics {
         let _ = write!(
             text,
-            "  - topic_metadata:\n      name: {}\n      type: {}\n      serialization_format: cdr\n      \
-             offered_qos_profiles:\n{}      type_description_hash: {}\n    message_count: {}\n",
+            "  - topic_metadata:\n      name: {}\n      type: {}\n      serialization_format: cdr\n",
             scalar(&topic.name),
             scalar(topic.type_name),
-            profiles_yaml(&topic.qos, 6),
-            scalar(topic.type_hash),
-            topic.count
         );
+        let _ = match distro {
+            BagDistro::Jazzy => write!(
+                text,
+                "      offered_qos_profiles:\n{}      type_description_hash: {}\n",
+                profiles_yaml(&topic.qos, 6, distro),
+                scalar(topic.type_hash)
+            ),
+            // One double-quoted string: the profiles hold no quote or backslash to escape.
+            BagDistro::Humble => writeln!(
+                text,
+                "      offered_qos_profiles: \"{}\"",
+                profiles_yaml(&topic.qos, 0, distro).replace('\n', "\\n")
+            ),
+        };
+        let _ = writeln!(text, "    message_count: {}", topic.count);
     }
     let file = scalar(file_name);
     let _ = write!(
         text,
         "  compression_format: ''\n  compression_mode: ''\n  relative_file_paths:\n  - {file}\n  files:\n  \
          - path: {file}\n    starting_time:\n      nanoseconds_since_epoch: {start_ns}\n    duration:\n      \
-         nanoseconds: {duration}\n    message_count: {total}\n  custom_data: null\n  ros_distro: jazzy\n"
+         nanoseconds: {duration}\n    message_count: {total}\n"
     );
+    if distro == BagDistro::Jazzy {
+        text.push_str("  custom_data: null\n  ros_distro: jazzy\n");
+    }
     text
 }
 
@@ -159,7 +229,7 @@ mod tests {
     use super::*;
 
     fn profile(qos: Qos) -> serde_norway::Value {
-        let text = profiles_yaml(&qos, 0);
+        let text = profiles_yaml(&qos, 0, BagDistro::Jazzy);
         let list: serde_norway::Value = serde_norway::from_str(&text).expect("the profile list is YAML");
         list[0].clone()
     }
@@ -197,7 +267,7 @@ mod tests {
                 count: 1,
             },
         ];
-        let text = metadata_yaml("run: #1_0.mcap", (5, 105), &topics.iter().collect::<Vec<_>>());
+        let text = metadata_yaml("run: #1_0.mcap", (5, 105), &topics.iter().collect::<Vec<_>>(), BagDistro::Jazzy);
         let file: MetadataFile = serde_norway::from_str(&text).expect("metadata.yaml is YAML");
         let metadata = file.rosbag2_bagfile_information;
         assert_eq!((metadata.version, metadata.storage_identifier.as_str()), (9, "mcap"));
@@ -227,8 +297,48 @@ mod tests {
 
     #[test]
     fn metadata_of_a_bag_without_topics_reads_back() {
-        let file: MetadataFile = serde_norway::from_str(&metadata_yaml("b_0.mcap", (0, 0), &[])).expect("YAML");
-        assert!(file.rosbag2_bagfile_information.topics_with_message_count.is_empty());
+        for distro in [BagDistro::Humble, BagDistro::Jazzy] {
+            let text = metadata_yaml("b_0.mcap", (0, 0), &[], distro);
+            let file: MetadataFile = serde_norway::from_str(&text).expect("YAML");
+            assert!(file.rosbag2_bagfile_information.topics_with_message_count.is_empty());
+        }
+    }
+
+    #[test]
+    fn humble_metadata_is_version_5_with_the_profiles_as_one_string_of_numbered_policies() {
+        let latched = TopicCount {
+            name: "/tf_static".into(),
+            type_name: "tf2_msgs/msg/TFMessage",
+            type_hash: "RIHS01_e3",
+            qos: Qos::LATCHED,
+            count: 1,
+        };
+        let text = metadata_yaml("b_0.mcap", (5, 105), &[&latched], BagDistro::Humble);
+        let file: MetadataFile = serde_norway::from_str(&text).expect("YAML");
+        let metadata = file.rosbag2_bagfile_information;
+        assert_eq!(metadata.version, 5);
+        assert_eq!(metadata.ros_distro, "", "version 5 has no ros_distro");
+        assert_eq!(metadata.files[0].message_count, 1);
+        let topic = &metadata.topics_with_message_count[0].topic_metadata;
+        assert_eq!(topic.type_description_hash, "", "Humble has no type hashes");
+        let profiles = topic.offered_qos_profiles.as_str().expect("one string, as Humble reads it");
+        let list: serde_norway::Value = serde_norway::from_str(profiles).expect("the string is a YAML list");
+        assert_eq!((list[0]["history"].as_u64(), list[0]["depth"].as_u64()), (Some(1), Some(1)));
+        assert_eq!((list[0]["reliability"].as_u64(), list[0]["durability"].as_u64()), (Some(1), Some(1)));
+        assert_eq!(list[0]["liveliness"].as_u64(), Some(1));
+        assert_eq!(list[0]["deadline"]["sec"], INFINITE_SEC);
+        let volatile: serde_norway::Value =
+            serde_norway::from_str(&profiles_yaml(&Qos::STREAM, 0, BagDistro::Humble)).expect("YAML");
+        assert_eq!(volatile[0]["durability"].as_u64(), Some(2));
+    }
+
+    #[test]
+    fn the_distro_comes_from_its_name_or_the_sourced_ros() {
+        assert_eq!(BagDistro::from_name("humble"), Ok(BagDistro::Humble));
+        assert!(BagDistro::from_name("iron").unwrap_err().contains("humble or jazzy"));
+        assert_eq!(BagDistro::for_sourced(Some("humble")), BagDistro::Humble);
+        assert_eq!(BagDistro::for_sourced(Some("kilted")), BagDistro::Jazzy);
+        assert_eq!(BagDistro::for_sourced(None), BagDistro::Jazzy);
     }
 
     #[test]

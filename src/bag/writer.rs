@@ -9,7 +9,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use super::metadata::{metadata_yaml, profiles_yaml, TopicCount};
+use super::metadata::{metadata_yaml, profiles_yaml, BagDistro, TopicCount};
 use crate::nodes::topics::{Sink, SinkError, TopicId, TopicSpec};
 
 /// Chunk size rosbag2's MCAP storage uses by default [bytes].
@@ -56,6 +56,7 @@ pub struct BagWriter {
     schemas: BTreeMap<&'static str, u16>,
     /// Each topic (indexed by its [`TopicId`]) with its MCAP channel.
     topics: Vec<(TopicCount, u16)>,
+    distro: BagDistro,
     span_ns: Option<(u64, u64)>,
 }
 
@@ -67,8 +68,8 @@ impl std::fmt::Debug for BagWriter {
 
 impl BagWriter {
     /// Creates the bag directory `dir` (its parent must exist) and its MCAP file
-    /// `<dir name>_0.mcap`, as `ros2 bag record -o dir` does.
-    pub fn create(dir: &Path) -> Result<BagWriter, BagError> {
+    /// `<dir name>_0.mcap`, as `ros2 bag record -o dir` does on `distro`.
+    pub fn create(dir: &Path, distro: BagDistro) -> Result<BagWriter, BagError> {
         if dir.exists() {
             return Err(BagError::Exists { path: dir.to_owned() });
         }
@@ -98,6 +99,7 @@ impl BagWriter {
             schemas: BTreeMap::new(),
             topics: Vec::new(),
             span_ns: None,
+            distro,
         };
         bag.write_metadata()?;
         Ok(bag)
@@ -119,7 +121,7 @@ impl BagWriter {
     fn write_metadata(&self) -> Result<(), BagError> {
         let path = self.dir.join("metadata.yaml");
         let topics: Vec<&TopicCount> = self.topics.iter().map(|(topic, _)| topic).collect();
-        let text = metadata_yaml(&self.file_name, self.span_ns.unwrap_or((0, 0)), &topics);
+        let text = metadata_yaml(&self.file_name, self.span_ns.unwrap_or((0, 0)), &topics, self.distro);
         // Written aside and renamed, so a reader never sees half a file.
         let partial = self.dir.join(".metadata.yaml.partial");
         std::fs::write(&partial, text).map_err(|source| BagError::Io { path: partial.clone(), source })?;
@@ -179,10 +181,13 @@ impl Sink for BagWriter {
                 id
             }
         };
-        let metadata = BTreeMap::from([
-            ("offered_qos_profiles".to_owned(), profiles_yaml(&topic.qos, 0).trim_end().to_owned()),
-            ("topic_type_hash".to_owned(), topic.type_hash.to_owned()),
-        ]);
+        let mut metadata = BTreeMap::from([(
+            "offered_qos_profiles".to_owned(),
+            profiles_yaml(&topic.qos, 0, self.distro).trim_end().to_owned(),
+        )]);
+        if self.distro == BagDistro::Jazzy {
+            metadata.insert("topic_type_hash".to_owned(), topic.type_hash.to_owned());
+        }
         let channel = self.mcap()?.add_channel(schema, topic.resolved, "cdr", &metadata);
         let channel = channel.map_err(|source| self.mcap_error(source))?;
         let count = TopicCount {

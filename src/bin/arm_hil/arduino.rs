@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::console;
 use arm_hil::bag::device::DeviceRecorder;
+use arm_hil::bag::metadata::BagDistro;
 use arm_hil::drivers::rdscom::{
     parse_console_command, DriverEvent, RdscomConfig, RdscomDriver, RdscomEvent, RdscomLinkState,
 };
@@ -33,6 +34,8 @@ pub(crate) struct ArduinoArgs {
     /// new directory, stamped with the wall clock
     #[arg(long, value_name = "DIR")]
     bag: Option<PathBuf>,
+    #[command(flatten)]
+    bag_distro: crate::bag::BagDistroArg,
     /// Print one JSON object per event
     #[arg(long)]
     json: bool,
@@ -126,9 +129,14 @@ fn print_event(event: &DriverEvent, table: &PrototypeTable, json: bool) -> anyho
 }
 
 /// The session as arduino_driver publishes it, with the node's default joint names.
-fn start_bag(dir: &Path, port: &str, table: PrototypeTable) -> anyhow::Result<DeviceRecorder<DriverEvent>> {
+fn start_bag(
+    dir: &Path,
+    distro: BagDistro,
+    port: &str,
+    table: PrototypeTable,
+) -> anyhow::Result<DeviceRecorder<DriverEvent>> {
     let port = port.to_owned();
-    console::start_bag(dir, "arduino_driver", move |out| {
+    console::start_bag(dir, distro, "arduino_driver", move |out| {
         ArduinoTopics::advertise(out, &port, &ArduinoNodeConfig::default(), table)
     })
 }
@@ -136,7 +144,11 @@ fn start_bag(dir: &Path, port: &str, table: PrototypeTable) -> anyhow::Result<De
 pub(crate) fn run(args: ArduinoArgs) -> anyhow::Result<()> {
     let table = load_table(args.prototypes.as_deref())?;
     let config = RdscomConfig { baud: args.baud, ..RdscomConfig::default() };
-    let mut bag = args.bag.as_deref().map(|dir| start_bag(dir, &args.port, table.clone())).transpose()?;
+    let mut bag = args
+        .bag
+        .as_deref()
+        .map(|dir| start_bag(dir, args.bag_distro.distro(), &args.port, table.clone()))
+        .transpose()?;
     let driver = RdscomDriver::start(&args.port, config, table.clone()).context("cannot start the driver")?;
     let mut nonce: i8 = 0;
     let served = console::run(

@@ -10,6 +10,7 @@ use anyhow::Context;
 use serde::Serialize;
 
 use arm_hil::bag::device::DeviceRecorder;
+use arm_hil::bag::metadata::BagDistro;
 use arm_hil::bag::BagWriter;
 use arm_hil::nodes::topics::{EventTopics, Outputs, SinkError};
 
@@ -29,6 +30,7 @@ pub(crate) fn print_line(value: &impl Serialize, text: impl FnOnce() -> String, 
 /// it, its topics set up by `advertise` (see [`DeviceRecorder::spawn`]).
 pub(crate) fn start_bag<T, A>(
     dir: &std::path::Path,
+    distro: BagDistro,
     node: &str,
     advertise: A,
 ) -> anyhow::Result<DeviceRecorder<T::Event>>
@@ -37,7 +39,7 @@ where
     T::Event: Send + 'static,
     A: FnOnce(&mut Outputs<BagWriter>) -> Result<T, SinkError> + Send + 'static,
 {
-    let bag = BagWriter::create(dir).context("--bag")?;
+    let bag = BagWriter::create(dir, distro).context("--bag")?;
     DeviceRecorder::spawn(bag, node, advertise).with_context(|| format!("cannot record to {}", dir.display()))
 }
 

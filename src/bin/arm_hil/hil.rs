@@ -13,6 +13,7 @@ use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
 use arm_hil::bag::arm::{spawn_arm_recorder, ArmEvent};
+use arm_hil::bag::metadata::BagDistro;
 use arm_hil::bag::{wall_clock_ns, BagWriter};
 use arm_hil::control::{Trajectory, Waypoint};
 use arm_hil::drivers::robotscara::RigConfig;
@@ -76,6 +77,8 @@ pub(crate) struct HilArgs {
     /// Samples per second in the bag, as hil_node's publish_rate_hz
     #[arg(long, value_name = "HZ", default_value_t = 250.0)]
     bag_rate: f64,
+    #[command(flatten)]
+    bag_distro: crate::bag::BagDistroArg,
     /// Print the result as one JSON object on standard output
     #[arg(long)]
     json: bool,
@@ -85,6 +88,7 @@ pub(crate) struct HilArgs {
 /// once a second, until the loop ends and drops its end of `frames`.
 fn record_hil(
     dir: &Path,
+    distro: BagDistro,
     robot: &Robot,
     rate_hz: f64,
     hardware: &str,
@@ -92,7 +96,7 @@ fn record_hil(
     status: Arc<Mutex<LoopStatus>>,
 ) -> anyhow::Result<JoinHandle<()>> {
     anyhow::ensure!(rate_hz > 0.0 && rate_hz.is_finite(), "--bag-rate must be a positive number of Hz");
-    let bag = BagWriter::create(dir).context("--bag")?;
+    let bag = BagWriter::create(dir, distro).context("--bag")?;
     let mut recorder = spawn_arm_recorder(bag, robot.clone(), "hil_node", ArmTopicSet::HIL_NODE, wall_clock_ns())
         .with_context(|| format!("cannot record to {}", dir.display()))?;
     let mut report = Status::new("hil_node: loop", hardware);
@@ -330,7 +334,7 @@ pub(crate) fn run(args: HilArgs) -> anyhow::Result<()> {
         let status = Arc::new(Mutex::new(LoopStatus::default()));
         hil = hil.with_frames(Box::new(FrameChannel(frames_tx))).with_status(status.clone());
         let hardware = format!("{:?}", args.hardware).to_lowercase();
-        bag = Some(record_hil(dir, &robot, args.bag_rate, &hardware, frames, status)?);
+        bag = Some(record_hil(dir, args.bag_distro.distro(), &robot, args.bag_rate, &hardware, frames, status)?);
     }
     let report = std::thread::Builder::new()
         .name("hil-loop".into())

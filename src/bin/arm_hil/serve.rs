@@ -33,6 +33,8 @@ pub(crate) struct ServeArgs {
     /// Samples per second of session time in the bags, as legacy_bridge's publish_rate_hz
     #[arg(long, value_name = "HZ", default_value_t = 250.0)]
     bag_rate: f64,
+    #[command(flatten)]
+    bag_distro: crate::bag::BagDistroArg,
 }
 
 /// The sections of `serve` beside the SIL ones.
@@ -65,7 +67,7 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
         let mut server = LegacyServer::bind(server, sil, hil).await.context("cannot start the server")?;
         let address = server.local_addr()?;
         if let Some(dir) = &args.bag {
-            let bags = SessionBags::new(dir, robot, args.bag_rate, address)
+            let bags = SessionBags::new(dir, args.bag_distro.distro(), robot, args.bag_rate, address)
                 .with_context(|| format!("--bag: cannot make {}", dir.display()))?;
             server = server.with_observer(bags);
         }

@@ -14,6 +14,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use arm_hil::bag::arm::{spawn_arm_recorder, ArmEvent};
+use arm_hil::bag::metadata::BagDistro;
 use arm_hil::bag::{BagWriter, Recorder};
 use arm_hil::control::Trajectory;
 use arm_hil::model::Robot;
@@ -55,6 +56,8 @@ pub(crate) struct SilArgs {
     /// Samples per simulated second in the bag, as sil_node's publish_rate_hz
     #[arg(long, value_name = "HZ", default_value_t = 250.0)]
     bag_rate: f64,
+    #[command(flatten)]
+    bag_distro: crate::bag::BagDistroArg,
     /// Print the summary as one JSON object on standard output
     #[arg(long)]
     json: bool,
@@ -230,9 +233,15 @@ struct SilBag {
 impl SilBag {
     const NODE: &'static str = "sil_node";
 
-    fn start(dir: &Path, robot: &Robot, trajectory: &Arc<Trajectory>, rate_hz: f64) -> anyhow::Result<SilBag> {
+    fn start(
+        dir: &Path,
+        distro: BagDistro,
+        robot: &Robot,
+        trajectory: &Arc<Trajectory>,
+        rate_hz: f64,
+    ) -> anyhow::Result<SilBag> {
         anyhow::ensure!(rate_hz > 0.0 && rate_hz.is_finite(), "--bag-rate must be a positive number of Hz");
-        let bag = BagWriter::create(dir).context("--bag")?;
+        let bag = BagWriter::create(dir, distro).context("--bag")?;
         let mut recorder = spawn_arm_recorder(bag, robot.clone(), Self::NODE, ArmTopicSet::SIL_NODE, 0)
             .with_context(|| format!("cannot record to {}", dir.display()))?;
         let mut status = Status::new("sil_node: run", "sil");
@@ -288,7 +297,11 @@ pub(crate) fn run(args: SilArgs) -> anyhow::Result<()> {
     let mut plot = args.plot.as_ref().map(|_| PlotRecorder::new());
     let progress = progress_bar(&trajectory);
     let mut simulation = Simulation::new(robot.clone(), trajectory.clone(), &config)?;
-    let mut bag = args.bag.as_deref().map(|dir| SilBag::start(dir, &robot, &trajectory, args.bag_rate)).transpose()?;
+    let mut bag = args
+        .bag
+        .as_deref()
+        .map(|dir| SilBag::start(dir, args.bag_distro.distro(), &robot, &trajectory, args.bag_rate))
+        .transpose()?;
     let interrupted = Arc::new(AtomicBool::new(false));
     let on_signal = interrupted.clone();
     ctrlc::set_handler(move || on_signal.store(true, Ordering::Relaxed)).context("cannot handle Ctrl-C")?;

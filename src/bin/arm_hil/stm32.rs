@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::console;
 use arm_hil::bag::device::DeviceRecorder;
+use arm_hil::bag::metadata::BagDistro;
 use arm_hil::drivers::stm32::{
     parse_console_command, ArmTelemetry, DriverEvent, LinkEvent, LinkState, Stm32Config, Stm32Driver,
 };
@@ -33,6 +34,8 @@ pub(crate) struct Stm32Args {
     /// /diagnostics) as a rosbag2 bag (MCAP) in this new directory, stamped with the wall clock
     #[arg(long, value_name = "DIR")]
     bag: Option<PathBuf>,
+    #[command(flatten)]
+    bag_distro: crate::bag::BagDistroArg,
     /// Print one JSON object per event
     #[arg(long)]
     json: bool,
@@ -129,10 +132,12 @@ fn print_event(event: &DriverEvent, json: bool) -> anyhow::Result<()> {
 }
 
 /// The session as stm32_driver publishes it, with the node's default joint names and IMU frame.
-fn start_bag(dir: &std::path::Path, port: &str) -> anyhow::Result<DeviceRecorder<DriverEvent>> {
+fn start_bag(dir: &std::path::Path, distro: BagDistro, port: &str) -> anyhow::Result<DeviceRecorder<DriverEvent>> {
     let Stm32NodeConfig { joint_names, imu_frame_id, .. } = Stm32NodeConfig::default();
     let port = port.to_owned();
-    console::start_bag(dir, "stm32_driver", move |out| Stm32Topics::advertise(out, &port, joint_names, imu_frame_id))
+    console::start_bag(dir, distro, "stm32_driver", move |out| {
+        Stm32Topics::advertise(out, &port, joint_names, imu_frame_id)
+    })
 }
 
 pub(crate) fn run(args: Stm32Args) -> anyhow::Result<()> {
@@ -144,7 +149,7 @@ pub(crate) fn run(args: Stm32Args) -> anyhow::Result<()> {
     let poll_mode =
         if args.stream { arm_hil::drivers::stm32::PollMode::Stream } else { arm_hil::drivers::stm32::PollMode::Poll };
     let config = Stm32Config { baud: args.baud, imu_units, poll_mode, ..Stm32Config::default() };
-    let mut bag = args.bag.as_deref().map(|dir| start_bag(dir, &args.port)).transpose()?;
+    let mut bag = args.bag.as_deref().map(|dir| start_bag(dir, args.bag_distro.distro(), &args.port)).transpose()?;
     let driver = Stm32Driver::start(&args.port, config).context("cannot start the driver")?;
     let served = console::run(
         driver.events(),

@@ -14,6 +14,7 @@ use serde::Serialize;
 use tokio::sync::{mpsc, watch};
 
 use arm_hil::bag::device::DeviceRecorder;
+use arm_hil::bag::metadata::BagDistro;
 use arm_hil::bridge::vr::{follow, FollowerEvent, VrConfig, VrFeed, VrLeader, VrState};
 use arm_hil::model::math::direction_or_zero;
 use arm_hil::model::Robot;
@@ -55,6 +56,8 @@ pub(crate) struct ConnectArgs {
     /// rosbag2 bag (MCAP) in this new directory, stamped with the wall clock
     #[arg(long, value_name = "DIR")]
     bag: Option<PathBuf>,
+    #[command(flatten)]
+    bag_distro: crate::bag::BagDistroArg,
     /// Print one JSON object per message
     #[arg(long)]
     json: bool,
@@ -151,14 +154,14 @@ enum Line<'a> {
 }
 
 /// The link as vr_bridge publishes it as a follower, on its default topics.
-fn start_bag(dir: &Path, leader: SocketAddr) -> anyhow::Result<DeviceRecorder<FollowerEvent>> {
-    crate::console::start_bag(dir, "vr_bridge", move |out| {
+fn start_bag(dir: &Path, distro: BagDistro, leader: SocketAddr) -> anyhow::Result<DeviceRecorder<FollowerEvent>> {
+    crate::console::start_bag(dir, distro, "vr_bridge", move |out| {
         VrFollowerTopics::advertise(out, &VrNodeConfig::default(), leader)
     })
 }
 
 async fn connect(args: ConnectArgs) -> anyhow::Result<()> {
-    let mut bag = args.bag.as_deref().map(|dir| start_bag(dir, args.leader)).transpose()?;
+    let mut bag = args.bag.as_deref().map(|dir| start_bag(dir, args.bag_distro.distro(), args.leader)).transpose()?;
     let followed = follow_and_print(&args, &mut bag).await;
     crate::console::finish_bag(bag)?;
     followed
