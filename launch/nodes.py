@@ -137,8 +137,9 @@ def start(context, executable, overrides, device):
     private = f"{ns}/{executable}/"
     topics = "|".join([f"{private}.*", f"{ns}/joint_states", f"{ns}/robot_description", "/clock", "/tf",
                        "/tf_static", "/diagnostics", "/rosout"])
+    # MCAP on every distro: Humble's rosbag2 would write SQLite by default.
     record = ExecuteProcess(
-        cmd=["ros2", "bag", "record", "-o", LaunchConfiguration("bag"), "--regex", f"^({topics})$"],
+        cmd=["ros2", "bag", "record", "-s", "mcap", "-o", LaunchConfiguration("bag"), "--regex", f"^({topics})$"],
         output="screen",
     )
     return select(context, driver, {

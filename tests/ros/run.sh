@@ -4,7 +4,7 @@
 # by default), then runs tests/ros/test_nodes.py in a network namespace that has only loopback.
 #   ARM_HIL_ROS_ROOT=/path/to/underlay bash tests/ros/run.sh [unittest names...]
 # ARM_HIL_ROS_ROOT holds install/setup.bash, and venv/ and cyclonedds_lo.xml when it is an
-# underlay built by shared/tools/ros_underlay.sh; /opt/ros/jazzy works as well.
+# underlay built by tools/ros_underlay.sh; /opt/ros/jazzy or /opt/ros/humble work as well.
 set -euo pipefail
 set -m   # background jobs get SIGINT as in an interactive shell
 root="${ARM_HIL_ROS_ROOT:?set ARM_HIL_ROS_ROOT to a ROS 2 installation}"
@@ -21,7 +21,10 @@ export RMW_IMPLEMENTATION="${RMW_IMPLEMENTATION:-rmw_cyclonedds_cpp}"
 mkdir -p "$ws/src"
 ln -sfn "$repo" "$ws/src/arm_hil"
 echo "building arm_hil with colcon in $ws"
-(cd "$ws" && colcon build --packages-select arm_hil --event-handlers console_cohesion- status- >"$ws/build.log" 2>&1) \
+# CMake is told the Python that ROS runs on: Humble's interface generator would otherwise take the
+# first python3.x on PATH.
+(cd "$ws" && colcon build --packages-select arm_hil --event-handlers console_cohesion- status- \
+  --cmake-args "-DPYTHON_EXECUTABLE=$(command -v python3)" >"$ws/build.log" 2>&1) \
   || { tail -40 "$ws/build.log"; exit 1; }
 set +u
 . "$ws/install/setup.bash"

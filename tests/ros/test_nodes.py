@@ -575,9 +575,12 @@ class Bringup(NodeTest):
 
 
 class CommandLineBag(NodeTest):
-    def test_a_bag_recorded_without_ros_is_listed_and_replays_on_simulated_time(self):
-        bag = LOGS / "sil_cli_bag"
-        subprocess.run([str(EXECUTABLES / "arm_hil"), "sil", "--bag", str(bag)], check=True, timeout=60,
+    """Bags of `arm_hil sil --bag` and `arm_hil hil --bag`, in the form of the sourced distro (the
+    default of --bag-distro), as `ros2 bag info` and `ros2 bag play --clock` take them."""
+
+    def assert_listed_and_replayed(self, name, *arguments):
+        bag = LOGS / f"{name}_cli_bag"
+        subprocess.run([str(EXECUTABLES / "arm_hil"), name, *arguments, "--bag", str(bag)], check=True, timeout=60,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         ours = json.loads(subprocess.run([str(EXECUTABLES / "arm_hil"), "bag", "info", str(bag), "--json"],
                                          check=True, capture_output=True, text=True).stdout)
@@ -591,6 +594,12 @@ class CommandLineBag(NodeTest):
         recorded = stamp_s(received[-1].header.stamp)
         self.assertGreater(recorded, 1.0)
         self.assertLess(abs(now - recorded), 0.5, f"the listener's clock {now} does not follow the bag ({recorded})")
+
+    def test_a_sil_bag_recorded_without_ros_is_listed_and_replays_on_simulated_time(self):
+        self.assert_listed_and_replayed("sil")
+
+    def test_a_hil_bag_recorded_without_ros_is_listed_and_replays_on_its_clock(self):
+        self.assert_listed_and_replayed("hil", "--hardware", "sim", "--duration", "4")
 
 
 class StartAndStop(NodeTest):

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Builds a minimal ROS 2 underlay, Jazzy (default) or Humble, from source on Debian 12, for
+# machines without ROS packages: enough to build arm_hil with colcon and run its ROS suite
+# (tests/ros/run.sh): rcl, rclcpp, rclpy, Cyclone DDS, ros2cli with action/lifecycle/param/bag,
+# launch, rosbag2 with MCAP and SQLite storage, robot_state_publisher and tf2_ros.
+#
+# Usage: [DISTRO=jazzy|humble] MIRRORS=DIR tools/ros_underlay.sh ROOT
+#   MIRRORS holds a bare clone of every repository it needs, at MIRRORS/OWNER+NAME/repo (where
+#   GitHub is reachable: git clone --bare https://github.com/OWNER/NAME MIRRORS/OWNER+NAME/repo).
+#   The script names the missing ones and stops. It makes ROOT/{src,venv,install,third_party} and
+#   ROOT/cyclonedds_lo.xml (DDS on loopback only); rerunning it continues an interrupted build.
+#   ROOT/src/COMMITS records the commit of every source taken.
+# Then: ARM_HIL_ROS_ROOT=ROOT bash tests/ros/run.sh (which sources ROOT/venv and ROOT/install).
+#
+# Time on 2 cores (measured 2026-11-24): Jazzy 171 packages in 20 min 27 s; Humble 160 packages in 18 min 14 s.
+#
+# The distros differ in (worked out here, and chosen below):
+# - Jazzy builds rosidl_core and rosidl_dynamic_typesupport; Humble has neither.
+# - Cyclone DDS 0.10.x on Jazzy, 0.9.x on Humble.
+# - pluginlib and class_loader have no jazzy branch: iron's is Jazzy's release; ros_environment,
+#   robot_state_publisher and kdl_parser take rolling's, which reads the distro from
+#   ROS_DISTRO_OVERRIDE. Humble has branches of its own for all of them.
+# - rosbag2's vendor packages would download their sources: mcap (C++ v1.3.0 on Jazzy, v0.8.0 on
+#   Humble), lz4 v1.9.3 and the two moodycamel queues come from the mirrors instead; Humble's
+#   libyaml_vendor clones libyaml, redirected to its mirror. Humble's SQLite plugin lives in
+#   rosbag2_storage_default_plugins, Jazzy's in rosbag2_storage_sqlite3.
+# - Python: a venv of the system's python3; CMake is told its interpreter (PYTHON_EXECUTABLE),
+#   since Humble's FindPythonExtra would otherwise take the first python3.x on PATH (a pyenv
+#   shim for python3.6 on some machines).
+# - yaml-cpp 0.8 is built into ROOT/install (rosbag2 needs it; Debian 12 has 0.7).
+set -euo pipefail
+root="${1:?usage: [DISTRO=jazzy|humble] MIRRORS=DIR ros_underlay.sh ROOT}"
+mirror="${MIRRORS:?set MIRRORS to the folder that holds the bare clones, MIRRORS/OWNER+NAME/repo}"
+distro="${DISTRO:-jazzy}"
+d="$distro"
+# Entries are OWNER/NAME:BRANCH[:PATH]; the same on both distros but for these:
+case "$distro" in
+  jazzy) dds=releases/0.10.x; only="ros2/rosidl_core:jazzy ros2/rosidl_dynamic_typesupport:jazzy"
+         old="ros/pluginlib:iron ros/class_loader:iron ros/ros_environment:rolling
+              ros/robot_state_publisher:rolling ros/kdl_parser:rolling:kdl_parser" ;;
+  humble) dds=releases/0.9.x; only=""
+          old="ros/pluginlib:humble ros/class_loader:humble ros/ros_environment:humble
+               ros/robot_state_publisher:humble ros/kdl_parser:humble:kdl_parser" ;;
+  *) echo "DISTRO must be jazzy or humble" >&2; exit 1 ;;
+esac
+repos="
+ament/ament_cmake:$d ament/ament_index:$d ament/ament_package:$d ament/ament_lint:$d
+eclipse-cyclonedds/cyclonedds:$dds
+ros2/rcutils:$d ros2/rcpputils:$d ros2/rcl:$d ros2/rcl_interfaces:$d ros2/rcl_logging:$d
+ros2/rmw:$d ros2/rmw_implementation:$d ros2/rmw_cyclonedds:$d ros2/rmw_dds_common:$d
+ros2/rosidl:$d ros2/rosidl_defaults:$d $only
+ros2/rosidl_python:$d ros2/rosidl_runtime_py:$d ros2/rosidl_typesupport:$d
+ros2/unique_identifier_msgs:$d ros2/common_interfaces:$d ros2/libyaml_vendor:$d
+ros2/spdlog_vendor:$d ros2/rpyutils:$d ros2/ros2_tracing:$d ros2/rclpy:$d ros2/launch:$d
+ros2/launch_ros:$d ros2/ros2cli:$d ros2/rosbag2:$d ros2/rclcpp:$d ros2/pybind11_vendor:$d
+ros2/yaml_cpp_vendor:$d ros2/ament_cmake_ros:$d ros-tooling/keyboard_handler:$d
+ros-tooling/libstatistics_collector:$d ros2/tinyxml2_vendor:$d ros2/python_cmake_module:$d
+ros2/console_bridge_vendor:$d $old
+ros2/urdf:ros2 ros/urdfdom:jazzy ros/urdfdom_headers:jazzy
+ros2/orocos_kdl_vendor:$d ros2/geometry2:$d ros2/message_filters:$d ros2/eigen3_cmake_module:$d
+"
+extra="foxglove/mcap cameron314/readerwriterqueue cameron314/concurrentqueue lz4/lz4 jbeder/yaml-cpp osrf/osrf_pycommon yaml/libyaml"
+missing=""
+for r in $repos $extra; do
+  name="${r%%:*}"; [ -d "$mirror/${name/\//+}/repo" ] || missing="$missing $name"
+done
+[ -z "$missing" ] || { echo "clone these into $mirror first:$missing" >&2; exit 1; }
+
+mkdir -p "$root/src"
+for r in $repos; do
+  # OWNER/NAME:BRANCH[:PATH] - PATH takes one folder of the repository (its snapshot may lack the rest)
+  name="${r%%:*}"; ref="${r#*:}"; path=""
+  case "$ref" in *:*) path="${ref#*:}"; ref="${ref%%:*}";; esac
+  dir="$mirror/${name/\//+}/repo"
+  dest="$root/src/${name#*/}"
+  [ -d "$dest" ] && continue
+  mkdir -p "$dest.part"
+  # a mirror taken before its jazzy branch was cut holds the jazzy release on its main branch
+  git --git-dir="$dir" rev-parse -q --verify "refs/heads/$ref" >/dev/null || ref=HEAD
+  echo "$name $ref $(git --git-dir="$dir" rev-parse "$ref") $path" >> "$root/src/COMMITS"
+  git --git-dir="$dir" archive "$ref" $path | tar -x -C "$dest.part"
+  mv "$dest.part" "$dest"
+done
+
+# Sources that rosbag2's vendor packages would download: the same commits, from mirrors.
+tp="$root/third_party"
+case "$distro" in
+  jazzy) mcap_tag=releases/cpp/v1.3.0; sqlite=rosbag2_storage_sqlite3 ;;
+  humble) mcap_tag=releases/cpp/v0.8.0; sqlite=rosbag2_storage_default_plugins ;;
+esac
+if [ ! -d "$tp/mcap" ]; then
+  mkdir -p "$tp/mcap" "$tp/readerwriterqueue" "$tp/concurrentqueue" "$tp/lz4"
+  git --git-dir="$mirror/foxglove+mcap/repo" archive "$mcap_tag" | tar -x -C "$tp/mcap"
+  git --git-dir="$mirror/lz4+lz4/repo" archive d44371841a2f1728a3f36839fd4b7e872d0927d3 | tar -x -C "$tp/lz4"
+  git --git-dir="$mirror/cameron314+readerwriterqueue/repo" archive ef7dfbf553288064347d51b8ac335f1ca489032a \
+    | tar -x -C "$tp/readerwriterqueue"
+  git --git-dir="$mirror/cameron314+concurrentqueue/repo" archive 8f65a8734d77c3cc00d74c0532efca872931d3ce \
+    | tar -x -C "$tp/concurrentqueue"
+  sed -i -e "s|URL https://github.com/cameron314/readerwriterqueue/archive/.*zip|URL $tp/readerwriterqueue|" \
+    -e "s|URL https://github.com/cameron314/concurrentqueue/archive/.*zip|URL $tp/concurrentqueue|" \
+    -e '/URL_MD5 /d' "$root/src/rosbag2/shared_queues_vendor/CMakeLists.txt"
+fi
+
+# Humble's vendor packages clone from GitHub where Debian's library does not satisfy them: clone
+# from the mirrors instead.
+if [ "$distro" = humble ]; then
+  sed -i "s|GIT_REPOSITORY https://github.com/yaml/libyaml.git|GIT_REPOSITORY $mirror/yaml+libyaml/repo|" \
+    "$root/src/libyaml_vendor/CMakeLists.txt"
+fi
+
+# Test-only packages stay out (BUILD_TESTING is off).
+for p in rcl_interfaces/test_msgs rmw_implementation/test_rmw_implementation rosbag2/rosbag2_test_common \
+    rosbag2/rosbag2_test_msgdefs rosbag2/rosbag2_tests rosbag2/rosbag2_performance rosbag2/rosbag2_examples \
+    rosbag2/rosbag2_storage_mcap_testdata rosbag2/rosbag2_storage_evaluation; do
+  [ ! -d "$root/src/$p" ] || touch "$root/src/$p/COLCON_IGNORE"
+done
+
+# Debian packages in place of the other vendored libraries, and the Python tools.
+apt-get install -y -qq cmake g++ python3-venv python3-dev libyaml-dev libspdlog-dev libtinyxml2-dev \
+  libssl-dev libsqlite3-dev libzstd-dev liblz4-dev libyaml-cpp-dev pybind11-dev libclang-dev bison libconsole-bridge-dev libeigen3-dev liborocos-kdl-dev libtinyxml-dev \
+  >/dev/null
+if [ ! -d "$root/venv" ]; then
+  python3 -m venv --system-site-packages "$root/venv"
+  "$root/venv/bin/pip" install -q colcon-common-extensions "empy==3.3.4" lark catkin_pkg numpy pyyaml \
+    psutil netifaces packaging "setuptools==70.0.0"
+  opc=$(mktemp -d); git --git-dir="$mirror/osrf+osrf_pycommon/repo" archive HEAD | tar -x -C "$opc"
+  "$root/venv/bin/pip" install -q "$opc"
+fi
+
+cat > "$root/cyclonedds_lo.xml" <<'XML'
+<?xml version="1.0" encoding="UTF-8"?>
+<CycloneDDS xmlns="https://cdds.io/config">
+  <Domain Id="any">
+    <General><Interfaces><NetworkInterface name="lo"/></Interfaces></General>
+  </Domain>
+</CycloneDDS>
+XML
+
+# yaml-cpp 0.8 (rosbag2 needs it; Debian 12 has 0.7), installed where colcon's packages look first.
+if [ ! -f "$root/install/lib/cmake/yaml-cpp/yaml-cpp-config.cmake" ]; then
+  ysrc=$(mktemp -d); git --git-dir="$mirror/jbeder+yaml-cpp/repo" archive 0.8.0 | tar -x -C "$ysrc"
+  cmake -S "$ysrc" -B "$ysrc/build" -DCMAKE_BUILD_TYPE=Release -DYAML_BUILD_SHARED_LIBS=ON \
+    -DYAML_CPP_BUILD_TESTS=OFF -DYAML_CPP_BUILD_TOOLS=OFF "-DCMAKE_INSTALL_PREFIX=$root/install" >/dev/null
+  cmake --build "$ysrc/build" -j2 --target install >/dev/null
+fi
+
+cd "$root"
+. venv/bin/activate
+export RMW_IMPLEMENTATION=rmw_cyclonedds_cpp
+# ros_environment has no jazzy branch; its rolling branch takes the distro name from here
+[ "$distro" = humble ] || export ROS_DISTRO_OVERRIDE="$distro"
+colcon build --base-paths "$root/src" --merge-install --install-base "$root/install" --parallel-workers 2 \
+  --packages-up-to rclpy rmw_cyclonedds_cpp ros2cli ros2topic ros2param ros2node ros2run ros2pkg \
+    ros2launch ros2action ros2interface ros2service ros2lifecycle launch_ros sensor_msgs trajectory_msgs diagnostic_msgs geometry_msgs std_msgs nav_msgs \
+    std_srvs visualization_msgs ros_environment \
+    rosgraph_msgs ros2bag rosbag2_storage_mcap $sqlite rosbag2_transport \
+    robot_state_publisher tf2_ros tf2_msgs \
+  --cmake-args -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=Release -DENABLE_SHM=OFF -DTRACETOOLS_DISABLED=ON \
+    -DRMW_IMPLEMENTATION_DISABLE_RUNTIME_SELECTION=OFF "-DPYTHON_EXECUTABLE=$root/venv/bin/python3" \
+    "-DFETCHCONTENT_SOURCE_DIR_MCAP=$tp/mcap" "-DFETCHCONTENT_SOURCE_DIR_LZ4=$tp/lz4" \
+  --event-handlers console_cohesion- status-
