@@ -1,9 +1,12 @@
 """Checks of the ROS package files that need no ROS: the launch files compile, package.xml and
-the URDF are well-formed XML, every URDF joint refers to links that exist, and every parameter
-file types its values as rcl will read them."""
+the URDF are well-formed XML, every URDF joint refers to links that exist, every parameter
+file types its values as rcl will read them, and no file cites a document outside the
+repository."""
 
 import pathlib
 import py_compile
+import re
+import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
@@ -88,6 +91,25 @@ for params in sorted((root / "config").glob("*.yaml")):
         before = len(problems)
         check_sequences(sections["ros__parameters"], "")
         problems[before:] = [f"{params.name}: {problem}" for problem in problems[before:]]
+
+# The project stands on its own: its design and protocols are in docs/. The lab's original
+# documents may be named as sources there, nowhere else; nothing may point at the folder the
+# project grew up beside (the patterns are split so that this file does not match itself).
+outside = re.compile("shared" "/" + "|" + "DESIGN" r"\.md")
+lab_documents = re.compile(r"\b(port5555_binary_protocol|stm32_serial_protocol|rdscom_messages|"
+                           r"deltarobot_vr_protocol|control_architecture)\.md")
+tracked = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True, check=True).stdout
+for name in filter(None, tracked.decode().split("\0")):
+    path = root / name
+    if not path.is_file():
+        continue
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        continue
+    for number, line in enumerate(text.splitlines(), 1):
+        if outside.search(line) or (lab_documents.search(line) and not name.startswith("docs/")):
+            problems.append(f"{name}:{number}: cites a document outside the repository: {line.strip()[:80]}")
 
 for problem in problems:
     print(problem)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A port-5555 client, written from port5555_binary_protocol.md: the lab GUI's role.
+"""A port-5555 client, written from docs/port5555.md: the lab GUI's role.
 
 Sends a trajectory CSV (header t,x,y,z,xd,yd,zd,xdd,ydd,zdd) to a server, reads the response as
 the GUI does (12-byte header, 128-byte frames until one has t >= end_time, then n 80-byte ideal

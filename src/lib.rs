@@ -1,7 +1,7 @@
 //! arm_hil: simulation and hardware-in-the-loop control of a 3-DOF parallel arm carrying a
 //! prosthetic forearm, with drivers and bridges for the lab's devices and clients.
 //!
-//! Modules are listed in layer order; each uses only the ones above it (DESIGN.md §1):
+//! Modules are listed in layer order; each uses only the ones above it (docs/design.md §2):
 //! the robot, control, the SIL engine, the HIL loop, sans-IO codecs, then I/O (serial ports,
 //! drivers, TCP bridges), device emulators, the ROS nodes' logic (without ROS: their messages
 //! and each node's topics, written once against a sink), and the sinks below them: rosbag2

@@ -613,7 +613,7 @@ fn link_health_reports_the_links_condition_as_the_files_state_constants() {
     assert_eq!(message.last_error, "request 1 #4 got no acknowledgement");
 }
 
-/// rdscom_messages.md's MotorEvent, ControlDone and Error, as the MCU sends them.
+/// The rdscom MotorEvent, ControlDone and Error (docs/rdscom.md), as the MCU sends them.
 #[test]
 fn rdscom_messages_of_the_document_become_typed_messages_in_si_units() {
     let table = PrototypeTable::document();

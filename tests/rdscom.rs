@@ -1,4 +1,4 @@
-//! rdscom: the codec against DESIGN.md §5, the link on a virtual clock, and the driver against
+//! rdscom: the codec against docs/rdscom.md, the link on a virtual clock, and the driver against
 //! the MCU emulator through a real pseudo-terminal.
 
 use std::time::{Duration, Instant};

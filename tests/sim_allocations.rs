@@ -1,5 +1,5 @@
 //! The SIL step allocates nothing: a counting global allocator watches the steps of a run
-//! (DESIGN.md §1: no heap in the per-step path).
+//! (docs/design.md §4: no heap in the per-step path).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

@@ -1,4 +1,4 @@
-//! The STM32 codec: DESIGN.md §4's check values and bytes, both length conventions, and a
+//! The STM32 codec: docs/stm32.md's check values and bytes, both length conventions, and a
 //! streaming decoder that survives garbage, split reads, bad CRCs and impossible lengths.
 
 use std::collections::HashSet;

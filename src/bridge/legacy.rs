@@ -1,5 +1,5 @@
 //! The port-5555 server: existing GUI clients drive the simulator and the HIL loop over TCP
-//! (DESIGN.md §3).
+//! (docs/port5555.md).
 //!
 //! Per connection: read the request in bounded chunks with an idle timeout, validate it, send
 //! the 12-byte header, stream frames as the engine produces them, the end marker, the ideal

@@ -1,4 +1,4 @@
-//! Task-space PID with anti-windup plus inverse dynamics (DESIGN.md §2, docs/model.md §C2).
+//! Task-space PID with anti-windup plus inverse dynamics (docs/model.md §C2).
 
 use serde::{Deserialize, Serialize};
 

@@ -1,5 +1,5 @@
 //! State estimation from the spherical angle sensor: the range-bias estimator and the
-//! position/velocity Kalman filter (DESIGN.md §2, docs/model.md §E).
+//! position/velocity Kalman filter (docs/model.md §E).
 
 use serde::{Deserialize, Serialize};
 

@@ -4,7 +4,7 @@
 use crate::model::math::Vec3;
 use crate::model::{ModelError, Robot};
 
-/// The most waypoints one trajectory may hold (port5555_binary_protocol.md §6).
+/// The most waypoints one trajectory may hold (docs/port5555.md).
 pub const MAX_WAYPOINTS: usize = 1_000_000;
 
 /// One waypoint: absolute time [s], platform position [m], velocity [m/s], acceleration [m/s^2].

@@ -1,4 +1,4 @@
-//! The GUI side of rdscom as a state machine, with no I/O and no clock (DESIGN.md §5).
+//! The GUI side of rdscom as a state machine, with no I/O and no clock (docs/rdscom.md).
 //!
 //! Call order: feed [`RdscomLink::handle_bytes`] and requests ([`RdscomLink::request`]); call
 //! [`RdscomLink::handle_timeout`] once [`RdscomLink::poll_timeout`] has passed (spurious calls do
@@ -15,13 +15,13 @@ use crate::protocol::rdscom::{encode, EncodeError, FrameDecoder, FrameType, Mess
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TableChoice {
-    /// rdscom_messages.md's table.
+    /// The message document's table (docs/rdscom.md).
     Document,
     /// The reference firmware's newer table.
     Firmware,
 }
 
-/// Link settings. Defaults follow DESIGN.md §5.
+/// Link settings. Defaults as docs/rdscom.md gives them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RdscomConfig {

@@ -37,7 +37,7 @@ pub enum ImuUnits {
     Firmware,
 }
 
-/// Link settings. Defaults follow stm32_serial_protocol.md and DESIGN.md §4.
+/// Link settings. Defaults as docs/stm32.md gives them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Stm32Config {

@@ -1,5 +1,5 @@
 //! An rdscom MCU (the finger testbench's Teensy) on a pseudo-terminal, with the queue semantics
-//! of rdscom_messages.md: MotorControl requests queue up, ControlGo executes them (a control
+//! of the message document (docs/rdscom.md): MotorControl requests queue up, ControlGo executes them (a control
 //! marked simultaneous runs together with the one before it), ControlDone reports the count and
 //! the time and is resent until acknowledged; datastreams run at the requested rate. Faults:
 //! dropped frames, delayed acknowledgements, garbage between frames, payloads containing `END`.

@@ -3,7 +3,7 @@
 //!
 //! Architecture invariant: inside the loop's cycle nothing allocates, blocks on I/O or logs;
 //! backends that talk to devices do their I/O on their own threads and exchange the newest
-//! values with the cycle (DESIGN.md §6, ros2_control's read/update/write).
+//! values with the cycle (docs/design.md §4, ros2_control's read/update/write).
 
 mod feed;
 pub mod realtime;

@@ -1,4 +1,4 @@
-//! The trajectory ring buffer of the HIL loop (control_architecture.md): a fixed number of
+//! The trajectory ring buffer of the HIL loop (docs/hil.md): a fixed number of
 //! samples, linearly interpolated on demand, refilled while the loop runs.
 //!
 //! Samples arrive with trajectory times, or in segments timed from the segment's start: only

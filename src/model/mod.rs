@@ -1,5 +1,5 @@
 //! The robot: parameters, kinematics and dynamics of the 3-DOF translational parallel arm
-//! that carries the far end of a prosthetic forearm (DESIGN.md §2, docs/model.md).
+//! that carries the far end of a prosthetic forearm (docs/model.md).
 //!
 //! Architecture invariant: no I/O, no clock, no heap in any per-step function. Every
 //! function here is pure over fixed-size nalgebra types; equations are numbered as in
@@ -32,7 +32,7 @@ pub enum ModelError {
 /// One leg: a motor-driven proximal link and a distal link to the platform.
 ///
 /// The proximal tip moves on a circle, s(th) = pivot + l1 (cos th a + sin th b) (docs/model.md K1),
-/// which covers both the horizontal legs 1, 2 and the vertical leg 3 of DESIGN.md §2.
+/// which covers both the horizontal legs 1, 2 and the vertical leg 3 (docs/model.md K1).
 #[derive(Debug, Clone, Copy)]
 struct Leg {
     /// Centre of the proximal circle, on the motor axis [m].

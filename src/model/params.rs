@@ -1,4 +1,4 @@
-//! Robot parameters: the geometry and masses of the parallel arm (DESIGN.md §2).
+//! Robot parameters: the geometry and masses of the parallel arm (docs/model.md, its table of parameters).
 //!
 //! Defaults are the reference robot. Every quantity is SI: lengths [m], masses [kg],
 //! gravity [m/s^2]. Arrays are indexed by leg (0 = leg 1, 1 = leg 2, 2 = leg 3).
@@ -55,7 +55,7 @@ pub struct RobotParams {
     /// Gravitational acceleration along -z [m/s^2]. Default 9.81.
     pub gravity: f64,
     /// Assembly mode of each leg when no previous solution is known. Default (minus, plus, plus),
-    /// the reference robot's (DESIGN.md §2 test vector).
+    /// the reference robot's (docs/model.md's test vector).
     pub assembly: [Branch; 3],
 }
 

@@ -1,5 +1,5 @@
 //! `/joint_states` for robot_state_publisher: the three motors plus the passive joints of
-//! urdf/arm_hil.urdf, where the closed chains are opened (DESIGN.md §6).
+//! urdf/arm_hil.urdf, where the closed chains are opened (docs/design.md §6).
 //!
 //! In the URDF each distal link hangs from its proximal tip on a universal joint (yaw about the
 //! proximal link's z, then pitch about the new y; the link runs along its +z); the platform rides

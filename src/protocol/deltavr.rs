@@ -1,4 +1,4 @@
-//! The Deltarobot VR link (deltarobot_vr_protocol.md, DESIGN.md §5), sans-IO.
+//! The Deltarobot VR link (docs/vr.md), sans-IO.
 //!
 //! A message is a u16 little-endian id, size class = id >> 12, type = id & 0xFFF, then its
 //! contents: 1, 2, 4, 8 or 16 bytes for size classes 0-4, or for class 0xF a u32 little-endian

@@ -1,4 +1,4 @@
-//! The port-5555 binary protocol (port5555_binary_protocol.md, DESIGN.md §3), sans-IO.
+//! The port-5555 binary protocol (docs/port5555.md), sans-IO.
 //!
 //! Client to server: a handshake (mode byte; for `H` two u8-length-prefixed device names), then
 //! the trajectory payload (i32 n, elbow f64 x 3, l_arm f64, n waypoints of 10 f64). Server to
@@ -273,7 +273,7 @@ pub fn encode_frame(frame: &Frame, buf: &mut Vec<u8>) {
     }
 }
 
-/// The end-marker frame: the final state at t = end_time with tau = 0 (DESIGN.md §3).
+/// The end-marker frame: the final state at t = end_time with tau = 0 (docs/port5555.md).
 pub fn end_marker(last: &Frame, end_time: f64) -> Frame {
     Frame { t: end_time, tau: Vec3::zeros(), ..*last }
 }

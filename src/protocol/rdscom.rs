@@ -1,4 +1,4 @@
-//! The rdscom wire format (rdscom_messages.md, DESIGN.md §5), sans-IO.
+//! The rdscom wire format (docs/rdscom.md), sans-IO.
 //!
 //! Frame: `R R R | type u8 | prototype id u8 | message number u16 BE | payload | E N D`. No length
 //! and no checksum: the payload's size comes from the prototype table, and a frame is valid only
@@ -166,7 +166,7 @@ impl PrototypeTable {
         ]
     }
 
-    /// The table of rdscom_messages.md (the default).
+    /// The message document's table (the default; docs/rdscom.md).
     pub fn document() -> PrototypeTable {
         let mut prototypes = PrototypeTable::common();
         prototypes.push(prototype(

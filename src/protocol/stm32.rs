@@ -1,4 +1,4 @@
-//! The STM32 arm's serial protocol (stm32_serial_protocol.md, DESIGN.md §4), sans-IO.
+//! The STM32 arm's serial protocol (docs/stm32.md), sans-IO.
 //!
 //! Packet: `0xAA | TYPE | LENGTH | DATA (0..=64) | CRC-8`, CRC over TYPE, LENGTH and DATA
 //! (poly 0x07, init 0, no reflection, no final XOR). Little-endian fields.
@@ -173,7 +173,7 @@ pub enum Telemetry {
 /// Which lengths an encoder writes for the packets whose length the firmware changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LengthStyle {
-    /// As stm32_serial_protocol.md says.
+    /// As the protocol document says (docs/stm32.md).
     Document,
     /// As the reference firmware sends.
     Firmware,

@@ -1,4 +1,4 @@
-//! One SIL run as an iterator of frames (DESIGN.md §2-§3).
+//! One SIL run as an iterator of frames (docs/design.md §3).
 //!
 //! Each `next()` performs integrator attempts until a frame is due: by default every accepted
 //! step yields its end state; with `run.frame_rate_hz` frames fall on a uniform grid and are
@@ -17,7 +17,7 @@ use crate::model::math::Vec3;
 use crate::model::{ArmMotion, ModelError, Robot};
 
 /// The state at one instant: the end of an accepted step or a point of the output grid (the
-/// port-5555 frame, DESIGN.md §3).
+/// port-5555 frame, docs/port5555.md).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Frame {
     /// Simulated time [s].

@@ -1,5 +1,5 @@
 //! The simulated spherical sensor: the platform point seen from the elbow as range and two
-//! angles, quantised, with seeded Gaussian noise (DESIGN.md §2).
+//! angles, quantised, with seeded Gaussian noise (docs/model.md S2).
 
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
