@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::{BagError, BagWriter, Recorder};
+use super::{Recorder, RecordingError};
 use crate::control::Trajectory;
 use crate::hil::LoopStatus;
 use crate::model::Robot;
@@ -12,14 +12,14 @@ use crate::nodes::diagnostics::Status;
 use crate::nodes::joints::arm_joint_state;
 use crate::nodes::robot_state::{Urdf, UrdfError, ARM_URDF};
 use crate::nodes::topics::arm::{ArmTopicSet, ArmTopics};
-use crate::nodes::topics::{NodeName, Outputs};
+use crate::nodes::topics::{NodeName, Outputs, Recording};
 use crate::sim::{Frame, IdealTorques};
 
 /// Why the arm's topics could not be recorded.
 #[derive(Debug, thiserror::Error)]
 pub enum ArmRecordingError {
     #[error(transparent)]
-    Bag(#[from] BagError),
+    Recording(#[from] RecordingError),
     #[error("urdf/arm_hil.urdf")]
     Urdf(#[from] UrdfError),
 }
@@ -40,19 +40,19 @@ pub enum ArmEvent {
 /// Records `node`'s arm topics (`set`, with robot_state_publisher's) into `bag` on a thread of
 /// its own, /robot_description and /tf_static at `start_ns`; joint states and transforms are
 /// worked out there from each frame, with `robot` and the running trajectory's elbow.
-pub fn spawn_arm_recorder(
-    bag: BagWriter,
+pub fn spawn_arm_recorder<R: Recording>(
+    sink: R,
     robot: Robot,
     node: &str,
     set: ArmTopicSet,
     start_ns: u64,
-) -> Result<Recorder<ArmEvent>, ArmRecordingError> {
+) -> Result<Recorder<ArmEvent, R>, ArmRecordingError> {
     let urdf = Urdf::parse(ARM_URDF)?;
-    let recorder = Recorder::spawn(bag, NodeName::new(node), move |out| {
+    let recorder = Recorder::spawn(sink, NodeName::new(node), move |out| {
         let mut arm = ArmTopics::advertise(out, set, "base_link", Some(&urdf))?;
         arm.start(out, start_ns)?;
         let mut elbow = robot.elbow();
-        Ok(move |out: &mut Outputs<BagWriter>, event| match event {
+        Ok(move |out: &mut Outputs<R>, event| match event {
             ArmEvent::Run { time_ns, trajectory } => {
                 elbow = trajectory.elbow();
                 let ideal = match set.run_outputs {
@@ -62,7 +62,7 @@ pub fn spawn_arm_recorder(
                 arm.run_started(out, time_ns, &trajectory, &ideal)?;
                 // The latched path and ideal torques are most of a bag's bytes: out to the file
                 // now, while the run goes on, rather than in its tail.
-                Ok(out.sink_mut().checkpoint()?)
+                out.sink_mut().flush()
             }
             ArmEvent::Frame { time_ns, frame } => {
                 let joints = arm_joint_state(&robot, &frame, &elbow);

@@ -4,9 +4,9 @@
 
 use std::time::Instant;
 
-use super::writer::{BagError, BagStats, BagWriter};
-use super::{wall_clock_ns, Recorder};
-use crate::nodes::topics::{EventTopics, NodeName, Outputs, SinkError};
+use super::writer::BagWriter;
+use super::{wall_clock_ns, Recorder, RecordingError};
+use crate::nodes::topics::{EventTopics, NodeName, Outputs, Recording, SinkError};
 
 /// An event as it came: wall-clock and monotonic time, and the event (none: only time passed).
 #[derive(Debug)]
@@ -16,23 +16,23 @@ struct Received<E> {
     event: Option<E>,
 }
 
-/// A device node's recording.
+/// A device node's recording (into a bag by default).
 #[derive(Debug)]
-pub struct DeviceRecorder<E> {
-    recorder: Recorder<Received<E>>,
+pub struct DeviceRecorder<E, R: Recording = BagWriter> {
+    recorder: Recorder<Received<E>, R>,
 }
 
-impl<E: Send + 'static> DeviceRecorder<E> {
-    /// Records `node`'s topics into `bag` on a thread of its own: `advertise` sets the topics up
-    /// there.
-    pub fn spawn<T, A>(bag: BagWriter, node: &str, advertise: A) -> Result<DeviceRecorder<E>, BagError>
+impl<E: Send + 'static, R: Recording> DeviceRecorder<E, R> {
+    /// Records `node`'s topics into `sink` on a thread of its own: `advertise` sets the topics
+    /// up there.
+    pub fn spawn<T, A>(sink: R, node: &str, advertise: A) -> Result<DeviceRecorder<E, R>, RecordingError>
     where
         T: EventTopics<Event = E>,
-        A: FnOnce(&mut Outputs<BagWriter>) -> Result<T, SinkError> + Send + 'static,
+        A: FnOnce(&mut Outputs<R>) -> Result<T, SinkError> + Send + 'static,
     {
-        let recorder = Recorder::spawn(bag, NodeName::new(node), move |out| {
+        let recorder = Recorder::spawn(sink, NodeName::new(node), move |out| {
             let mut topics = advertise(out)?;
-            Ok(move |out: &mut Outputs<BagWriter>, received: Received<E>| match received.event {
+            Ok(move |out: &mut Outputs<R>, received: Received<E>| match received.event {
                 Some(event) => topics.event(out, received.time_ns, received.at, Some(&event)),
                 None => topics.finish(out, received.time_ns),
             })
@@ -45,8 +45,8 @@ impl<E: Send + 'static> DeviceRecorder<E> {
         self.recorder.record(Received { time_ns: wall_clock_ns(), at: Instant::now(), event: Some(event) })
     }
 
-    /// Records the node's last status and finishes the bag.
-    pub fn finish(mut self) -> Result<BagStats, BagError> {
+    /// Records the node's last status and finishes the sink.
+    pub fn finish(mut self) -> Result<R::Finished, RecordingError> {
         self.recorder.record(Received { time_ns: wall_clock_ns(), at: Instant::now(), event: None });
         self.recorder.finish()
     }

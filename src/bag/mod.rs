@@ -16,7 +16,7 @@ pub mod metadata;
 pub mod recorder;
 pub mod writer;
 
-pub use recorder::Recorder;
+pub use recorder::{Recorder, RecordingError};
 pub use writer::{BagError, BagStats, BagWriter};
 
 /// Now on the wall clock [ns since the Unix epoch]: the time axis of bags of hardware runs,

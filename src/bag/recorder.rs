@@ -1,12 +1,24 @@
 //! Recording on a thread of its own: the run hands over small events and goes on; building the
-//! messages, CDR and the file writes happen beside it, on the other core.
+//! messages, CDR and the writes (a bag's file, a live view's clients) happen beside it, on the
+//! other core.
 
 use std::sync::mpsc::{sync_channel, RecvTimeoutError, SyncSender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::writer::{BagError, BagStats, BagWriter};
-use crate::nodes::topics::{NodeName, Outputs, SinkError};
+use super::writer::BagWriter;
+use crate::nodes::topics::{NodeName, Outputs, Recording, SinkError};
+
+/// Why a recording did not end well.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordingError {
+    #[error("cannot start the recording thread")]
+    Thread(#[source] std::io::Error),
+    #[error("the recording thread panicked")]
+    Panicked,
+    #[error("the recording stopped")]
+    Stopped(#[source] SinkError),
+}
 
 /// Batches waiting for the writer thread; a full queue holds the run back (memory stays flat).
 const QUEUE_DEPTH: usize = 16;
@@ -18,36 +30,36 @@ const BATCH: usize = 64;
 /// The longest an event waits in a batch that is not full [s].
 const BATCH_AGE: Duration = Duration::from_millis(100);
 
-/// How often the bag is made readable up to the present, for runs that are killed [s].
+/// How often a bag is made readable up to the present, for runs that are killed [s].
 const CHECKPOINT_PERIOD: Duration = Duration::from_secs(1);
 
-/// A bag written on a background thread from events of type `E`.
+/// A sink (a bag by default) written on a background thread from events of type `E`.
 #[derive(Debug)]
-pub struct Recorder<E> {
+pub struct Recorder<E, R: Recording = BagWriter> {
     events: Option<SyncSender<Vec<E>>>,
     pending: Vec<E>,
     pending_since: Instant,
-    thread: Option<JoinHandle<Result<BagStats, BagError>>>,
+    thread: Option<JoinHandle<Result<R::Finished, RecordingError>>>,
 }
 
-impl<E: Send + 'static> Recorder<E> {
+impl<E: Send + 'static, R: Recording> Recorder<E, R> {
     /// Starts the thread, which first runs `setup` (advertising `node`'s topics and writing
     /// what is known before the run, off the run's thread) to get `record`; then each event goes
-    /// to `record`, which publishes it into the bag. The first error stops the recording (it is
-    /// logged at once and returned by [`Recorder::finish`]); the bag keeps what was written
+    /// to `record`, which publishes it into `sink`. The first error stops the recording (it is
+    /// logged at once and returned by [`Recorder::finish`]); a bag keeps what was written
     /// before it.
-    pub fn spawn<S, F>(bag: BagWriter, node: NodeName, setup: S) -> Result<Recorder<E>, BagError>
+    pub fn spawn<S, F>(sink: R, node: NodeName, setup: S) -> Result<Recorder<E, R>, RecordingError>
     where
-        S: FnOnce(&mut Outputs<BagWriter>) -> Result<F, SinkError> + Send + 'static,
-        F: FnMut(&mut Outputs<BagWriter>, E) -> Result<(), SinkError>,
+        S: FnOnce(&mut Outputs<R>) -> Result<F, SinkError> + Send + 'static,
+        F: FnMut(&mut Outputs<R>, E) -> Result<(), SinkError>,
     {
         let (events, queue) = sync_channel::<Vec<E>>(QUEUE_DEPTH);
-        let thread = std::thread::Builder::new().name("bag".into()).spawn(move || {
+        let thread = std::thread::Builder::new().name("recording".into()).spawn(move || {
             // On a machine with few cores the run and the recorder share one; the run goes first.
             if let Err(error) = crate::hil::realtime::run_in_background() {
-                log::debug!("the bag thread runs at normal priority: {error}");
+                log::debug!("the recording thread runs at normal priority: {error}");
             }
-            let mut out = Outputs::new(node, bag);
+            let mut out = Outputs::new(node, sink);
             let mut checkpoint = Instant::now();
             let result = setup(&mut out).and_then(|mut record| loop {
                 let written = match queue.recv_timeout(CHECKPOINT_PERIOD) {
@@ -58,7 +70,7 @@ impl<E: Send + 'static> Recorder<E> {
                 let written = written.and_then(|()| match checkpoint.elapsed() >= CHECKPOINT_PERIOD {
                     true => {
                         checkpoint = Instant::now();
-                        Ok(out.sink_mut().checkpoint()?)
+                        out.sink_mut().flush()
                     }
                     false => Ok(()),
                 });
@@ -66,16 +78,24 @@ impl<E: Send + 'static> Recorder<E> {
                     break Err(error);
                 }
             });
-            let bag = out.into_sink();
+            let sink = out.into_sink();
             match result {
-                Ok(()) => bag.finish(),
+                Ok(()) => {
+                    let describe = sink.describe();
+                    sink.finish().map_err(|error| {
+                        log::error!("finishing {describe} failed: {error}");
+                        RecordingError::Stopped(error)
+                    })
+                }
                 Err(error) => {
-                    log::error!("recording to {} stopped: {error}", bag.dir().display());
-                    Err(BagError::Recording(error))
+                    log::error!("recording to {} stopped: {error}", sink.describe());
+                    // What was written before the error is kept.
+                    let _ = sink.finish();
+                    Err(RecordingError::Stopped(error))
                 }
             }
         });
-        let thread = thread.map_err(BagError::Thread)?;
+        let thread = thread.map_err(RecordingError::Thread)?;
         Ok(Recorder {
             events: Some(events),
             pending: Vec::with_capacity(BATCH),
@@ -116,27 +136,25 @@ impl<E: Send + 'static> Recorder<E> {
         sent
     }
 
-    /// Writes what is queued and finishes the bag.
-    pub fn finish(mut self) -> Result<BagStats, BagError> {
+    /// Writes what is queued and finishes the sink.
+    pub fn finish(mut self) -> Result<R::Finished, RecordingError> {
         self.hand_over();
         self.events = None;
         match self.thread.take().map(JoinHandle::join) {
             Some(Ok(result)) => result,
-            Some(Err(_)) | None => Err(BagError::Panicked),
+            Some(Err(_)) | None => Err(RecordingError::Panicked),
         }
     }
 }
 
-impl<E> Drop for Recorder<E> {
+impl<E, R: Recording> Drop for Recorder<E, R> {
     fn drop(&mut self) {
         if let Some(events) = self.events.take() {
             let _ = events.send(std::mem::take(&mut self.pending));
         }
         if let Some(thread) = self.thread.take() {
-            match thread.join() {
-                Ok(Ok(stats)) => log::info!("bag {}: {} messages", stats.dir.display(), stats.messages),
-                Ok(Err(_)) => {} // logged by the thread
-                Err(_) => log::error!("the bag thread panicked"),
+            if thread.join().is_err() {
+                log::error!("the recording thread panicked");
             }
         }
     }

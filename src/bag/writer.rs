@@ -10,7 +10,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use super::metadata::{metadata_yaml, profiles_yaml, BagDistro, TopicCount};
-use crate::nodes::topics::{Sink, SinkError, TopicId, TopicSpec};
+use crate::nodes::topics::{Recording, Sink, SinkError, TopicId, TopicSpec};
 
 /// Chunk size rosbag2's MCAP storage uses by default [bytes].
 const CHUNK_SIZE: u64 = 768 * 1024;
@@ -24,12 +24,6 @@ pub enum BagError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("cannot write the MCAP file {}", path.display())]
     Mcap { path: PathBuf, source: mcap::McapError },
-    #[error("cannot start the bag thread")]
-    Thread(#[source] std::io::Error),
-    #[error("the bag thread panicked")]
-    Panicked,
-    #[error("the recording stopped")]
-    Recording(#[source] SinkError),
 }
 
 impl From<BagError> for SinkError {
@@ -220,5 +214,21 @@ impl Sink for BagWriter {
         };
         let written = mcap.write_to_known_channel(&header, cdr);
         Ok(written.map_err(|source| self.mcap_error(source))?)
+    }
+}
+
+impl Recording for BagWriter {
+    type Finished = BagStats;
+
+    fn flush(&mut self) -> Result<(), SinkError> {
+        Ok(self.checkpoint()?)
+    }
+
+    fn finish(self) -> Result<BagStats, SinkError> {
+        Ok(BagWriter::finish(self)?)
+    }
+
+    fn describe(&self) -> String {
+        self.dir.display().to_string()
     }
 }

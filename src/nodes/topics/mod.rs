@@ -13,9 +13,12 @@
 pub mod arduino;
 pub mod arm;
 pub mod diagnostics;
+mod fanout;
 pub mod serial_device;
 pub mod stm32;
 pub mod vr;
+
+pub use fanout::{Both, Recording};
 
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
