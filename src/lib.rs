@@ -5,7 +5,7 @@
 //! the robot, control, the SIL engine, the HIL loop, sans-IO codecs, then I/O (serial ports,
 //! drivers, TCP bridges), device emulators, the ROS nodes' logic (without ROS: their messages
 //! and each node's topics, written once against a sink), and the sinks below them: rosbag2
-//! bags (without ROS) and ROS itself.
+//! bags and the live view (without ROS), and ROS itself.
 
 pub mod model;
 pub mod control;
@@ -18,5 +18,6 @@ pub mod bridge;
 pub mod emulate;
 pub mod nodes;
 pub mod bag;
+pub mod live;
 #[cfg(feature = "ros")]
 pub mod ros;

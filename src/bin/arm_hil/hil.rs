@@ -13,7 +13,6 @@ use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
 use arm_hil::bag::arm::{spawn_arm_recorder, ArmEvent};
-use arm_hil::bag::metadata::BagDistro;
 use arm_hil::bag::{wall_clock_ns, BagWriter};
 use arm_hil::control::{Trajectory, Waypoint};
 use arm_hil::drivers::robotscara::RigConfig;
@@ -31,6 +30,7 @@ use arm_hil::sim::Frame;
 
 use crate::config;
 use crate::console;
+use crate::live::{run_sinks, RunSinks};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Backend {
@@ -74,21 +74,23 @@ pub(crate) struct HilArgs {
     /// wall-clock time
     #[arg(long, value_name = "DIR")]
     bag: Option<PathBuf>,
-    /// Samples per second in the bag, as hil_node's publish_rate_hz
+    /// Samples per second in the bag and the live view, as hil_node's publish_rate_hz
     #[arg(long, value_name = "HZ", default_value_t = 250.0)]
     bag_rate: f64,
     #[command(flatten)]
     bag_distro: crate::bag::BagDistroArg,
+    #[command(flatten)]
+    live: crate::live::LiveArgs,
     /// Print the result as one JSON object on standard output
     #[arg(long)]
     json: bool,
 }
 
-/// Records hil_node's topics from the loop's frames (at `rate_hz` of loop time) and its status
-/// once a second, until the loop ends and drops its end of `frames`.
-fn record_hil(
-    dir: &Path,
-    distro: BagDistro,
+/// Publishes hil_node's topics into `sinks` (a bag, a live view) from the loop's frames (at
+/// `rate_hz` of loop time) and its status once a second, until the loop ends and drops its end
+/// of `frames`.
+fn publish_hil(
+    sinks: RunSinks,
     robot: &Robot,
     rate_hz: f64,
     hardware: &str,
@@ -96,11 +98,10 @@ fn record_hil(
     status: Arc<Mutex<LoopStatus>>,
 ) -> anyhow::Result<JoinHandle<()>> {
     anyhow::ensure!(rate_hz > 0.0 && rate_hz.is_finite(), "--bag-rate must be a positive number of Hz");
-    let bag = BagWriter::create(dir, distro).context("--bag")?;
-    let mut recorder = spawn_arm_recorder(bag, robot.clone(), "hil_node", ArmTopicSet::HIL_NODE, wall_clock_ns())
-        .with_context(|| format!("cannot record to {}", dir.display()))?;
+    let mut recorder = spawn_arm_recorder(sinks, robot.clone(), "hil_node", ArmTopicSet::HIL_NODE, wall_clock_ns())
+        .context("cannot record the run")?;
     let mut report = Status::new("hil_node: loop", hardware);
-    let thread = std::thread::Builder::new().name("hil-bag".into()).spawn(move || {
+    let thread = std::thread::Builder::new().name("hil-publish".into()).spawn(move || {
         let mut samples = Decimator::new(rate_hz);
         let (mut last_report, mut overruns_before) = (Instant::now(), 0);
         loop {
@@ -122,11 +123,12 @@ fn record_hil(
             }
         }
         match recorder.finish() {
-            Ok(bag) => log::info!("bag {}: {} messages", bag.dir.display(), bag.messages),
-            Err(error) => log::error!("the bag is incomplete: {error}"),
+            Ok((Some(bag), _)) => log::info!("bag {}: {} messages", bag.dir.display(), bag.messages),
+            Ok((None, _)) => {}
+            Err(error) => log::error!("the bag or the live view is incomplete: {error}"),
         }
     });
-    thread.context("cannot start the bag thread")
+    thread.context("cannot start the publishing thread")
 }
 
 /// The sections of `hil` beside the SIL ones.
@@ -328,13 +330,14 @@ pub(crate) fn run(args: HilArgs) -> anyhow::Result<()> {
     if let Some(duration) = args.duration {
         hil = hil.with_max_duration(duration);
     }
-    let mut bag = None;
-    if let Some(dir) = &args.bag {
+    let bag = args.bag.as_deref().map(|dir| BagWriter::create(dir, args.bag_distro.distro())).transpose();
+    let mut publishing = None;
+    if let Some(sinks) = run_sinks(bag.context("--bag")?, args.live.start("arm_hil hil")?) {
         let (frames_tx, frames) = sync_channel(1000);
         let status = Arc::new(Mutex::new(LoopStatus::default()));
         hil = hil.with_frames(Box::new(FrameChannel(frames_tx))).with_status(status.clone());
         let hardware = format!("{:?}", args.hardware).to_lowercase();
-        bag = Some(record_hil(dir, args.bag_distro.distro(), &robot, args.bag_rate, &hardware, frames, status)?);
+        publishing = Some(publish_hil(sinks, &robot, args.bag_rate, &hardware, frames, status)?);
     }
     let report = std::thread::Builder::new()
         .name("hil-loop".into())
@@ -342,8 +345,8 @@ pub(crate) fn run(args: HilArgs) -> anyhow::Result<()> {
         .context("cannot start the loop thread")?
         .join()
         .map_err(|_| anyhow::anyhow!("the loop thread panicked"))?;
-    if let Some(bag) = bag {
-        bag.join().map_err(|_| anyhow::anyhow!("the bag thread panicked"))?;
+    if let Some(publishing) = publishing {
+        publishing.join().map_err(|_| anyhow::anyhow!("the publishing thread panicked"))?;
     }
     let summary = Summary::new(&report);
     console::print_line(&summary, || summary.text(), args.json)?;

@@ -6,6 +6,7 @@ mod config;
 mod console;
 mod emulate;
 mod hil;
+mod live;
 mod plot;
 mod serve;
 mod sil;

@@ -6,7 +6,7 @@ use std::io::{BufWriter, IsTerminal};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
@@ -14,7 +14,6 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use arm_hil::bag::arm::{spawn_arm_recorder, ArmEvent};
-use arm_hil::bag::metadata::BagDistro;
 use arm_hil::bag::{BagWriter, Recorder};
 use arm_hil::control::Trajectory;
 use arm_hil::model::Robot;
@@ -26,6 +25,7 @@ use arm_hil::sim::{Frame, IdealPoint, IdealTorques, RunStats, SilConfig, SimErro
 
 use crate::config;
 use crate::console;
+use crate::live::{run_sinks, RunSinks};
 use crate::plot::PlotRecorder;
 
 #[derive(Debug, Args)]
@@ -53,11 +53,17 @@ pub(crate) struct SilArgs {
     /// simulated time (replay with `ros2 bag play DIR --clock`)
     #[arg(long, value_name = "DIR")]
     bag: Option<PathBuf>,
-    /// Samples per simulated second in the bag, as sil_node's publish_rate_hz
+    /// Samples per simulated second in the bag and the live view, as sil_node's publish_rate_hz
     #[arg(long, value_name = "HZ", default_value_t = 250.0)]
     bag_rate: f64,
     #[command(flatten)]
     bag_distro: crate::bag::BagDistroArg,
+    #[command(flatten)]
+    live: crate::live::LiveArgs,
+    /// Simulated seconds per wall-clock second; 0 runs as fast as possible [default: 1 with
+    /// --live, so a person can watch, else 0]
+    #[arg(long, value_name = "X")]
+    real_time_factor: Option<f64>,
     /// Print the summary as one JSON object on standard output
     #[arg(long)]
     json: bool,
@@ -222,34 +228,28 @@ fn csv_writer(path: &Path) -> anyhow::Result<csv::Writer<BufWriter<File>>> {
     Ok(csv::Writer::from_writer(BufWriter::new(file)))
 }
 
-/// The run recorded as sil_node publishes it: samples at the bag rate, stamped with simulated
-/// time from zero (the node's /clock), its status at the start and the end.
-struct SilBag {
-    recorder: Recorder<ArmEvent>,
+/// The run published as sil_node publishes it, into a bag and/or a live view: samples at the
+/// bag rate, stamped with simulated time from zero (the node's /clock), its status at the start
+/// and the end.
+struct SilOutputs {
+    recorder: Recorder<ArmEvent, RunSinks>,
     samples: Decimator,
     start_time: f64,
 }
 
-impl SilBag {
+impl SilOutputs {
     const NODE: &'static str = "sil_node";
 
-    fn start(
-        dir: &Path,
-        distro: BagDistro,
-        robot: &Robot,
-        trajectory: &Arc<Trajectory>,
-        rate_hz: f64,
-    ) -> anyhow::Result<SilBag> {
+    fn start(sinks: RunSinks, robot: &Robot, trajectory: &Arc<Trajectory>, rate_hz: f64) -> anyhow::Result<SilOutputs> {
         anyhow::ensure!(rate_hz > 0.0 && rate_hz.is_finite(), "--bag-rate must be a positive number of Hz");
-        let bag = BagWriter::create(dir, distro).context("--bag")?;
-        let mut recorder = spawn_arm_recorder(bag, robot.clone(), Self::NODE, ArmTopicSet::SIL_NODE, 0)
-            .with_context(|| format!("cannot record to {}", dir.display()))?;
+        let mut recorder = spawn_arm_recorder(sinks, robot.clone(), Self::NODE, ArmTopicSet::SIL_NODE, 0)
+            .context("cannot record the run")?;
         let mut status = Status::new("sil_node: run", "sil");
         status.set(Level::Ok, "running", vec![("waypoints", trajectory.waypoints().len().to_string())]);
         recorder.record(ArmEvent::Run { time_ns: 0, trajectory: trajectory.clone() });
         recorder.record(ArmEvent::Status { time_ns: 0, status });
         recorder.flush();
-        Ok(SilBag { recorder, samples: Decimator::new(rate_hz), start_time: trajectory.start_time() })
+        Ok(SilOutputs { recorder, samples: Decimator::new(rate_hz), start_time: trajectory.start_time() })
     }
 
     fn time_ns(&self, t: f64) -> u64 {
@@ -268,8 +268,10 @@ impl SilBag {
         run_ended(&mut status, stats, &end);
         let time_ns = self.time_ns(self.start_time + stats.sim_time_s);
         self.recorder.record(ArmEvent::Status { time_ns, status });
-        let bag = self.recorder.finish().context("the bag is incomplete")?;
-        log::info!("bag {}: {} messages", bag.dir.display(), bag.messages);
+        let (bag, _live) = self.recorder.finish().context("the bag or the live view is incomplete")?;
+        if let Some(bag) = bag {
+            log::info!("bag {}: {} messages", bag.dir.display(), bag.messages);
+        }
         Ok(())
     }
 }
@@ -297,11 +299,16 @@ pub(crate) fn run(args: SilArgs) -> anyhow::Result<()> {
     let mut plot = args.plot.as_ref().map(|_| PlotRecorder::new());
     let progress = progress_bar(&trajectory);
     let mut simulation = Simulation::new(robot.clone(), trajectory.clone(), &config)?;
-    let mut bag = args
-        .bag
-        .as_deref()
-        .map(|dir| SilBag::start(dir, args.bag_distro.distro(), &robot, &trajectory, args.bag_rate))
-        .transpose()?;
+    let real_time_factor = args.real_time_factor.unwrap_or(if args.live.wanted() { 1.0 } else { 0.0 });
+    anyhow::ensure!(
+        real_time_factor >= 0.0 && real_time_factor.is_finite(),
+        "--real-time-factor must be 0 or more, got {real_time_factor}"
+    );
+    let bag = args.bag.as_deref().map(|dir| BagWriter::create(dir, args.bag_distro.distro())).transpose();
+    let bag = bag.context("--bag")?;
+    let live = args.live.start("arm_hil sil")?;
+    let outputs = run_sinks(bag, live).map(|sinks| SilOutputs::start(sinks, &robot, &trajectory, args.bag_rate));
+    let mut outputs = outputs.transpose()?;
     let interrupted = Arc::new(AtomicBool::new(false));
     let on_signal = interrupted.clone();
     ctrlc::set_handler(move || on_signal.store(true, Ordering::Relaxed)).context("cannot handle Ctrl-C")?;
@@ -320,8 +327,12 @@ pub(crate) fn run(args: SilArgs) -> anyhow::Result<()> {
             log::warn!("interrupted at {:.3} s simulated", frame.t);
             break;
         }
-        if let Some(bag) = &mut bag {
-            bag.frame(&frame);
+        if real_time_factor > 0.0 {
+            let due = Duration::from_secs_f64((frame.t - trajectory.start_time()).max(0.0) / real_time_factor);
+            std::thread::sleep((started + due).saturating_duration_since(Instant::now()));
+        }
+        if let Some(outputs) = &mut outputs {
+            outputs.frame(&frame);
         }
         if let Some(writer) = &mut frames_out {
             writer.serialize(FrameRow::from(&frame)).context("cannot write a frame")?;
@@ -350,8 +361,8 @@ pub(crate) fn run(args: SilArgs) -> anyhow::Result<()> {
         plot.draw(path).with_context(|| format!("cannot draw {}", path.display()))?;
     }
 
-    if let Some(bag) = bag {
-        bag.finish(simulation.stats(), failure.as_ref())?;
+    if let Some(outputs) = outputs {
+        outputs.finish(simulation.stats(), failure.as_ref())?;
     }
     let summary = Summary::new(simulation.stats(), wall_time_s, trajectory.waypoints().len());
     console::print_line(&summary, || summary.text(), args.json)?;
