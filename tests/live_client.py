@@ -197,5 +197,34 @@ class LiveSil(unittest.TestCase):
         self.assertGreater(summary["sim_time_s"], 9.5, "the run went to its end")
 
 
+class LiveDevice(unittest.TestCase):
+    def test_the_stm32_session_is_served_as_stm32_driver_publishes_it(self):
+        emulator = subprocess.Popen([ARM_HIL, "emulate", "stm32"], stdout=subprocess.PIPE,
+                                    stderr=subprocess.DEVNULL, text=True)
+        port = emulator.stdout.readline().strip()
+        driver = subprocess.Popen([ARM_HIL, "stm32", "--port", port, "--live", "127.0.0.1:0"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        address = driver.stdout.readline().strip().removeprefix("live on ")
+
+        async def watch():
+            async with websockets.connect(address, subprotocols=[PROTOCOL], max_size=None) as websocket:
+                viewer = Viewer(websocket)
+                await viewer.advertised({"/joint_states", "/stm32_driver/imu", "/diagnostics"})
+                await viewer.subscribe({"/joint_states", "/stm32_driver/imu"})
+                await asyncio.wait_for(viewer.read_until_closed(
+                    until=lambda: len(viewer.messages.get("/joint_states", [])) > 20
+                    and "/stm32_driver/imu" in viewer.messages), 20.0)
+            return viewer
+
+        try:
+            viewer = asyncio.run(watch())
+        finally:
+            for process in (driver, emulator):
+                process.terminate()
+                process.wait(timeout=30)
+        self.assertEqual(list(viewer.messages["/joint_states"][-1][1].name), ["stm32_shoulder", "stm32_elbow"])
+        self.assertEqual(viewer.messages["/stm32_driver/imu"][-1][1].header.frame_id, "stm32_imu_link")
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

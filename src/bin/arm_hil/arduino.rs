@@ -2,15 +2,13 @@
 //! data, one line per event (JSON lines with `--json`), and takes commands on stdin.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
 use serde::Serialize;
 
-use crate::console;
-use arm_hil::bag::device::DeviceRecorder;
-use arm_hil::bag::metadata::BagDistro;
+use crate::console::{self, SessionRecorder};
 use arm_hil::drivers::rdscom::{
     parse_console_command, DriverEvent, RdscomConfig, RdscomDriver, RdscomEvent, RdscomLinkState,
 };
@@ -36,6 +34,8 @@ pub(crate) struct ArduinoArgs {
     bag: Option<PathBuf>,
     #[command(flatten)]
     bag_distro: crate::bag::BagDistroArg,
+    #[command(flatten)]
+    live: crate::live::LiveArgs,
     /// Print one JSON object per event
     #[arg(long)]
     json: bool,
@@ -128,15 +128,11 @@ fn print_event(event: &DriverEvent, table: &PrototypeTable, json: bool) -> anyho
     print(&line, json)
 }
 
-/// The session as arduino_driver publishes it, with the node's default joint names.
-fn start_bag(
-    dir: &Path,
-    distro: BagDistro,
-    port: &str,
-    table: PrototypeTable,
-) -> anyhow::Result<DeviceRecorder<DriverEvent>> {
-    let port = port.to_owned();
-    console::start_bag(dir, distro, "arduino_driver", move |out| {
+/// The session as arduino_driver publishes it, with the node's default joint names, into the
+/// bag and the live view asked for.
+fn start_recording(args: &ArduinoArgs, table: PrototypeTable) -> anyhow::Result<Option<SessionRecorder<DriverEvent>>> {
+    let port = args.port.clone();
+    console::start_recording(args.bag.as_deref(), args.bag_distro.distro(), &args.live, "arduino_driver", move |out| {
         ArduinoTopics::advertise(out, &port, &ArduinoNodeConfig::default(), table)
     })
 }
@@ -144,11 +140,7 @@ fn start_bag(
 pub(crate) fn run(args: ArduinoArgs) -> anyhow::Result<()> {
     let table = load_table(args.prototypes.as_deref())?;
     let config = RdscomConfig { baud: args.baud, ..RdscomConfig::default() };
-    let mut bag = args
-        .bag
-        .as_deref()
-        .map(|dir| start_bag(dir, args.bag_distro.distro(), &args.port, table.clone()))
-        .transpose()?;
+    let mut recording = start_recording(&args, table.clone())?;
     let driver = RdscomDriver::start(&args.port, config, table.clone()).context("cannot start the driver")?;
     let mut nonce: i8 = 0;
     let served = console::run(
@@ -163,12 +155,12 @@ pub(crate) fn run(args: ArduinoArgs) -> anyhow::Result<()> {
             }
         },
         |event| {
-            if let Some(bag) = &mut bag {
-                bag.event(event.clone());
+            if let Some(recording) = &mut recording {
+                recording.event(event.clone());
             }
             print_event(event, &table, args.json)
         },
     );
-    console::finish_bag(bag)?;
+    console::finish_recording(recording)?;
     served
 }

@@ -14,6 +14,8 @@ use arm_hil::bag::metadata::BagDistro;
 use arm_hil::bag::BagWriter;
 use arm_hil::nodes::topics::{EventTopics, Outputs, SinkError};
 
+use crate::live::{run_sinks, LiveArgs, RunSinks};
+
 /// Prints `value` as one JSON object on a line with `json`, else `text()`.
 pub(crate) fn print_line(value: &impl Serialize, text: impl FnOnce() -> String, json: bool) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();
@@ -26,28 +28,36 @@ pub(crate) fn print_line(value: &impl Serialize, text: impl FnOnce() -> String, 
     Ok(())
 }
 
-/// Starts recording a device session into the new bag `dir` (`--bag`) as `node` publishes
-/// it, its topics set up by `advertise` (see [`DeviceRecorder::spawn`]).
-pub(crate) fn start_bag<T, A>(
-    dir: &std::path::Path,
+/// A device session published as its node publishes it, into a bag and/or a live view.
+pub(crate) type SessionRecorder<E> = DeviceRecorder<E, RunSinks>;
+
+/// Starts publishing a device session as `node` publishes it, into the new bag `bag` (`--bag`,
+/// for `distro`) and/or the live view `live` asks for, its topics set up by `advertise` (see
+/// [`DeviceRecorder::spawn`]); None when neither is asked for.
+pub(crate) fn start_recording<T, A>(
+    bag: Option<&std::path::Path>,
     distro: BagDistro,
+    live: &LiveArgs,
     node: &str,
     advertise: A,
-) -> anyhow::Result<DeviceRecorder<T::Event>>
+) -> anyhow::Result<Option<SessionRecorder<T::Event>>>
 where
     T: EventTopics,
     T::Event: Send + 'static,
-    A: FnOnce(&mut Outputs<BagWriter>) -> Result<T, SinkError> + Send + 'static,
+    A: FnOnce(&mut Outputs<RunSinks>) -> Result<T, SinkError> + Send + 'static,
 {
-    let bag = BagWriter::create(dir, distro).context("--bag")?;
-    DeviceRecorder::spawn(bag, node, advertise).with_context(|| format!("cannot record to {}", dir.display()))
+    let bag = bag.map(|dir| BagWriter::create(dir, distro)).transpose().context("--bag")?;
+    let Some(sinks) = run_sinks(bag, live.start(&format!("arm_hil {node}"))?) else { return Ok(None) };
+    Ok(Some(DeviceRecorder::spawn(sinks, node, advertise).context("cannot record the session")?))
 }
 
-/// Finishes the bag of a device session, if one was recorded.
-pub(crate) fn finish_bag<E: Send + 'static>(bag: Option<DeviceRecorder<E>>) -> anyhow::Result<()> {
-    if let Some(bag) = bag {
-        let stats = bag.finish().context("the bag is incomplete")?;
-        log::info!("bag {}: {} messages", stats.dir.display(), stats.messages);
+/// Finishes the bag and the live view of a device session, where there are.
+pub(crate) fn finish_recording<E: Send + 'static>(recorder: Option<SessionRecorder<E>>) -> anyhow::Result<()> {
+    if let Some(recorder) = recorder {
+        let (bag, _live) = recorder.finish().context("the bag or the live view is incomplete")?;
+        if let Some(stats) = bag {
+            log::info!("bag {}: {} messages", stats.dir.display(), stats.messages);
+        }
     }
     Ok(())
 }

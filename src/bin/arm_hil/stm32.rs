@@ -7,9 +7,7 @@ use anyhow::Context;
 use clap::Args;
 use serde::Serialize;
 
-use crate::console;
-use arm_hil::bag::device::DeviceRecorder;
-use arm_hil::bag::metadata::BagDistro;
+use crate::console::{self, SessionRecorder};
 use arm_hil::drivers::stm32::{
     parse_console_command, ArmTelemetry, DriverEvent, LinkEvent, LinkState, Stm32Config, Stm32Driver,
 };
@@ -36,6 +34,8 @@ pub(crate) struct Stm32Args {
     bag: Option<PathBuf>,
     #[command(flatten)]
     bag_distro: crate::bag::BagDistroArg,
+    #[command(flatten)]
+    live: crate::live::LiveArgs,
     /// Print one JSON object per event
     #[arg(long)]
     json: bool,
@@ -131,11 +131,12 @@ fn print_event(event: &DriverEvent, json: bool) -> anyhow::Result<()> {
     print(&line, json)
 }
 
-/// The session as stm32_driver publishes it, with the node's default joint names and IMU frame.
-fn start_bag(dir: &std::path::Path, distro: BagDistro, port: &str) -> anyhow::Result<DeviceRecorder<DriverEvent>> {
+/// The session as stm32_driver publishes it, with the node's default joint names and IMU frame,
+/// into the bag and the live view asked for.
+fn start_recording(args: &Stm32Args) -> anyhow::Result<Option<SessionRecorder<DriverEvent>>> {
     let Stm32NodeConfig { joint_names, imu_frame_id, .. } = Stm32NodeConfig::default();
-    let port = port.to_owned();
-    console::start_bag(dir, distro, "stm32_driver", move |out| {
+    let port = args.port.clone();
+    console::start_recording(args.bag.as_deref(), args.bag_distro.distro(), &args.live, "stm32_driver", move |out| {
         Stm32Topics::advertise(out, &port, joint_names, imu_frame_id)
     })
 }
@@ -149,7 +150,7 @@ pub(crate) fn run(args: Stm32Args) -> anyhow::Result<()> {
     let poll_mode =
         if args.stream { arm_hil::drivers::stm32::PollMode::Stream } else { arm_hil::drivers::stm32::PollMode::Poll };
     let config = Stm32Config { baud: args.baud, imu_units, poll_mode, ..Stm32Config::default() };
-    let mut bag = args.bag.as_deref().map(|dir| start_bag(dir, args.bag_distro.distro(), &args.port)).transpose()?;
+    let mut recording = start_recording(&args)?;
     let driver = Stm32Driver::start(&args.port, config).context("cannot start the driver")?;
     let served = console::run(
         driver.events(),
@@ -160,12 +161,12 @@ pub(crate) fn run(args: Stm32Args) -> anyhow::Result<()> {
             Err(reason) => print(&Line::Refused { input, reason: &reason }, args.json),
         },
         |event| {
-            if let Some(bag) = &mut bag {
-                bag.event(event.clone());
+            if let Some(recording) = &mut recording {
+                recording.event(event.clone());
             }
             print_event(event, args.json)
         },
     );
-    console::finish_bag(bag)?;
+    console::finish_recording(recording)?;
     served
 }

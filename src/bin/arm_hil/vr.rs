@@ -13,8 +13,6 @@ use clap::{Args, Subcommand};
 use serde::Serialize;
 use tokio::sync::{mpsc, watch};
 
-use arm_hil::bag::device::DeviceRecorder;
-use arm_hil::bag::metadata::BagDistro;
 use arm_hil::bridge::vr::{follow, FollowerEvent, VrConfig, VrFeed, VrLeader, VrState};
 use arm_hil::model::math::direction_or_zero;
 use arm_hil::model::Robot;
@@ -25,6 +23,7 @@ use arm_hil::nodes::vr::VrNodeConfig;
 use arm_hil::protocol::deltavr::VrMessage;
 
 use crate::config;
+use crate::console::SessionRecorder;
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum VrCommand {
@@ -58,6 +57,8 @@ pub(crate) struct ConnectArgs {
     bag: Option<PathBuf>,
     #[command(flatten)]
     bag_distro: crate::bag::BagDistroArg,
+    #[command(flatten)]
+    live: crate::live::LiveArgs,
     /// Print one JSON object per message
     #[arg(long)]
     json: bool,
@@ -153,21 +154,30 @@ enum Line<'a> {
     Disconnected { reason: &'a str, retry_in_s: f64 },
 }
 
-/// The link as vr_bridge publishes it as a follower, on its default topics.
-fn start_bag(dir: &Path, distro: BagDistro, leader: SocketAddr) -> anyhow::Result<DeviceRecorder<FollowerEvent>> {
-    crate::console::start_bag(dir, distro, "vr_bridge", move |out| {
-        VrFollowerTopics::advertise(out, &VrNodeConfig::default(), leader)
-    })
+/// The link as vr_bridge publishes it as a follower, on its default topics, into the bag and
+/// the live view asked for.
+fn start_recording(args: &ConnectArgs) -> anyhow::Result<Option<SessionRecorder<FollowerEvent>>> {
+    let leader = args.leader;
+    crate::console::start_recording(
+        args.bag.as_deref(),
+        args.bag_distro.distro(),
+        &args.live,
+        "vr_bridge",
+        move |out| VrFollowerTopics::advertise(out, &VrNodeConfig::default(), leader),
+    )
 }
 
 async fn connect(args: ConnectArgs) -> anyhow::Result<()> {
-    let mut bag = args.bag.as_deref().map(|dir| start_bag(dir, args.bag_distro.distro(), args.leader)).transpose()?;
-    let followed = follow_and_print(&args, &mut bag).await;
-    crate::console::finish_bag(bag)?;
+    let mut recording = start_recording(&args)?;
+    let followed = follow_and_print(&args, &mut recording).await;
+    crate::console::finish_recording(recording)?;
     followed
 }
 
-async fn follow_and_print(args: &ConnectArgs, bag: &mut Option<DeviceRecorder<FollowerEvent>>) -> anyhow::Result<()> {
+async fn follow_and_print(
+    args: &ConnectArgs,
+    recording: &mut Option<SessionRecorder<FollowerEvent>>,
+) -> anyhow::Result<()> {
     let (events_tx, mut events) = mpsc::channel(1024);
     let (stop, stop_rx) = watch::channel(false);
     tokio::spawn(follow(args.leader, VrConfig::default(), events_tx, stop_rx));
@@ -182,8 +192,8 @@ async fn follow_and_print(args: &ConnectArgs, bag: &mut Option<DeviceRecorder<Fo
                 return Ok(());
             }
         };
-        if let Some(bag) = bag {
-            bag.event(event.clone());
+        if let Some(recording) = recording {
+            recording.event(event.clone());
         }
         let line = match &event {
             FollowerEvent::Connected(leader) => Line::Connected { leader: *leader },
