@@ -3,7 +3,8 @@ WebSocket protocol (negotiated as foxglove.sdk.v1, the Foxglove SDK's name for t
 that was foxglove.websocket.v1) and mcap-ros2-support decoding the CDR payloads
 against the schemas the server advertises. The client checks the advertised channels and
 schemas, subscribes, decodes /joint_states and /tf at the run's rate, gets the latched URDF
-after connecting late, and sees the run finish; a client that never reads holds nothing up.
+after connecting late, gets the log lines on /rosout, and sees the run finish; a client that
+never reads holds nothing up.
 
     python3 tests/live_client.py path/to/arm_hil
 """
@@ -132,16 +133,19 @@ class LiveSil(unittest.TestCase):
             shown |= {panel["topicToRender"]} if "topicToRender" in panel else set()
         self.assertLessEqual({t for t in shown if not t.startswith("/hil_node/")}, set(types))
 
-    def test_a_client_that_connects_late_gets_the_latched_urdf_and_path(self):
+    def test_a_client_that_connects_late_gets_the_latched_urdf_and_path_and_the_log_lines(self):
         async def watch():
             process, address = start_live("--real-time-factor", "2")
             await asyncio.sleep(2.0)
+            latched = {"/robot_description", "/tf_static", "/sil_node/reference_path"}
             async with websockets.connect(address, subprotocols=[PROTOCOL], max_size=None) as websocket:
                 viewer = Viewer(websocket)
-                await viewer.advertised({"/robot_description", "/tf_static", "/sil_node/reference_path"})
-                await viewer.subscribe({"/robot_description", "/tf_static", "/sil_node/reference_path"})
-                await asyncio.wait_for(viewer.read_until_closed(until=lambda: len(viewer.messages) == 3), 10.0)
-            process.terminate()
+                await viewer.advertised(latched | {"/rosout"})
+                await viewer.subscribe(latched | {"/rosout"})
+                await asyncio.wait_for(viewer.read_until_closed(until=lambda: latched <= set(viewer.messages)), 10.0)
+                # Interrupted, the run logs why: the line comes on /rosout before the view closes.
+                process.terminate()
+                await asyncio.wait_for(viewer.read_until_closed(), 30.0)
             process.wait(timeout=30)
             return viewer
 
@@ -149,6 +153,9 @@ class LiveSil(unittest.TestCase):
         self.assertIn('<robot name="arm_hil">', viewer.messages["/robot_description"][0][1].data)
         self.assertGreater(len(viewer.messages["/tf_static"][0][1].transforms), 0)
         self.assertGreater(len(viewer.messages["/sil_node/reference_path"][0][1].poses), 100)
+        lines = [m for _, m in viewer.messages.get("/rosout", [])]
+        self.assertTrue(any(m.msg.startswith("interrupted at") and m.level == 30 and m.name == "sil_node"
+                            for m in lines), [m.msg for m in lines])
 
     def test_a_client_that_sends_garbage_is_answered_and_the_others_keep_their_stream(self):
         async def watch():

@@ -16,6 +16,9 @@ use std::time::Duration;
 use foxglove::websocket::{ChannelView, Client, ServerListener};
 use foxglove::{ChannelId, Context, PartialMetadata, RawChannel, Schema, WebSocketServerHandle};
 
+use crate::bag::wall_clock_ns;
+use crate::nodes::msg::cdr::encode_into;
+use crate::nodes::msg::{Log, RosMessage, Time};
 use crate::nodes::topics::{Durability, Recording, Sink, SinkError, TopicId, TopicSpec};
 
 /// Messages a client may have waiting before the oldest are dropped: a second of a run's
@@ -25,6 +28,10 @@ const CLIENT_QUEUE: usize = 2048;
 /// How long the clients get to take their close when the run ends; a client that does not read
 /// is cut off then, so that it cannot hold the process.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// How long the run's last messages (its final status) get to leave the clients' queues before
+/// the server stops: the SDK has no flush, and stopping drops what is still queued.
+const DRAIN_TIME: Duration = Duration::from_millis(250);
 
 /// Why the live view could not start.
 #[derive(Debug, thiserror::Error)]
@@ -100,6 +107,59 @@ impl LiveServer {
     }
 }
 
+/// Log lines on a live view's /rosout (rcl_interfaces/Log), as a node's would be: what the
+/// command logs at Info and above. Cheap to clone, for a logger that any thread calls.
+#[derive(Clone)]
+pub struct LiveLog {
+    channel: Arc<RawChannel>,
+    name: Arc<str>,
+}
+
+impl std::fmt::Debug for LiveLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveLog").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+impl LiveLog {
+    /// Publishes a line logged now at `level` from `file`:`line`.
+    pub fn publish(&self, level: log::Level, message: String, file: &str, line: u32) {
+        let now_ns = wall_clock_ns();
+        let line = Log {
+            stamp: Time::from_nanos(now_ns),
+            level: match level {
+                log::Level::Error => 40,
+                log::Level::Warn => 30,
+                log::Level::Info => 20,
+                log::Level::Debug | log::Level::Trace => 10,
+            },
+            name: self.name.to_string(),
+            msg: message,
+            file: file.to_owned(),
+            function: String::new(),
+            line,
+        };
+        let mut cdr = Vec::with_capacity(128 + line.msg.len());
+        if encode_into(&line, &mut cdr).is_ok() {
+            self.channel.log_with_meta(&cdr, PartialMetadata::with_log_time(now_ns));
+        }
+    }
+}
+
+impl LiveServer {
+    /// The view's /rosout, its lines named `name` (the node's).
+    pub fn log_lines(&self, name: &str) -> Result<LiveLog, SinkError> {
+        let schema = Schema::new(Log::DEF.name, "ros2msg", Log::DEF.schema().into_bytes());
+        let channel = self.context.channel_builder("/rosout").message_encoding("cdr").schema(schema).build_raw();
+        let channel = channel.map_err(|error| SinkError::Advertise {
+            topic: "/rosout".into(),
+            type_name: Log::DEF.name,
+            reason: error.to_string(),
+        })?;
+        Ok(LiveLog { channel, name: name.into() })
+    }
+}
+
 impl Sink for LiveServer {
     fn advertise(&mut self, topic: &TopicSpec<'_>) -> Result<TopicId, SinkError> {
         let def = topic.message;
@@ -143,6 +203,9 @@ impl Recording for LiveServer {
     /// Stops serving: each client's connection is closed, within [`CLOSE_TIMEOUT`].
     fn finish(mut self) -> Result<LiveStats, SinkError> {
         if let Some(server) = self.server.take() {
+            if server.client_count() > 0 {
+                std::thread::sleep(DRAIN_TIME);
+            }
             let closing = server.stop();
             let waited = tokio::runtime::Builder::new_current_thread()
                 .enable_time()

@@ -47,7 +47,7 @@ where
     A: FnOnce(&mut Outputs<RunSinks>) -> Result<T, SinkError> + Send + 'static,
 {
     let bag = bag.map(|dir| BagWriter::create(dir, distro)).transpose().context("--bag")?;
-    let Some(sinks) = run_sinks(bag, live.start(&format!("arm_hil {node}"))?) else { return Ok(None) };
+    let Some(sinks) = run_sinks(bag, live.start(node)?) else { return Ok(None) };
     Ok(Some(DeviceRecorder::spawn(sinks, node, advertise).context("cannot record the session")?))
 }
 

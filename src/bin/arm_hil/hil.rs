@@ -332,7 +332,7 @@ pub(crate) fn run(args: HilArgs) -> anyhow::Result<()> {
     }
     let bag = args.bag.as_deref().map(|dir| BagWriter::create(dir, args.bag_distro.distro())).transpose();
     let mut publishing = None;
-    if let Some(sinks) = run_sinks(bag.context("--bag")?, args.live.start("arm_hil hil")?) {
+    if let Some(sinks) = run_sinks(bag.context("--bag")?, args.live.start("hil_node")?) {
         let (frames_tx, frames) = sync_channel(1000);
         let status = Arc::new(Mutex::new(LoopStatus::default()));
         hil = hil.with_frames(Box::new(FrameChannel(frames_tx))).with_status(status.clone());

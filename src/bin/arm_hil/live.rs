@@ -2,12 +2,13 @@
 
 use std::io::Write;
 use std::net::SocketAddr;
+use std::sync::OnceLock;
 
 use anyhow::Context;
 use clap::Args;
 
 use arm_hil::bag::BagWriter;
-use arm_hil::live::LiveServer;
+use arm_hil::live::{LiveLog, LiveServer};
 use arm_hil::nodes::topics::Both;
 
 /// Where a run's topics go: a bag (`--bag`), a live view (`--live`), or both.
@@ -38,12 +39,62 @@ impl LiveArgs {
         self.live.is_some()
     }
 
-    /// Starts the live view, if asked for, and says where on the first line of stdout.
-    pub(crate) fn start(&self, name: &str) -> anyhow::Result<Option<LiveServer>> {
+    /// Starts the live view of `node`'s topics, if asked for, says where on the first line of
+    /// stdout, and sends the command's log lines to its /rosout from then on.
+    pub(crate) fn start(&self, node: &str) -> anyhow::Result<Option<LiveServer>> {
         let Some(address) = self.live else { return Ok(None) };
-        let server = LiveServer::start(address, self.live_any_address, name).context("--live")?;
+        let server =
+            LiveServer::start(address, self.live_any_address, &format!("arm_hil: {node}")).context("--live")?;
+        let _ = LIVE_LOG.set(server.log_lines(node).context("--live")?);
         let mut stdout = std::io::stdout().lock();
         writeln!(stdout, "live on ws://{}", server.address()).and_then(|()| stdout.flush())?;
         Ok(Some(server))
+    }
+}
+
+/// Where log lines go besides the console, once a live view runs.
+static LIVE_LOG: OnceLock<LiveLog> = OnceLock::new();
+
+/// Loggers whose lines stay off the live view: the view's own server and its runtime (a line
+/// about a client's full queue must not go into that queue).
+const OWN_TARGETS: [&str; 3] = ["foxglove", "tokio", "tungstenite"];
+
+/// The command's logger: env_logger on the console (RUST_LOG, default info), and every line at
+/// Info and above on the live view's /rosout, as a node's would be.
+struct Logger {
+    console: env_logger::Logger,
+}
+
+impl log::Log for Logger {
+    fn enabled(&self, metadata: &log::Metadata) -> bool {
+        self.console.enabled(metadata) || metadata.level() <= log::Level::Info
+    }
+
+    fn log(&self, record: &log::Record) {
+        if self.console.matches(record) {
+            self.console.log(record);
+        }
+        let Some(live) = LIVE_LOG.get() else { return };
+        if record.level() <= log::Level::Info && !OWN_TARGETS.iter().any(|own| record.target().starts_with(own)) {
+            live.publish(
+                record.level(),
+                record.args().to_string(),
+                record.file().unwrap_or(""),
+                record.line().unwrap_or(0),
+            );
+        }
+    }
+
+    fn flush(&self) {
+        self.console.flush();
+    }
+}
+
+/// Installs the command's logger.
+pub(crate) fn init_logging() {
+    let console = env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).build();
+    let level = console.filter().max(log::LevelFilter::Info);
+    if log::set_boxed_logger(Box::new(Logger { console })).is_ok() {
+        log::set_max_level(level);
     }
 }

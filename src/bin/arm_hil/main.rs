@@ -55,7 +55,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+    live::init_logging();
     let result = match Cli::parse().command {
         Command::Sil(args) => sil::run(args),
         Command::Sweep(args) => sweep::run(args),

@@ -306,7 +306,7 @@ pub(crate) fn run(args: SilArgs) -> anyhow::Result<()> {
     );
     let bag = args.bag.as_deref().map(|dir| BagWriter::create(dir, args.bag_distro.distro())).transpose();
     let bag = bag.context("--bag")?;
-    let live = args.live.start("arm_hil sil")?;
+    let live = args.live.start(SilOutputs::NODE)?;
     let outputs = run_sinks(bag, live).map(|sinks| SilOutputs::start(sinks, &robot, &trajectory, args.bag_rate));
     let mut outputs = outputs.transpose()?;
     let interrupted = Arc::new(AtomicBool::new(false));

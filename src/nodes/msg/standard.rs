@@ -24,6 +24,13 @@ const DURATION: MsgDef =
 pub const HEADER: MsgDef =
     MsgDef { name: "std_msgs/msg/Header", fields: "builtin_interfaces/Time stamp\nstring frame_id\n", uses: &[&TIME] };
 const STRING: MsgDef = MsgDef { name: "std_msgs/msg/String", fields: "string data\n", uses: &[] };
+const LOG: MsgDef = MsgDef {
+    name: "rcl_interfaces/msg/Log",
+    fields: "uint8 DEBUG=10\nuint8 INFO=20\nuint8 WARN=30\nuint8 ERROR=40\nuint8 FATAL=50\n\
+             builtin_interfaces/Time stamp\nuint8 level\nstring name\nstring msg\nstring file\nstring function\n\
+             uint32 line\n",
+    uses: &[&TIME],
+};
 pub const VECTOR3: MsgDef =
     MsgDef { name: "geometry_msgs/msg/Vector3", fields: "float64 x\nfloat64 y\nfloat64 z\n", uses: &[] };
 pub const POINT: MsgDef =
@@ -178,6 +185,20 @@ impl Header {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StringMsg {
     pub data: String,
+}
+
+/// rcl_interfaces/Log: a log line, as /rosout carries it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Log {
+    pub stamp: Time,
+    /// 10 debug, 20 info, 30 warn, 40 error, 50 fatal.
+    pub level: u8,
+    /// The logger's name.
+    pub name: String,
+    pub msg: String,
+    pub file: String,
+    pub function: String,
+    pub line: u32,
 }
 
 /// geometry_msgs/Vector3, geometry_msgs/Point: three doubles [m, m/s, ...].
@@ -364,6 +385,7 @@ pub struct JointTrajectory {
 }
 
 ros_message!(StringMsg, STRING, "RIHS01_df668c740482bbd48fb39d76a70dfd4bd59db1288021743503259e948f6b1a18");
+ros_message!(Log, LOG, "RIHS01_e28ce254ca8abc06abf92773b74602cdbf116ed34fbaf294fb9f81da9f318eac");
 ros_message!(TfMessage, TF_MESSAGE, "RIHS01_e369d0f05a23ae52508854b66f6aa0437f3449d652e8cbf22d5abe85d020f087");
 ros_message!(PointStamped, POINT_STAMPED, "RIHS01_4c0296af86e01e562e9e0405d138a01537247580076c58ea38d7923ac1045897");
 ros_message!(TwistStamped, TWIST_STAMPED, "RIHS01_5f0fcd4f81d5d06ad9b4c4c63e3ea51b82d6ae4d0558f1d475229b1121db6f64");
