@@ -1,6 +1,8 @@
 //! Everything a SIL run is configured by, loadable from one YAML file.
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use serde_norway::{Mapping, Value};
 
 use super::integrator::IntegratorConfig;
 use super::sensor::SensorConfig;
@@ -67,6 +69,34 @@ impl SilConfig {
             if text.trim().is_empty() { SilConfig::default() } else { serde_norway::from_str(text)? };
         config.validate()?;
         Ok(config)
+    }
+
+    /// Parses and validates a document whose top level holds the SIL sections beside a
+    /// command's own sections (`own_keys`, read as `S`). Any other top-level key is an error; an
+    /// empty document means all defaults.
+    pub fn with_sections<S: DeserializeOwned + Default>(
+        text: &str,
+        own_keys: &[&str],
+    ) -> Result<(SilConfig, S), ConfigError> {
+        let mapping = match serde_norway::from_str::<Value>(text)? {
+            Value::Null => Mapping::new(),
+            Value::Mapping(mapping) => mapping,
+            _ => return Err(ConfigError::Invalid("expected a mapping of sections".into())),
+        };
+        let (mut sil, mut own) = (Mapping::new(), Mapping::new());
+        for (key, value) in mapping {
+            match key.as_str() {
+                Some(name) if Self::SECTIONS.contains(&name) => sil.insert(key, value),
+                Some(name) if own_keys.contains(&name) => own.insert(key, value),
+                _ => {
+                    let key = serde_norway::to_string(&key).unwrap_or_default();
+                    return Err(ConfigError::Invalid(format!("unknown section `{}`", key.trim())));
+                }
+            };
+        }
+        let sil: SilConfig = serde_norway::from_value(Value::Mapping(sil))?;
+        sil.validate()?;
+        Ok((sil, serde_norway::from_value(Value::Mapping(own))?))
     }
 
     pub fn validate(&self) -> Result<(), ConfigError> {
