@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use mcap::read::{MessageStream, Options, Summary};
 
@@ -16,6 +16,8 @@ pub enum BagReadError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("{} is not rosbag2 metadata", path.display())]
     Metadata { path: PathBuf, source: serde_norway::Error },
+    #[error("metadata.yaml names the file `{file}`, which is not inside the bag")]
+    OutsideBag { file: String },
     #[error("{} is not an MCAP file", path.display())]
     Mcap { path: PathBuf, source: mcap::McapError },
 }
@@ -107,17 +109,35 @@ impl BagInfo {
         let metadata_path = dir.join("metadata.yaml");
         let text = std::fs::read_to_string(&metadata_path)
             .map_err(|source| BagReadError::Io { path: metadata_path.clone(), source })?;
-        let metadata = serde_norway::from_str::<MetadataFile>(&text)
-            .map_err(|source| BagReadError::Metadata { path: metadata_path, source })?
+        BagInfo::from_metadata(&text, &metadata_path, |file| {
+            let path = dir.join(file);
+            std::fs::read(&path).map_err(|source| BagReadError::Io { path, source })
+        })
+    }
+
+    /// A bag from its metadata.yaml (`text`, read from `metadata_path`) and its files, which
+    /// `read_file` reads by the names the metadata gives. A name that is not a plain relative
+    /// path inside the bag (absolute, or with `..`) is refused before anything is read.
+    pub fn from_metadata(
+        text: &str,
+        metadata_path: &Path,
+        mut read_file: impl FnMut(&str) -> Result<Vec<u8>, BagReadError>,
+    ) -> Result<BagInfo, BagReadError> {
+        let metadata = serde_norway::from_str::<MetadataFile>(text)
+            .map_err(|source| BagReadError::Metadata { path: metadata_path.to_owned(), source })?
             .rosbag2_bagfile_information;
 
         let mut counts = FileCounts::default();
         let mut size_bytes = 0;
         for file in &metadata.relative_file_paths {
-            let path = dir.join(file);
-            let bytes = std::fs::read(&path).map_err(|source| BagReadError::Io { path: path.clone(), source })?;
+            let inside = Path::new(file).components().all(|part| matches!(part, Component::Normal(_)));
+            if !inside {
+                return Err(BagReadError::OutsideBag { file: file.clone() });
+            }
+            let bytes = read_file(file)?;
             size_bytes += bytes.len() as u64;
-            count_file(&bytes, &mut counts).map_err(|source| BagReadError::Mcap { path, source })?;
+            count_file(&bytes, &mut counts)
+                .map_err(|source| BagReadError::Mcap { path: PathBuf::from(file), source })?;
         }
 
         let mut warnings = Vec::new();
