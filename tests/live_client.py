@@ -4,7 +4,8 @@ that was foxglove.websocket.v1) and mcap-ros2-support decoding the CDR payloads
 against the schemas the server advertises. The client checks the advertised channels and
 schemas, subscribes, decodes /joint_states and /tf at the run's rate, gets the latched URDF
 after connecting late, gets the log lines on /rosout, and sees the run finish; a client that
-never reads holds nothing up.
+never reads holds nothing up. `arm_hil serve --live` and `stm32 --live` likewise, with a
+port-5555 client and the STM32 emulator.
 
     python3 tests/live_client.py path/to/arm_hil
 """
@@ -202,6 +203,47 @@ class LiveSil(unittest.TestCase):
         status, summary = asyncio.run(watch())
         self.assertEqual(status, 0)
         self.assertGreater(summary["sim_time_s"], 9.5, "the run went to its end")
+
+
+class LiveServe(unittest.TestCase):
+    def test_a_port_5555_session_is_served_as_legacy_bridge_publishes_it(self):
+        server = subprocess.Popen([ARM_HIL, "serve", "--bind", "127.0.0.1:0", "--live", "127.0.0.1:0"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        live = server.stdout.readline().strip()
+        listening = server.stdout.readline().strip()
+        self.assertTrue(live.startswith("live on ws://"), live)
+        self.assertTrue(listening.startswith("listening on "), listening)
+        address = live.removeprefix("live on ")
+        client_command = [sys.executable, str(pathlib.Path(__file__).parent.parent / "examples" / "legacy_client.py"),
+                          listening.removeprefix("listening on "),
+                          str(pathlib.Path(__file__).parent.parent / "examples" / "arc_9deg.csv")]
+
+        async def watch():
+            async with websockets.connect(address, subprotocols=[PROTOCOL], max_size=None) as websocket:
+                viewer = Viewer(websocket)
+                topics = {"/joint_states", "/tf", "/robot_description", "/diagnostics", "/legacy_bridge/state"}
+                await viewer.advertised(topics)
+                await viewer.subscribe(topics)
+                session = await asyncio.create_subprocess_exec(*client_command, stdout=subprocess.DEVNULL)
+                await asyncio.wait_for(viewer.read_until_closed(until=lambda: any(
+                    "complete" in m.status[0].message for _, m in viewer.messages.get("/diagnostics", []))), 60.0)
+                self.assertEqual(await session.wait(), 0)
+            return viewer
+
+        try:
+            viewer = asyncio.run(watch())
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+        self.assertIn('<robot name="arm_hil">', viewer.messages["/robot_description"][0][1].data)
+        states = [m for _, m in viewer.messages["/joint_states"]]
+        self.assertEqual(list(states[0].name[:3]), ["joint1", "joint2", "joint3"])
+        # The 10-degree arc takes about 2.6 s of session time, sampled at 250 Hz.
+        self.assertGreater(len(states), 250)
+        self.assertGreater(len(viewer.messages["/legacy_bridge/state"]), 250)
+        self.assertGreater(len(viewer.messages["/tf"]), 250)
+        messages = [m.status[0].message for _, m in viewer.messages["/diagnostics"]]
+        self.assertTrue(any("SIL session of" in m for m in messages), messages)
 
 
 class LiveDevice(unittest.TestCase):

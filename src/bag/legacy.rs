@@ -1,6 +1,7 @@
-//! One bag per port-5555 session: legacy_bridge's topics (joint states with the passive
-//! joints, end effector, /tf, /diagnostics) of each session, stamped with the wall clock, in a
-//! directory named by the session's start and peer.
+//! The port-5555 server's sessions recorded as legacy_bridge publishes them (joint states with
+//! the passive joints, end effector, /tf, /diagnostics), stamped with the wall clock: one bag
+//! per session, in a directory named by its start and peer ([`SessionBags`]), or every session
+//! into one recording, such as a live view ([`AllSessions`]).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -16,6 +17,7 @@ use crate::control::Trajectory;
 use crate::model::Robot;
 use crate::nodes::diagnostics::{Level, Status};
 use crate::nodes::topics::arm::ArmTopicSet;
+use crate::nodes::topics::Recording;
 use crate::nodes::Decimator;
 use crate::sim::Frame;
 
@@ -128,6 +130,82 @@ impl SessionObserver for SessionBags {
             (Ok(_), Err(_)) => {}
             (Err(error), _) => log::error!("{peer}: cannot finish the session's bag: {error}"),
         }
+    }
+}
+
+/// Every session the server runs, recorded into one sink (the live view of `arm_hil serve`), as
+/// legacy_bridge publishes them all on its topics: each session's frames at `rate_hz` samples
+/// per second of its own time, its start (its path, latched) and its end on /diagnostics.
+pub struct AllSessions<R: Recording> {
+    rate_hz: f64,
+    listening: String,
+    recorder: Mutex<Option<Recorder<ArmEvent, R>>>,
+    samples: Mutex<HashMap<SocketAddr, Decimator>>,
+}
+
+impl<R: Recording> AllSessions<R> {
+    /// Starts recording into `sink`; `listening` is the server's address (its status's id).
+    pub fn start(sink: R, robot: Robot, rate_hz: f64, listening: SocketAddr) -> anyhow::Result<Arc<AllSessions<R>>> {
+        let mut recorder = spawn_arm_recorder(sink, robot, NODE, ArmTopicSet::LEGACY_BRIDGE, wall_clock_ns())?;
+        let listening = listening.to_string();
+        let mut status = Status::new("legacy_bridge: server", &listening);
+        status.set(Level::Ok, format!("listening on {listening}"), Vec::new());
+        recorder.record(ArmEvent::Status { time_ns: wall_clock_ns(), status });
+        recorder.flush();
+        Ok(Arc::new(AllSessions {
+            rate_hz,
+            listening,
+            recorder: Mutex::new(Some(recorder)),
+            samples: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    fn record(&self, event: ArmEvent, flush: bool) {
+        let Ok(mut recorder) = self.recorder.lock() else { return };
+        if let Some(recorder) = recorder.as_mut() {
+            recorder.record(event);
+            if flush {
+                recorder.flush();
+            }
+        }
+    }
+
+    fn status(&self, message: String) {
+        let mut status = Status::new("legacy_bridge: server", &self.listening);
+        status.set(Level::Ok, message, Vec::new());
+        self.record(ArmEvent::Status { time_ns: wall_clock_ns(), status }, true);
+    }
+
+    /// Ends the recording (sessions still running are recorded no further).
+    pub fn finish(&self) -> Option<Result<R::Finished, super::RecordingError>> {
+        let recorder = self.recorder.lock().ok()?.take()?;
+        Some(recorder.finish())
+    }
+}
+
+impl<R: Recording> SessionObserver for AllSessions<R> {
+    fn started(&self, peer: SocketAddr, hil: bool, trajectory: &Trajectory) {
+        if let Ok(mut samples) = self.samples.lock() {
+            samples.insert(peer, Decimator::new(self.rate_hz));
+        }
+        self.record(ArmEvent::Run { time_ns: wall_clock_ns(), trajectory: Arc::new(trajectory.clone()) }, false);
+        let mode = if hil { "HIL" } else { "SIL" };
+        self.status(format!("{peer}: {mode} session of {} waypoints", trajectory.waypoints().len()));
+    }
+
+    fn frame(&self, peer: SocketAddr, frame: &Frame) {
+        let due = self.samples.lock().ok().and_then(|mut samples| samples.get_mut(&peer).map(|s| s.due(frame.t)));
+        if due == Some(true) {
+            self.record(ArmEvent::Frame { time_ns: wall_clock_ns(), frame: *frame }, false);
+        }
+    }
+
+    fn ended(&self, peer: SocketAddr, outcome: &Result<SessionReport, SessionError>) {
+        let Some(_) = self.samples.lock().ok().and_then(|mut samples| samples.remove(&peer)) else { return };
+        self.status(match outcome {
+            Ok(report) => format!("{peer}: complete, {} frames", report.frames),
+            Err(error) => format!("{peer}: stopped: {error}"),
+        });
     }
 }
 

@@ -148,6 +148,21 @@ pub trait SessionObserver: Send + Sync {
     fn ended(&self, peer: SocketAddr, outcome: &Result<SessionReport, SessionError>);
 }
 
+/// Several observers (a bag per session and a live view, say), each told everything in turn.
+impl SessionObserver for Vec<Arc<dyn SessionObserver>> {
+    fn started(&self, peer: SocketAddr, hil: bool, trajectory: &Trajectory) {
+        self.iter().for_each(|observer| observer.started(peer, hil, trajectory));
+    }
+
+    fn frame(&self, peer: SocketAddr, frame: &Frame) {
+        self.iter().for_each(|observer| observer.frame(peer, frame));
+    }
+
+    fn ended(&self, peer: SocketAddr, outcome: &Result<SessionReport, SessionError>) {
+        self.iter().for_each(|observer| observer.ended(peer, outcome));
+    }
+}
+
 /// What `H` sessions run on.
 #[derive(Debug, Clone)]
 pub struct HilSetup {

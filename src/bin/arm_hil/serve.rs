@@ -2,13 +2,14 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
 use serde::Deserialize;
 
-use arm_hil::bag::legacy::SessionBags;
-use arm_hil::bridge::legacy::{HilSetup, LegacyServer, LegacyServerConfig};
+use arm_hil::bag::legacy::{AllSessions, SessionBags};
+use arm_hil::bridge::legacy::{HilSetup, LegacyServer, LegacyServerConfig, SessionObserver};
 use arm_hil::drivers::RigSettings;
 use arm_hil::model::Robot;
 
@@ -30,11 +31,14 @@ pub(crate) struct ServeArgs {
     /// of its own under DIR named by its start and peer (session_<UTC start>_<ip>-<port>)
     #[arg(long, value_name = "DIR")]
     bag: Option<PathBuf>,
-    /// Samples per second of session time in the bags, as legacy_bridge's publish_rate_hz
+    /// Samples per second of session time in the bags and the live view, as legacy_bridge's
+    /// publish_rate_hz
     #[arg(long, value_name = "HZ", default_value_t = 250.0)]
     bag_rate: f64,
     #[command(flatten)]
     bag_distro: crate::bag::BagDistroArg,
+    #[command(flatten)]
+    live: crate::live::LiveArgs,
 }
 
 /// The sections of `serve` beside the SIL ones.
@@ -62,24 +66,43 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
     });
     anyhow::ensure!(args.bag_rate > 0.0 && args.bag_rate.is_finite(), "--bag-rate must be a positive number of Hz");
     let robot = Robot::new(sil.robot.clone()).context("robot parameters")?;
+    // The live view's server runs on a runtime of its own, which cannot be started or stopped
+    // from inside ours: it is made before and finished after.
+    let mut view = args.live.start("legacy_bridge")?;
+    let mut live = None;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    runtime.block_on(async {
+    let served = runtime.block_on(async {
         let mut server = LegacyServer::bind(server, sil, hil).await.context("cannot start the server")?;
         let address = server.local_addr()?;
+        let mut observers: Vec<Arc<dyn SessionObserver>> = Vec::new();
         if let Some(dir) = &args.bag {
-            let bags = SessionBags::new(dir, args.bag_distro.distro(), robot, args.bag_rate, address)
+            let bags = SessionBags::new(dir, args.bag_distro.distro(), robot.clone(), args.bag_rate, address)
                 .with_context(|| format!("--bag: cannot make {}", dir.display()))?;
-            server = server.with_observer(bags);
+            observers.push(bags);
+        }
+        // Every session on legacy_bridge's topics, as the node publishes them.
+        if let Some(view) = view.take() {
+            let sessions = AllSessions::start(view, robot, args.bag_rate, address).context("--live")?;
+            observers.push(sessions.clone());
+            live = Some(sessions);
+        }
+        if !observers.is_empty() {
+            server = server.with_observer(Arc::new(observers));
         }
         // Scripts read the bound address (port 0 picks a free one) from this first line.
         println!("listening on {address}");
         log::info!("port-5555 server listening on {address}");
-        tokio::select! {
+        let served = tokio::select! {
             served = server.serve() => served.context("the server stopped"),
             _ = tokio::signal::ctrl_c() => {
                 log::info!("interrupted, shutting down");
                 Ok(())
             }
-        }
-    })
+        };
+        served
+    });
+    if let Some(Err(error)) = live.and_then(|live| live.finish()) {
+        log::error!("the live view stopped: {error}");
+    }
+    served
 }
