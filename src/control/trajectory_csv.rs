@@ -79,7 +79,9 @@ pub fn write_waypoints<'a>(
     writer: impl Write,
     waypoints: impl IntoIterator<Item = &'a Waypoint>,
 ) -> Result<(), CsvError> {
-    let mut csv = csv::Writer::from_writer(writer);
+    // The header is written even with no rows, so an empty trajectory reads back as one.
+    let mut csv = csv::WriterBuilder::new().has_headers(false).from_writer(writer);
+    csv.write_record(HEADER).map_err(row_error)?;
     for waypoint in waypoints {
         csv.serialize(Row::from(waypoint)).map_err(row_error)?;
     }
