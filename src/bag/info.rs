@@ -20,6 +20,8 @@ pub enum BagReadError {
     OutsideBag { file: String },
     #[error("{} is not an MCAP file", path.display())]
     Mcap { path: PathBuf, source: mcap::McapError },
+    #[error("{} holds a malformed MCAP record that the mcap reader gave up on", path.display())]
+    McapReaderFailed { path: PathBuf },
 }
 
 /// One topic of a bag.
@@ -136,8 +138,11 @@ impl BagInfo {
             }
             let bytes = read_file(file)?;
             size_bytes += bytes.len() as u64;
-            count_file(&bytes, &mut counts)
-                .map_err(|source| BagReadError::Mcap { path: PathBuf::from(file), source })?;
+            // The mcap crate (0.26) can panic on a crafted record (found by fuzzing, issue 25):
+            // that is this file's error, not the command's end.
+            let counted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| count_file(&bytes, &mut counts)))
+                .map_err(|_| BagReadError::McapReaderFailed { path: PathBuf::from(file) })?;
+            counted.map_err(|source| BagReadError::Mcap { path: PathBuf::from(file), source })?;
         }
 
         let mut warnings = Vec::new();
