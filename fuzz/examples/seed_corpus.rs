@@ -8,10 +8,11 @@ fn main() -> std::io::Result<()> {
     for (name, _) in harness::TARGETS {
         let dir = corpus.join(name);
         std::fs::create_dir_all(&dir)?;
-        for (i, seed) in harness::seeds(name).iter().enumerate() {
+        let seeds = harness::seeds(name);
+        for (i, seed) in seeds.iter().enumerate() {
             std::fs::write(dir.join(format!("seed_{i}")), seed)?;
         }
-        println!("{name}: {} seeds in {}", harness::seeds(name).len(), dir.display());
+        println!("{name}: {} seeds in {}", seeds.len(), dir.display());
     }
     Ok(())
 }

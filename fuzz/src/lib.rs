@@ -285,8 +285,8 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
             with_read_size(7, b"0.001000,0.300000,1.134464,-2.617994\nF,120.5,0.0,33.1,5\r\nP,0.5,0.1,0.2,0.3,0,0,0,0,0,0\n"),
         ],
         "trajectory_csv" => {
-            let mut bytes = b"t,x,y,z,xd,yd,zd,xdd,ydd,zdd\n".to_vec();
-            bytes.extend_from_slice(b"0,0.1,-0.05,0.3,0,0,0,0,0,0\n0.01,0.1001,-0.05,0.3,0.01,0,0,0,0,0\n");
+            let mut bytes = Vec::new();
+            write_waypoints(&mut bytes, &seed_waypoints()).expect("writing to memory");
             vec![bytes]
         }
         "config_yaml" => vec![
@@ -308,13 +308,18 @@ fn with_read_size(size: u8, stream: &[u8]) -> Vec<u8> {
     [&[size][..], stream].concat()
 }
 
-fn port5555_seeds() -> Vec<Vec<u8>> {
-    let waypoints = (0..3)
+/// A short straight trajectory, for the targets that read trajectories.
+fn seed_waypoints() -> Vec<Waypoint> {
+    (0..3)
         .map(|i| {
             let t = f64::from(i) * 0.01;
             Waypoint { t, x: [0.1, -0.05, 0.3 + t].into(), xd: [0.0, 0.0, 1.0].into(), xdd: [0.0; 3].into() }
         })
-        .collect::<Vec<_>>();
+        .collect()
+}
+
+fn port5555_seeds() -> Vec<Vec<u8>> {
+    let waypoints = seed_waypoints();
     let hil = Mode::Hil { sensor: "/dev/ttyUSB0".into(), arduino: "auto".into() };
     [Mode::Sil, hil]
         .into_iter()

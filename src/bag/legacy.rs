@@ -65,11 +65,26 @@ impl SessionBags {
             finishing: Mutex::new(Vec::new()),
         }))
     }
+}
 
-    fn status(&self, message: String) -> Status {
-        let mut status = Status::new("legacy_bridge: server", &self.listening);
-        status.set(Level::Ok, message, Vec::new());
-        status
+/// legacy_bridge's server status, its hardware id the server's address `listening`.
+fn server_status(listening: &str, message: String) -> Status {
+    let mut status = Status::new("legacy_bridge: server", listening);
+    status.set(Level::Ok, message, Vec::new());
+    status
+}
+
+/// What the server status says when the session with `peer` starts.
+fn started_message(peer: SocketAddr, hil: bool, trajectory: &Trajectory) -> String {
+    let mode = if hil { "HIL" } else { "SIL" };
+    format!("{peer}: {mode} session of {} waypoints", trajectory.waypoints().len())
+}
+
+/// What the server status says when the session with `peer` ends.
+fn ended_message(peer: SocketAddr, outcome: &Result<SessionReport, SessionError>) -> String {
+    match outcome {
+        Ok(report) => format!("{peer}: complete, {} frames", report.frames),
+        Err(error) => format!("{peer}: stopped: {error}"),
     }
 }
 
@@ -87,10 +102,8 @@ impl SessionObserver for SessionBags {
                 return;
             }
         };
-        let mode = if hil { "HIL" } else { "SIL" };
-        let waypoints = trajectory.waypoints().len();
         recorder.record(ArmEvent::Run { time_ns: start_ns, trajectory: Arc::new(trajectory.clone()) });
-        let status = self.status(format!("{peer}: {mode} session of {waypoints} waypoints"));
+        let status = server_status(&self.listening, started_message(peer, hil, trajectory));
         recorder.record(ArmEvent::Status { time_ns: start_ns, status });
         recorder.flush();
         log::info!("{peer}: recording the session to {}", dir.display());
@@ -112,11 +125,8 @@ impl SessionObserver for SessionBags {
         let Some((mut recorder, _)) = self.sessions.lock().ok().and_then(|mut sessions| sessions.remove(&peer)) else {
             return;
         };
-        let message = match outcome {
-            Ok(report) => format!("{peer}: complete, {} frames", report.frames),
-            Err(error) => format!("{peer}: stopped: {error}"),
-        };
-        recorder.record(ArmEvent::Status { time_ns: wall_clock_ns(), status: self.status(message) });
+        let status = server_status(&self.listening, ended_message(peer, outcome));
+        recorder.record(ArmEvent::Status { time_ns: wall_clock_ns(), status });
         // Finishing waits for the writer: not on the server's threads.
         let finishing = std::thread::Builder::new().name("bag-finish".into()).spawn(move || match recorder.finish() {
             Ok(stats) => log::info!("{peer}: bag {}: {} messages", stats.dir.display(), stats.messages),
@@ -146,18 +156,15 @@ pub struct AllSessions<R: Recording> {
 impl<R: Recording> AllSessions<R> {
     /// Starts recording into `sink`; `listening` is the server's address (its status's id).
     pub fn start(sink: R, robot: Robot, rate_hz: f64, listening: SocketAddr) -> anyhow::Result<Arc<AllSessions<R>>> {
-        let mut recorder = spawn_arm_recorder(sink, robot, NODE, ArmTopicSet::LEGACY_BRIDGE, wall_clock_ns())?;
-        let listening = listening.to_string();
-        let mut status = Status::new("legacy_bridge: server", &listening);
-        status.set(Level::Ok, format!("listening on {listening}"), Vec::new());
-        recorder.record(ArmEvent::Status { time_ns: wall_clock_ns(), status });
-        recorder.flush();
-        Ok(Arc::new(AllSessions {
+        let recorder = spawn_arm_recorder(sink, robot, NODE, ArmTopicSet::LEGACY_BRIDGE, wall_clock_ns())?;
+        let sessions = AllSessions {
             rate_hz,
-            listening,
+            listening: listening.to_string(),
             recorder: Mutex::new(Some(recorder)),
             samples: Mutex::new(HashMap::new()),
-        }))
+        };
+        sessions.status(format!("listening on {listening}"));
+        Ok(Arc::new(sessions))
     }
 
     fn record(&self, event: ArmEvent, flush: bool) {
@@ -171,8 +178,7 @@ impl<R: Recording> AllSessions<R> {
     }
 
     fn status(&self, message: String) {
-        let mut status = Status::new("legacy_bridge: server", &self.listening);
-        status.set(Level::Ok, message, Vec::new());
+        let status = server_status(&self.listening, message);
         self.record(ArmEvent::Status { time_ns: wall_clock_ns(), status }, true);
     }
 
@@ -189,8 +195,7 @@ impl<R: Recording> SessionObserver for AllSessions<R> {
             samples.insert(peer, Decimator::new(self.rate_hz));
         }
         self.record(ArmEvent::Run { time_ns: wall_clock_ns(), trajectory: Arc::new(trajectory.clone()) }, false);
-        let mode = if hil { "HIL" } else { "SIL" };
-        self.status(format!("{peer}: {mode} session of {} waypoints", trajectory.waypoints().len()));
+        self.status(started_message(peer, hil, trajectory));
     }
 
     fn frame(&self, peer: SocketAddr, frame: &Frame) {
@@ -202,10 +207,7 @@ impl<R: Recording> SessionObserver for AllSessions<R> {
 
     fn ended(&self, peer: SocketAddr, outcome: &Result<SessionReport, SessionError>) {
         let Some(_) = self.samples.lock().ok().and_then(|mut samples| samples.remove(&peer)) else { return };
-        self.status(match outcome {
-            Ok(report) => format!("{peer}: complete, {} frames", report.frames),
-            Err(error) => format!("{peer}: stopped: {error}"),
-        });
+        self.status(ended_message(peer, outcome));
     }
 }
 

@@ -92,14 +92,13 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
         // Scripts read the bound address (port 0 picks a free one) from this first line.
         println!("listening on {address}");
         log::info!("port-5555 server listening on {address}");
-        let served = tokio::select! {
+        tokio::select! {
             served = server.serve() => served.context("the server stopped"),
             _ = tokio::signal::ctrl_c() => {
                 log::info!("interrupted, shutting down");
                 Ok(())
             }
-        };
-        served
+        }
     });
     if let Some(Err(error)) = live.and_then(|live| live.finish()) {
         log::error!("the live view stopped: {error}");
