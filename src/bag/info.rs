@@ -1,11 +1,12 @@
 //! A bag read back: what `ros2 bag info` prints, from metadata.yaml and the MCAP file itself,
 //! so a recording can be checked without ROS, an interrupted one included.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
 
-use mcap::read::{MessageStream, Options, Summary};
+use mcap::records::op;
+use mcap::sans_io::{LinearReadEvent, LinearReader, LinearReaderOptions};
 
 use super::metadata::MetadataFile;
 
@@ -19,7 +20,7 @@ pub enum BagReadError {
     #[error("metadata.yaml names the file `{file}`, which is not inside the bag")]
     OutsideBag { file: String },
     #[error("{} is not an MCAP file", path.display())]
-    Mcap { path: PathBuf, source: mcap::McapError },
+    NotMcap { path: PathBuf },
     #[error("{} holds a malformed MCAP record that the mcap reader gave up on", path.display())]
     McapReaderFailed { path: PathBuf },
 }
@@ -48,61 +49,157 @@ pub struct BagInfo {
     pub warnings: Vec<String>,
 }
 
-/// Counts per topic and the time span, from the MCAP summary or, without one (a recording
-/// that was killed), from the messages themselves up to where the file ends.
+/// Counts per topic and the time span, from the messages of every file, up to where a file
+/// ends or stops making sense (a recording that was killed, a damaged file).
 #[derive(Debug, Default)]
 struct FileCounts {
     topics: BTreeMap<String, TopicInfo>,
     span_ns: Option<(u64, u64)>,
-    truncated: Option<String>,
+    stopped: Option<String>,
 }
 
 impl FileCounts {
-    /// Counts `count` more messages on `channel`'s topic (allocating only for a new topic).
-    fn add(&mut self, channel: &mcap::Channel, count: u64) {
-        if let Some(topic) = self.topics.get_mut(&channel.topic) {
-            topic.count += count;
-            return;
+    /// Counts one message logged at `log_time_ns` on `channel` (allocating only for a new topic).
+    fn add(&mut self, channel: &TopicInfo, log_time_ns: u64) {
+        match self.topics.get_mut(&channel.name) {
+            Some(topic) => topic.count += 1,
+            None => {
+                self.topics.insert(channel.name.clone(), TopicInfo { count: 1, ..channel.clone() });
+            }
         }
-        let type_name = channel.schema.as_ref().map_or_else(String::new, |schema| schema.name.clone());
-        let topic = TopicInfo {
-            name: channel.topic.clone(),
-            type_name,
-            serialization_format: channel.message_encoding.clone(),
-            count,
-        };
-        self.topics.insert(channel.topic.clone(), topic);
+        self.span_ns = Some(
+            self.span_ns
+                .map_or((log_time_ns, log_time_ns), |(first, last)| (first.min(log_time_ns), last.max(log_time_ns))),
+        );
     }
 }
 
-fn widen(span: Option<(u64, u64)>, first: u64, last: u64) -> Option<(u64, u64)> {
-    Some(span.map_or((first, last), |(a, b)| (a.min(first), b.max(last))))
+/// Why a record of an MCAP file could not be counted.
+#[derive(Debug, thiserror::Error)]
+enum RecordError {
+    #[error("a {0} record whose fields run past its end or are not UTF-8")]
+    Malformed(&'static str),
+    #[error("a message on channel {0}, which no Channel record introduced")]
+    UnknownChannel(u16),
 }
 
-fn count_file(bytes: &[u8], counts: &mut FileCounts) -> Result<(), mcap::McapError> {
-    if let Some(summary) = Summary::read(bytes).ok().flatten() {
-        if let Some(stats) = &summary.stats {
-            for channel in summary.channels.values() {
-                counts.add(channel, stats.channel_message_counts.get(&channel.id).copied().unwrap_or(0));
+/// The fields of one MCAP record, front to back: little-endian integers, strings as a u32 byte
+/// length and UTF-8. A length is checked against what is left before anything is taken.
+struct Fields<'a>(&'a [u8]);
+
+impl<'a> Fields<'a> {
+    fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
+        let (head, rest) = self.0.split_first_chunk::<N>()?;
+        self.0 = rest;
+        Some(*head)
+    }
+
+    fn u16(&mut self) -> Option<u16> {
+        self.take().map(u16::from_le_bytes)
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        self.take().map(u64::from_le_bytes)
+    }
+
+    fn string(&mut self) -> Option<&'a str> {
+        let len = usize::try_from(u32::from_le_bytes(self.take()?)).ok()?;
+        let (text, rest) = self.0.split_at_checked(len)?;
+        self.0 = rest;
+        std::str::from_utf8(text).ok()
+    }
+}
+
+/// One MCAP file's schemas and channels (their ids are the file's own), as its records
+/// introduce them.
+#[derive(Default)]
+struct FileChannels {
+    /// Schema id → type name.
+    schemas: HashMap<u16, String>,
+    /// Channel id → its topic, type and encoding (count 0).
+    channels: HashMap<u16, TopicInfo>,
+}
+
+/// A Schema record's id and name (id u16, name, encoding, data).
+fn schema_name(body: &[u8]) -> Option<(u16, &str)> {
+    let mut fields = Fields(body);
+    Some((fields.u16()?, fields.string()?))
+}
+
+/// A Channel record's id, schema id, topic and message encoding (then metadata).
+fn channel_head(body: &[u8]) -> Option<(u16, u16, &str, &str)> {
+    let mut fields = Fields(body);
+    Some((fields.u16()?, fields.u16()?, fields.string()?, fields.string()?))
+}
+
+/// A Message record's channel id and log time [ns] (channel id u16, sequence u32, log time u64,
+/// publish time u64, data).
+fn message_head(body: &[u8]) -> Option<(u16, u64)> {
+    let mut fields = Fields(body);
+    let channel_id = fields.u16()?;
+    fields.take::<4>()?;
+    Some((channel_id, fields.u64()?))
+}
+
+impl FileChannels {
+    /// Takes one record: a Schema or Channel is remembered, a Message counted, the rest skipped.
+    fn record(&mut self, opcode: u8, body: &[u8], counts: &mut FileCounts) -> Result<(), RecordError> {
+        match opcode {
+            op::SCHEMA => {
+                let (id, name) = schema_name(body).ok_or(RecordError::Malformed("Schema"))?;
+                self.schemas.entry(id).or_insert_with(|| name.to_owned());
             }
-            if stats.message_count > 0 {
-                counts.span_ns = widen(counts.span_ns, stats.message_start_time, stats.message_end_time);
+            op::CHANNEL => {
+                let (id, schema_id, topic, encoding) = channel_head(body).ok_or(RecordError::Malformed("Channel"))?;
+                if !self.channels.contains_key(&id) {
+                    let channel = TopicInfo {
+                        name: topic.to_owned(),
+                        type_name: self.schemas.get(&schema_id).cloned().unwrap_or_default(),
+                        serialization_format: encoding.to_owned(),
+                        count: 0,
+                    };
+                    self.channels.insert(id, channel);
+                }
             }
-            return Ok(());
+            op::MESSAGE => {
+                let (channel_id, log_time_ns) = message_head(body).ok_or(RecordError::Malformed("Message"))?;
+                let channel = self.channels.get(&channel_id).ok_or(RecordError::UnknownChannel(channel_id))?;
+                counts.add(channel, log_time_ns);
+            }
+            _ => {}
         }
+        Ok(())
     }
-    for message in MessageStream::new_with_options(bytes, Options::IgnoreEndMagic.into())? {
-        let message = match message {
-            Ok(message) => message,
-            Err(error) => {
-                counts.truncated = Some(error.to_string());
-                break;
+}
+
+/// Counts the messages of one MCAP file, record by record. The mcap crate's sans-IO reader
+/// frames the records, unpacks chunks and holds every record length to the file's size; the
+/// few fields counted are read here, each length checked before it is used, so a crafted
+/// length never turns into an allocation. Where the file ends early or a record does not
+/// parse, counting stops there with a warning.
+fn count_file(bytes: &[u8], counts: &mut FileCounts) {
+    let options = LinearReaderOptions::default().with_skip_end_magic(true).with_record_length_limit(bytes.len());
+    let mut reader = LinearReader::new_with_options(options);
+    let mut channels = FileChannels::default();
+    let mut unread = bytes;
+    while let Some(event) = reader.next_event() {
+        let stopped = match event {
+            Ok(LinearReadEvent::ReadRequest(wanted)) => {
+                let (given, rest) = unread.split_at(wanted.min(unread.len()));
+                reader.insert(given.len()).copy_from_slice(given);
+                reader.notify_read(given.len());
+                unread = rest;
+                continue;
             }
+            Ok(LinearReadEvent::Record { opcode, data }) => match channels.record(opcode, data, counts) {
+                Ok(()) => continue,
+                Err(error) => error.to_string(),
+            },
+            Err(error) => error.to_string(),
         };
-        counts.add(&message.channel, 1);
-        counts.span_ns = widen(counts.span_ns, message.log_time, message.log_time);
+        counts.stopped = Some(stopped);
+        return;
     }
-    Ok(())
 }
 
 impl BagInfo {
@@ -138,16 +235,20 @@ impl BagInfo {
             }
             let bytes = read_file(file)?;
             size_bytes += bytes.len() as u64;
-            // The mcap crate (0.26) can panic on a crafted record (found by fuzzing, issue 25):
-            // that is this file's error, not the command's end.
-            let counted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| count_file(&bytes, &mut counts)))
+            if !bytes.starts_with(mcap::MAGIC) {
+                return Err(BagReadError::NotMcap { path: PathBuf::from(file) });
+            }
+            // The mcap crate (0.26) has panicked on a crafted record (found by fuzzing, issue 25):
+            // should its reader panic again, that is this file's error, not the command's end.
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| count_file(&bytes, &mut counts)))
                 .map_err(|_| BagReadError::McapReaderFailed { path: PathBuf::from(file) })?;
-            counted.map_err(|source| BagReadError::Mcap { path: PathBuf::from(file), source })?;
         }
 
         let mut warnings = Vec::new();
-        if let Some(reason) = &counts.truncated {
-            warnings.push(format!("the file ends mid-record ({reason}); counted the messages before"));
+        if let Some(reason) = &counts.stopped {
+            warnings.push(format!(
+                "counting stopped where the file ends or breaks ({reason}); the messages before are counted"
+            ));
         }
         // Topics as metadata.yaml lists them (those without messages too), counted in the file.
         let mut topics = Vec::new();
