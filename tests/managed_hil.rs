@@ -78,6 +78,20 @@ impl Node {
         assert!(taken.success(), "{label}: {:?}", taken.reason);
     }
 
+    /// The next `count` frames, waiting up to 10 s for them: the loop's rate is the HIL tests'
+    /// and benchmarks' business, here only whether it runs (a loaded machine runs it slower).
+    fn frames(&self, count: usize) -> Vec<Frame> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut frames = Vec::with_capacity(count);
+        while frames.len() < count {
+            match self.frames.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(frame) => frames.push(frame),
+                Err(_) => panic!("{} of {count} frames in 10 s", frames.len()),
+            }
+        }
+        frames
+    }
+
     /// Frames for `seconds` of wall time.
     fn frames_for(&self, seconds: f64) -> Vec<Frame> {
         let deadline = Instant::now() + Duration::from_secs_f64(seconds);
@@ -103,8 +117,7 @@ fn the_loop_runs_only_while_active_and_resumes_where_the_arm_is() {
     assert_eq!(node.reports.last().0, Level::Ok);
 
     node.set("activate");
-    let running = node.frames_for(1.0);
-    assert!(running.len() > 800, "{} frames in 1 s of a 1 kHz loop", running.len());
+    let running = node.frames(800);
     let before = running.last().unwrap();
     assert!((before.x_ref - running[0].x_ref).norm() > 1e-3, "the initial trajectory moves the arm");
 
@@ -115,8 +128,7 @@ fn the_loop_runs_only_while_active_and_resumes_where_the_arm_is() {
 
     // Activated again: the reference starts where the arm is and holds there.
     node.set("activate");
-    let resumed = node.frames_for(0.5);
-    assert!(resumed.len() > 400);
+    let resumed = node.frames(400);
     assert!(
         (resumed[0].x_ref - before.x).norm() < 2e-3,
         "resumed at {} with the arm at {}",
@@ -142,8 +154,7 @@ fn a_silent_sensor_is_a_fault_the_motors_stop_and_configure_activate_resume_with
     let mut node = Node::new(RigKind::Robotscara, Some(&emulator));
     node.set("configure");
     node.set("activate");
-    let before = node.frames_for(1.0);
-    assert!(before.len() > 500, "{} frames", before.len());
+    node.frames(500);
 
     emulator.set_sensor_silent(true);
     let silent_at = emulator.stats().t;
@@ -173,8 +184,7 @@ fn a_silent_sensor_is_a_fault_the_motors_stop_and_configure_activate_resume_with
     node.frames_for(0.1);
     node.set("configure");
     node.set("activate");
-    let resumed = node.frames_for(1.0);
-    assert!(resumed.len() > 500, "{} frames", resumed.len());
+    let resumed = node.frames(500);
     // The first reading puts it within two quanta of the sensor (2.3 mm each).
     assert!((resumed[0].x_ref - arm).norm() < 5e-3, "resumed at {} with the arm at {arm}", resumed[0].x_ref);
     assert_eq!(largest_reference_step(&resumed), 0.0, "the arm holds until it is given a trajectory");
