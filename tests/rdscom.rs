@@ -7,7 +7,7 @@ use arm_hil::drivers::rdscom::{
     parse_console_command, DriverEvent, RdscomConfig, RdscomDriver, RdscomEvent, RdscomLink, RdscomLinkState, Request,
 };
 use arm_hil::emulate::rdscom::{RdscomEmulator, RdscomFaults};
-use arm_hil::protocol::rdscom::{encode, FrameDecoder, FrameType, Message, PrototypeTable, Value};
+use arm_hil::protocol::rdscom::{encode, EncodeError, FrameDecoder, FrameType, Message, PrototypeTable, Value};
 use proptest::prelude::*;
 
 fn hex(text: &str) -> Vec<u8> {
@@ -315,6 +315,20 @@ fn the_mcus_error_requests_are_acknowledged() {
     assert_eq!(code.map(|value| value.as_f64()), Some(42.0));
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(emulator.stats().acks_received, 1);
+}
+
+#[test]
+fn a_command_with_a_nan_or_infinite_target_is_refused_and_never_reaches_the_mcu() {
+    let (emulator, driver) = start();
+    wait_for(&driver, Duration::from_secs(1), link_up).expect("heartbeats answered");
+    for line in ["move 0 position nan", "move 1 velocity inf", "move 2 torque -inf simultaneous"] {
+        let refused = driver.send(parse_console_command(line, 7).unwrap()).expect_err(line);
+        assert!(matches!(&refused, EncodeError::OutOfRange { field, .. } if field == "control_value"), "{line}: {refused}");
+    }
+    send(&driver, "move 0 position 1.0");
+    send(&driver, "go");
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(emulator.stats().controls_queued, 1, "only the finite move reached the MCU");
 }
 
 #[test]

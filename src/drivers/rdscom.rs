@@ -55,9 +55,15 @@ pub struct RdscomCommander {
 }
 
 impl RdscomCommander {
-    /// Checks that `request` encodes with the table, then queues it.
+    /// Checks that `request` encodes with the table and that its numbers are finite, then queues
+    /// it. The wire carries a NaN or an infinity as any other float, and the MCU's controller
+    /// would take it as a target; so a command never carries one, whoever typed or published it.
     pub fn send(&self, request: Request) -> Result<(), EncodeError> {
         let prototype = self.table.by_name(&request.prototype).ok_or(EncodeError::UnknownPrototype(u8::MAX))?;
+        let not_finite = |value: &&Value| matches!(value, Value::Float(number) if !number.is_finite());
+        if let Some((field, value)) = prototype.fields.iter().zip(&request.values).find(|(_, value)| not_finite(value)) {
+            return Err(EncodeError::OutOfRange { field: field.name.clone(), kind: field.kind, value: value.clone() });
+        }
         let probe =
             Message { kind: FrameType::Request, prototype: prototype.id, number: 0, values: request.values.clone() };
         encode(&probe, &self.table, &mut Vec::new())?;
