@@ -15,6 +15,7 @@ use arm_hil::bridge::vr::VrConfig;
 use arm_hil::control::trajectory_csv::{read_waypoints, write_waypoints};
 use arm_hil::control::{Waypoint, MAX_WAYPOINTS};
 use arm_hil::drivers::robotscara::RigConfig;
+use arm_hil::drivers::{rdscom as rdscom_driver, stm32 as stm32_driver};
 use arm_hil::hil::stepper::StepperConfig;
 use arm_hil::hil::HilConfig;
 use arm_hil::protocol::deltavr::{self, VrDecoder, VrMessage};
@@ -29,7 +30,7 @@ use foxglove::websocket::ws_protocol::client::ClientMessage;
 pub type Target = fn(&[u8]);
 
 /// The targets, by name, as `fuzz_targets/` and the corpus folders name them.
-pub const TARGETS: [(&str, Target); 9] = [
+pub const TARGETS: [(&str, Target); 10] = [
     ("port5555_request", port5555_request),
     ("stm32_packet", stm32_packet),
     ("rdscom_frame", rdscom_frame),
@@ -39,6 +40,7 @@ pub const TARGETS: [(&str, Target); 9] = [
     ("config_yaml", config_yaml),
     ("bag_info", bag_info),
     ("live_client_message", live_client_message),
+    ("console_command", console_command),
 ];
 
 /// Splits `data` as a port or a socket delivers it: the first byte sets the size of every read
@@ -273,6 +275,43 @@ pub fn live_client_message(data: &[u8]) {
     }
 }
 
+/// A line typed on the console of `arm_hil stm32` or `arm_hil arduino` (stdin, from a person
+/// or a script); the first byte picks the parser (and for rdscom, the prototype table). What
+/// parses goes on as the driver takes it: an STM32 command is checked against the arm's limits
+/// and, within them, encoded, and must decode to the same command; an rdscom request is checked
+/// against the table and, where it fits, encoded, and must decode.
+pub fn console_command(data: &[u8]) {
+    let Some((&which, line)) = data.split_first() else { return };
+    let Ok(line) = std::str::from_utf8(line) else { return };
+    match which % 3 {
+        0 => {
+            let Ok(command) = stm32_driver::parse_console_command(line) else { return };
+            if stm32_driver::validate_command(&command).is_err() {
+                return;
+            }
+            let mut bytes = Vec::new();
+            stm32::encode_command(&command, &mut bytes);
+            let mut decoder = PacketDecoder::new();
+            decoder.push(&bytes);
+            let packet = decoder.poll_packet().expect("an encoded command decodes");
+            assert_eq!(packet.command().as_ref(), Ok(&command));
+        }
+        table => {
+            let Ok(request) = rdscom_driver::parse_console_command(line, 0) else { return };
+            let table = if table == 1 { PrototypeTable::document() } else { PrototypeTable::firmware() };
+            let Some(prototype) = table.by_name(&request.prototype) else { return };
+            let message =
+                Message { kind: FrameType::Request, prototype: prototype.id, number: 0, values: request.values };
+            let mut bytes = Vec::new();
+            if rdscom::encode(&message, &table, &mut bytes).is_ok() {
+                let mut decoder = FrameDecoder::new(table.clone());
+                decoder.push(&bytes);
+                assert!(decoder.poll_message().is_some(), "an encoded request decodes");
+            }
+        }
+    }
+}
+
 /// Valid inputs for each target, from the package's own encoders: the corpora start here.
 pub fn seeds(target: &str) -> Vec<Vec<u8>> {
     match target {
@@ -299,6 +338,21 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
             br#"{"op":"advertise","channels":[{"id":7,"topic":"/x","encoding":"cdr","schemaName":"std_msgs/msg/String"}]}"#.to_vec(),
             [&[1u8, 7, 0, 0, 0][..], b"payload"].concat(),
         ],
+        "console_command" => [
+            (0, "angles 0.5 -0.25"),
+            (0, "angle elbow 0.1"),
+            (0, "pid 2 0.1 0.05 1.5 0 0.02"),
+            (0, "pid shoulder 2 0.1 0.05"),
+            (0, "mode trajectory"),
+            (0, "telemetry"),
+            (1, "move 2 position 1.5 simultaneous"),
+            (1, "stream all 100"),
+            (2, "unstream 3"),
+            (2, "go"),
+        ]
+        .iter()
+        .map(|(which, line)| [&[*which][..], line.as_bytes()].concat())
+        .collect(),
         _ => Vec::new(),
     }
 }
