@@ -323,7 +323,10 @@ fn a_command_with_a_nan_or_infinite_target_is_refused_and_never_reaches_the_mcu(
     wait_for(&driver, Duration::from_secs(1), link_up).expect("heartbeats answered");
     for line in ["move 0 position nan", "move 1 velocity inf", "move 2 torque -inf simultaneous"] {
         let refused = driver.send(parse_console_command(line, 7).unwrap()).expect_err(line);
-        assert!(matches!(&refused, EncodeError::OutOfRange { field, .. } if field == "control_value"), "{line}: {refused}");
+        assert!(
+            matches!(&refused, EncodeError::OutOfRange { field, .. } if field == "control_value"),
+            "{line}: {refused}"
+        );
     }
     send(&driver, "move 0 position 1.0");
     send(&driver, "go");

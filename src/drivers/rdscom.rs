@@ -61,7 +61,8 @@ impl RdscomCommander {
     pub fn send(&self, request: Request) -> Result<(), EncodeError> {
         let prototype = self.table.by_name(&request.prototype).ok_or(EncodeError::UnknownPrototype(u8::MAX))?;
         let not_finite = |value: &&Value| matches!(value, Value::Float(number) if !number.is_finite());
-        if let Some((field, value)) = prototype.fields.iter().zip(&request.values).find(|(_, value)| not_finite(value)) {
+        if let Some((field, value)) = prototype.fields.iter().zip(&request.values).find(|(_, value)| not_finite(value))
+        {
             return Err(EncodeError::OutOfRange { field: field.name.clone(), kind: field.kind, value: value.clone() });
         }
         let probe =
