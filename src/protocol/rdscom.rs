@@ -372,52 +372,56 @@ impl FrameDecoder {
 
     /// The next valid frame, or `None` until more bytes arrive.
     pub fn poll_message(&mut self) -> Option<Message> {
-        loop {
-            let start = self.buf.windows(3).position(|window| window == START);
-            // Keep a possible start split across reads ("R" or "RR" at the end).
-            let skip = start.unwrap_or(self.buf.len().saturating_sub(2));
-            self.drop_front(skip);
-            if start.is_none() || self.buf.len() < HEAD_BYTES {
-                return None;
+        // `at` walks past every byte judged not to start a frame; they leave the buffer in one
+        // drain at the end, with the frame found, so resynchronising over a read of garbage stays
+        // linear in its size.
+        let mut at = 0;
+        let (message, frame_bytes) = loop {
+            let Some(offset) = self.buf[at..].windows(3).position(|window| window == START) else {
+                // Keep a possible start split across reads ("R" or "RR" at the end).
+                at = at.max(self.buf.len().saturating_sub(2));
+                break (None, 0);
+            };
+            at += offset;
+            let candidate = &self.buf[at..];
+            if candidate.len() < HEAD_BYTES {
+                break (None, 0);
             }
-            let kind = match self.buf[3] {
+            let kind = match candidate[3] {
                 0 => FrameType::Request,
                 1 => FrameType::Response,
                 2 => FrameType::Error,
                 _ => {
                     self.stats.bad_frames += 1;
-                    self.drop_front(1);
+                    at += 1;
                     continue;
                 }
             };
-            let Some(prototype) = self.table.get(self.buf[4]) else {
+            let Some(prototype) = self.table.get(candidate[4]) else {
                 self.stats.unknown_prototypes += 1;
-                self.drop_front(1);
+                at += 1;
                 continue;
             };
             let end = HEAD_BYTES + prototype.payload_size();
-            if self.buf.len() < end + TRAILER.len() {
-                return None;
+            if candidate.len() < end + TRAILER.len() {
+                break (None, 0);
             }
-            if &self.buf[end..end + TRAILER.len()] != TRAILER {
+            if &candidate[end..end + TRAILER.len()] != TRAILER {
                 self.stats.bad_frames += 1;
-                self.drop_front(1);
+                at += 1;
                 continue;
             }
             let message = Message {
                 kind,
                 prototype: prototype.id,
-                number: u16::from_be_bytes([self.buf[5], self.buf[6]]),
-                values: decode_payload(prototype, &self.buf[HEAD_BYTES..end]),
+                number: u16::from_be_bytes([candidate[5], candidate[6]]),
+                values: decode_payload(prototype, &candidate[HEAD_BYTES..end]),
             };
-            self.buf.drain(..end + TRAILER.len());
             self.stats.frames += 1;
-            return Some(message);
-        }
-    }
-
-    fn drop_front(&mut self, count: usize) {
-        self.stats.dropped_bytes += count as u64;
-        self.buf.drain(..count);
+            break (Some(message), end + TRAILER.len());
+        };
+        self.stats.dropped_bytes += at as u64;
+        self.buf.drain(..at + frame_bytes);
+        message
     }
 }
