@@ -128,6 +128,8 @@ pub fn rdscom_frame(data: &[u8]) {
     let Some((&table, stream)) = data.split_first() else { return };
     let table = if table % 2 == 0 { PrototypeTable::document() } else { PrototypeTable::firmware() };
     let mut decoder = FrameDecoder::new(table.clone());
+    // Reads back what is written; every frame it gets is whole, so it ends each one empty.
+    let mut again = FrameDecoder::new(table.clone());
     for read in reads(stream) {
         decoder.push(read);
         while let Some(message) = decoder.poll_message() {
@@ -137,7 +139,6 @@ pub fn rdscom_frame(data: &[u8]) {
                 bytes
             };
             let bytes = encode(&message);
-            let mut again = FrameDecoder::new(table.clone());
             again.push(&bytes);
             assert_eq!(encode(&again.poll_message().expect("an encoded message decodes")), bytes);
         }
@@ -304,7 +305,7 @@ pub fn console_command(data: &[u8]) {
                 Message { kind: FrameType::Request, prototype: prototype.id, number: 0, values: request.values };
             let mut bytes = Vec::new();
             if rdscom::encode(&message, &table, &mut bytes).is_ok() {
-                let mut decoder = FrameDecoder::new(table.clone());
+                let mut decoder = FrameDecoder::new(table);
                 decoder.push(&bytes);
                 assert!(decoder.poll_message().is_some(), "an encoded request decodes");
             }
