@@ -63,7 +63,7 @@ impl RdscomCommander {
         let not_finite = |value: &&Value| matches!(value, Value::Float(number) if !number.is_finite());
         if let Some((field, value)) = prototype.fields.iter().zip(&request.values).find(|(_, value)| not_finite(value))
         {
-            return Err(EncodeError::OutOfRange { field: field.name.clone(), kind: field.kind, value: value.clone() });
+            return Err(EncodeError::OutOfRange { field: field.name.clone(), kind: field.kind, value: *value });
         }
         let probe =
             Message { kind: FrameType::Request, prototype: prototype.id, number: 0, values: request.values.clone() };
