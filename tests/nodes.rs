@@ -494,6 +494,11 @@ fn arduino_driver_samples_and_joint_commands() {
     assert_eq!(requests[1].values, vec![Value::Int(3), Value::Int(1), Value::Float(-0.5), Value::Bool(true)]);
     assert!(requests_from_joint_command(&["joint1".into()], &[0.1], &[0.1], &[], &names).is_err());
     assert!(requests_from_joint_command(&["wrist".into()], &[0.1], &[], &[], &names).is_err());
+    let half_finite = ["finger_joint1".into(), "finger_joint3".into()];
+    for value in [f64::NAN, f64::INFINITY] {
+        let refused = requests_from_joint_command(&half_finite, &[0.5, value], &[], &[], &names).unwrap_err();
+        assert!(refused.contains("finger_joint3") && refused.contains("not a finite target"), "{refused}");
+    }
 }
 
 #[test]

@@ -123,7 +123,8 @@ pub fn track_link(health: &mut LinkHealth, event: &DriverEvent) {
 
 /// MotorControl requests from a JointState command: the one non-empty array among position,
 /// velocity and effort picks the control mode; every named joint gets a control, all but the
-/// first simultaneous with the one before.
+/// first simultaneous with the one before. A NaN or infinite value refuses the whole command
+/// before any of it is sent, rather than moving the joints named before it.
 pub fn requests_from_joint_command(
     names: &[String],
     position: &[f64],
@@ -146,6 +147,9 @@ pub fn requests_from_joint_command(
         .enumerate()
         .map(|(index, (name, value))| {
             let motor = joint_names.iter().position(|joint| joint == name).ok_or(format!("unknown joint `{name}`"))?;
+            if !value.is_finite() {
+                return Err(format!("joint `{name}`: {value} is not a finite target"));
+            }
             Ok(Request {
                 prototype: "MotorControl".into(),
                 values: vec![Value::Int(motor as i64), Value::Int(mode), Value::Float(*value), Value::Bool(index > 0)],
