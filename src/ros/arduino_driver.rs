@@ -3,7 +3,6 @@
 //! heartbeat and starts its datastream; activate lets commands through; deactivate stops the
 //! MCU's controls).
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::channel;
 use std::sync::Arc;
 
@@ -15,9 +14,9 @@ use r2r::sensor_msgs::msg::JointState;
 use r2r::std_msgs::msg::Empty;
 use r2r::QosProfile;
 
-use super::lifecycle::{serve_lifecycle, Supervisor};
+use super::lifecycle::{spin_managed, Supervisor};
 use super::params::{nothing_at_run_time, serve_parameters};
-use super::{node_params, now_ns, ros_outputs, spin};
+use super::{node_params, now_ns, ros_outputs};
 use crate::drivers::rdscom::{RdscomCommander, TableChoice};
 use crate::nodes::arduino::{
     arduino_node_config, requests_from_joint_command, send_line, Testbench, ARDUINO_NODE_PARAMS,
@@ -88,10 +87,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
         }))?;
     }
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let finalized = stop.clone();
     let supervisor =
         Supervisor { faults: device_faults, autostart: config.autostart, auto_recover: config.auto_recover };
-    serve_lifecycle(&mut node, &pool.spawner(), managed, supervisor, move || finalized.store(true, Ordering::Relaxed))?;
-    spin(node, pool, &stop)
+    spin_managed(node, pool, managed, supervisor)
 }

@@ -9,17 +9,18 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::executor::LocalSpawner;
+use futures::executor::{LocalPool, LocalSpawner};
 use futures::task::LocalSpawnExt;
 use r2r::lifecycle_msgs::msg::{State as StateMsg, Transition, TransitionDescription, TransitionEvent};
 use r2r::lifecycle_msgs::srv::{ChangeState, GetAvailableStates, GetAvailableTransitions, GetState};
 use r2r::QosProfile;
 
-use super::{now_ns, serve};
+use super::{now_ns, serve, spin};
 use crate::nodes::lifecycle::{Edge, Lifecycle, Managed, State, Supervised, Taken};
 
 fn state(state: State) -> StateMsg {
@@ -71,6 +72,21 @@ impl<M: Managed> Machine<M> {
             None => log::info!("{label}: now {now}"),
         }
     }
+}
+
+/// Serves the lifecycle of `managed` as `supervisor` says and spins `node` until the node is
+/// finalized or the process interrupted: the rest of a managed driver's life once its topics
+/// are set up.
+pub fn spin_managed<M: Managed + 'static>(
+    mut node: r2r::Node,
+    pool: LocalPool,
+    managed: M,
+    supervisor: Supervisor,
+) -> anyhow::Result<()> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let finalized = stop.clone();
+    serve_lifecycle(&mut node, &pool.spawner(), managed, supervisor, move || finalized.store(true, Ordering::Relaxed))?;
+    spin(node, pool, &stop)
 }
 
 /// Serves the lifecycle interface of `managed` on `spawner`, publishes every edge it takes, and

@@ -2,7 +2,6 @@
 //! configure opens the port and waits for telemetry; activate sends the gains and mode and lets
 //! targets through; deactivate stops them, the servos holding their last target).
 
-use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::channel;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -16,9 +15,9 @@ use r2r::std_msgs::msg::Empty;
 use r2r::trajectory_msgs::msg::JointTrajectory;
 use r2r::QosProfile;
 
-use super::lifecycle::{serve_lifecycle, Supervisor};
+use super::lifecycle::{spin_managed, Supervisor};
 use super::params::serve_parameters;
-use super::{node_params, now_ns, ros_outputs, ros_params, seconds, spin};
+use super::{node_params, now_ns, ros_outputs, ros_params, seconds};
 use crate::drivers::stm32::Stm32Commander;
 use crate::nodes::managed_driver::{Commanding, ManagedDriver};
 use crate::nodes::param_server::ParameterServer;
@@ -117,12 +116,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
         }))?;
     }
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let finalized = stop.clone();
     let supervisor =
         Supervisor { faults: device_faults, autostart: config.autostart, auto_recover: config.auto_recover };
-    serve_lifecycle(&mut node, &pool.spawner(), managed, supervisor, move || {
-        finalized.store(true, std::sync::atomic::Ordering::Relaxed)
-    })?;
-    spin(node, pool, &stop)
+    spin_managed(node, pool, managed, supervisor)
 }
