@@ -236,11 +236,19 @@ impl Background {
         self.first_line.split_whitespace().last().unwrap()
     }
 
-    /// Ctrl-C, then waits: the command must stop by itself rather than die of the signal.
+    /// Ctrl-C, then waits: the command must stop by itself, soon, rather than die of the signal
+    /// or run on (a command that ran on would hang the suite; it is killed on drop instead).
     fn interrupt(mut self) {
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.child.id() as i32), nix::sys::signal::Signal::SIGINT)
             .unwrap();
-        let status = self.child.wait().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(std::time::Instant::now() < deadline, "still running 10 s after Ctrl-C");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
         assert!(status.code().is_some(), "killed by the signal rather than stopping");
     }
 }

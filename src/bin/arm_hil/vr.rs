@@ -181,13 +181,17 @@ async fn follow_and_print(
     let (events_tx, mut events) = mpsc::channel(1024);
     let (stop, stop_rx) = watch::channel(false);
     tokio::spawn(follow(args.leader, VrConfig::default(), events_tx, stop_rx));
+    // One Ctrl-C listener for the whole run. A listener made anew each turn misses a Ctrl-C that
+    // comes while an event is being printed, and the follower ran on.
+    let interrupted = tokio::signal::ctrl_c();
+    tokio::pin!(interrupted);
     loop {
         let event = tokio::select! {
             event = events.recv() => match event {
                 Some(event) => event,
                 None => return Ok(()),
             },
-            _ = tokio::signal::ctrl_c() => {
+            _ = &mut interrupted => {
                 stop.send_replace(true);
                 return Ok(());
             }
