@@ -969,6 +969,10 @@ class ArduinoDriver(DriverTest):
         motor_events, done = [], []
         self.node.create_subscription(MotorEvent, "/arduino_driver/motor_event", motor_events.append, 100)
         self.node.create_subscription(ControlDone, "/arduino_driver/control_done", done.append, 100)
+        # A command with one value that is not finite is refused whole, naming the joint: the
+        # finite value beside it is not queued either (else the go below would run it first).
+        self.publish("/arduino_driver/joint_command",
+                     JointState(name=["finger_joint1", "finger_joint3"], position=[0.5, math.nan]))
         self.publish("/arduino_driver/joint_command", JointState(name=["finger_joint1"], position=[1.0]))
         self.publish("/arduino_driver/go", Empty())
         self.wait_joint_states(
@@ -978,6 +982,9 @@ class ArduinoDriver(DriverTest):
         self.assertTrue(any(e.motor_id == 1 and e.event_type == MotorEvent.EVENT_POSITION and e.event_value == 1.0
                             for e in motor_events), f"no MotorEvent for finger_joint1: {motor_events[:3]}")
         self.assertTrue(done and done[0].success and done[0].executed >= 1, f"ControlDone: {done[:1]}")
+        self.assertFalse(any(e.motor_id == 1 and e.event_value == 0.5 for e in motor_events),
+                         "the finite half of a refused command reached the MCU")
+        self.assertIn("joint `finger_joint3`: NaN is not a finite target", self.launched.log_path.read_text())
         self.unplug_and_replug()
 
 
