@@ -77,7 +77,7 @@ fn stream(address: &str, waypoints: Vec<Waypoint>) -> (u64, f64) {
     let started = Instant::now();
     let mut socket = TcpStream::connect(address).expect("connect");
     socket.write_all(&request).expect("send");
-    let (mut decoder, mut frames, mut buf) = (ResponseDecoder::new(true), 0u64, vec![0u8; 1 << 16]);
+    let (mut decoder, mut frames, mut buf) = (ResponseDecoder::sil(), 0u64, vec![0u8; 1 << 16]);
     loop {
         let read = socket.read(&mut buf).expect("read");
         if read == 0 {

@@ -2,8 +2,9 @@
 """A port-5555 client, written from docs/port5555.md: the lab GUI's role.
 
 Sends a trajectory CSV (header t,x,y,z,xd,yd,zd,xdd,ydd,zdd) to a server, reads the response as
-the GUI does (12-byte header, 128-byte frames until one has t >= end_time, then n 80-byte ideal
-blocks for SIL) and prints what it received as one JSON object. Standard library only.
+the GUI does (SIL: a 12-byte header, 128-byte frames until one has t >= end_time, then n 80-byte
+ideal blocks; HIL: no header, frames from the first byte until one has t >= the last waypoint's t)
+and prints what it received as one JSON object. Standard library only.
 
     python3 examples/legacy_client.py 127.0.0.1:5555 examples/arc_9deg.csv
 """
@@ -63,7 +64,10 @@ def main():
     host, port = args.address.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=60) as sock:
         sock.sendall(request)
-        end_time, n = HEADER.unpack(read_exact(sock, HEADER.size))
+        if args.mode == "S":
+            end_time, n = HEADER.unpack(read_exact(sock, HEADER.size))
+        else:
+            end_time, n = rows[-1][0], len(rows)
         frames, increasing, last_t = 0, True, float("-inf")
         while True:
             frame = FRAME.unpack(read_exact(sock, FRAME.size))

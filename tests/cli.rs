@@ -384,3 +384,51 @@ fn serve_records_each_session_in_a_bag_named_by_its_start_and_peer_even_when_the
         assert_eq!(count(&info, "/diagnostics"), 2, "started and ended: {info}");
     }
 }
+
+/// The lab's GUI client in HIL mode, as it reads: no header, 128-byte frames from the first byte
+/// the server sends, up to the first frame at or past its last waypoint's t, then reads on until
+/// the server closes.
+#[test]
+fn the_lab_clients_hil_mode_gets_every_frame_of_a_run_on_the_simulated_rig() {
+    use arm_hil::control::arc::ArcSpec;
+    use arm_hil::model::Robot;
+    use arm_hil::protocol::legacy::{encode_request, Mode, Request, FRAME_BYTES};
+    use std::io::{Read, Write};
+
+    let server =
+        Background::start(&["serve", "--bind", "127.0.0.1:0", "--hil-hardware", "sim"], std::process::Stdio::null());
+    let robot = Robot::default();
+    // A 2 degree arc: about 0.9 s of loop time.
+    let spec = ArcSpec { from_deg: [65.0, -150.0], to_deg: [65.0, -148.0], ..ArcSpec::default() };
+    let waypoints = spec.waypoints(&robot.elbow(), robot.params().l_arm).unwrap();
+    let (start_t, end_t) = (waypoints[0].t, waypoints[waypoints.len() - 1].t);
+    let mut request = Vec::new();
+    let mode = Mode::Hil { sensor: String::new(), arduino: String::new() };
+    encode_request(&Request { mode, elbow: robot.elbow(), l_arm: robot.params().l_arm, waypoints }, &mut request);
+
+    let mut client = std::net::TcpStream::connect(server.announced()).unwrap();
+    client.set_read_timeout(Some(std::time::Duration::from_secs(60))).unwrap();
+    client.write_all(&request).unwrap();
+    let mut times = Vec::new();
+    let mut frame = [0u8; FRAME_BYTES];
+    loop {
+        client.read_exact(&mut frame).expect("a whole frame before the end");
+        let t = f64::from_le_bytes(frame[..8].try_into().unwrap());
+        times.push(t);
+        if t >= end_t {
+            break;
+        }
+    }
+    let mut rest = Vec::new();
+    client.read_to_end(&mut rest).unwrap();
+    server.interrupt();
+
+    assert!(rest.is_empty(), "{} bytes after the end marker", rest.len());
+    let last = times.pop().unwrap();
+    assert_eq!(last, end_t, "the last frame is the end marker");
+    assert!(times.windows(2).all(|pair| pair[0] < pair[1]), "frames in time order");
+    assert!(times[0] >= start_t && times[0] < start_t + 0.01, "the first frame is the run's first: {}", times[0]);
+    // One frame per 1 kHz cycle of the run; none dropped on an idle loopback.
+    let expected = (end_t - start_t) * 1000.0;
+    assert!((times.len() as f64 - expected).abs() < 0.02 * expected, "{} frames for {expected} cycles", times.len());
+}

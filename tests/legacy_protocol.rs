@@ -132,7 +132,7 @@ fn a_client_reads_frames_until_the_end_marker_then_n_ideal_blocks() {
     encode_ideal(&ideal, &mut bytes);
     encode_ideal(&IdealPoint { t: 1.0, ..ideal }, &mut bytes);
     for piece in [1, 5, 128, bytes.len()] {
-        let mut decoder = ResponseDecoder::new(true);
+        let mut decoder = ResponseDecoder::sil();
         let mut items = Vec::new();
         for mut chunk in bytes.chunks(piece) {
             while !chunk.is_empty() {
@@ -149,6 +149,35 @@ fn a_client_reads_frames_until_the_end_marker_then_n_ideal_blocks() {
     }
 }
 
+#[test]
+fn a_hil_client_reads_frames_from_the_first_byte_until_its_own_end_time() {
+    let frame = |t: f64| Frame { t, ..Frame::default() };
+    let mut bytes = Vec::new();
+    for t in [0.001, 0.002, 1.0] {
+        encode_frame(&frame(t), &mut bytes);
+    }
+    for piece in [1, 5, 128, bytes.len()] {
+        let mut decoder = ResponseDecoder::hil(1.0);
+        let mut items = Vec::new();
+        for mut chunk in bytes.chunks(piece) {
+            while !chunk.is_empty() {
+                let (used, item) = decoder.decode(chunk).unwrap();
+                items.extend(item);
+                chunk = &chunk[used..];
+            }
+        }
+        assert!(decoder.is_done());
+        assert_eq!(
+            items,
+            vec![
+                ResponseItem::Frame(frame(0.001)),
+                ResponseItem::Frame(frame(0.002)),
+                ResponseItem::EndMarker(frame(1.0))
+            ]
+        );
+    }
+}
+
 proptest! {
     #[test]
     fn the_request_decoder_never_panics_on_arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..600), piece in 1usize..64) {
@@ -156,8 +185,8 @@ proptest! {
     }
 
     #[test]
-    fn the_response_decoder_never_panics_on_arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..600), ideal: bool) {
-        let mut decoder = ResponseDecoder::new(ideal);
+    fn the_response_decoder_never_panics_on_arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..600), sil: bool, end_time: f64) {
+        let mut decoder = if sil { ResponseDecoder::sil() } else { ResponseDecoder::hil(end_time) };
         let mut rest = bytes.as_slice();
         while !rest.is_empty() && !decoder.is_done() {
             match decoder.decode(rest) {

@@ -2,8 +2,8 @@
 //! (docs/port5555.md).
 //!
 //! Per connection: read the request in bounded chunks with an idle timeout, validate it, send
-//! the 12-byte header, stream frames as the engine produces them, the end marker, the ideal
-//! blocks (SIL), then shut down the write side. Frames pass from a blocking producer thread to
+//! the 12-byte header (SIL only), stream frames as the engine produces them, the end marker, the
+//! ideal blocks (SIL), then shut down the write side. Frames pass from a blocking producer thread to
 //! the socket through a bounded channel, so a slow reader slows only its own session and memory
 //! does not grow with the number of frames. A refused connection is logged with the peer and
 //! the reason, and gets no bytes.
@@ -404,9 +404,10 @@ impl FrameSink for ChannelSink {
 /// Frames in flight from the HIL loop to one client: 1 s at 1 kHz.
 const HIL_FRAMES_IN_FLIGHT: usize = 1000;
 
-/// Streams a HIL run: header, a frame per loop cycle (the estimate and the commanded torque), the
-/// end marker, then shuts down writing. The loop never waits for the client: frames it cannot
-/// hand over are dropped and counted. A client that leaves stops the run (with a safe stop).
+/// Streams a HIL run: a frame per loop cycle (the estimate and the commanded torque), the end
+/// marker, then shuts down writing. No header: the lab's client reads frames from the first byte
+/// in HIL mode (docs/port5555.md). The loop never waits for the client: frames it cannot hand
+/// over are dropped and counted. A client that leaves stops the run (with a safe stop).
 async fn stream_hil(
     shared: &Shared,
     setup: &HilSetup,
@@ -418,10 +419,6 @@ async fn stream_hil(
     let stall = Duration::from_secs_f64(shared.config.write_stall_timeout_s);
     let end_time = trajectory.end_time();
     let start = trajectory.waypoints()[0];
-    let mut header = Vec::with_capacity(12);
-    encode_header(end_time, trajectory.waypoints().len() as i32, &mut header);
-    write_chunk(&mut stream, &header, stall).await?;
-
     let (frames, mut received) = mpsc::channel::<Frame>(HIL_FRAMES_IN_FLIGHT);
     let stop = Arc::new(AtomicBool::new(false));
     let run = {

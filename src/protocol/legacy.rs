@@ -2,8 +2,10 @@
 //!
 //! Client to server: a handshake (mode byte; for `H` two u8-length-prefixed device names), then
 //! the trajectory payload (i32 n, elbow f64 x 3, l_arm f64, n waypoints of 10 f64). Server to
-//! client: a 12-byte header (f64 end_time, i32 n), 128-byte frames, one end-marker frame at
-//! t = end_time with tau = 0, and for SIL n 80-byte ideal blocks. Little-endian, packed.
+//! client: for SIL a 12-byte header (f64 end_time, i32 n), then in both modes 128-byte frames and
+//! one end-marker frame at t = end_time with tau = 0, and for SIL n 80-byte ideal blocks. A HIL
+//! response has no header: the lab's client reads frames from its first byte, knowing end_time
+//! from its own last waypoint. Little-endian, packed.
 //!
 //! The protocol has no framing marks to resynchronise on: a request that breaks the grammar is
 //! refused as a whole ([`RequestError`]) and the connection closed. Decoders consume bytes as they
@@ -19,7 +21,7 @@ pub const WAYPOINT_BYTES: usize = 80;
 pub const FRAME_BYTES: usize = 128;
 /// Bytes of one ideal block: t, theta[3], theta_dot[3], tau_ideal[3].
 pub const IDEAL_BYTES: usize = 80;
-/// Bytes of the response header: f64 end_time, i32 n.
+/// Bytes of the SIL response header: f64 end_time, i32 n.
 pub const HEADER_BYTES: usize = 12;
 /// Bytes of the payload before the waypoints: i32 n, elbow[3], l_arm.
 pub const PREFIX_BYTES: usize = 36;
@@ -259,7 +261,7 @@ pub fn encode_request(request: &Request, buf: &mut Vec<u8>) {
     }
 }
 
-/// Encodes the response header: end_time [s] and the waypoint count.
+/// Encodes the SIL response header: end_time [s] and the waypoint count.
 pub fn encode_header(end_time: f64, n: i32, buf: &mut Vec<u8>) {
     put_f64s(&[end_time], buf);
     buf.extend_from_slice(&n.to_le_bytes());
@@ -289,7 +291,7 @@ pub fn encode_ideal(point: &IdealPoint, buf: &mut Vec<u8>) {
 /// One item of a server's response, as a client reads it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ResponseItem {
-    /// End time [s] and the waypoint count.
+    /// End time [s] and the waypoint count (SIL only).
     Header { end_time: f64, n: i32 },
     /// A frame before the end marker.
     Frame(Frame),
@@ -314,19 +316,26 @@ enum ResponseState {
     Done,
 }
 
-/// Incremental decoder of a response, the client's side (the reference GUI's reading rules:
-/// frames until one has t >= end_time, then, for SIL, n ideal blocks).
+/// Incremental decoder of a response, the client's side (the lab GUI's reading rules: for SIL the
+/// header, then frames until one has t >= end_time, then n ideal blocks; for HIL frames from the
+/// first byte until one has t >= the end_time the client sent).
 #[derive(Debug)]
 pub struct ResponseDecoder {
-    expect_ideal: bool,
     state: ResponseState,
     staged: Vec<u8>,
 }
 
 impl ResponseDecoder {
-    /// `expect_ideal`: true for a SIL response, false for HIL.
-    pub fn new(expect_ideal: bool) -> ResponseDecoder {
-        ResponseDecoder { expect_ideal, state: ResponseState::Header, staged: Vec::with_capacity(FRAME_BYTES) }
+    /// Reads a SIL response: header, frames, end marker, ideal blocks.
+    pub fn sil() -> ResponseDecoder {
+        ResponseDecoder { state: ResponseState::Header, staged: Vec::with_capacity(FRAME_BYTES) }
+    }
+
+    /// Reads a HIL response to a trajectory whose last waypoint is at `end_time` [s]: frames up to
+    /// the end marker, no header and no ideal blocks.
+    pub fn hil(end_time: f64) -> ResponseDecoder {
+        // No ideal blocks follow a HIL end marker.
+        ResponseDecoder { state: ResponseState::Frames { end_time, n: 0 }, staged: Vec::with_capacity(FRAME_BYTES) }
     }
 
     /// True once the whole response has been read.
@@ -378,10 +387,7 @@ impl ResponseDecoder {
                 if !(frame.t >= end_time) {
                     return Ok(ResponseItem::Frame(frame));
                 }
-                self.state = match (self.expect_ideal, n) {
-                    (true, remaining) if remaining > 0 => ResponseState::Ideal { remaining },
-                    _ => ResponseState::Done,
-                };
+                self.state = if n > 0 { ResponseState::Ideal { remaining: n } } else { ResponseState::Done };
                 Ok(ResponseItem::EndMarker(frame))
             }
             ResponseState::Ideal { remaining } => {
