@@ -199,17 +199,17 @@ fn the_lag_loop_steps_toward_the_lag_and_respects_the_rate_limit() {
     let aligned = config.holding_field_angle(&theta, &Vec3::zeros());
     let mut drive = StepperDrive::new(config.clone());
     let tau = config.safe_torque().component_mul(&Vec3::new(0.5, -0.5, 0.0));
-    let first = drive.update(&tau, &theta, &aligned, 1e-3);
+    let first = drive.update(&tau, &theta, &Vec3::zeros(), &aligned, 1e-3);
     // Positive torque steps forward, negative backward, zero torque at zero lag holds still.
     assert!(first.0[0] > 0.0 && first.0[1] < 0.0 && first.0[2] == 0.0, "{first:?}");
-    let huge = drive.update(&(tau * 1e6), &(theta * 10.0), &aligned, 1e-3);
+    let huge = drive.update(&(tau * 1e6), &(theta * 10.0), &Vec3::zeros(), &aligned, 1e-3);
     assert!(huge.0.iter().all(|f| f.abs() <= config.max_rate));
     // With the rotor held, the field's lag converges to the setpoint.
     let mut drive = StepperDrive::new(config.clone());
     let mut field = FieldTracker::new(aligned, 0.0);
     for k in 0..3000 {
         let t = k as f64 * 1e-3;
-        let rates = drive.update(&tau, &theta, &field.angle_at(t), 1e-3);
+        let rates = drive.update(&tau, &theta, &Vec3::zeros(), &field.angle_at(t), 1e-3);
         field.set_rates(t, &rates, &config);
     }
     let lag = config.electrical_lag(&field.angle_at(3.0), &theta);

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::control::SphericalReading;
 use crate::hil::stepper::{FieldTracker, StepRates, StepperConfig, StepperDrive};
 use crate::hil::{ActuatorCommand, Hardware, HardwareError, SensorInput};
+use crate::model::math::Vec3;
 use crate::protocol::rig::{encode_step_command, parse_sensor_line, LineSplitter};
 use crate::serial;
 
@@ -95,6 +96,8 @@ impl Shared {
 pub struct ReferenceRig {
     shared: Arc<Shared>,
     drive: StepperDrive,
+    /// The drives' electrical lag at the last write [rad].
+    lag: Option<Vec3>,
     readings_seen: u64,
     threads: Vec<JoinHandle<()>>,
 }
@@ -128,7 +131,7 @@ impl ReferenceRig {
                 Box::new(move || write_steps(arduino_port, &shared, &config))
             })?,
         ];
-        Ok(ReferenceRig { shared, drive: StepperDrive::new(stepper), readings_seen: 0, threads })
+        Ok(ReferenceRig { shared, drive: StepperDrive::new(stepper), lag: None, readings_seen: 0, threads })
     }
 
     fn check_failure(&self) -> Result<(), HardwareError> {
@@ -182,7 +185,9 @@ impl Hardware for ReferenceRig {
                 .get_or_insert_with(|| FieldTracker::new(config.holding_field_angle(&theta, &command.tau), now))
                 .angle_at(now)
         };
-        let rates = self.drive.update(&command.tau, &theta, &field, period);
+        self.lag = Some(self.drive.config().electrical_lag(&field, &theta));
+        let theta_dot = command.theta_dot.unwrap_or_default();
+        let rates = self.drive.update(&command.tau, &theta, &theta_dot, &field, period);
         self.send(rates, false);
         Ok(())
     }
@@ -191,7 +196,12 @@ impl Hardware for ReferenceRig {
     /// stay open for another loop.
     fn stop(&mut self) {
         self.drive.stop();
+        self.lag = None;
         self.send(StepRates::default(), false);
+    }
+
+    fn electrical_lag(&self) -> Option<Vec3> {
+        self.lag
     }
 
     /// Waits for the sensor's first line (or a port failure).
@@ -255,7 +265,7 @@ fn read_sensor(mut port: Box<dyn serialport::SerialPort>, shared: &Shared) {
 }
 
 /// The stepper thread: sends the newest rates whenever they change, and zero rates on closing;
-/// the field tracker learns each rate at the moment it is sent.
+/// the field tracker learns each rate as it is sent.
 fn write_steps(mut port: Box<dyn serialport::SerialPort>, shared: &Shared, config: &StepperConfig) {
     for problem in crate::hil::realtime::prepare_thread(IO_PRIORITY) {
         log::debug!("rig stepper thread runs without {problem}");
@@ -276,14 +286,17 @@ fn write_steps(mut port: Box<dyn serialport::SerialPort>, shared: &Shared, confi
         };
         line.clear();
         encode_step_command(&rates, &mut line);
-        if let Err(error) = port.write_all(&line).and_then(|()| port.flush()) {
-            return shared.fail(format!("Arduino port: {error}"));
-        }
+        // Stamped just before the write: the Arduino takes the rates as the line arrives. No
+        // flush after it: tcdrain waits for the other end, and a process paused meanwhile came
+        // back to a flush timed out, a lost link for nothing.
         if let Ok(mut field) = shared.field.lock() {
             let now = shared.elapsed();
             if let Some(field) = field.as_mut() {
                 field.set_rates(now, &rates, config);
             }
+        }
+        if let Err(error) = port.write_all(&line) {
+            return shared.fail(format!("Arduino port: {error}"));
         }
         if closing || shared.stop.load(Ordering::Relaxed) {
             return;

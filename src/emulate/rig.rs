@@ -5,6 +5,11 @@
 //! joint torque is Gr Kt Imax sin(delta) with delta the electrical lag, plus electrical damping
 //! on the slip. The torque is evaluated inside the plant's ODE: the gearboxed joint's holding
 //! stiffness (about 150 Hz) is far too stiff for a torque held for a millisecond.
+//!
+//! The arm has hard stops a little inside the edges of its workspace: an arm driven there stops
+//! dead and stays (as a crashed arm waits for a person), and the emulator says so, so that a
+//! test can tell whether the loop's protective stop came first. Faults can be injected: a motor
+//! that ignores its step rates, a sensor frozen at one reading.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -24,6 +29,20 @@ use crate::sim::{
 
 /// Damping ratio of each motor's holding stiffness that the electrical damping gives.
 const DAMPING_RATIO: f64 = 0.7;
+
+/// Where the hard stops are: a leg's reach margin [rad] and the distal links' assembly height
+/// [m] at which the arm hits them (half the protective stop's default bounds).
+const HARD_STOP_REACH_RAD: f64 = 0.05;
+const HARD_STOP_ASSEMBLY_M: f64 = 0.005;
+
+/// Faults the emulated rig can be told to have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RigFaults {
+    /// This motor (0-2) ignores the step rates sent to it: its field stands still.
+    pub ignored_motor: Option<usize>,
+    /// The sensor repeats the reading it took when this was set.
+    pub sensor_frozen: bool,
+}
 
 /// The arm driven by stepper motors.
 #[derive(Debug, Clone)]
@@ -67,10 +86,13 @@ pub struct RigEmulatorStats {
     pub last_command_t: f64,
     /// The true platform point [m].
     pub position: Vec3,
+    /// When the arm hit a hard stop [s, emulator clock], if it did.
+    pub hard_stop_t: Option<f64>,
 }
 
 struct Control {
     sensor_silent: AtomicBool,
+    faults: Mutex<RigFaults>,
     stats: Mutex<RigEmulatorStats>,
     failure: Mutex<Option<String>>,
 }
@@ -101,6 +123,7 @@ impl RigEmulator {
         let damping = (stiffness.component_mul(&inertia)).map(f64::sqrt) * (2.0 * DAMPING_RATIO);
         // The motors hold the arm against gravity from the start, as a powered rig does.
         let field_angle = stepper.holding_field_angle(&motion.theta, &robot.gravity_torques(&motion));
+        let robot_for_stops = robot.clone();
         let plant = Plant::new(robot, &motion.theta, &motion.theta_dot, &start).map_err(|error| error.to_string())?;
         let stepped = SteppedPlant { plant, stepper, field: FieldTracker::new(field_angle, 0.0), damping };
         let sensor = SimulatedSensor::new(&sil.sensor)?;
@@ -108,6 +131,7 @@ impl RigEmulator {
             (Pty::open().map_err(|e| e.to_string())?, Pty::open().map_err(|e| e.to_string())?);
         let control = Arc::new(Control {
             sensor_silent: AtomicBool::new(false),
+            faults: Mutex::new(RigFaults::default()),
             stats: Mutex::new(RigEmulatorStats { position: start, ..RigEmulatorStats::default() }),
             failure: Mutex::new(None),
         });
@@ -120,6 +144,9 @@ impl RigEmulator {
             elbow: Vec3::from(sil.robot.elbow),
             sensor_period: 1.0 / sensor_rate_hz,
             control: control.clone(),
+            robot: robot_for_stops,
+            frozen_reading: None,
+            hard_stop_t: None,
         };
         let (sensor_path, arduino_path) = (sensor_pty.path().to_path_buf(), arduino_pty.path().to_path_buf());
         let worker = Worker::spawn("rig-emulator", move |stop| {
@@ -148,6 +175,13 @@ impl RigEmulator {
         self.control.sensor_silent.store(silent, Ordering::Relaxed);
     }
 
+    /// Injects `faults` from now on (and clears those not set).
+    pub fn set_faults(&self, faults: RigFaults) {
+        if let Ok(mut current) = self.control.faults.lock() {
+            *current = faults;
+        }
+    }
+
     pub fn stats(&self) -> RigEmulatorStats {
         self.control.stats.lock().map(|stats| *stats).unwrap_or_default()
     }
@@ -173,6 +207,12 @@ struct Emulation {
     elbow: Vec3,
     sensor_period: f64,
     control: Arc<Control>,
+    /// The arm's model, for where its hard stops are.
+    robot: Robot,
+    /// The reading a frozen sensor repeats.
+    frozen_reading: Option<crate::control::SphericalReading>,
+    /// When the arm hit a hard stop [s].
+    hard_stop_t: Option<f64>,
 }
 
 impl Emulation {
@@ -212,11 +252,15 @@ impl Emulation {
                 if read == 0 {
                     break;
                 }
+                let faults = self.control.faults.lock().map(|faults| *faults).unwrap_or_default();
                 splitter.push(&buf[..read], |text| match parse_step_command(text) {
-                    Ok(rates) => {
+                    Ok(mut rates) => {
                         stats.step_commands += 1;
                         stats.last_rates = rates.0;
                         stats.last_command_t = now;
+                        if let Some(motor) = faults.ignored_motor {
+                            rates.0[motor] = 0.0;
+                        }
                         self.stepped.field.set_rates(now, &rates, &self.stepped.stepper);
                         self.integrator.invalidate();
                     }
@@ -227,7 +271,12 @@ impl Emulation {
                 next_sensor = (next_sensor + self.sensor_period).max(now);
                 if !self.control.sensor_silent.load(Ordering::Relaxed) {
                     let p = self.stepped.plant.motion().p;
-                    let reading = self.sensor.measure(&p, &self.elbow);
+                    let frozen = self.control.faults.lock().is_ok_and(|faults| faults.sensor_frozen);
+                    let reading = match (frozen, self.frozen_reading) {
+                        (true, Some(reading)) => reading,
+                        _ => self.sensor.measure(&p, &self.elbow),
+                    };
+                    self.frozen_reading = frozen.then_some(reading);
                     line.clear();
                     encode_sensor_line(
                         &SensorLine { t: now, r: reading.r, theta: reading.theta, phi: reading.phi },
@@ -241,6 +290,7 @@ impl Emulation {
             }
             stats.position = self.stepped.plant.motion().p;
             stats.t = now;
+            stats.hard_stop_t = self.hard_stop_t;
             if let Ok(mut shared) = self.control.stats.lock() {
                 *shared = stats;
             }
@@ -248,16 +298,48 @@ impl Emulation {
         Ok(())
     }
 
+    /// Moves the arm on to `until` [s], unless it sits at a hard stop.
     fn advance(&mut self, until: f64) -> Result<(), String> {
-        while self.t < until {
-            let outcome =
-                self.integrator.step(&mut self.stepped, self.t, &self.y, until - self.t).map_err(|e| e.to_string())?;
+        while self.t < until && self.hard_stop_t.is_none() {
+            let outcome = match self.integrator.step(&mut self.stepped, self.t, &self.y, until - self.t) {
+                Ok(outcome) => outcome,
+                // A step that would leave the workspace ends on the stop.
+                Err(error) => {
+                    self.hit_hard_stop(&error.to_string());
+                    break;
+                }
+            };
             if let StepOutcome::Accepted { t, y, .. } = outcome {
                 self.t = if (until - t).abs() < 1e-12 { until } else { t };
                 self.y = y;
                 self.stepped.plant.accept(&y);
+                if let Some(why) = self.at_hard_stop() {
+                    self.hit_hard_stop(&why);
+                }
             }
         }
+        self.t = self.t.max(until);
         Ok(())
+    }
+
+    /// Why the arm is at a hard stop, if it is.
+    fn at_hard_stop(&self) -> Option<String> {
+        let motion = self.stepped.plant.motion();
+        let reach = self.robot.reach_margins(&motion.p).map_or(0.0, |margins| margins.min());
+        if reach < HARD_STOP_REACH_RAD {
+            return Some(format!("a leg's reach margin is {reach:.3} rad"));
+        }
+        let height = self.robot.assembly_height(&motion.theta).unwrap_or(0.0);
+        (height < HARD_STOP_ASSEMBLY_M).then(|| format!("the distal links' assembly height is {height:.4} m"))
+    }
+
+    /// The arm stops dead where it is and stays there.
+    fn hit_hard_stop(&mut self, why: &str) {
+        let (theta, _) = joint_state(&self.y);
+        self.y = plant_state(&theta, &Vec3::zeros());
+        self.stepped.plant.accept(&self.y);
+        self.hard_stop_t = Some(self.t);
+        let p = self.stepped.plant.motion().p;
+        log::error!("the arm hit a hard stop at t = {:.3} s, at ({:.4}, {:.4}, {:.4}) m: {why}", self.t, p.x, p.y, p.z);
     }
 }

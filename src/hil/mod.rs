@@ -6,16 +6,19 @@
 //! values with the cycle (docs/design.md §4, ros2_control's read/update/write).
 
 mod feed;
+pub mod protection;
 pub mod realtime;
 mod ring;
 mod runner;
 mod sim_rig;
+mod stats;
 pub mod stepper;
 
 pub use feed::{feed_trajectory, FeedItem, Withdrawals, FEED_DEPTH};
 pub use ring::{RingError, RingSample, TrajectoryRing, RING_CAPACITY};
-pub use runner::{FrameChannel, FrameSink, HilConfig, HilError, HilLoop, HilReport, LoopStats, LoopStatus};
+pub use runner::{FrameChannel, FrameSink, HilConfig, HilError, HilLoop, HilReport};
 pub use sim_rig::SimulatedRig;
+pub use stats::{LoopStats, LoopStatus};
 
 use crate::control::SphericalReading;
 use crate::model::math::Vec3;
@@ -35,6 +38,8 @@ pub struct ActuatorCommand {
     /// The controller's joint angles [rad], for drives that need the rotor position; `None`
     /// until the first estimate.
     pub theta: Option<Vec3>,
+    /// The controller's joint rates [rad/s], with `theta`.
+    pub theta_dot: Option<Vec3>,
 }
 
 /// A device-level failure, with what the backend knows about it.
@@ -67,6 +72,11 @@ pub trait Hardware: Send {
     }
     /// The true platform point [m], where the backend knows it (a simulation).
     fn true_position(&self) -> Option<Vec3> {
+        None
+    }
+    /// The drives' electrical lag as the backend last saw it [rad], where it drives steppers:
+    /// past the torque curve's peak (pi/2) a motor slips.
+    fn electrical_lag(&self) -> Option<Vec3> {
         None
     }
 }

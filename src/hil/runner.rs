@@ -12,8 +12,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::feed::{FeedItem, Withdrawals};
+use super::protection::{CycleView, Protection, ProtectionConfig, Trip};
 use super::realtime;
 use super::ring::{RingSample, TrajectoryRing, RING_CAPACITY};
+use super::stats::{LoopStats, LoopStatus};
 use super::{ActuatorCommand, Hardware, HardwareError, SensorInput};
 use crate::control::{Estimate, Estimator, Reference, TaskSpaceController, Waypoint};
 use crate::model::math::Vec3;
@@ -36,6 +38,8 @@ pub struct HilConfig {
     pub low_water: usize,
     /// Hand every n-th cycle's frame to the frame sink. Default 1.
     pub frame_every: u32,
+    /// The protective stop's bounds.
+    pub protection: ProtectionConfig,
 }
 
 impl Default for HilConfig {
@@ -47,6 +51,7 @@ impl Default for HilConfig {
             realtime_priority: Some(50),
             low_water: 500,
             frame_every: 1,
+            protection: ProtectionConfig::default(),
         }
     }
 }
@@ -68,7 +73,7 @@ impl HilConfig {
                 self.frame_every, self.low_water
             ));
         }
-        Ok(())
+        self.protection.validate()
     }
 }
 
@@ -109,125 +114,16 @@ pub enum HilError {
     Hardware { t: f64, error: HardwareError },
     #[error("control failed at t = {t:.3} s: {error}")]
     Control { t: f64, error: ModelError },
+    #[error("protective stop at t = {t:.3} s: {trip}")]
+    ProtectiveStop { t: f64, trip: Trip },
 }
 
-/// Loop statistics. Period jitter is how late each cycle woke after its deadline.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LoopStats {
-    pub rate_hz: f64,
-    pub cycles: u64,
-    /// Cycles whose work ended after the next deadline.
-    pub overruns: u64,
-    /// The longest overrun past the next deadline [us].
-    pub longest_overrun_us: f64,
-    /// Periods skipped after overruns.
-    pub skipped_periods: u64,
-    pub jitter_max_us: f64,
-    /// Lateness histogram in 1 us bins; the last bin holds everything beyond.
-    jitter_histogram: Box<[u32; Self::HISTOGRAM_BINS]>,
-    /// Integral of the squared tracking error [m^2 s] and its span [s].
-    squared_error_integral: f64,
-    error_time: f64,
-    pub max_error_m: f64,
-    pub sensor_readings: u64,
-    pub starved_cycles: u64,
-    pub low_water_events: u64,
-    pub frames_dropped: u64,
-    pub ik_fallbacks: u64,
-    /// True when the tracking error is measured against the true position (simulated rigs);
-    /// false when against the estimate.
-    pub error_from_truth: bool,
-}
-
-impl LoopStats {
-    const HISTOGRAM_BINS: usize = 2001;
-
-    fn new(rate_hz: f64) -> LoopStats {
-        LoopStats {
-            rate_hz,
-            cycles: 0,
-            overruns: 0,
-            longest_overrun_us: 0.0,
-            skipped_periods: 0,
-            jitter_max_us: 0.0,
-            jitter_histogram: Box::new([0; Self::HISTOGRAM_BINS]),
-            squared_error_integral: 0.0,
-            error_time: 0.0,
-            max_error_m: 0.0,
-            sensor_readings: 0,
-            starved_cycles: 0,
-            low_water_events: 0,
-            frames_dropped: 0,
-            ik_fallbacks: 0,
-            error_from_truth: false,
-        }
-    }
-
-    fn record_lateness(&mut self, lateness_us: f64) {
-        let bin = (lateness_us.max(0.0) as usize).min(Self::HISTOGRAM_BINS - 1);
-        self.jitter_histogram[bin] += 1;
-        self.jitter_max_us = self.jitter_max_us.max(lateness_us);
-    }
-
-    /// The `p`-quantile (0..1) of the period jitter [us], to the 1 us bin.
-    pub fn jitter_quantile_us(&self, p: f64) -> f64 {
-        let total: u64 = self.jitter_histogram.iter().map(|&count| u64::from(count)).sum();
-        let rank = (p * total as f64).ceil().max(1.0) as u64;
-        let mut seen = 0;
-        for (bin, &count) in self.jitter_histogram.iter().enumerate() {
-            seen += u64::from(count);
-            if seen >= rank {
-                return bin as f64;
-            }
-        }
-        0.0
-    }
-
-    /// Time-weighted RMS tracking error [m].
-    pub fn rms_error_m(&self) -> f64 {
-        if self.error_time > 0.0 {
-            (self.squared_error_integral / self.error_time).sqrt()
-        } else {
-            0.0
-        }
-    }
-}
-
-/// The loop's figures so far, refreshed about once a second while it runs (for /diagnostics
-/// and hil_node's ~/loop_statistics).
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct LoopStatus {
-    pub rate_hz: f64,
-    pub cycles: u64,
-    pub overruns: u64,
-    pub longest_overrun_us: f64,
-    pub skipped_periods: u64,
-    pub jitter_p50_us: f64,
-    pub jitter_p99_us: f64,
-    pub jitter_max_us: f64,
-    pub rms_error_m: f64,
-    pub max_error_m: f64,
-    pub error_from_truth: bool,
-    pub sensor_readings: u64,
-    pub starved_cycles: u64,
-}
-
-impl LoopStats {
-    pub fn status(&self) -> LoopStatus {
-        LoopStatus {
-            rate_hz: self.rate_hz,
-            cycles: self.cycles,
-            overruns: self.overruns,
-            longest_overrun_us: self.longest_overrun_us,
-            skipped_periods: self.skipped_periods,
-            jitter_p50_us: self.jitter_quantile_us(0.5),
-            jitter_p99_us: self.jitter_quantile_us(0.99),
-            jitter_max_us: self.jitter_max_us,
-            rms_error_m: self.rms_error_m(),
-            max_error_m: self.max_error_m,
-            error_from_truth: self.error_from_truth,
-            sensor_readings: self.sensor_readings,
-            starved_cycles: self.starved_cycles,
+impl HilError {
+    /// The bound that tripped, when the loop ended in a protective stop.
+    pub fn protective_stop(&self) -> Option<&Trip> {
+        match self {
+            HilError::ProtectiveStop { trip, .. } => Some(trip),
+            _ => None,
         }
     }
 }
@@ -267,6 +163,7 @@ pub struct HilLoop {
     /// The withdrawal whose samples are still being dropped.
     dropping_until: Option<u64>,
     start: Start,
+    protection: Protection,
 }
 
 impl HilLoop {
@@ -289,6 +186,7 @@ impl HilLoop {
         Ok(HilLoop {
             estimator: Estimator::new(sil.estimator.clone(), elbow, l_arm, sigma_m),
             controller: TaskSpaceController::new(sil.controller.clone()),
+            protection: Protection::new(config.protection.clone()),
             config,
             robot,
             hardware,
@@ -382,6 +280,9 @@ impl HilLoop {
     fn cycle_until_done(&mut self, ring: &mut TrajectoryRing, stats: &mut LoopStats) -> (Result<(), HilError>, f64) {
         let period = 1.0 / self.config.rate_hz;
         let period_span = realtime::from_seconds(period);
+        // Loop time since the last cycle [s]: a period, or more after skipped ones. The
+        // estimator and the drives account for the time that really passed.
+        let mut step = period;
         let start_time = ring.first_time().unwrap_or(0.0);
         let start = realtime::now();
         let mut deadline = start;
@@ -413,7 +314,7 @@ impl HilLoop {
             was_low = ring.is_low();
 
             input.reading = None;
-            if let Err(error) = self.hardware.read(now, period, &mut input) {
+            if let Err(error) = self.hardware.read(now, step, &mut input) {
                 return (Err(HilError::Hardware { t: now, error }), now);
             }
             let estimate = match input.reading {
@@ -424,9 +325,9 @@ impl HilLoop {
                     stats.sensor_readings += 1;
                     last_reading_at = now;
                     seen_reading = true;
-                    Some(self.estimator.update(&reading, period, &task_acceleration))
+                    Some(self.estimator.update(&reading, step, &task_acceleration))
                 }
-                None => self.estimator.predict(period, &task_acceleration),
+                None => self.estimator.predict(step, &task_acceleration),
             };
             if let (true, Some(estimate)) = (awaiting_arm, &estimate) {
                 awaiting_arm = false;
@@ -453,7 +354,7 @@ impl HilLoop {
             };
             command = match (estimate, reference) {
                 (Some(estimate), Some(reference)) => {
-                    let output = match self.controller.update(&self.robot, &reference, &estimate, period) {
+                    let output = match self.controller.update(&self.robot, &reference, &estimate, step) {
                         Ok(output) => output,
                         Err(error) => return (Err(HilError::Control { t: now, error }), now),
                     };
@@ -462,15 +363,22 @@ impl HilLoop {
                     }
                     stats.ik_fallbacks += u64::from(output.used_fallback);
                     task_acceleration = output.task_acceleration;
-                    let theta = self.controller.last_motion().map(|motion| motion.theta);
-                    self.record_tracking(stats, &estimate, &reference.x, period);
+                    let (theta, theta_dot) = match self.controller.last_motion() {
+                        Some(motion) => (Some(motion.theta), Some(motion.theta_dot)),
+                        None => (None, None),
+                    };
+                    self.record_tracking(stats, &estimate, &reference.x, step);
                     self.offer_frame(stats, trajectory_time, &estimate, &reference, &output.tau);
-                    ActuatorCommand { tau: output.tau, theta }
+                    // The command that would follow a tripped bound is never written.
+                    if let Some(trip) = self.protect(stats, &reference.x) {
+                        return (Err(HilError::ProtectiveStop { t: now, trip }), now);
+                    }
+                    ActuatorCommand { tau: output.tau, theta, theta_dot }
                 }
                 // Before the first reading there is nothing to control from: hold zero torque.
-                _ => ActuatorCommand { tau: Vec3::zeros(), theta: command.theta },
+                _ => ActuatorCommand { tau: Vec3::zeros(), ..command },
             };
-            if let Err(error) = self.hardware.write(now, period, &command) {
+            if let Err(error) = self.hardware.write(now, step, &command) {
                 return (Err(HilError::Hardware { t: now, error }), now);
             }
 
@@ -484,6 +392,7 @@ impl HilLoop {
                 return (Ok(()), now);
             }
             deadline = deadline + period_span;
+            step = period;
             let finished = realtime::now();
             if finished > deadline {
                 let late = realtime::seconds(finished - deadline);
@@ -494,6 +403,7 @@ impl HilLoop {
                 for _ in 0..missed {
                     deadline = deadline + period_span;
                 }
+                step = period * (missed + 1) as f64;
             }
         }
     }
@@ -538,12 +448,20 @@ impl HilLoop {
         Ok(())
     }
 
+    /// The protective stop's bounds on this cycle's estimate (docs/hil.md).
+    fn protect(&mut self, stats: &mut LoopStats, reference: &Vec3) -> Option<Trip> {
+        let motion = self.controller.last_motion()?;
+        let lag = self.hardware.electrical_lag();
+        if let Some(lag) = lag {
+            stats.max_lag_rad = stats.max_lag_rad.max(lag.amax());
+        }
+        self.protection.check(&self.robot, &CycleView { motion, reference, lag })
+    }
+
     fn record_tracking(&self, stats: &mut LoopStats, estimate: &Estimate, reference: &Vec3, period: f64) {
         let position = self.hardware.true_position().unwrap_or(estimate.x);
         let error = (position - reference).norm();
-        stats.squared_error_integral += error * error * period;
-        stats.error_time += period;
-        stats.max_error_m = stats.max_error_m.max(error);
+        stats.record_error(error, period);
     }
 
     fn offer_frame(&mut self, stats: &mut LoopStats, t: f64, estimate: &Estimate, reference: &Reference, tau: &Vec3) {

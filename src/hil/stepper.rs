@@ -32,9 +32,11 @@ pub struct StepperConfig {
     pub max_current: f64,
     /// Share of the peak torque ever asked for. Default 0.8.
     pub safety_factor: f64,
-    /// Proportional gain of the lag loop [pulses/s per electrical rad]. Default 8e3.
+    /// Proportional gain of the lag loop [pulses/s per electrical rad]. Default 1e3 (the
+    /// reference's 8e3 turned sensor noise into step rates that a stalled PC holds for too long;
+    /// docs/hil.md).
     pub lag_kp: f64,
-    /// Integral gain of the lag loop [pulses/s^2 per electrical rad]. Default 1.6e4.
+    /// Integral gain of the lag loop [pulses/s^2 per electrical rad]. Default 2e3.
     pub lag_ki: f64,
     /// Largest step rate [pulses/s]. Default 62 500.
     pub max_rate: f64,
@@ -51,8 +53,8 @@ impl Default for StepperConfig {
             torque_constant: 0.82,
             max_current: 5.5,
             safety_factor: 0.8,
-            lag_kp: 8e3,
-            lag_ki: 1.6e4,
+            lag_kp: 1e3,
+            lag_ki: 2e3,
             max_rate: 62_500.0,
             step_angle_rad: 1.8_f64.to_radians() / 8.0,
             pole_pairs: 50.0,
@@ -142,14 +144,17 @@ impl StepperDrive {
     }
 
     /// Step rates for the next `dt` [s] that steer the lag toward the one that produces `tau`
-    /// [N m], given the field angle `field` [rad, motor side] and joint angles `theta` [rad].
-    /// The integral stops while the rate is saturated.
-    pub fn update(&mut self, tau: &Vec3, theta: &Vec3, field: &Vec3, dt: f64) -> StepRates {
+    /// [N m], given the field angle `field` [rad, motor side], joint angles `theta` [rad] and
+    /// joint rates `theta_dot` [rad/s]: the rate that turns the field with the rotor, plus the
+    /// PI on the lag error. The integral stops while the rate is saturated.
+    pub fn update(&mut self, tau: &Vec3, theta: &Vec3, theta_dot: &Vec3, field: &Vec3, dt: f64) -> StepRates {
         let error = self.config.lag_setpoint(tau) - self.config.electrical_lag(field, theta);
+        let with_rotor = theta_dot.component_mul(&Vec3::from(self.config.gear_ratio)) / self.config.step_angle_rad;
         let limit = self.config.max_rate;
         let mut rates = [0.0; 3];
         for i in 0..3 {
-            let unclamped = self.config.lag_kp * error[i] + self.config.lag_ki * (self.integral[i] + error[i] * dt);
+            let unclamped =
+                with_rotor[i] + self.config.lag_kp * error[i] + self.config.lag_ki * (self.integral[i] + error[i] * dt);
             if unclamped.abs() < limit {
                 self.integral[i] += error[i] * dt;
             }

@@ -77,6 +77,15 @@ impl Leg {
         (tip, derivative)
     }
 
+    /// How far the leg is from the edge of its reach at platform point `p` [m]: half the angle
+    /// between its two closure roots, or between them the other way round, whichever is less
+    /// [rad]. Zero where the roots meet (the leg stretched or folded: the workspace edge);
+    /// `None` beyond it.
+    fn reach_margin(&self, p: &Vec3) -> Option<f64> {
+        let (_, spread) = self.closure_roots(p)?;
+        Some(spread.min(std::f64::consts::PI - spread))
+    }
+
     /// Both roots of the leg's closure equation A sin th + B cos th = C (K2), as
     /// (atan2(A, B), acos(C / hypot(A, B))), or `None` when the platform point is out of reach.
     fn closure_roots(&self, p: &Vec3) -> Option<(f64, f64)> {
@@ -148,8 +157,34 @@ impl Robot {
         self.close_chain(theta, &self.proximal_tips(&JointTrig::new(theta)), near)
     }
 
+    /// Each leg's margin to the edge of its reach at platform point `p` [m] (see
+    /// `Leg::reach_margin`) [rad]; `None` when a leg cannot reach `p`.
+    pub fn reach_margins(&self, p: &Vec3) -> Option<Vec3> {
+        let mut margins = Vec3::zeros();
+        for (margin, leg) in margins.iter_mut().zip(&self.legs) {
+            *margin = leg.reach_margin(p)?;
+        }
+        Some(margins)
+    }
+
+    /// How far the two roots of K3 lie from the plane of the distal sphere centres at joint
+    /// angles `theta` [rad] [m]: zero where they merge (the distal links aligned, the other
+    /// workspace edge); an error where the chain does not close.
+    pub fn assembly_height(&self, theta: &Vec3) -> Result<f64, ModelError> {
+        let (_, offset) = self.sphere_intersection(theta, &self.proximal_tips(&JointTrig::new(theta)))?;
+        Ok(offset.norm())
+    }
+
     /// K3 from the tips at joint angles `theta` [rad], already computed.
     pub(super) fn close_chain(&self, theta: &Vec3, tips: &ProximalTips, near: &Vec3) -> Result<Vec3, ModelError> {
+        let (centre, offset) = self.sphere_intersection(theta, tips)?;
+        let (above, below) = (centre + offset, centre - offset);
+        Ok(if (above - near).norm_squared() <= (below - near).norm_squared() { above } else { below })
+    }
+
+    /// The two points where the three distal spheres meet, as their midpoint and the offset to
+    /// either root [m].
+    fn sphere_intersection(&self, theta: &Vec3, tips: &ProximalTips) -> Result<(Vec3, Vec3), ModelError> {
         let centre = |i: usize| tips.positions[i] - self.legs[i].attachment;
         let radius_sq = |i: usize| self.legs[i].l_distal * self.legs[i].l_distal;
         let (q1, q2, q3) = (centre(0), centre(1), centre(2));
@@ -170,9 +205,7 @@ impl Robot {
         if !(height_sq >= 0.0) {
             return Err(ModelError::NoAssembly { theta: (*theta).into() });
         }
-        let offset = normal * (height_sq / normal_sq).sqrt();
-        let (above, below) = (q1 + foot + offset, q1 + foot - offset);
-        Ok(if (above - near).norm_squared() <= (below - near).norm_squared() { above } else { below })
+        Ok((q1 + foot, normal * (height_sq / normal_sq).sqrt()))
     }
 
     /// The constraint Jacobians of J pdot = K thdot (K4) at platform point `p` [m]: row i of J

@@ -10,7 +10,7 @@ use clap::{Args, Subcommand};
 
 use arm_hil::control::arc::ArcSpec;
 use arm_hil::emulate::rdscom::{RdscomEmulator, RdscomFaults};
-use arm_hil::emulate::rig::RigEmulator;
+use arm_hil::emulate::rig::{RigEmulator, RigFaults};
 use arm_hil::emulate::stm32::{Faults, Stm32Emulator, Stm32EmulatorConfig};
 use arm_hil::model::math::Vec3;
 use arm_hil::protocol::rdscom::PrototypeTable;
@@ -76,6 +76,15 @@ pub(crate) struct RigArgs {
     /// YAML configuration: the sections of `arm_hil hil --config`
     #[arg(long, value_name = "FILE.yaml")]
     config: Option<PathBuf>,
+    /// Fault: this motor (1-3) ignores the step rates sent to it, from --faults-after on
+    #[arg(long, value_name = "JOINT", value_parser = clap::value_parser!(u8).range(1..=3))]
+    ignore_motor: Option<u8>,
+    /// Fault: the sensor repeats one reading, from --faults-after on
+    #[arg(long)]
+    freeze_sensor: bool,
+    /// When the faults begin [s after the emulator starts]
+    #[arg(long, value_name = "S", default_value_t = 1.0)]
+    faults_after: f64,
 }
 
 pub(crate) fn run(command: EmulateCommand) -> anyhow::Result<()> {
@@ -138,16 +147,25 @@ fn run_stm32(args: Stm32EmulatorArgs) -> anyhow::Result<()> {
 }
 
 /// Runs until SIGINT or SIGTERM, silencing the sensor on SIGUSR1 and letting it speak on SIGUSR2:
-/// a test pulls the sensor's cable mid-run and sees what the driver commanded meanwhile.
-async fn serve_sensor_cable(emulator: &RigEmulator) -> anyhow::Result<()> {
+/// a test pulls the sensor's cable mid-run and sees what the driver commanded meanwhile. Injects
+/// `faults` once `faults_after` has passed, and says when the arm hits a hard stop.
+async fn serve_sensor_cable(emulator: &RigEmulator, faults: RigFaults, faults_after: Duration) -> anyhow::Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut interrupt = signal(SignalKind::interrupt())?;
     let mut terminate = signal(SignalKind::terminate())?;
     let mut pull = signal(SignalKind::user_defined1())?;
     let mut plug = signal(SignalKind::user_defined2())?;
     let mut watch = tokio::time::interval(Duration::from_millis(200));
+    let inject = tokio::time::sleep(faults_after);
+    tokio::pin!(inject);
+    let (mut injected, mut stopped_said) = (faults == RigFaults::default(), false);
     loop {
         tokio::select! {
+            _ = &mut inject, if !injected => {
+                injected = true;
+                emulator.set_faults(faults);
+                println!("faults injected at t = {:.3} s: {faults:?}", emulator.stats().t);
+            }
             _ = interrupt.recv() => return Ok(()),
             _ = terminate.recv() => return Ok(()),
             _ = pull.recv() => {
@@ -163,8 +181,16 @@ async fn serve_sensor_cable(emulator: &RigEmulator) -> anyhow::Result<()> {
                     stats.t, stats.last_command_t, stats.last_rates, p.x, p.y, p.z
                 );
             }
-            _ = watch.tick() => if let Some(failure) = emulator.failure() {
-                anyhow::bail!("the emulator stopped: {failure}");
+            _ = watch.tick() => {
+                if let Some(failure) = emulator.failure() {
+                    anyhow::bail!("the emulator stopped: {failure}");
+                }
+                let stats = emulator.stats();
+                if let (Some(t), false) = (stats.hard_stop_t, stopped_said) {
+                    stopped_said = true;
+                    let p = stats.position;
+                    println!("hard stop at t = {t:.3} s: the arm stopped at {:.6} {:.6} {:.6} m", p.x, p.y, p.z);
+                }
             }
         }
     }
@@ -178,13 +204,22 @@ fn run_rig(args: RigArgs) -> anyhow::Result<()> {
     let emulator = RigEmulator::start(&sil, sections.stepper, start, args.sensor_rate)
         .map_err(anyhow::Error::msg)
         .context("cannot start the rig emulator")?;
+    anyhow::ensure!(
+        args.faults_after.is_finite() && args.faults_after >= 0.0,
+        "--faults-after must be a number of seconds >= 0"
+    );
+    let faults = RigFaults {
+        ignored_motor: args.ignore_motor.map(|joint| usize::from(joint) - 1),
+        sensor_frozen: args.freeze_sensor,
+    };
+    let faults_after = Duration::from_secs_f64(args.faults_after);
     println!("sensor {}", emulator.sensor_path().display());
     println!("stepper {}", emulator.arduino_path().display());
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the signal handler")?
-        .block_on(serve_sensor_cable(&emulator))?;
+        .block_on(serve_sensor_cable(&emulator, faults, faults_after))?;
     let stats = emulator.stop();
     log::info!(
         "emulated {} sensor lines, {} step commands ({} refused)",

@@ -17,8 +17,11 @@ use arm_hil::bag::{wall_clock_ns, BagWriter};
 use arm_hil::control::{Trajectory, Waypoint};
 use arm_hil::drivers::robotscara::RigConfig;
 use arm_hil::drivers::{open_hardware, RigDevices, RigKind, RigSettings};
+use arm_hil::hil::protection::Trip;
 use arm_hil::hil::stepper::StepperConfig;
-use arm_hil::hil::{feed_trajectory, FeedItem, FrameChannel, HilConfig, HilLoop, HilReport, LoopStatus, FEED_DEPTH};
+use arm_hil::hil::{
+    feed_trajectory, FeedItem, FrameChannel, HilConfig, HilError, HilLoop, HilReport, LoopStatus, FEED_DEPTH,
+};
 use arm_hil::model::math::Vec3;
 use arm_hil::model::Robot;
 use arm_hil::nodes::diagnostics::Status;
@@ -165,7 +168,22 @@ struct Summary {
     starved_cycles: u64,
     ik_fallbacks: u64,
     error_from_truth: bool,
+    /// The largest electrical lag of a stepper drive [rad] (0 without steppers).
+    max_lag_rad: f64,
+    /// "ok", "protective_stop", or why the run failed.
     outcome: String,
+    /// The bound that tripped, when `outcome` is "protective_stop".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    protective_stop: Option<ProtectiveStop>,
+}
+
+/// Where and why the protective stop came.
+#[derive(Debug, Serialize)]
+struct ProtectiveStop {
+    t: f64,
+    #[serde(flatten)]
+    trip: Trip,
+    reason: String,
 }
 
 impl Summary {
@@ -187,9 +205,17 @@ impl Summary {
             starved_cycles: stats.starved_cycles,
             ik_fallbacks: stats.ik_fallbacks,
             error_from_truth: stats.error_from_truth,
+            max_lag_rad: stats.max_lag_rad,
             outcome: match &report.outcome {
                 Ok(()) => "ok".to_owned(),
+                Err(HilError::ProtectiveStop { .. }) => "protective_stop".to_owned(),
                 Err(error) => error.to_string(),
+            },
+            protective_stop: match &report.outcome {
+                Err(error @ HilError::ProtectiveStop { t, trip }) => {
+                    Some(ProtectiveStop { t: *t, trip: *trip, reason: error.to_string() })
+                }
+                _ => None,
             },
         }
     }
@@ -215,7 +241,14 @@ impl Summary {
             self.rms_error_m * 1e3,
             self.max_error_m * 1e3
         );
-        let _ = writeln!(text, "outcome          {}", self.outcome);
+        match &self.protective_stop {
+            Some(stop) => {
+                let _ = writeln!(text, "outcome          {}", stop.reason);
+            }
+            None => {
+                let _ = writeln!(text, "outcome          {}", self.outcome);
+            }
+        }
         text.trim_end().to_owned()
     }
 }

@@ -1,0 +1,312 @@
+//! The protective stop: bounds the HIL loop checks every cycle, as an industrial arm's safety
+//! controller does, so that an arm that is being lost is stopped, holding where it is, before
+//! it reaches the edge of its workspace (docs/hil.md, "The protective stop").
+//!
+//! Sans-IO: [`Protection::check`] takes what one cycle knows (the estimated arm, the reference,
+//! the drives' electrical lag) and says which bound, if any, tripped.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::math::Vec3;
+use crate::model::{ArmMotion, Robot};
+
+/// The bounds. Every one is a parameter (`hil.protection` in a configuration file, hil_node's
+/// `hil.protection.*`); the defaults leave the built-in arc a wide berth.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProtectionConfig {
+    /// Largest distance between the estimated platform point and the reference [m]. Default
+    /// 0.01: the arc tracks within 1.5 - 2.5 mm on the emulated rig, loaded or not; a lost arm
+    /// leaves it by centimetres.
+    pub max_tracking_error_m: f64,
+    /// Smallest margin of any leg to the edge of its reach (half the angle between its two
+    /// assembly roots) [rad]. Default 0.1; the built-in arc keeps 0.43.
+    pub min_reach_margin_rad: f64,
+    /// Smallest height of the distal links' meeting point over the plane of their sphere
+    /// centres (zero where the chain no longer closes) [m]. Default 0.01; the arc keeps 0.027.
+    pub min_assembly_height_m: f64,
+    /// Joint limits [rad], lower and upper per joint, kept with `joint_margin_rad`; null for
+    /// none. Default null: the rig's joints turn freely and its workspace ends first.
+    pub joint_limits_rad: Option<[[f64; 2]; 3]>,
+    /// Margin kept inside the joint limits [rad]. Default 0.05.
+    pub joint_margin_rad: f64,
+    /// Deceleration the stop is assumed to achieve [m/s^2]: the workspace and joint bounds are
+    /// checked where the arm would come to rest, |v|^2 / 2a along its velocity, as well as where
+    /// it is. Default 5.
+    pub stopping_deceleration_m_s2: f64,
+    /// Largest electrical lag of a stepper drive before its motor is taken to slip [rad]: past
+    /// pi/2 the torque falls as the lag grows. Default 2.2.
+    pub max_lag_rad: f64,
+    /// Cycles in a row the lag must stay past `max_lag_rad` to trip: a PC that stalls for
+    /// 20 ms leaves the drives' last rates in force, and the lag loop takes a few milliseconds to
+    /// bring the lag back; a slipping motor stays past the bound. Default 20.
+    pub lag_cycles: u32,
+}
+
+impl Default for ProtectionConfig {
+    fn default() -> Self {
+        ProtectionConfig {
+            max_tracking_error_m: 0.01,
+            min_reach_margin_rad: 0.1,
+            min_assembly_height_m: 0.01,
+            joint_limits_rad: None,
+            joint_margin_rad: 0.05,
+            stopping_deceleration_m_s2: 5.0,
+            max_lag_rad: 2.2,
+            lag_cycles: 20,
+        }
+    }
+}
+
+impl ProtectionConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        for (name, value) in [
+            ("max_tracking_error_m", self.max_tracking_error_m),
+            ("min_reach_margin_rad", self.min_reach_margin_rad),
+            ("min_assembly_height_m", self.min_assembly_height_m),
+            ("joint_margin_rad", self.joint_margin_rad),
+            ("stopping_deceleration_m_s2", self.stopping_deceleration_m_s2),
+            ("max_lag_rad", self.max_lag_rad),
+        ] {
+            if !(value.is_finite() && value >= 0.0) {
+                return Err(format!("hil.protection.{name} must be finite and >= 0, got {value}"));
+            }
+        }
+        if !(self.stopping_deceleration_m_s2 > 0.0) || self.lag_cycles == 0 {
+            return Err("hil.protection.stopping_deceleration_m_s2 and lag_cycles must be > 0".into());
+        }
+        if let Some(limits) = &self.joint_limits_rad {
+            if limits.iter().any(|[lower, upper]| !(lower.is_finite() && upper.is_finite() && lower < upper)) {
+                return Err(format!(
+                    "hil.protection.joint_limits_rad must be finite with lower < upper, got {limits:?}"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Which bound tripped. The names are an interface (`--json`, /diagnostics).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bound {
+    TrackingError,
+    ReachMargin,
+    AssemblyHeight,
+    JointLimit,
+    Slip,
+}
+
+impl Bound {
+    pub fn name(self) -> &'static str {
+        match self {
+            Bound::TrackingError => "tracking_error",
+            Bound::ReachMargin => "reach_margin",
+            Bound::AssemblyHeight => "assembly_height",
+            Bound::JointLimit => "joint_limit",
+            Bound::Slip => "slip",
+        }
+    }
+}
+
+/// A bound that tripped: what was measured against what was allowed, and where.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Trip {
+    pub bound: Bound,
+    /// The measured value, in the bound's unit.
+    pub value: f64,
+    /// The bound it passed.
+    pub limit: f64,
+    /// The joint (1-3) or leg it concerns, where it concerns one.
+    pub joint: Option<usize>,
+}
+
+impl std::fmt::Display for Trip {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let what = match self.bound {
+            Bound::TrackingError => "tracking error [m]",
+            Bound::ReachMargin => "reach margin [rad]",
+            Bound::AssemblyHeight => "assembly height [m]",
+            Bound::JointLimit => "joint angle past its limit's margin [rad]",
+            Bound::Slip => "electrical lag [rad]",
+        };
+        write!(f, "{} ({what} {:.4}, bound {:.4}", self.bound.name(), self.value, self.limit)?;
+        if let Some(joint) = self.joint {
+            write!(f, ", joint {joint}")?;
+        }
+        write!(f, ")")
+    }
+}
+
+/// What one cycle knows of the arm, for [`Protection::check`].
+#[derive(Debug, Clone, Copy)]
+pub struct CycleView<'a> {
+    /// The estimated arm: joint angles and platform point and velocity.
+    pub motion: &'a ArmMotion,
+    /// The reference platform point [m].
+    pub reference: &'a Vec3,
+    /// The drives' electrical lag [rad], where the backend drives steppers.
+    pub lag: Option<Vec3>,
+}
+
+/// The bounds' state across cycles.
+#[derive(Debug, Clone)]
+pub struct Protection {
+    config: ProtectionConfig,
+    /// Cycles in a row each drive's lag has been past the bound.
+    lag_cycles: [u32; 3],
+}
+
+impl Protection {
+    pub fn new(config: ProtectionConfig) -> Protection {
+        Protection { config, lag_cycles: [0; 3] }
+    }
+
+    /// The first bound this cycle passes, if any, in the order: slip, tracking error, joint
+    /// limits, reach, assembly.
+    pub fn check(&mut self, robot: &Robot, view: &CycleView<'_>) -> Option<Trip> {
+        let config = &self.config;
+        if let Some(lag) = view.lag {
+            for joint in 0..3 {
+                let past = lag[joint].abs() > config.max_lag_rad;
+                self.lag_cycles[joint] = if past { self.lag_cycles[joint] + 1 } else { 0 };
+                if self.lag_cycles[joint] >= config.lag_cycles {
+                    return Some(trip(Bound::Slip, lag[joint].abs(), config.max_lag_rad, Some(joint)));
+                }
+            }
+        }
+        let motion = view.motion;
+        let error = (motion.p - view.reference).norm();
+        if error > config.max_tracking_error_m {
+            return Some(trip(Bound::TrackingError, error, config.max_tracking_error_m, None));
+        }
+        let stop_point = motion.p + motion.p_dot * (motion.p_dot.norm() / (2.0 * config.stopping_deceleration_m_s2));
+        let stop_theta = robot.inverse_kinematics(&stop_point, Some(&motion.theta)).ok();
+        if let Some(limits) = &config.joint_limits_rad {
+            for theta in std::iter::once(motion.theta).chain(stop_theta) {
+                if let Some(found) = past_joint_limit(&theta, limits, config.joint_margin_rad) {
+                    return Some(found);
+                }
+            }
+        }
+        for point in [motion.p, stop_point] {
+            let reach = robot.reach_margins(&point).map_or((0.0, 0), |margins| (margins.min(), margins.imin()));
+            if reach.0 < config.min_reach_margin_rad {
+                return Some(trip(Bound::ReachMargin, reach.0, config.min_reach_margin_rad, Some(reach.1)));
+            }
+        }
+        for theta in [Some(motion.theta), stop_theta] {
+            let height = theta.and_then(|theta| robot.assembly_height(&theta).ok()).unwrap_or(0.0);
+            if height < config.min_assembly_height_m {
+                return Some(trip(Bound::AssemblyHeight, height, config.min_assembly_height_m, None));
+            }
+        }
+        None
+    }
+}
+
+/// A bound passed at joint index `joint` (0-based; reported 1-based).
+fn trip(bound: Bound, value: f64, limit: f64, joint: Option<usize>) -> Trip {
+    Trip { bound, value, limit, joint: joint.map(|index| index + 1) }
+}
+
+/// The first joint of `theta` [rad] within `margin` [rad] of its limit, if any.
+fn past_joint_limit(theta: &Vec3, limits: &[[f64; 2]; 3], margin: f64) -> Option<Trip> {
+    (0..3).find_map(|joint| {
+        let [lower, upper] = limits[joint];
+        let value = theta[joint];
+        if value < lower + margin {
+            Some(trip(Bound::JointLimit, value, lower + margin, Some(joint)))
+        } else if value > upper - margin {
+            Some(trip(Bound::JointLimit, value, upper - margin, Some(joint)))
+        } else {
+            None
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::control::arc::ArcSpec;
+
+    fn arc_start(robot: &Robot) -> ArmMotion {
+        let arc = ArcSpec::default().waypoints(&robot.elbow(), robot.params().l_arm).unwrap();
+        robot.motion_from_task(&arc[0].x, &Vec3::zeros(), None, 0.0).unwrap()
+    }
+
+    #[test]
+    fn an_arm_on_its_reference_trips_nothing() {
+        let robot = Robot::default();
+        let motion = arc_start(&robot);
+        let view = CycleView { motion: &motion, reference: &motion.p, lag: Some(Vec3::new(0.9, -0.9, 1.5)) };
+        assert_eq!(Protection::new(ProtectionConfig::default()).check(&robot, &view), None);
+    }
+
+    #[test]
+    fn a_tracking_error_past_its_bound_trips_at_once() {
+        let robot = Robot::default();
+        let motion = arc_start(&robot);
+        let reference = motion.p + Vec3::new(0.0, 0.02, 0.0);
+        let view = CycleView { motion: &motion, reference: &reference, lag: None };
+        let trip = Protection::new(ProtectionConfig::default()).check(&robot, &view).unwrap();
+        assert_eq!((trip.bound, trip.limit, trip.joint), (Bound::TrackingError, 0.01, None));
+        assert!((trip.value - 0.02).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_lag_past_the_torque_peak_trips_only_when_it_persists() {
+        let robot = Robot::default();
+        let motion = arc_start(&robot);
+        let config = ProtectionConfig::default();
+        let mut protection = Protection::new(config.clone());
+        let slipping = CycleView { motion: &motion, reference: &motion.p, lag: Some(Vec3::new(0.0, 0.0, -3.0)) };
+        let settled = CycleView { lag: Some(Vec3::zeros()), ..slipping };
+        for _ in 1..config.lag_cycles {
+            assert_eq!(protection.check(&robot, &slipping), None);
+        }
+        assert_eq!(protection.check(&robot, &settled), None, "a glitch resets the count");
+        for _ in 1..config.lag_cycles {
+            assert_eq!(protection.check(&robot, &slipping), None);
+        }
+        let trip = protection.check(&robot, &slipping).unwrap();
+        assert_eq!((trip.bound, trip.value, trip.joint), (Bound::Slip, 3.0, Some(3)));
+    }
+
+    #[test]
+    fn an_arm_heading_for_the_workspace_edge_trips_before_it_gets_there() {
+        let robot = Robot::default();
+        let mut motion = arc_start(&robot);
+        let at_rest = CycleView { motion: &motion, reference: &motion.p, lag: None };
+        let mut protection = Protection::new(ProtectionConfig::default());
+        assert_eq!(protection.check(&robot, &at_rest), None);
+        // Fast enough that its stopping point lies out of reach.
+        motion.p_dot = Vec3::new(0.0, 0.0, 8.0);
+        let reference = motion.p;
+        let moving = CycleView { motion: &motion, reference: &reference, lag: None };
+        let trip = protection.check(&robot, &moving).unwrap();
+        assert!(matches!(trip.bound, Bound::ReachMargin | Bound::AssemblyHeight), "{trip}");
+    }
+
+    #[test]
+    fn joint_limits_keep_their_margin() {
+        let robot = Robot::default();
+        let motion = arc_start(&robot);
+        let theta = motion.theta;
+        let limits = [[theta[0] - 1.0, theta[0] + 1.0], [theta[1] - 1.0, theta[1] + 0.04], [-4.0, 4.0]];
+        let config = ProtectionConfig { joint_limits_rad: Some(limits), ..ProtectionConfig::default() };
+        let view = CycleView { motion: &motion, reference: &motion.p, lag: None };
+        let trip = Protection::new(config).check(&robot, &view).unwrap();
+        assert_eq!((trip.bound, trip.joint), (Bound::JointLimit, Some(2)));
+        assert!((trip.limit - (theta[1] - 0.01)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn bounds_are_validated() {
+        assert!(ProtectionConfig::default().validate().is_ok());
+        let bad = ProtectionConfig { max_tracking_error_m: f64::NAN, ..ProtectionConfig::default() };
+        assert!(bad.validate().is_err());
+        let crossed = ProtectionConfig { joint_limits_rad: Some([[1.0, 0.0]; 3]), ..ProtectionConfig::default() };
+        assert!(crossed.validate().is_err());
+    }
+}
