@@ -24,4 +24,5 @@ def generate_launch_description():
         "trajectory_file": ("", str, "trajectory CSV; empty = the built-in arc"),
         "autostart": ("true", bool, "configure and activate at start (false: wait for ros2 lifecycle set)"),
         "auto_recover": ("false", bool, "after a rig fault, configure and activate again once a second"),
+        "auto_recover_protective_stop": ("false", bool, "with auto_recover, activate again after a protective stop too"),
     }, ARM(bag="arm_hil_hil"))

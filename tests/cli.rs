@@ -432,3 +432,61 @@ fn the_lab_clients_hil_mode_gets_every_frame_of_a_run_on_the_simulated_rig() {
     let expected = (end_t - start_t) * 1000.0;
     assert!((times.len() as f64 - expected).abs() < 0.02 * expected, "{} frames for {expected} cycles", times.len());
 }
+
+/// A configuration whose tracking bound is below what any run achieves: every HIL run trips it.
+fn tight_tracking_bound(dir: &std::path::Path) -> PathBuf {
+    let path = dir.join("tight.yaml");
+    std::fs::write(&path, "hil:\n  realtime_priority: null\n  protection:\n    max_tracking_error_m: 0.000001\n")
+        .unwrap();
+    path
+}
+
+#[test]
+fn a_protective_stop_exits_non_zero_and_names_its_bound_in_the_json() {
+    let dir = scratch_dir("protective_stop");
+    let config = tight_tracking_bound(&dir);
+    let output = arm_hil(&["hil", "--hardware", "sim", "--config", config.to_str().unwrap(), "--json"]);
+    assert!(!output.status.success(), "a protective stop is a failed run");
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(summary["outcome"], "protective_stop", "{summary}");
+    let stop = &summary["protective_stop"];
+    assert_eq!(stop["bound"], "tracking_error", "{summary}");
+    assert_eq!(stop["limit"], 1e-6, "{summary}");
+    assert!(stop["value"].as_f64().unwrap() > 1e-6 && stop["t"].as_f64().unwrap() < 1.0, "{summary}");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("protective stop"));
+}
+
+#[test]
+fn a_protective_stop_ends_a_port_5555_hil_stream_early() {
+    use arm_hil::control::arc::ArcSpec;
+    use arm_hil::model::Robot;
+    use arm_hil::protocol::legacy::{encode_request, Mode, Request, FRAME_BYTES};
+    use std::io::{Read, Write};
+
+    let dir = scratch_dir("protective_stop_5555");
+    let config = tight_tracking_bound(&dir);
+    let server = Background::start(
+        &["serve", "--bind", "127.0.0.1:0", "--hil-hardware", "sim", "--config", config.to_str().unwrap()],
+        std::process::Stdio::null(),
+    );
+    let robot = Robot::default();
+    let waypoints = ArcSpec::default().waypoints(&robot.elbow(), robot.params().l_arm).unwrap();
+    let end_t = waypoints[waypoints.len() - 1].t;
+    let mut request = Vec::new();
+    let mode = Mode::Hil { sensor: String::new(), arduino: String::new() };
+    encode_request(&Request { mode, elbow: robot.elbow(), l_arm: robot.params().l_arm, waypoints }, &mut request);
+    let mut client = std::net::TcpStream::connect(server.announced()).unwrap();
+    client.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
+    client.write_all(&request).unwrap();
+    let mut response = Vec::new();
+    client.read_to_end(&mut response).unwrap();
+    server.interrupt();
+
+    // The frames up to the stop, then the end marker the client stops at, then the close: far
+    // fewer than the arc's 9 860 cycles.
+    assert_eq!(response.len() % FRAME_BYTES, 0);
+    let times: Vec<f64> =
+        response.chunks(FRAME_BYTES).map(|frame| f64::from_le_bytes(frame[..8].try_into().unwrap())).collect();
+    assert_eq!(*times.last().unwrap(), end_t, "the end marker closes the stream");
+    assert!(times.len() < 1000, "{} frames: the run went on", times.len());
+}

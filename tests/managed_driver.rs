@@ -10,7 +10,7 @@ use arm_hil::bag::info::BagInfo;
 use arm_hil::bag::metadata::BagDistro;
 use arm_hil::bag::{wall_clock_ns, BagWriter};
 use arm_hil::emulate::stm32::{Faults, Stm32Emulator, Stm32EmulatorConfig};
-use arm_hil::nodes::lifecycle::{Managed, Outcome, Step};
+use arm_hil::nodes::lifecycle::{Fault, Managed, Outcome, Step};
 use arm_hil::nodes::managed_driver::ManagedDriver;
 use arm_hil::nodes::stm32::{Stm32Arm, Stm32NodeConfig};
 use arm_hil::nodes::topics::stm32::Stm32Topics;
@@ -30,7 +30,7 @@ fn tempdir() -> std::path::PathBuf {
 }
 
 /// stm32_driver's managed logic for the device at `port`, recording into the bag `bag`.
-fn stm32_node(port: &str, bag: &std::path::Path) -> (ManagedDriver<Stm32Arm, BagWriter>, Receiver<String>) {
+fn stm32_node(port: &str, bag: &std::path::Path) -> (ManagedDriver<Stm32Arm, BagWriter>, Receiver<Fault>) {
     let config = Stm32NodeConfig { port: port.to_owned(), ..Stm32NodeConfig::default() };
     let mut out = Outputs::new(NodeName::new("stm32_driver"), BagWriter::create(bag, BagDistro::Jazzy).unwrap());
     let topics =
@@ -107,7 +107,9 @@ fn a_device_that_goes_away_is_a_fault_and_error_processing_releases_it() {
     assert_eq!(node.on(Step::Configure), Outcome::Success);
     assert_eq!(node.on(Step::Activate), Outcome::Success);
     emulator.unplug();
-    let reason = faults.recv_timeout(Duration::from_secs(5)).expect("no fault reported");
+    let Fault::Device(reason) = faults.recv_timeout(Duration::from_secs(5)).expect("no fault reported") else {
+        panic!("a device fault")
+    };
     assert!(reason.contains("stopped answering") || reason.contains("port"), "{reason}");
     assert_eq!(node.on(Step::Recover), Outcome::Success);
     assert!(node.commanding().get().is_err(), "commands flow with the device away");

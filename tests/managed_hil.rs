@@ -13,7 +13,7 @@ use arm_hil::model::math::Vec3;
 use arm_hil::model::Robot;
 use arm_hil::nodes::diagnostics::Level;
 use arm_hil::nodes::hil::{FeedRequest, HilNodeConfig, HilNodeSettings};
-use arm_hil::nodes::lifecycle::{State, Supervised};
+use arm_hil::nodes::lifecycle::{Fault, State, Supervised};
 use arm_hil::nodes::load_trajectory;
 use arm_hil::nodes::managed_hil::{HilLinks, HilReporter, ManagedHil};
 use arm_hil::sim::{Frame, SilConfig};
@@ -39,13 +39,17 @@ impl Reports {
 struct Node {
     node: Supervised<ManagedHil>,
     frames: Receiver<Frame>,
-    faults: Receiver<String>,
+    faults: Receiver<Fault>,
     reports: Arc<Reports>,
     _requests: Sender<FeedRequest>,
 }
 
 impl Node {
     fn new(hardware: RigKind, devices: Option<&RigEmulator>) -> Node {
+        Node::with_loop(hardware, devices, HilConfig { realtime_priority: None, ..HilConfig::default() })
+    }
+
+    fn with_loop(hardware: RigKind, devices: Option<&RigEmulator>, hil: HilConfig) -> Node {
         let sil = SilConfig::default();
         let robot = Robot::new(sil.robot.clone()).unwrap();
         let initial = load_trajectory(None, &robot).unwrap();
@@ -56,7 +60,6 @@ impl Node {
             arduino_device: devices.map(|d| path(d.arduino_path())).unwrap_or_default(),
             ..HilNodeSettings::default()
         };
-        let hil = HilConfig { realtime_priority: None, ..HilConfig::default() };
         let config = HilNodeConfig { sil, hil, rig: RigSettings::default(), settings };
         let (requests, feeder_requests) = channel();
         let (frames_tx, frames) = sync_channel(100_000);
@@ -159,8 +162,9 @@ fn a_silent_sensor_is_a_fault_the_motors_stop_and_configure_activate_resume_with
     emulator.set_sensor_silent(true);
     let silent_at = emulator.stats().t;
     let fault = node.faults.recv_timeout(Duration::from_secs(2)).expect("a fault");
-    assert!(fault.contains("sensor lost"), "{fault}");
-    assert_eq!(node.reports.last(), (Level::Error, fault.clone()));
+    let Fault::Device(reason) = &fault else { panic!("a device fault, not {fault:?}") };
+    assert!(reason.contains("sensor lost"), "{reason}");
+    assert_eq!(node.reports.last(), (Level::Error, reason.clone()));
     node.node.fault(&fault).unwrap();
     assert_eq!(node.node.lifecycle().state(), State::Unconfigured);
 
@@ -191,4 +195,28 @@ fn a_silent_sensor_is_a_fault_the_motors_stop_and_configure_activate_resume_with
     assert_eq!(node.faults.try_recv().ok(), None, "no fault after resuming");
     node.set("shutdown");
     assert_eq!(emulator.stop().last_rates, [0.0; 3]);
+}
+
+#[test]
+fn a_protective_stop_leaves_the_node_inactive_with_the_bound_on_its_status_and_the_rig_open() {
+    use arm_hil::hil::protection::ProtectionConfig;
+    // A tracking bound below what the loop achieves: the first cycles trip it.
+    let protection = ProtectionConfig { max_tracking_error_m: 1e-6, ..ProtectionConfig::default() };
+    let hil = HilConfig { realtime_priority: None, protection, ..HilConfig::default() };
+    let mut node = Node::with_loop(RigKind::Sim, None, hil);
+    node.set("configure");
+    node.set("activate");
+    let fault = node.faults.recv_timeout(Duration::from_secs(5)).expect("a protective stop");
+    let Fault::ProtectiveStop(reason) = &fault else { panic!("a protective stop, not {fault:?}") };
+    assert!(reason.contains("tracking_error"), "{reason}");
+    let taken = node.node.fault(&fault).unwrap();
+    assert!(taken.reason.unwrap().contains("tracking_error"));
+    assert_eq!(node.node.lifecycle().state(), State::Inactive);
+    let (level, status) = node.reports.last();
+    assert_eq!(level, Level::Error);
+    assert!(status.starts_with("inactive: protective stop") && status.contains("tracking_error"), "{status}");
+    // The rig stayed open: a person can activate again at once.
+    node.set("activate");
+    assert_eq!(node.node.lifecycle().state(), State::Active);
+    node.set("shutdown");
 }

@@ -25,9 +25,11 @@ pub struct ProtectionConfig {
     /// Smallest height of the distal links' meeting point over the plane of their sphere
     /// centres (zero where the chain no longer closes) [m]. Default 0.01; the arc keeps 0.027.
     pub min_assembly_height_m: f64,
-    /// Joint limits [rad], lower and upper per joint, kept with `joint_margin_rad`; null for
-    /// none. Default null: the rig's joints turn freely and its workspace ends first.
-    pub joint_limits_rad: Option<[[f64; 2]; 3]>,
+    /// Lower joint limits [rad], kept with `joint_margin_rad`; null for none. Default null: the
+    /// rig's joints turn freely and its workspace ends first.
+    pub joint_lower_rad: Option<[f64; 3]>,
+    /// Upper joint limits [rad], likewise. Default null.
+    pub joint_upper_rad: Option<[f64; 3]>,
     /// Margin kept inside the joint limits [rad]. Default 0.05.
     pub joint_margin_rad: f64,
     /// Deceleration the stop is assumed to achieve [m/s^2]: the workspace and joint bounds are
@@ -49,7 +51,8 @@ impl Default for ProtectionConfig {
             max_tracking_error_m: 0.01,
             min_reach_margin_rad: 0.1,
             min_assembly_height_m: 0.01,
-            joint_limits_rad: None,
+            joint_lower_rad: None,
+            joint_upper_rad: None,
             joint_margin_rad: 0.05,
             stopping_deceleration_m_s2: 5.0,
             max_lag_rad: 2.2,
@@ -75,12 +78,15 @@ impl ProtectionConfig {
         if !(self.stopping_deceleration_m_s2 > 0.0) || self.lag_cycles == 0 {
             return Err("hil.protection.stopping_deceleration_m_s2 and lag_cycles must be > 0".into());
         }
-        if let Some(limits) = &self.joint_limits_rad {
-            if limits.iter().any(|[lower, upper]| !(lower.is_finite() && upper.is_finite() && lower < upper)) {
-                return Err(format!(
-                    "hil.protection.joint_limits_rad must be finite with lower < upper, got {limits:?}"
-                ));
-            }
+        let lower = self.joint_lower_rad.unwrap_or([f64::NEG_INFINITY; 3]);
+        let upper = self.joint_upper_rad.unwrap_or([f64::INFINITY; 3]);
+        let mut given = self.joint_lower_rad.iter().chain(&self.joint_upper_rad).flatten();
+        if given.any(|limit| !limit.is_finite()) || (0..3).any(|joint| !(lower[joint] < upper[joint])) {
+            return Err(format!(
+                "hil.protection.joint_lower_rad and joint_upper_rad must be finite, each lower below its upper, \
+                 got {:?} and {:?}",
+                self.joint_lower_rad, self.joint_upper_rad
+            ));
         }
         Ok(())
     }
@@ -182,11 +188,9 @@ impl Protection {
         }
         let stop_point = motion.p + motion.p_dot * (motion.p_dot.norm() / (2.0 * config.stopping_deceleration_m_s2));
         let stop_theta = robot.inverse_kinematics(&stop_point, Some(&motion.theta)).ok();
-        if let Some(limits) = &config.joint_limits_rad {
-            for theta in std::iter::once(motion.theta).chain(stop_theta) {
-                if let Some(found) = past_joint_limit(&theta, limits, config.joint_margin_rad) {
-                    return Some(found);
-                }
+        for theta in std::iter::once(motion.theta).chain(stop_theta) {
+            if let Some(found) = past_joint_limit(&theta, config) {
+                return Some(found);
             }
         }
         for point in [motion.p, stop_point] {
@@ -210,17 +214,17 @@ fn trip(bound: Bound, value: f64, limit: f64, joint: Option<usize>) -> Trip {
     Trip { bound, value, limit, joint: joint.map(|index| index + 1) }
 }
 
-/// The first joint of `theta` [rad] within `margin` [rad] of its limit, if any.
-fn past_joint_limit(theta: &Vec3, limits: &[[f64; 2]; 3], margin: f64) -> Option<Trip> {
+/// The first joint of `theta` [rad] within the margin of one of its limits, if any.
+fn past_joint_limit(theta: &Vec3, config: &ProtectionConfig) -> Option<Trip> {
+    let margin = config.joint_margin_rad;
     (0..3).find_map(|joint| {
-        let [lower, upper] = limits[joint];
         let value = theta[joint];
-        if value < lower + margin {
-            Some(trip(Bound::JointLimit, value, lower + margin, Some(joint)))
-        } else if value > upper - margin {
-            Some(trip(Bound::JointLimit, value, upper - margin, Some(joint)))
-        } else {
-            None
+        let lower = config.joint_lower_rad.map(|limits| limits[joint] + margin);
+        let upper = config.joint_upper_rad.map(|limits| limits[joint] - margin);
+        match (lower, upper) {
+            (Some(lower), _) if value < lower => Some(trip(Bound::JointLimit, value, lower, Some(joint))),
+            (_, Some(upper)) if value > upper => Some(trip(Bound::JointLimit, value, upper, Some(joint))),
+            _ => None,
         }
     })
 }
@@ -293,8 +297,11 @@ mod tests {
         let robot = Robot::default();
         let motion = arc_start(&robot);
         let theta = motion.theta;
-        let limits = [[theta[0] - 1.0, theta[0] + 1.0], [theta[1] - 1.0, theta[1] + 0.04], [-4.0, 4.0]];
-        let config = ProtectionConfig { joint_limits_rad: Some(limits), ..ProtectionConfig::default() };
+        let config = ProtectionConfig {
+            joint_lower_rad: Some([theta[0] - 1.0, theta[1] - 1.0, -4.0]),
+            joint_upper_rad: Some([theta[0] + 1.0, theta[1] + 0.04, 4.0]),
+            ..ProtectionConfig::default()
+        };
         let view = CycleView { motion: &motion, reference: &motion.p, lag: None };
         let trip = Protection::new(config).check(&robot, &view).unwrap();
         assert_eq!((trip.bound, trip.joint), (Bound::JointLimit, Some(2)));
@@ -306,7 +313,11 @@ mod tests {
         assert!(ProtectionConfig::default().validate().is_ok());
         let bad = ProtectionConfig { max_tracking_error_m: f64::NAN, ..ProtectionConfig::default() };
         assert!(bad.validate().is_err());
-        let crossed = ProtectionConfig { joint_limits_rad: Some([[1.0, 0.0]; 3]), ..ProtectionConfig::default() };
+        let crossed = ProtectionConfig {
+            joint_lower_rad: Some([1.0; 3]),
+            joint_upper_rad: Some([0.0; 3]),
+            ..ProtectionConfig::default()
+        };
         assert!(crossed.validate().is_err());
     }
 }

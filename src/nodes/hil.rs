@@ -47,6 +47,9 @@ pub struct HilNodeSettings {
     /// After a device fault, configure and activate again once a second until the rig is back.
     /// Default false.
     pub auto_recover: bool,
+    /// With auto_recover, activate again after a protective stop too. Default false: a
+    /// protective stop leaves the node inactive until a person has looked.
+    pub auto_recover_protective_stop: bool,
 }
 
 impl Default for HilNodeSettings {
@@ -60,20 +63,24 @@ impl Default for HilNodeSettings {
             frame_id: "base_link".into(),
             autostart: false,
             auto_recover: false,
+            auto_recover_protective_stop: false,
         }
     }
 }
 
 /// How `ros2 param` sees hil_node's parameters: all are read at start (the loop and its
 /// hardware are set up once).
-pub const HIL_NODE_PARAMS: [ParamSpec; 15] = [
+pub const HIL_NODE_PARAMS: [ParamSpec; 16] = [
     ParamSpec::read_only("hardware", "hardware behind the loop: sim or robotscara (read at start)"),
     ParamSpec::read_only("sensor_device", "angle sensor device, robotscara (read at start)"),
     ParamSpec::read_only("arduino_device", "step-driver Arduino device or auto, robotscara (read at start)"),
     ParamSpec::read_only("publish_rate_hz", "frames published per second [Hz] (read at start)"),
     ParamSpec::read_only("trajectory_file", "trajectory CSV run at start; empty runs the built-in arc (read at start)"),
     ParamSpec::read_only("frame_id", "frame of the published points (read at start)"),
-    ParamSpec::read_only("hil.", "the fixed-rate loop: rate, sensor timeout, real-time priority (read at start)"),
+    ParamSpec::read_only(
+        "hil.",
+        "the fixed-rate loop: rate, sensor timeout, real-time priority, protective stop bounds (read at start)",
+    ),
     ParamSpec::read_only("rig.", "the reference rig's devices (read at start)"),
     ParamSpec::read_only("stepper.", "torque to step rate (read at start)"),
     ParamSpec::read_only("robot.", "robot model, SI units (read at start; see examples/sil.yaml)"),
@@ -84,6 +91,10 @@ pub const HIL_NODE_PARAMS: [ParamSpec; 15] = [
     ParamSpec::read_only(
         "auto_recover",
         "after a rig fault, configure and activate again once a second (read at start)",
+    ),
+    ParamSpec::read_only(
+        "auto_recover_protective_stop",
+        "with auto_recover, activate again after a protective stop too (read at start)",
     ),
 ];
 

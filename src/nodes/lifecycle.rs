@@ -179,6 +179,16 @@ impl Taken {
     }
 }
 
+/// What a managed node's own threads report that takes it out of active.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// The device failed: the node releases it through error processing, to unconfigured.
+    Device(String),
+    /// The loop made a protective stop: the motors hold, the device stays open, and the node
+    /// goes to inactive, the reason on its status, until a person activates it again.
+    ProtectiveStop(String),
+}
+
 /// The machine, in one of its primary states between transitions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Lifecycle {
@@ -239,6 +249,20 @@ impl Lifecycle {
         Some(self.follow(request, step, Outcome::Error(reason.to_owned()), node))
     }
 
+    /// A protective stop (`reason`) while active: the node deactivates (its callback finds the
+    /// loop already stopped) and waits inactive, its device open. The edges taken carry the
+    /// reason. Nothing to do in the other states.
+    pub fn halt(&mut self, reason: &str, node: &mut impl Managed) -> Option<Taken> {
+        if self.state != State::Active {
+            return None;
+        }
+        let request = REQUESTS.iter().find(|edge| edge.id == 4).copied()?;
+        let outcome = node.on(Step::Deactivate);
+        let mut taken = self.follow(request, Step::Deactivate, outcome, node);
+        taken.reason.get_or_insert_with(|| format!("protective stop: {reason}"));
+        Some(taken)
+    }
+
     /// Takes `request`, whose callback ended with `outcome`, and what follows from it.
     fn follow(&mut self, request: Edge, step: Step, mut outcome: Outcome, node: &mut impl Managed) -> Taken {
         let mut taken = Taken { edges: vec![request], reason: None };
@@ -276,19 +300,34 @@ pub const RECOVERY_PERIOD: Duration = Duration::from_secs(1);
 /// A managed node kept up: its device faults take it down (see [`Lifecycle::fault`]), and with
 /// `auto_recover` it is configured and activated again, once a second, while it should be
 /// active and is not. It should be active after an activate (a user's, or [`Supervised::bring_up`]
-/// at start) until a user deactivates, cleans up or shuts it down.
+/// at start) until a user deactivates, cleans up or shuts it down, or a protective stop takes it
+/// to inactive (unless it recovers from those too).
 #[derive(Debug)]
 pub struct Supervised<M> {
     lifecycle: Lifecycle,
     managed: M,
     auto_recover: bool,
+    recover_protective_stops: bool,
     wants_active: bool,
     last_try: Option<Instant>,
 }
 
 impl<M: Managed> Supervised<M> {
     pub fn new(managed: M, auto_recover: bool) -> Supervised<M> {
-        Supervised { lifecycle: Lifecycle::default(), managed, auto_recover, wants_active: false, last_try: None }
+        Supervised {
+            lifecycle: Lifecycle::default(),
+            managed,
+            auto_recover,
+            recover_protective_stops: false,
+            wants_active: false,
+            last_try: None,
+        }
+    }
+
+    /// With `auto_recover`, activates again after a protective stop too.
+    pub fn recovering_protective_stops(mut self, recover: bool) -> Supervised<M> {
+        self.recover_protective_stops = recover;
+        self
     }
 
     pub fn lifecycle(&self) -> &Lifecycle {
@@ -305,9 +344,16 @@ impl<M: Managed> Supervised<M> {
         Ok(taken)
     }
 
-    /// A device fault (see [`Lifecycle::fault`]).
-    pub fn fault(&mut self, reason: &str) -> Option<Taken> {
-        self.lifecycle.fault(reason, &mut self.managed)
+    /// A fault its threads reported: a device fault (see [`Lifecycle::fault`]) or a protective
+    /// stop (see [`Lifecycle::halt`]).
+    pub fn fault(&mut self, fault: &Fault) -> Option<Taken> {
+        match fault {
+            Fault::Device(reason) => self.lifecycle.fault(reason, &mut self.managed),
+            Fault::ProtectiveStop(reason) => {
+                self.wants_active &= self.recover_protective_stops;
+                self.lifecycle.halt(reason, &mut self.managed)
+            }
+        }
     }
 
     /// Configures (where needed) and activates; the transitions taken, up to the first that failed.
@@ -467,7 +513,7 @@ mod tests {
         assert!(node.bring_up().iter().all(Taken::success));
         assert_eq!(node.lifecycle().state(), State::Active);
         down.set(true);
-        node.fault("unplugged").unwrap();
+        node.fault(&Fault::Device("unplugged".into())).unwrap();
         let tried = node.tick(start);
         assert_eq!((tried.len(), node.lifecycle().state()), (1, State::Unconfigured), "the device is still away");
         assert!(node.tick(start + Duration::from_millis(500)).is_empty(), "tried again within the period");
@@ -487,12 +533,32 @@ mod tests {
 
         let mut manual = Supervised::new(Device { down }, false);
         manual.bring_up();
-        manual.fault("unplugged").unwrap();
+        manual.fault(&Fault::Device("unplugged".into())).unwrap();
         assert!(manual.tick(Instant::now() + RECOVERY_PERIOD).is_empty());
         assert_eq!(manual.lifecycle().state(), State::Unconfigured);
         manual.request(0, "configure").unwrap();
         manual.request(0, "activate").unwrap();
         assert_eq!(manual.lifecycle().state(), State::Active);
+    }
+
+    #[test]
+    fn a_protective_stop_leaves_the_node_inactive_and_auto_recover_leaves_it_there_unless_told() {
+        let start = Instant::now();
+        let stop = Fault::ProtectiveStop("tracking_error".into());
+        let mut node = Supervised::new(Device { down: Default::default() }, true);
+        node.bring_up();
+        let taken = node.fault(&stop).unwrap();
+        assert_eq!((node.lifecycle().state(), taken.edges.len()), (State::Inactive, 2));
+        assert_eq!(taken.reason.as_deref(), Some("protective stop: tracking_error"));
+        assert!(node.tick(start + RECOVERY_PERIOD).is_empty(), "a person looks first");
+        assert_eq!(node.fault(&stop), None, "nothing to stop while inactive");
+
+        let mut recovering =
+            Supervised::new(Device { down: Default::default() }, true).recovering_protective_stops(true);
+        recovering.bring_up();
+        recovering.fault(&stop).unwrap();
+        assert_eq!(recovering.tick(start + RECOVERY_PERIOD).len(), 1);
+        assert_eq!(recovering.lifecycle().state(), State::Active);
     }
 
     #[test]

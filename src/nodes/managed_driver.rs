@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::lifecycle::{Managed, Outcome, Step};
+use super::lifecycle::{Fault, Managed, Outcome, Step};
 use super::topics::{pump_events, EventTopics, Outputs, Sink};
 
 /// How long configure waits for the device's first answer.
@@ -81,7 +81,7 @@ pub struct ManagedDriver<D: SerialDevice, S> {
     idle: Option<(D::Topics, Outputs<S>)>,
     running: Option<Running<D, S>>,
     commanding: Commanding<D::Commander>,
-    faults: Sender<String>,
+    faults: Sender<Fault>,
     now_ns: Clock,
 }
 
@@ -93,7 +93,7 @@ impl<D: SerialDevice, S: Sink + Send + 'static> ManagedDriver<D, S> {
     pub fn new(
         device: D,
         topics: (D::Topics, Outputs<S>),
-        faults: Sender<String>,
+        faults: Sender<Fault>,
         now_ns: Clock,
     ) -> ManagedDriver<D, S> {
         ManagedDriver {
@@ -156,7 +156,7 @@ impl<D: SerialDevice, S: Sink + Send + 'static> ManagedDriver<D, S> {
             let published = pump_events(D::events(&driver), &pump_stop, topics, out, &*now_ns, |event| {
                 device.log(event);
                 if let Some(reason) = D::lost(event) {
-                    let _ = faults.send(reason);
+                    let _ = faults.send(Fault::Device(reason));
                 }
             });
             D::close(driver);

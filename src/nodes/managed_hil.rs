@@ -5,7 +5,9 @@
 //!
 //! A loop that stops by itself (the sensor silent, a port gone, a fault in control) is a device
 //! fault: the loop stops the motors as it ends, the node is told on its fault channel and goes
-//! to unconfigured, and nothing is commanded until it is configured and activated again.
+//! to unconfigured, and nothing is commanded until it is configured and activated again. A
+//! protective stop (a bound of docs/hil.md tripped) leaves the rig open with the motors holding:
+//! the node goes to inactive, its status an error naming the bound, until activated again.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, Sender, SyncSender};
@@ -15,7 +17,7 @@ use std::time::Duration;
 
 use super::diagnostics::Level;
 use super::hil::{run_feeder, FeedRequest, Feeder, HilNodeConfig};
-use super::lifecycle::{Managed, Outcome, Step};
+use super::lifecycle::{Fault, Managed, Outcome, Step};
 use crate::control::Trajectory;
 use crate::drivers::open_hardware;
 use crate::hil::{FrameChannel, Hardware, HilLoop, HilReport, LoopStatus, Withdrawals, FEED_DEPTH};
@@ -42,8 +44,8 @@ pub struct HilLinks {
     /// The loop's figures, refreshed once a second.
     pub status: Arc<Mutex<LoopStatus>>,
     pub withdrawals: Arc<Withdrawals>,
-    /// Device faults, for the node's lifecycle.
-    pub faults: Sender<String>,
+    /// Device faults and protective stops, for the node's lifecycle.
+    pub faults: Sender<Fault>,
 }
 
 struct RunningLoop {
@@ -66,9 +68,11 @@ pub struct ManagedHil {
     frames: SyncSender<Frame>,
     status: Arc<Mutex<LoopStatus>>,
     withdrawals: Arc<Withdrawals>,
-    faults: Sender<String>,
+    faults: Sender<Fault>,
     reporter: Arc<dyn HilReporter>,
     looping: Arc<AtomicBool>,
+    /// Why the last loop made a protective stop, if it did: the status while inactive.
+    protective_stop: Arc<Mutex<Option<String>>>,
 }
 
 impl ManagedHil {
@@ -94,6 +98,7 @@ impl ManagedHil {
             faults: links.faults,
             reporter,
             looping: Arc::new(AtomicBool::new(false)),
+            protective_stop: Arc::default(),
         }
     }
 
@@ -160,17 +165,30 @@ impl ManagedHil {
             .name("hil-feed".into())
             .spawn(move || run_feeder(feeder, requests, feed, &feeder_stop));
         let (reporter, faults, looping) = (self.reporter.clone(), self.faults.clone(), self.looping.clone());
+        let protective_stop = self.protective_stop.clone();
+        if let Ok(mut last) = protective_stop.lock() {
+            *last = None;
+        }
         looping.store(true, Ordering::Relaxed);
         let run = std::thread::Builder::new().name("hil-loop".into()).spawn(move || {
             let (report, hardware) = hil.run_and_release();
             looping.store(false, Ordering::Relaxed);
             match &report.outcome {
                 Ok(()) => reporter.loop_stopped(None),
+                Err(error) if error.protective_stop().is_some() => {
+                    let cause = format!("{error}; motors holding, rig open");
+                    reporter.status(Level::Error, cause.clone());
+                    reporter.loop_stopped(Some(&cause));
+                    if let Ok(mut last) = protective_stop.lock() {
+                        *last = Some(cause.clone());
+                    }
+                    let _ = faults.send(Fault::ProtectiveStop(error.to_string()));
+                }
                 Err(error) => {
                     let cause = format!("loop stopped, motors stopped: {error}");
                     reporter.status(Level::Error, cause.clone());
                     reporter.loop_stopped(Some(&cause));
-                    let _ = faults.send(cause);
+                    let _ = faults.send(Fault::Device(cause));
                 }
             }
             (report, hardware)
@@ -212,8 +230,13 @@ impl Managed for ManagedHil {
             Step::Activate => self.activate(),
             Step::Deactivate => {
                 let outcome = self.stop_loop();
-                if outcome == Outcome::Success {
-                    self.reporter.status(Level::Ok, "inactive: loop stopped, motors holding".into());
+                let stopped = self.protective_stop.lock().ok().and_then(|last| last.clone());
+                match (&outcome, stopped) {
+                    (Outcome::Success, Some(cause)) => self.reporter.status(Level::Error, format!("inactive: {cause}")),
+                    (Outcome::Success, None) => {
+                        self.reporter.status(Level::Ok, "inactive: loop stopped, motors holding".into())
+                    }
+                    _ => {}
                 }
                 outcome
             }

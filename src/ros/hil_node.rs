@@ -98,7 +98,8 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let (faults, rig_faults) = channel();
     let links = HilLinks { requests: feeder_requests, frames: frames_tx, status: status.clone(), withdrawals, faults };
     let node_reporter = NodeReporter { reporter: reporter.clone(), goals: follow_goals.clone() };
-    let (autostart, auto_recover) = (config.settings.autostart, config.settings.auto_recover);
+    let (autostart, auto_recover, recover_protective_stops) =
+        (config.settings.autostart, config.settings.auto_recover, config.settings.auto_recover_protective_stop);
     let rate = config.settings.publish_rate_hz;
     let managed = ManagedHil::new(config, robot.clone(), initial, links, Arc::new(node_reporter));
     let looping = managed.looping();
@@ -152,7 +153,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     })?;
 
     let finalized = stop.clone();
-    let supervisor = Supervisor { faults: rig_faults, autostart, auto_recover };
+    let supervisor = Supervisor { faults: rig_faults, autostart, auto_recover, recover_protective_stops };
     serve_lifecycle(&mut node, &pool.spawner(), managed, supervisor, move || finalized.store(true, Ordering::Relaxed))?;
     spin(node, pool, &stop)?;
     let _ = publishing.join();

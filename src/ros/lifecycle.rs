@@ -21,7 +21,7 @@ use r2r::lifecycle_msgs::srv::{ChangeState, GetAvailableStates, GetAvailableTran
 use r2r::QosProfile;
 
 use super::{now_ns, serve, spin};
-use crate::nodes::lifecycle::{Edge, Lifecycle, Managed, State, Supervised, Taken};
+use crate::nodes::lifecycle::{Edge, Fault, Lifecycle, Managed, State, Supervised, Taken};
 
 fn state(state: State) -> StateMsg {
     StateMsg { id: state.id(), label: state.label().to_owned() }
@@ -37,12 +37,14 @@ fn description(edge: &Edge) -> TransitionDescription {
 
 /// How a managed node is kept up.
 pub struct Supervisor {
-    /// Device faults, from the node's threads.
-    pub faults: Receiver<String>,
+    /// Device faults and protective stops, from the node's threads.
+    pub faults: Receiver<Fault>,
     /// Configure and activate at start.
     pub autostart: bool,
     /// See [`Supervised`].
     pub auto_recover: bool,
+    /// With `auto_recover`, activate again after a protective stop too.
+    pub recover_protective_stops: bool,
 }
 
 /// A supervised node on the spinning thread, with what publishes the edges it takes.
@@ -98,9 +100,9 @@ pub fn serve_lifecycle<M: Managed + 'static>(
     supervisor: Supervisor,
     finalized: impl Fn() + 'static,
 ) -> anyhow::Result<()> {
-    let Supervisor { faults, autostart, auto_recover } = supervisor;
+    let Supervisor { faults, autostart, auto_recover, recover_protective_stops } = supervisor;
     let shared = Rc::new(RefCell::new(Machine {
-        node: Supervised::new(managed, auto_recover),
+        node: Supervised::new(managed, auto_recover).recovering_protective_stops(recover_protective_stops),
         events: node.create_publisher::<TransitionEvent>("~/transition_event", QosProfile::default())?,
         clock: node.get_ros_clock(),
     }));
@@ -133,9 +135,13 @@ pub fn serve_lifecycle<M: Managed + 'static>(
         }
         while timer.tick().await.is_ok() {
             let mut machine = machine.borrow_mut();
-            while let Ok(reason) = faults.try_recv() {
-                if let Some(taken) = machine.node.fault(&reason) {
-                    machine.took("device fault", &taken);
+            while let Ok(fault) = faults.try_recv() {
+                if let Some(taken) = machine.node.fault(&fault) {
+                    let label = match fault {
+                        Fault::Device(_) => "device fault",
+                        Fault::ProtectiveStop(_) => "protective stop",
+                    };
+                    machine.took(label, &taken);
                 }
             }
             for taken in machine.node.tick(Instant::now()) {

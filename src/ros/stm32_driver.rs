@@ -116,7 +116,11 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
         }))?;
     }
 
-    let supervisor =
-        Supervisor { faults: device_faults, autostart: config.autostart, auto_recover: config.auto_recover };
+    let supervisor = Supervisor {
+        faults: device_faults,
+        autostart: config.autostart,
+        auto_recover: config.auto_recover,
+        recover_protective_stops: false,
+    };
     spin_managed(node, pool, managed, supervisor)
 }
