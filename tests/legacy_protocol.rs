@@ -120,6 +120,19 @@ fn the_response_header_frames_and_ideal_blocks_have_the_spec_layout() {
     assert_eq!(f64s(&bytes), vec![0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]);
 }
 
+/// Everything `decoder` reads from `bytes` handed over in pieces of `piece` bytes.
+fn response_items(decoder: &mut ResponseDecoder, bytes: &[u8], piece: usize) -> Vec<ResponseItem> {
+    let mut items = Vec::new();
+    for mut chunk in bytes.chunks(piece) {
+        while !chunk.is_empty() {
+            let (used, item) = decoder.decode(chunk).unwrap();
+            items.extend(item);
+            chunk = &chunk[used..];
+        }
+    }
+    items
+}
+
 #[test]
 fn a_client_reads_frames_until_the_end_marker_then_n_ideal_blocks() {
     let frame = |t: f64| Frame { t, ..Frame::default() };
@@ -133,14 +146,7 @@ fn a_client_reads_frames_until_the_end_marker_then_n_ideal_blocks() {
     encode_ideal(&IdealPoint { t: 1.0, ..ideal }, &mut bytes);
     for piece in [1, 5, 128, bytes.len()] {
         let mut decoder = ResponseDecoder::sil();
-        let mut items = Vec::new();
-        for mut chunk in bytes.chunks(piece) {
-            while !chunk.is_empty() {
-                let (used, item) = decoder.decode(chunk).unwrap();
-                items.extend(item);
-                chunk = &chunk[used..];
-            }
-        }
+        let items = response_items(&mut decoder, &bytes, piece);
         assert!(decoder.is_done());
         assert_eq!(items.len(), 6);
         assert_eq!(items[0], ResponseItem::Header { end_time: 1.0, n: 2 });
@@ -158,14 +164,7 @@ fn a_hil_client_reads_frames_from_the_first_byte_until_its_own_end_time() {
     }
     for piece in [1, 5, 128, bytes.len()] {
         let mut decoder = ResponseDecoder::hil(1.0);
-        let mut items = Vec::new();
-        for mut chunk in bytes.chunks(piece) {
-            while !chunk.is_empty() {
-                let (used, item) = decoder.decode(chunk).unwrap();
-                items.extend(item);
-                chunk = &chunk[used..];
-            }
-        }
+        let items = response_items(&mut decoder, &bytes, piece);
         assert!(decoder.is_done());
         assert_eq!(
             items,

@@ -963,6 +963,29 @@ class ManagedNodes(DriverTest):
         self.assertLess(math.dist(arm, (first.x, first.y, first.z)), 5e-3, "the loop resumed where the arm is")
         self.assertTrue(all(m.reference_position == first for m in after), "the arm holds: no step in the reference")
 
+    def test_a_motor_that_stops_obeying_is_a_protective_stop_and_the_node_waits_inactive(self):
+        rig = subprocess.Popen([str(EXECUTABLES / "arm_hil"), "emulate", "sensor", "--ignore-motor", "3",
+                                "--faults-after", "8"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                               start_new_session=True, text=True)
+        RUNNING.append(rig)
+        sensor = rig.stdout.readline().split()[1]
+        stepper = rig.stdout.readline().split()[1]
+        self.launched = launch("hil.launch.py", "hardware:=robotscara", f"sensor_device:={sensor}",
+                               f"arduino_device:={stepper}", "rsp:=false", "auto_recover:=true")
+        self.wait_status("hil_node: loop", OK, message="running")
+        error = self.wait_status("hil_node: loop", ERROR, timeout=20.0, message="protective stop")
+        self.assertTrue(any(bound in error.message for bound in ("tracking_error", "slip", "reach_margin")),
+                        error.message)
+        self.assert_state("/hil_node", "inactive [2]")
+        # auto_recover's period passes: a protective stop waits for a person.
+        time.sleep(2.5)
+        self.assert_state("/hil_node", "inactive [2]")
+        self.assertIsNone(self.launched.poll(), "the node ended")
+        os.killpg(rig.pid, signal.SIGINT)
+        said = rig.communicate(timeout=10.0)[0]
+        self.assertIn("faults injected", said)
+        self.assertNotIn("hard stop", said, "the arm reached a hard stop before the protective stop")
+
 class ArduinoDriver(DriverTest):
     def test_commands_move_the_mcu_and_link_loss_is_reported_and_recovers(self):
         self.start_driver("rdscom", "arduino.launch.py", "arduino_driver: link", "auto_recover:=true")
