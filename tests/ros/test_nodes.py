@@ -963,19 +963,18 @@ class ManagedNodes(DriverTest):
         self.assertLess(math.dist(arm, (first.x, first.y, first.z)), 5e-3, "the loop resumed where the arm is")
         self.assertTrue(all(m.reference_position == first for m in after), "the arm holds: no step in the reference")
 
-    def test_a_motor_that_stops_obeying_is_a_protective_stop_and_the_node_waits_inactive(self):
-        rig = subprocess.Popen([str(EXECUTABLES / "arm_hil"), "emulate", "sensor", "--ignore-motor", "3",
-                                "--faults-after", "8"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                               start_new_session=True, text=True)
+    def protective_stop(self, faults, *arguments, bounds=("tracking_error", "slip")):
+        """hil_node on the emulated rig with `faults` (emulate sensor's flags) from 8 s on: a protective
+        stop naming one of `bounds`, the node inactive and not recovered, no hard stop on the rig."""
+        rig = subprocess.Popen([str(EXECUTABLES / "arm_hil"), "emulate", "sensor", *faults, "--faults-after", "8"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True, text=True)
         RUNNING.append(rig)
         sensor = rig.stdout.readline().split()[1]
         stepper = rig.stdout.readline().split()[1]
         self.launched = launch("hil.launch.py", "hardware:=robotscara", f"sensor_device:={sensor}",
-                               f"arduino_device:={stepper}", "rsp:=false", "auto_recover:=true")
-        self.wait_status("hil_node: loop", OK, message="running")
+                               f"arduino_device:={stepper}", "rsp:=false", "auto_recover:=true", *arguments)
         error = self.wait_status("hil_node: loop", ERROR, timeout=20.0, message="protective stop")
-        self.assertTrue(any(bound in error.message for bound in ("tracking_error", "slip", "reach_margin")),
-                        error.message)
+        self.assertTrue(any(bound in error.message for bound in bounds), error.message)
         self.assert_state("/hil_node", "inactive [2]")
         # auto_recover's period passes: a protective stop waits for a person.
         time.sleep(2.5)
@@ -983,8 +982,20 @@ class ManagedNodes(DriverTest):
         self.assertIsNone(self.launched.poll(), "the node ended")
         os.killpg(rig.pid, signal.SIGINT)
         said = rig.communicate(timeout=10.0)[0]
-        self.assertIn("faults injected", said)
+        self.assertEqual("faults injected" in said, bool(faults), said)
         self.assertNotIn("hard stop", said, "the arm reached a hard stop before the protective stop")
+
+    def test_a_motor_that_stops_obeying_is_a_protective_stop_and_the_node_waits_inactive(self):
+        self.protective_stop(["--ignore-motor", "3"])
+
+    def test_a_frozen_sensor_is_a_protective_stop_and_the_node_waits_inactive(self):
+        self.protective_stop(["--freeze-sensor"])
+
+    def test_a_bound_below_the_runs_error_is_a_protective_stop_and_the_node_waits_inactive(self):
+        params = pathlib.Path(tempfile.mkdtemp()) / "tight.yaml"
+        params.write_text("/**:\n  ros__parameters:\n    hil:\n      protection:\n"
+                          "        max_tracking_error_m: 1.0e-6\n")
+        self.protective_stop([], f"params_file:={params}", bounds=("tracking_error",))
 
 class ArduinoDriver(DriverTest):
     def test_commands_move_the_mcu_and_link_loss_is_reported_and_recovers(self):
