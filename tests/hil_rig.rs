@@ -1,5 +1,6 @@
 //! The HIL loop through real pseudo-terminals: the reference-rig backend against the rig
-//! emulator (sensor lines in, step commands out), and auto-detection of the Arduino.
+//! emulator (sensor lines in, step commands out), with its process paused, with faults injected,
+//! and auto-detection of the Arduino.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -84,6 +85,47 @@ fn the_loop_tracks_the_default_arc_through_the_pty_emulators() {
     assert!(report.stats.cycles > 9_000 && report.stats.sensor_readings > 2_000);
     assert!(rms_m < 5e-3, "RMS {rms_m} m");
     assert!(final_error_m < 15e-3, "the arm ended {final_error_m} m from the arc's end");
+}
+
+/// The arc as the lab runs it, `arm_hil hil` against `arm_hil emulate sensor`, with the loop's
+/// whole process stopped for 20 ms every 300 ms (as a busy host pauses a virtual machine; the
+/// emulated rig runs on, as hardware does): it still tracks, judged once.
+#[test]
+fn the_loop_tracks_the_default_arc_with_its_process_paused_20_ms_every_300_ms() {
+    use nix::sys::signal::{kill, Signal};
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+
+    let binary = env!("CARGO_BIN_EXE_arm_hil");
+    let mut rig =
+        Command::new(binary).args(["emulate", "sensor"]).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let mut lines = std::io::BufReader::new(rig.stdout.take().unwrap()).lines();
+    let mut path = || lines.next().unwrap().unwrap().split_whitespace().last().unwrap().to_owned();
+    let (sensor, stepper) = (path(), path());
+    let config = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/robotscara.yaml");
+    let mut hil = Command::new(binary)
+        .args(["hil", "--hardware", "robotscara", "--sensor", &sensor, "--arduino", &stepper, "--json"])
+        .args(["--config", config])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = nix::unistd::Pid::from_raw(hil.id() as i32);
+    while hil.try_wait().unwrap().is_none() {
+        std::thread::sleep(Duration::from_millis(280));
+        if kill(pid, Signal::SIGSTOP).is_ok() {
+            std::thread::sleep(Duration::from_millis(20));
+            let _ = kill(pid, Signal::SIGCONT);
+        }
+    }
+    let output = hil.wait_with_output().unwrap();
+    let _ = kill(nix::unistd::Pid::from_raw(rig.id() as i32), Signal::SIGINT);
+    let _ = rig.wait();
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    eprintln!("{summary}");
+    assert_eq!(summary["outcome"], "ok", "{summary}");
+    assert!(summary["skipped_periods"].as_u64().unwrap() > 300, "the process was paused: {summary}");
+    assert!(summary["rms_error_m"].as_f64().unwrap() < 5e-3, "{summary}");
 }
 
 /// The default arc on a fresh emulated rig with `faults` injected after 2 s: the loop must end
