@@ -87,6 +87,36 @@ fn the_loop_tracks_the_default_arc_through_the_pty_emulators() {
     assert!(final_error_m < 15e-3, "the arm ended {final_error_m} m from the arc's end");
 }
 
+#[test]
+fn an_arm_driven_to_the_workspace_edge_stops_at_a_hard_stop_and_the_emulator_goes_on() {
+    use arm_hil::hil::stepper::StepRates;
+    use arm_hil::protocol::rig::encode_step_command;
+    use std::io::Write;
+
+    let config = rig_config();
+    let robot = Robot::new(config.robot.clone()).unwrap();
+    let start = ArcSpec::default().waypoints(&robot.elbow(), robot.params().l_arm).unwrap()[0].x;
+    let emulator = RigEmulator::start(&config, StepperConfig::default(), start, 250.0).unwrap();
+    let mut arduino =
+        arm_hil::serial::open(emulator.arduino_path().to_str().unwrap(), 250_000, Duration::from_millis(20)).unwrap();
+    // Joint 1's field turning at a steady 2 000 pulses/s, nothing else: the arm is dragged until
+    // it meets a stop.
+    let mut line = Vec::new();
+    encode_step_command(&StepRates([2000.0, 0.0, 0.0]), &mut line);
+    arduino.write_all(&line).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while emulator.stats().hard_stop_t.is_none() {
+        assert!(std::time::Instant::now() < deadline, "no hard stop: {:?}", emulator.stats());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let stopped = emulator.stats();
+    std::thread::sleep(Duration::from_millis(300));
+    let later = emulator.stats();
+    assert_eq!(emulator.failure(), None, "the emulator stopped instead");
+    assert!(later.t > stopped.t && later.sensor_lines > stopped.sensor_lines, "the emulator went on");
+    assert_eq!(later.position, stopped.position, "the arm stays at the stop");
+}
+
 /// The arc as the lab runs it, `arm_hil hil` against `arm_hil emulate sensor`, with the loop's
 /// whole process stopped for 20 ms every 300 ms (as a busy host pauses a virtual machine; the
 /// emulated rig runs on, as hardware does): it still tracks, judged once.

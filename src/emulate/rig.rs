@@ -236,7 +236,7 @@ impl Emulation {
             let until_sensor = Duration::from_secs_f64((next_sensor - started.elapsed().as_secs_f64()).max(0.0));
             arduino_pty.wait_readable(until_sensor.min(Self::MAX_WAIT));
             let now = started.elapsed().as_secs_f64();
-            self.advance(now)?;
+            self.advance(now);
             loop {
                 let read = match arduino_pty.master().read(&mut buf) {
                     Ok(read) => read,
@@ -299,7 +299,7 @@ impl Emulation {
     }
 
     /// Moves the arm on to `until` [s], unless it sits at a hard stop.
-    fn advance(&mut self, until: f64) -> Result<(), String> {
+    fn advance(&mut self, until: f64) {
         while self.t < until && self.hard_stop_t.is_none() {
             let outcome = match self.integrator.step(&mut self.stepped, self.t, &self.y, until - self.t) {
                 Ok(outcome) => outcome,
@@ -319,7 +319,6 @@ impl Emulation {
             }
         }
         self.t = self.t.max(until);
-        Ok(())
     }
 
     /// Why the arm is at a hard stop, if it is.
