@@ -7,6 +7,7 @@
 //! and each node's topics, written once against a sink), and the sinks below them: rosbag2
 //! bags and the live view (without ROS), and ROS itself.
 
+pub mod msg;
 pub mod model;
 pub mod control;
 pub mod sim;
@@ -16,8 +17,9 @@ pub mod serial;
 pub mod drivers;
 pub mod bridge;
 pub mod emulate;
-pub mod nodes;
+pub mod outputs;
 pub mod bag;
 pub mod live;
+pub mod nodes;
 #[cfg(feature = "ros")]
 pub mod ros;

@@ -6,10 +6,10 @@ use std::collections::HashMap;
 
 use arm_hil::bag::info::BagInfo;
 use arm_hil::bag::metadata::BagDistro;
-use arm_hil::bag::{BagWriter, Recorder};
-use arm_hil::nodes::msg::cdr::encode_into;
-use arm_hil::nodes::msg::*;
-use arm_hil::nodes::topics::{NodeName, Outputs, Qos};
+use arm_hil::bag::BagWriter;
+use arm_hil::msg::cdr::encode_into;
+use arm_hil::msg::*;
+use arm_hil::outputs::{NodeName, Outputs, Qos, Recorder};
 use proptest::prelude::*;
 use serde::Serialize;
 

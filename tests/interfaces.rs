@@ -8,8 +8,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use arm_hil::nodes::msg::interfaces::*;
-use arm_hil::nodes::msg::{Header, Vector3};
+use arm_hil::msg::interfaces::*;
+use arm_hil::msg::{Header, Vector3};
 use serde::ser::{self, Serialize};
 
 // ---- the interface grammar ----
@@ -162,10 +162,10 @@ fn interface_files() -> Vec<PathBuf> {
 }
 
 /// A standard type's definition (`std_msgs/Header`, `geometry_msgs/msg/PointStamped`) as the
-/// bags' schemas give it: the ros2msg text of [`arm_hil::nodes::msg`], which names every type a
+/// bags' schemas give it: the ros2msg text of [`arm_hil::msg`], which names every type a
 /// message uses after a separator line and `MSG: package/Type`.
 fn standard_definition(type_name: &str) -> Option<Definition> {
-    use arm_hil::nodes::msg::{PointStamped, RosMessage};
+    use arm_hil::msg::{PointStamped, RosMessage};
     let short = type_name.replacen("/msg/", "/", 1);
     let separator = format!("\n{}\n", "=".repeat(80));
     [<PointStamped as RosMessage>::DEF, <ArmState as RosMessage>::DEF].iter().find_map(|def| {
@@ -480,7 +480,7 @@ fn every_interface_file_has_a_mirror_struct_with_its_fields_in_order() {
                 .all(|part| mirrors.iter().any(|(name, _)| *name == format!("arm_hil/action/{stem}_{part}"))),
             _ => mirrors.iter().any(|(name, _)| *name == format!("arm_hil/msg/{stem}")),
         };
-        assert!(covered, "{} has no mirror struct in nodes::msg::interfaces", file.display());
+        assert!(covered, "{} has no mirror struct in msg::interfaces", file.display());
     }
 }
 
@@ -786,13 +786,13 @@ fn rihs01(type_name: &str) -> String {
 
 #[test]
 fn type_hashes_are_worked_out_as_rosidl_does() {
-    use arm_hil::nodes::msg::{PointStamped, RosMessage};
+    use arm_hil::msg::{PointStamped, RosMessage};
     assert_eq!(rihs01("geometry_msgs/msg/PointStamped"), PointStamped::TYPE_HASH, "as ros2 bag record wrote it");
 }
 
 #[test]
 fn the_published_messages_carry_the_hash_of_their_file() {
-    use arm_hil::nodes::msg::RosMessage;
+    use arm_hil::msg::RosMessage;
     fn hash_of_file<M: RosMessage + Interface>() -> (&'static str, String) {
         (M::TYPE_HASH, rihs01(M::TYPE))
     }

@@ -12,10 +12,12 @@ use arm_hil::hil::{HilConfig, LoopStatus, Withdrawals};
 use arm_hil::model::math::Vec3;
 use arm_hil::model::Robot;
 use arm_hil::nodes::diagnostics::Level;
-use arm_hil::nodes::hil::{FeedRequest, HilNodeConfig, HilNodeSettings};
+use arm_hil::nodes::hil::feeder::FeedRequest;
+use arm_hil::nodes::hil::managed::{HilLinks, HilReporter, ManagedHil};
+use arm_hil::nodes::hil::publisher::RUNNING;
+use arm_hil::nodes::hil::{HilNodeConfig, HilNodeSettings};
 use arm_hil::nodes::lifecycle::{Fault, State, Supervised};
 use arm_hil::nodes::load_trajectory;
-use arm_hil::nodes::managed_hil::{HilLinks, HilReporter, ManagedHil};
 use arm_hil::sim::{Frame, SilConfig};
 
 /// What the node reported, in order.
@@ -25,6 +27,10 @@ struct Reports(Mutex<Vec<(Level, String)>>);
 impl HilReporter for Reports {
     fn status(&self, level: Level, message: String) {
         self.0.lock().unwrap().push((level, message));
+    }
+
+    fn loop_started(&self) {
+        self.0.lock().unwrap().push((Level::Ok, RUNNING.to_owned()));
     }
 
     fn loop_stopped(&self, _failure: Option<&str>) {}

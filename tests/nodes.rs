@@ -12,7 +12,8 @@ use arm_hil::model::{Branch, Robot};
 use arm_hil::nodes::goals::{GoalOutcome, GoalTracker, GoalUpdate};
 use arm_hil::nodes::messages::{trajectory_from_points, MultiDofPoint, TrajectoryMessageError};
 use arm_hil::nodes::params::{ParamError, ParamValue};
-use arm_hil::nodes::sil::{run_sil, sil_node_config, GoalRuns, RunEnd, SilEvent, SilNodeSettings};
+use arm_hil::nodes::sil::run::{run_sil, GoalRuns, RunEnd, SilEvent};
+use arm_hil::nodes::sil::{sil_node_config, SilNodeSettings};
 use arm_hil::nodes::{load_trajectory, trajectory_file, LoadTrajectoryError};
 use arm_hil::sim::{Frame, SilConfig};
 
@@ -123,34 +124,56 @@ fn short_arc(robot: &Robot) -> Arc<Trajectory> {
 }
 
 #[test]
-fn the_sil_loop_samples_at_the_publish_rate_and_ends_each_run_on_its_last_frame() {
+fn the_sil_loop_hands_every_frame_on_and_its_publisher_samples_them_at_the_publish_rate() {
+    use arm_hil::bag::info::BagInfo;
+    use arm_hil::bag::metadata::BagDistro;
+    use arm_hil::bag::BagWriter;
+    use arm_hil::nodes::sil::publisher::SilPublisher;
+    use arm_hil::outputs::{NodeName, Outputs};
+
     let robot = Robot::default();
     let trajectory = short_arc(&robot);
-    let settings =
-        Mutex::new(SilNodeSettings { real_time_factor: 0.0, publish_rate_hz: 100.0, ..SilNodeSettings::default() });
+    let settings = SilNodeSettings { real_time_factor: 0.0, publish_rate_hz: 100.0, ..SilNodeSettings::default() };
+    let dir = std::env::temp_dir().join(format!("arm_hil_sil_samples_{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut out = Outputs::new(NodeName::new("sil_node"), BagWriter::create(&dir, BagDistro::Jazzy).unwrap());
+    let mut publisher = SilPublisher::advertise(&mut out, robot.clone(), &settings, None, 0).unwrap();
     let (replace, next) = channel();
     let stop = AtomicBool::new(false);
-    let (mut samples, mut runs, mut started) = (Vec::new(), 0, 0);
+    let (mut frames, mut samples, mut clocks, mut runs, mut started) = (0usize, 0usize, Vec::new(), 0, 0);
     let end = trajectory.end_time();
-    run_sil(&robot, &SilConfig::default(), &settings, trajectory.clone(), &next, &stop, &mut |event| match event {
-        SilEvent::RunStarted { ideal, trajectory } => {
-            started += 1;
-            assert_eq!(ideal.len(), trajectory.waypoints().len());
-        }
-        SilEvent::Sample(sample) => samples.push(sample.clone()),
-        SilEvent::RunEnded { end, .. } => {
-            assert_eq!(end, RunEnd::Complete);
-            runs += 1;
-            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let pacing = Mutex::new(settings);
+    run_sil(&robot, &SilConfig::default(), &pacing, trajectory.clone(), &next, &stop, &mut |event| {
+        let sampled = publisher.publish(&mut out, 0, Some(event)).unwrap();
+        match event {
+            SilEvent::RunStarted(_) => started += 1,
+            SilEvent::Frame { clock_s, frame, .. } => {
+                frames += 1;
+                clocks.push(*clock_s);
+                if sampled {
+                    samples += 1;
+                }
+                assert!(!(frame.t >= end) || sampled, "the run's last frame is published");
+            }
+            SilEvent::RunEnded { end, .. } => {
+                assert_eq!(end, &RunEnd::Complete);
+                runs += 1;
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            SilEvent::Refused(_) => unreachable!("nothing is sent to the node"),
         }
     });
     drop(replace);
+    out.into_sink().finish().unwrap();
     assert_eq!((started, runs), (1, 1));
+    assert!(clocks.windows(2).all(|pair| pair[1] > pair[0]));
     let expected = (end * 100.0).floor() as usize + 1;
-    assert!(samples.len().abs_diff(expected) <= 1, "{} samples for {expected}", samples.len());
-    assert!(samples.windows(2).all(|pair| pair[1].clock_s > pair[0].clock_s));
-    assert_eq!(samples.last().unwrap().frame.t, end);
-    assert_eq!(samples.last().unwrap().joints.position[0], samples.last().unwrap().frame.theta[0]);
+    assert!(frames > 4 * expected, "{frames} frames handed on");
+    assert!(samples.abs_diff(expected) <= 1, "{samples} samples for {expected}");
+    let bag = BagInfo::read(&dir).unwrap();
+    let joint_states = bag.topics.iter().find(|topic| topic.name == "/joint_states").unwrap();
+    assert_eq!(joint_states.count, samples as u64);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Flattens a `/**: ros__parameters:` file into dotted names, as ROS does.
@@ -280,7 +303,8 @@ fn stm32_driver_parameters_commands_and_imu_orientation() {
 #[test]
 fn hil_node_parameters_and_segments_that_join_the_running_loop() {
     use arm_hil::drivers::RigKind;
-    use arm_hil::nodes::hil::{hil_node_config, segment_after, SegmentError};
+    use arm_hil::nodes::hil::feeder::{segment_after, SegmentError};
+    use arm_hil::nodes::hil::hil_node_config;
     let config = hil_node_config(&params(&[
         ("hardware", ParamValue::String("robotscara".into())),
         ("arduino_device", ParamValue::String("/dev/ttyACM0".into())),
@@ -326,7 +350,7 @@ fn hil_frame(t: f64, x: [f64; 3], x_ref: [f64; 3]) -> Frame {
 #[test]
 fn hil_node_feeds_the_initial_trajectory_then_segments_then_a_goal_in_place_of_what_is_queued() {
     use arm_hil::hil::FeedItem;
-    use arm_hil::nodes::hil::{FeedRequest, Feeder};
+    use arm_hil::nodes::hil::feeder::{FeedRequest, Feeder};
     let robot = Robot::default();
     let initial = goal_trajectory(&robot, &[(0.0, [0.15, 0.0, 0.2]), (1.0, [0.151, 0.0, 0.2])]);
     let mut feeder = Feeder::new(&initial, robot.clone());
@@ -354,7 +378,7 @@ fn hil_node_feeds_the_initial_trajectory_then_segments_then_a_goal_in_place_of_w
 #[test]
 fn a_hil_goal_starts_only_where_the_arm_holds() {
     use arm_hil::hil::Withdrawals;
-    use arm_hil::nodes::hil::HilGoals;
+    use arm_hil::nodes::hil::goals::HilGoals;
     let robot = Robot::default();
     let mut goals = HilGoals::<()>::new(Arc::new(Withdrawals::default()));
     let here = [0.15, 0.0, 0.2];
@@ -371,7 +395,8 @@ fn a_hil_goal_starts_only_where_the_arm_holds() {
 #[test]
 fn hil_goals_run_on_the_loop_complete_with_a_result_and_a_cancel_holds_the_arm() {
     use arm_hil::hil::{FrameChannel, HilConfig, HilLoop, SimulatedRig, Withdrawals, FEED_DEPTH};
-    use arm_hil::nodes::hil::{run_feeder, Feeder, HilGoals};
+    use arm_hil::nodes::hil::feeder::{run_feeder, Feeder};
+    use arm_hil::nodes::hil::goals::HilGoals;
     let robot = Robot::default();
     let config = SilConfig::default();
     let spec = ArcSpec { from_deg: [65.0, -150.0], to_deg: [65.0, -149.0], ..ArcSpec::default() };
@@ -547,10 +572,11 @@ fn a_goal_gets_feedback_from_its_own_run_and_a_result_when_the_run_completes_or_
     requests.send(request).unwrap();
     let (mut ends, mut feedback, mut finished) = (Vec::new(), Vec::new(), Vec::new());
     run_sil(&robot, &SilConfig::default(), &settings, short_arc(&robot), &next, &stop, &mut |event| {
-        if let SilEvent::RunEnded { end, .. } = &event {
+        if let SilEvent::RunEnded { end, .. } = event {
             ends.push(end.clone());
         }
-        match goals.update(&event) {
+        // Feedback goes with every frame here; the node gives it with each published one.
+        match goals.update(event, true) {
             Some(GoalUpdate::Feedback(goal, update)) => {
                 if goal == 2 && !feedback.iter().any(|(goal, _)| *goal == 2) {
                     requests.send(goals.cancel()).unwrap();
@@ -597,9 +623,8 @@ fn a_new_goal_replaces_the_one_served_which_is_answered_at_once() {
 fn link_health_goes_out_at_once_when_the_link_changes_and_otherwise_once_a_second() {
     use arm_hil::nodes::diagnostics::Schedule;
     use arm_hil::nodes::link_health::{LinkCondition, LinkHealth};
-    use std::time::{Duration, Instant};
-    let (start, mut schedule, mut health) = (Instant::now(), Schedule::every_second(), LinkHealth::default());
-    let at = |ms: u64| start + Duration::from_millis(ms);
+    let (start, mut schedule, mut health) = (7_000_000_000, Schedule::every_second(), LinkHealth::default());
+    let at = |ms: u64| start + ms * 1_000_000;
     assert!(health.due(&mut schedule, at(0)), "the first report");
     health.packets += 1;
     assert!(!health.due(&mut schedule, at(20)), "a packet is no news");

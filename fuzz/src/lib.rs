@@ -472,8 +472,8 @@ fn deltavr_seeds() -> Vec<Vec<u8>> {
 fn bag_seeds() -> Vec<Vec<u8>> {
     use arm_hil::bag::metadata::BagDistro;
     use arm_hil::bag::BagWriter;
-    use arm_hil::nodes::msg::{Header, JointState, Time};
-    use arm_hil::nodes::topics::{NodeName, Outputs, Qos};
+    use arm_hil::msg::{Header, JointState, Time};
+    use arm_hil::outputs::{NodeName, Outputs, Qos};
 
     let dir = std::env::temp_dir().join(format!("arm_hil_fuzz_seed_{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

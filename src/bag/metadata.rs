@@ -4,7 +4,7 @@
 
 use serde::Deserialize;
 
-use crate::nodes::topics::{Durability, Qos};
+use crate::outputs::{Durability, Qos};
 
 /// The single key of metadata.yaml.
 #[derive(Debug, Clone, PartialEq, Deserialize)]

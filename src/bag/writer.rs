@@ -10,7 +10,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use super::metadata::{metadata_yaml, profiles_yaml, BagDistro, TopicCount};
-use crate::nodes::topics::{Recording, Sink, SinkError, TopicId, TopicSpec};
+use crate::outputs::{Recording, Sink, SinkError, TopicId, TopicSpec};
 
 /// Chunk size rosbag2's MCAP storage uses by default [bytes].
 const CHUNK_SIZE: u64 = 768 * 1024;

@@ -16,10 +16,10 @@ use std::time::Duration;
 use foxglove::websocket::{ChannelView, Client, ServerListener};
 use foxglove::{ChannelId, Context, PartialMetadata, RawChannel, Schema, WebSocketServerHandle};
 
-use crate::bag::wall_clock_ns;
-use crate::nodes::msg::cdr::encode_into;
-use crate::nodes::msg::{Log, RosMessage, Time};
-use crate::nodes::topics::{Durability, Recording, Sink, SinkError, TopicId, TopicSpec};
+use crate::msg::cdr::encode_into;
+use crate::msg::{Log, RosMessage};
+use crate::outputs::{rosout, wall_clock_ns};
+use crate::outputs::{Durability, Recording, Sink, SinkError, TopicId, TopicSpec};
 
 /// Messages a client may have waiting before the oldest are dropped: a second of a run's
 /// streams at 250 Hz, with room to spare.
@@ -122,23 +122,10 @@ impl std::fmt::Debug for LiveLog {
 }
 
 impl LiveLog {
-    /// Publishes a line logged now at `level` from `file`:`line`.
-    pub fn publish(&self, level: log::Level, message: String, file: &str, line: u32) {
+    /// Publishes `record`, logged now.
+    pub fn publish(&self, record: &log::Record) {
         let now_ns = wall_clock_ns();
-        let line = Log {
-            stamp: Time::from_nanos(now_ns),
-            level: match level {
-                log::Level::Error => 40,
-                log::Level::Warn => 30,
-                log::Level::Info => 20,
-                log::Level::Debug | log::Level::Trace => 10,
-            },
-            name: self.name.to_string(),
-            msg: message,
-            file: file.to_owned(),
-            function: String::new(),
-            line,
-        };
+        let line = rosout::log_line(now_ns, &self.name, record);
         let mut cdr = Vec::with_capacity(128 + line.msg.len());
         if encode_into(&line, &mut cdr).is_ok() {
             self.channel.log_with_meta(&cdr, PartialMetadata::with_log_time(now_ns));

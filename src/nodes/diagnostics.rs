@@ -1,8 +1,6 @@
 //! What a node reports on /diagnostics, without ROS: one status, published once a second (as
 //! diagnostic_updater does) and at once when its level or message changes.
 
-use std::time::{Duration, Instant};
-
 /// diagnostic_msgs/DiagnosticStatus levels. A node that does its job within its targets is OK.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Level {
@@ -43,35 +41,37 @@ impl Status {
 }
 
 /// When a report is due: a period after it was last published, or at once when its state or
-/// message changes (a status's level and message; a link's condition and last error).
+/// message changes (a status's level and message; a link's condition and last error). Time is
+/// the node's stamps' axis [ns], as diagnostic_updater times itself on the node's clock; time
+/// that goes back (a replay that starts over) makes a report due.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Schedule {
-    period: Duration,
-    last: Option<(Instant, u8, String)>,
+    period_ns: u64,
+    last: Option<(u64, u8, String)>,
 }
 
 impl Schedule {
     /// Once a second, as diagnostic_updater publishes.
     pub fn every_second() -> Schedule {
-        Schedule { period: Duration::from_secs(1), last: None }
+        Schedule { period_ns: 1_000_000_000, last: None }
     }
 
-    /// True when `status` is to be published at `now`; it is then taken as published.
-    pub fn due(&mut self, status: &Status, now: Instant) -> bool {
-        self.due_on(status.level as u8, &status.message, now)
+    /// True when `status` is to be published at `now_ns`; it is then taken as published.
+    pub fn due(&mut self, status: &Status, now_ns: u64) -> bool {
+        self.due_on(status.level as u8, &status.message, now_ns)
     }
 
-    /// True when a report in `state` with `message` is to be published at `now`; it is then
+    /// True when a report in `state` with `message` is to be published at `now_ns`; it is then
     /// taken as published.
-    pub fn due_on(&mut self, state: u8, message: &str, now: Instant) -> bool {
+    pub fn due_on(&mut self, state: u8, message: &str, now_ns: u64) -> bool {
         let due = match &self.last {
             None => true,
             Some((sent, last_state, last_message)) => {
-                now.saturating_duration_since(*sent) >= self.period || *last_state != state || last_message != message
+                now_ns < *sent || now_ns - sent >= self.period_ns || *last_state != state || last_message != message
             }
         };
         if due {
-            self.last = Some((now, state, message.to_owned()));
+            self.last = Some((now_ns, state, message.to_owned()));
         }
         due
     }

@@ -5,8 +5,14 @@
 
 use std::sync::Arc;
 
-use super::msg::interfaces::{FollowCartesianTrajectoryFeedback, FollowCartesianTrajectoryResult};
-use crate::control::Trajectory;
+use crate::control::{Trajectory, TrajectoryError, Waypoint};
+use crate::model::math::Vec3;
+use crate::model::Robot;
+use crate::msg::interfaces::{
+    FollowCartesianTrajectoryFeedback, FollowCartesianTrajectoryGoal, FollowCartesianTrajectoryResult,
+};
+use crate::msg::Vector3;
+use crate::sim::{Frame, RunStats};
 
 /// How an action goal ended (the action's terminal states).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,5 +60,50 @@ pub fn replaced_result() -> FollowCartesianTrajectoryResult {
         success: false,
         message: "replaced by a new goal".into(),
         ..FollowCartesianTrajectoryResult::default()
+    }
+}
+
+impl FollowCartesianTrajectoryGoal {
+    /// The goal's trajectory for `robot`'s forearm, validated as every trajectory is.
+    pub fn trajectory(&self, robot: &Robot) -> Result<Trajectory, TrajectoryError> {
+        let waypoints = self
+            .waypoints
+            .iter()
+            .map(|w| Waypoint {
+                t: w.time_from_start,
+                x: vec3(&w.position),
+                xd: vec3(&w.velocity),
+                xdd: vec3(&w.acceleration),
+            })
+            .collect();
+        Trajectory::with_robot_forearm(waypoints, robot)
+    }
+}
+
+fn vec3(v: &Vector3) -> Vec3 {
+    Vec3::new(v.x, v.y, v.z)
+}
+
+impl FollowCartesianTrajectoryResult {
+    /// A simulation run that ended, completed (`failure` None) or not.
+    pub fn of_run(stats: &RunStats, failure: Option<String>) -> FollowCartesianTrajectoryResult {
+        FollowCartesianTrajectoryResult::ended(stats.rms_error_m(), stats.max_error_m, stats.frames, failure)
+    }
+}
+
+impl FollowCartesianTrajectoryFeedback {
+    /// Where `frame` stands on `trajectory`.
+    pub fn at(trajectory: &Trajectory, frame: &Frame) -> FollowCartesianTrajectoryFeedback {
+        let (start, end) = (trajectory.start_time(), trajectory.end_time());
+        let elapsed = frame.t - start;
+        let progress = match end > start {
+            true => (elapsed / (end - start)).clamp(0.0, 1.0),
+            false => 1.0,
+        };
+        FollowCartesianTrajectoryFeedback {
+            progress,
+            time_from_start: elapsed.max(0.0),
+            tracking_error: frame.tracking_error().norm(),
+        }
     }
 }

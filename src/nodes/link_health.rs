@@ -1,12 +1,10 @@
 //! The health of a serial device link, as stm32_driver and arduino_driver report it on
 //! /diagnostics: the link's condition and what has gone over it.
 
-use std::fmt;
-use std::time::Instant;
-
 use super::diagnostics::{Level, Schedule, Status};
 use crate::drivers::rdscom::RdscomLinkState;
 use crate::drivers::stm32::LinkState;
+use std::fmt;
 
 /// The condition of a link, common to the devices' own link states.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,11 +112,11 @@ impl LinkHealth {
         }
     }
 
-    /// Whether `schedule` has this health due on `~/link_health` at `now`: at once when the
+    /// Whether `schedule` has this health due on `~/link_health` at `now_ns`: at once when the
     /// condition or the last error changes, otherwise once a second (the counters change with
     /// every packet, which would make it as fast as the telemetry).
-    pub fn due(&self, schedule: &mut Schedule, now: Instant) -> bool {
-        schedule.due_on(self.condition as u8, &self.last_error, now)
+    pub fn due(&self, schedule: &mut Schedule, now_ns: u64) -> bool {
+        schedule.due_on(self.condition as u8, &self.last_error, now_ns)
     }
 
     /// Writes the link's health into `status`.

@@ -12,7 +12,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::lifecycle::{Fault, Managed, Outcome, Step};
-use super::topics::{pump_events, EventTopics, Outputs, Sink};
+use crate::outputs::{pump_events, Outputs, Publisher, Sink};
 
 /// How long configure waits for the device's first answer.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(2);
@@ -22,7 +22,7 @@ pub trait SerialDevice: Send + Sync + 'static {
     type Driver: Send + 'static;
     type Commander: Clone + Send + 'static;
     type Event: Send + 'static;
-    type Topics: EventTopics<Event = Self::Event> + Send + 'static;
+    type Topics: Publisher<Event = Self::Event> + Send + 'static;
 
     /// Starts the driver on the node's port.
     fn open(&self) -> std::io::Result<Self::Driver>;
@@ -131,7 +131,7 @@ impl<D: SerialDevice, S: Sink + Send + 'static> ManagedDriver<D, S> {
                 Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break false,
             };
             self.device.log(&event);
-            if let Err(error) = topics.event(&mut out, (self.now_ns)(), Instant::now(), Some(&event)) {
+            if let Err(error) = topics.event(&mut out, (self.now_ns)(), Some(&event)) {
                 log::warn!("publishing failed: {error}");
             }
             if D::answered(&event) {
@@ -217,7 +217,7 @@ impl<D: SerialDevice, S: Sink + Send + 'static> Managed for ManagedDriver<D, S> 
     /// Publishes the node's status while no driver runs (the link as last seen).
     fn tick(&mut self) {
         if let Some((topics, out)) = &mut self.idle {
-            if let Err(error) = topics.event(out, (self.now_ns)(), Instant::now(), None) {
+            if let Err(error) = topics.event(out, (self.now_ns)(), None) {
                 log::warn!("publishing failed: {error}");
             }
         }

@@ -10,6 +10,9 @@ use super::param_server::ParamSpec;
 use super::params::{read_group, without_groups, ParamError, ParamValue};
 use crate::bridge::vr::{FollowerEvent, VrConfig};
 
+/// vr_bridge's status on /diagnostics, as leader and as follower.
+pub const LINK_STATUS: &str = "vr_bridge: link";
+
 /// Which role the node plays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -9,29 +9,23 @@
 //! rcl gives /rosout, for records at Info and above.
 
 use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use r2r::rcl_interfaces::msg::Log;
-use r2r::{LogSeverity, Publisher, QosProfile};
+use r2r::{LogSeverity, PublisherUntyped};
+
+use super::qos_profile;
+use crate::msg::cdr::encode_into;
+use crate::msg::{Log, RosMessage};
+use crate::outputs::{rosout, wall_clock_ns};
 
 struct RosLogger {
     /// The node's logger name, as rcl names it.
     name: String,
-    /// Set once the node exists. A publisher is Send but not Sync, hence the lock.
-    rosout: OnceLock<Mutex<Publisher<Log>>>,
+    /// Set once the node exists, with a buffer for the line's CDR. A publisher is Send but not
+    /// Sync, hence the lock.
+    rosout: OnceLock<Mutex<(PublisherUntyped, Vec<u8>)>>,
 }
 
 static LOGGER: OnceLock<RosLogger> = OnceLock::new();
-
-/// rcl_interfaces/Log levels.
-fn rosout_level(level: log::Level) -> u8 {
-    match level {
-        log::Level::Error => 40,
-        log::Level::Warn => 30,
-        log::Level::Info => 20,
-        log::Level::Debug | log::Level::Trace => 10,
-    }
-}
 
 impl log::Log for RosLogger {
     fn enabled(&self, _: &log::Metadata) -> bool {
@@ -45,24 +39,18 @@ impl log::Log for RosLogger {
             log::Level::Info => LogSeverity::Info,
             log::Level::Debug | log::Level::Trace => LogSeverity::Debug,
         };
-        let message = record.args().to_string().replace('\0', "\\0");
-        let (file, line) = (record.file().unwrap_or(""), record.line().unwrap_or(0));
-        r2r::log(&message, &self.name, file, line, severity);
+        let mut line = rosout::log_line(wall_clock_ns(), &self.name, record);
+        line.msg = line.msg.replace('\0', "\\0");
+        r2r::log(&line.msg, &self.name, &line.file, line.line, severity);
         if record.level() > log::Level::Info {
             return;
         }
         // try_lock: a failure to publish is itself logged; it must not wait for this lock.
-        let Some(Ok(rosout)) = self.rosout.get().map(Mutex::try_lock) else { return };
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-        let _ = rosout.publish(&Log {
-            stamp: r2r::Clock::to_builtin_time(&now),
-            level: rosout_level(record.level()),
-            name: self.name.clone(),
-            msg: message,
-            file: file.to_owned(),
-            function: record.module_path().unwrap_or("").to_owned(),
-            line,
-        });
+        let Some(Ok(mut rosout)) = self.rosout.get().map(Mutex::try_lock) else { return };
+        let (publisher, cdr) = &mut *rosout;
+        if encode_into(&line, cdr).is_ok() {
+            let _ = publisher.publish_raw(cdr);
+        }
     }
 
     fn flush(&self) {}
@@ -77,13 +65,12 @@ pub fn install(node_name: &str) {
     }
 }
 
-/// From now on, log records also go to /rosout (reliable, transient local, the last 1000, each
-/// kept 10 s: rcl's /rosout QoS).
+/// From now on, log records also go to /rosout with rcl's QoS for it.
 pub fn publish_to_rosout(node: &mut r2r::Node) -> r2r::Result<()> {
-    let qos = QosProfile::default().keep_last(1000).reliable().transient_local().lifespan(Duration::from_secs(10));
-    let publisher = node.create_publisher::<Log>("/rosout", qos)?;
+    let qos = qos_profile(rosout::QOS).lifespan(rosout::LIFESPAN);
+    let publisher = node.create_publisher_untyped("/rosout", Log::DEF.name, qos)?;
     if let Some(logger) = LOGGER.get() {
-        let _ = logger.rosout.set(Mutex::new(publisher));
+        let _ = logger.rosout.set(Mutex::new((publisher, Vec::with_capacity(256))));
     }
     Ok(())
 }

@@ -7,12 +7,12 @@
 //! run on threads of their own, each publishing through its own [`RosSink`].
 
 pub mod arduino_driver;
-pub mod diagnostics;
 pub mod hil_node;
 pub mod legacy_bridge;
 pub mod lifecycle;
 pub mod logging;
 pub mod params;
+pub mod publisher;
 pub mod sil_node;
 pub mod stm32_driver;
 #[cfg(not(feature = "ros-doc-only"))]
@@ -34,7 +34,7 @@ use r2r::{ParameterValue, QosProfile, ServiceRequest, WrappedServiceTypeSupport}
 
 use crate::nodes::messages::MultiDofPoint;
 use crate::nodes::params::{ParamValue, ROS_PARAMETERS};
-use crate::nodes::topics::{Durability, NodeName, Outputs, Qos, Sink, SinkError, TopicId, TopicSpec};
+use crate::outputs::{Durability, NodeName, Outputs, Qos, Sink, SinkError, TopicId, TopicSpec};
 
 /// The profile of a topic's [`Qos`]: reliable, keep last `depth`, transient local if latched.
 pub fn qos_profile(qos: Qos) -> QosProfile {

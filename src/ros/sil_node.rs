@@ -3,7 +3,6 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::channel;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use anyhow::Context;
 use futures::executor::LocalPool;
@@ -12,16 +11,16 @@ use futures::StreamExt;
 use r2r::trajectory_msgs::msg::MultiDOFJointTrajectory;
 use r2r::QosProfile;
 
-use super::diagnostics::Reporter;
 use super::params::serve_parameters;
-use super::{multi_dof_points, node_params, now_ns, ros_outputs, ros_params, spin};
+use super::publisher::NodePublisher;
+use super::{multi_dof_points, node_params, ros_params, spin};
 use crate::model::Robot;
-use crate::nodes::diagnostics::Level;
 use crate::nodes::messages::trajectory_from_points;
 use crate::nodes::param_server::ParameterServer;
 use crate::nodes::params::to_params;
-use crate::nodes::sil::{run_ended, run_sil, sil_node_config, RunRequest, SilEvent, SIL_NODE_PARAMS};
-use crate::nodes::topics::arm::{ArmTopicSet, ArmTopics};
+use crate::nodes::sil::publisher::SilPublisher;
+use crate::nodes::sil::run::{run_sil, RunRequest, SilEvent};
+use crate::nodes::sil::{sil_node_config, SIL_NODE_PARAMS};
 use crate::nodes::{load_trajectory, trajectory_file};
 
 /// Runs the node until interrupted.
@@ -32,9 +31,8 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
         Arc::new(load_trajectory(trajectory_file(&settings.trajectory_file), &robot).context("trajectory_file")?);
 
     // robot_state_publisher publishes the URDF and /tf beside the node.
-    let set = ArmTopicSet { clock: settings.publish_clock, ..ArmTopicSet::SIL_NODE };
-    let (mut arm, mut out) = ros_outputs(&mut node, |out| ArmTopics::advertise(out, set, &settings.frame_id, None))?;
-    let reporter = Reporter::new(&mut node, "sil_node: run", "sil")?;
+    let publisher =
+        NodePublisher::new(&mut node, |out| SilPublisher::advertise(out, robot.clone(), &settings, None, 0))?;
 
     let pool = LocalPool::new();
     let mut declared = to_params(&config);
@@ -53,19 +51,19 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     #[cfg(not(feature = "ros-doc-only"))]
     let follow_goals = {
         use super::trajectory_action::{deliver, serve, Goal};
-        let goals = Arc::new(Mutex::new(crate::nodes::sil::GoalRuns::<Goal>::default()));
+        let goals = Arc::new(Mutex::new(crate::nodes::sil::run::GoalRuns::<Goal>::default()));
         serve(&mut node, &pool.spawner(), robot.clone(), goals.clone(), requests.clone())?;
-        move |event: &SilEvent| {
-            if let Some(update) = goals.lock().ok().and_then(|mut goals| goals.update(event)) {
+        move |event: &SilEvent, published: bool| {
+            if let Some(update) = goals.lock().ok().and_then(|mut goals| goals.update(event, published)) {
                 deliver(update);
             }
         }
     };
     #[cfg(feature = "ros-doc-only")]
-    let follow_goals = |_: &SilEvent| {};
+    let follow_goals = |_: &SilEvent, _: bool| {};
     let subscription = node.subscribe::<MultiDOFJointTrajectory>("~/trajectory", QosProfile::default())?;
     let (message_robot, elbow, l_arm) = (robot.clone(), robot.elbow(), robot.params().l_arm);
-    let refusals = reporter.clone();
+    let refusals = publisher.clone();
     pool.spawner().spawn_local(subscription.for_each(move |message| {
         match trajectory_from_points(&multi_dof_points(&message), &message_robot, elbow, l_arm) {
             Ok(trajectory) => {
@@ -74,52 +72,25 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
             }
             Err(error) => {
                 log::error!("~/trajectory refused: {error}");
-                refusals.update(|status| {
-                    status.level = Level::Warn;
-                    status.message = format!("~/trajectory refused: {error}");
+                refusals.with(|publisher, out, now| {
+                    publisher.publish(out, now, Some(&SilEvent::Refused(error.to_string())))
                 });
             }
         }
         futures::future::ready(())
     }))?;
 
-    let ros_clock = node.get_ros_clock();
     let stop = Arc::new(AtomicBool::new(false));
-    let periodic = reporter.spawn_periodic(stop.clone())?;
+    let ticks = publisher.spawn_ticks(stop.clone())?;
     let runner_stop = stop.clone();
     let runner = std::thread::Builder::new().name("sil".into()).spawn(move || {
-        // Stamps are simulated time where the node publishes /clock, else the ROS clock.
-        let publish_clock = settings.publish_clock;
-        let time_ns = |clock_s: f64| match publish_clock {
-            true => Duration::from_secs_f64(clock_s.max(0.0)).as_nanos() as u64,
-            false => now_ns(&ros_clock),
-        };
-        let mut last_clock = 0.0;
         run_sil(&robot, &config, &live, first, &run_requests, &runner_stop, &mut |event| {
-            follow_goals(&event);
-            let published = match event {
-                SilEvent::RunStarted { trajectory, ideal } => {
-                    let waypoints = trajectory.waypoints().len();
-                    reporter
-                        .update(|status| status.set(Level::Ok, "running", vec![("waypoints", waypoints.to_string())]));
-                    arm.run_started(&mut out, time_ns(last_clock), trajectory, ideal)
-                }
-                SilEvent::Sample(sample) => {
-                    last_clock = sample.clock_s;
-                    arm.sample(&mut out, time_ns(sample.clock_s), &sample.frame, &sample.joints)
-                }
-                SilEvent::RunEnded { stats, end } => {
-                    reporter.update(|status| run_ended(status, &stats, &end));
-                    Ok(())
-                }
-            };
-            if let Err(error) = published {
-                log::warn!("publishing failed: {error}");
-            }
+            let published = publisher.with(|publisher, out, now| publisher.publish(out, now, Some(event)));
+            follow_goals(event, published.unwrap_or(false));
         });
     })?;
     spin(node, pool, &stop)?;
     let _ = runner.join();
-    let _ = periodic.join();
+    let _ = ticks.join();
     Ok(())
 }

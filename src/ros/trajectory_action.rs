@@ -18,8 +18,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::model::Robot;
+use crate::msg::interfaces::{FollowCartesianTrajectoryGoal, FollowCartesianTrajectoryResult};
 use crate::nodes::goals::{GoalOutcome, GoalTracker, GoalUpdate};
-use crate::nodes::msg::interfaces::{FollowCartesianTrajectoryGoal, FollowCartesianTrajectoryResult};
 
 type Action = FollowCartesianTrajectory::Action;
 /// r2r's handle of a goal, which the node's tracker holds.

@@ -15,16 +15,17 @@ use r2r::nav_msgs::msg::Path as PathMsg;
 use r2r::QosProfile;
 use tokio::sync::{mpsc, watch};
 
-use super::diagnostics::Reporter;
 use super::params::{nothing_at_run_time, serve_parameters};
+use super::publisher::NodePublisher;
 use super::{node_params, now_ns, qos_profile, ros_outputs, spin};
 use crate::bridge::vr::{follow, FollowerEvent, VrFeed, VrLeader};
 use crate::model::math::Vec3;
-use crate::nodes::diagnostics::Level;
+use crate::nodes::diagnostics::{Level, Status};
 use crate::nodes::param_server::ParameterServer;
+use crate::nodes::topics::diagnostics::Diagnostics;
 use crate::nodes::topics::vr::VrFollowerTopics;
-use crate::nodes::topics::{pump_events, Qos};
-use crate::nodes::vr::{vr_node_config, VrMode, VrNodeConfig, VR_NODE_PARAMS};
+use crate::nodes::vr::{vr_node_config, VrMode, VrNodeConfig, LINK_STATUS, VR_NODE_PARAMS};
+use crate::outputs::{pump_events, Qos};
 
 fn vec3(x: f64, y: f64, z: f64) -> Vec3 {
     Vec3::new(x, y, z)
@@ -35,7 +36,7 @@ fn lead(
     pool: &LocalPool,
     config: &VrNodeConfig,
     runtime: &tokio::runtime::Runtime,
-    reporter: &Reporter,
+    status: &NodePublisher<Diagnostics>,
 ) -> anyhow::Result<watch::Sender<bool>> {
     let feed = VrFeed::new();
     let spawner = pool.spawner();
@@ -76,7 +77,7 @@ fn lead(
     let leader = runtime.block_on(VrLeader::bind(config.vr.clone())).context("cannot start the VR leader")?;
     let listening = leader.local_addr()?;
     log::info!("VR leader listening on {listening}");
-    reporter.update(|status| status.set(Level::Ok, format!("leading on {listening}"), Vec::new()));
+    status.event(&(Level::Ok, format!("leading on {listening}")));
     runtime.spawn(leader.serve(feed, shutdown_rx));
     Ok(shutdown)
 }
@@ -131,9 +132,10 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     let (stop_link, publishing) = match config.mode {
         VrMode::Leader => {
-            let reporter = Reporter::new(&mut node, "vr_bridge: link", &config.vr.bind.to_string())?;
-            let stop_link = lead(&mut node, &pool, &config, &runtime, &reporter)?;
-            (stop_link, reporter.spawn_periodic(stop.clone())?)
+            let status = Status::new(LINK_STATUS, &config.vr.bind.to_string());
+            let status = NodePublisher::new(&mut node, |out| Diagnostics::advertise(out, status))?;
+            let stop_link = lead(&mut node, &pool, &config, &runtime, &status)?;
+            (stop_link, status.spawn_ticks(stop.clone())?)
         }
         VrMode::Follower => follower(&mut node, &config, &runtime, stop.clone())?,
     };

@@ -8,12 +8,13 @@ use anyhow::Context;
 use clap::Args;
 use serde::Serialize;
 
-use crate::console::{self, SessionRecorder};
+use crate::console::{self, SessionRecording};
 use arm_hil::drivers::rdscom::{
     parse_console_command, DriverEvent, RdscomConfig, RdscomDriver, RdscomEvent, RdscomLinkState,
 };
 use arm_hil::nodes::arduino::ArduinoNodeConfig;
 use arm_hil::nodes::topics::arduino::ArduinoTopics;
+use arm_hil::outputs::wall_clock_ns;
 use arm_hil::protocol::rdscom::{FrameType, Message, PrototypeTable, Value};
 
 #[derive(Debug, Args)]
@@ -130,7 +131,7 @@ fn print_event(event: &DriverEvent, table: &PrototypeTable, json: bool) -> anyho
 
 /// The session as arduino_driver publishes it, with the node's default joint names, into the
 /// bag and the live view asked for.
-fn start_recording(args: &ArduinoArgs, table: PrototypeTable) -> anyhow::Result<Option<SessionRecorder<DriverEvent>>> {
+fn start_recording(args: &ArduinoArgs, table: PrototypeTable) -> anyhow::Result<Option<SessionRecording<DriverEvent>>> {
     let port = args.port.clone();
     console::start_recording(args.bag.as_deref(), args.bag_distro.distro(), &args.live, "arduino_driver", move |out| {
         ArduinoTopics::advertise(out, &port, &ArduinoNodeConfig::default(), table)
@@ -156,7 +157,7 @@ pub(crate) fn run(args: ArduinoArgs) -> anyhow::Result<()> {
         },
         |event| {
             if let Some(recording) = &mut recording {
-                recording.event(event.clone());
+                recording.event(wall_clock_ns(), event.clone());
             }
             print_event(event, &table, args.json)
         },

@@ -9,10 +9,9 @@ use std::time::Duration;
 use anyhow::Context;
 use serde::Serialize;
 
-use arm_hil::bag::device::DeviceRecorder;
 use arm_hil::bag::metadata::BagDistro;
 use arm_hil::bag::BagWriter;
-use arm_hil::nodes::topics::{EventTopics, Outputs, SinkError};
+use arm_hil::outputs::{wall_clock_ns, Outputs, Publisher, PublisherThread, SinkError};
 
 use crate::live::{run_sinks, LiveArgs, RunSinks};
 
@@ -28,33 +27,34 @@ pub(crate) fn print_line(value: &impl Serialize, text: impl FnOnce() -> String, 
     Ok(())
 }
 
-/// A device session published as its node publishes it, into a bag and/or a live view.
-pub(crate) type SessionRecorder<E> = DeviceRecorder<E, RunSinks>;
+/// A device session published as its node publishes it, into a bag and/or a live view, on
+/// wall-clock time.
+pub(crate) type SessionRecording<E> = PublisherThread<E, RunSinks>;
 
 /// Starts publishing a device session as `node` publishes it, into the new bag `bag` (`--bag`,
 /// for `distro`) and/or the live view `live` asks for, its topics set up by `advertise` (see
-/// [`DeviceRecorder::spawn`]); None when neither is asked for.
+/// [`PublisherThread::spawn`]); None when neither is asked for.
 pub(crate) fn start_recording<T, A>(
     bag: Option<&std::path::Path>,
     distro: BagDistro,
     live: &LiveArgs,
     node: &str,
     advertise: A,
-) -> anyhow::Result<Option<SessionRecorder<T::Event>>>
+) -> anyhow::Result<Option<SessionRecording<T::Event>>>
 where
-    T: EventTopics,
+    T: Publisher,
     T::Event: Send + 'static,
     A: FnOnce(&mut Outputs<RunSinks>) -> Result<T, SinkError> + Send + 'static,
 {
     let bag = bag.map(|dir| BagWriter::create(dir, distro)).transpose().context("--bag")?;
     let Some(sinks) = run_sinks(bag, live.start(node)?) else { return Ok(None) };
-    Ok(Some(DeviceRecorder::spawn(sinks, node, advertise).context("cannot record the session")?))
+    Ok(Some(PublisherThread::spawn(sinks, node, advertise).context("cannot record the session")?))
 }
 
 /// Finishes the bag and the live view of a device session, where there are.
-pub(crate) fn finish_recording<E: Send + 'static>(recorder: Option<SessionRecorder<E>>) -> anyhow::Result<()> {
+pub(crate) fn finish_recording<E: Send + 'static>(recorder: Option<SessionRecording<E>>) -> anyhow::Result<()> {
     if let Some(recorder) = recorder {
-        let (bag, _live) = recorder.finish().context("the bag or the live view is incomplete")?;
+        let (bag, _live) = recorder.finish(wall_clock_ns()).context("the bag or the live view is incomplete")?;
         if let Some(stats) = bag {
             log::info!("bag {}: {} messages", stats.dir.display(), stats.messages);
         }

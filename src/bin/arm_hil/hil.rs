@@ -3,17 +3,15 @@
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
+use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
-use arm_hil::bag::arm::{spawn_arm_recorder, ArmEvent};
-use arm_hil::bag::{wall_clock_ns, BagWriter};
+use arm_hil::bag::BagWriter;
 use arm_hil::control::{Trajectory, Waypoint};
 use arm_hil::drivers::robotscara::RigConfig;
 use arm_hil::drivers::{open_hardware, RigDevices, RigKind, RigSettings};
@@ -24,10 +22,12 @@ use arm_hil::hil::{
 };
 use arm_hil::model::math::Vec3;
 use arm_hil::model::Robot;
-use arm_hil::nodes::diagnostics::Status;
-use arm_hil::nodes::hil::loop_status;
-use arm_hil::nodes::topics::arm::ArmTopicSet;
-use arm_hil::nodes::{load_trajectory, Decimator};
+use arm_hil::nodes::diagnostics::Level;
+use arm_hil::nodes::hil::publisher::{loop_failure, publish_loop, HilEvent, HilPublisher};
+use arm_hil::nodes::hil::{HilNodeSettings, NODE};
+use arm_hil::nodes::load_trajectory;
+use arm_hil::nodes::robot_state::{Urdf, ARM_URDF};
+use arm_hil::outputs::{wall_clock_ns, PublisherThread};
 use arm_hil::protocol::rig::parse_trajectory_line;
 use arm_hil::sim::Frame;
 
@@ -89,9 +89,9 @@ pub(crate) struct HilArgs {
     json: bool,
 }
 
-/// Publishes hil_node's topics into `sinks` (a bag, a live view) from the loop's frames (at
-/// `rate_hz` of loop time) and its status once a second, until the loop ends and drops its end
-/// of `frames`.
+/// Publishes the loop as hil_node publishes it into `sinks` (a bag, a live view), on wall-clock
+/// time, with robot_state_publisher's topics beside, until the loop ends and drops its end of
+/// `frames`; then its failure, if any.
 fn publish_hil(
     sinks: RunSinks,
     robot: &Robot,
@@ -99,39 +99,46 @@ fn publish_hil(
     hardware: &str,
     frames: Receiver<Frame>,
     status: Arc<Mutex<LoopStatus>>,
-) -> anyhow::Result<JoinHandle<()>> {
+) -> anyhow::Result<HilPublishing> {
     anyhow::ensure!(rate_hz > 0.0 && rate_hz.is_finite(), "--bag-rate must be a positive number of Hz");
-    let mut recorder = spawn_arm_recorder(sinks, robot.clone(), "hil_node", ArmTopicSet::HIL_NODE, wall_clock_ns())
-        .context("cannot record the run")?;
-    let mut report = Status::new("hil_node: loop", hardware);
+    let urdf = Urdf::parse(ARM_URDF).context("urdf/arm_hil.urdf")?;
+    let (robot, hardware, start_ns) = (robot.clone(), hardware.to_owned(), wall_clock_ns());
+    let frame_id = HilNodeSettings::default().frame_id;
+    let mut publisher = PublisherThread::spawn(sinks, NODE, move |out| {
+        HilPublisher::advertise(out, robot, &frame_id, rate_hz, &hardware, Some(&urdf), start_ns)
+    })
+    .context("cannot record the run")?;
+    publisher.event(start_ns, HilEvent::LoopStarted);
     let thread = std::thread::Builder::new().name("hil-publish".into()).spawn(move || {
-        let mut samples = Decimator::new(rate_hz);
-        let (mut last_report, mut overruns_before) = (Instant::now(), 0);
-        loop {
-            match frames.recv_timeout(Duration::from_millis(100)) {
-                Ok(frame) if samples.due(frame.t) => {
-                    recorder.record(ArmEvent::Frame { time_ns: wall_clock_ns(), frame });
-                }
-                Ok(_) | Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => break,
-            }
-            if last_report.elapsed() >= Duration::from_secs(1) {
-                last_report = Instant::now();
-                let snapshot = status.lock().map(|status| *status).unwrap_or_default();
-                loop_status(&mut report, &snapshot, overruns_before);
-                overruns_before = snapshot.overruns;
-                let time_ns = wall_clock_ns();
-                recorder.record(ArmEvent::Status { time_ns, status: report.clone() });
-                recorder.record(ArmEvent::LoopStatistics { time_ns, status: snapshot });
-            }
+        let figures = || status.lock().map(|status| *status).unwrap_or_default();
+        publish_loop(&frames, &AtomicBool::new(false), figures, |event| {
+            publisher.event(wall_clock_ns(), event);
+        });
+        publisher
+    });
+    Ok(HilPublishing { thread: thread.context("cannot start the publishing thread")? })
+}
+
+/// The publishing thread of a run.
+struct HilPublishing {
+    thread: JoinHandle<PublisherThread<HilEvent, RunSinks>>,
+}
+
+impl HilPublishing {
+    /// The loop has ended with `outcome`: its last word, then the bag and the live view are
+    /// finished.
+    fn finish(self, outcome: &Result<(), HilError>) -> anyhow::Result<()> {
+        let mut publisher = self.thread.join().map_err(|_| anyhow::anyhow!("the publishing thread panicked"))?;
+        if let Err(error) = outcome {
+            publisher.event(wall_clock_ns(), HilEvent::Status(Level::Error, loop_failure(error)));
         }
-        match recorder.finish() {
+        match publisher.finish(wall_clock_ns()) {
             Ok((Some(bag), _)) => log::info!("bag {}: {} messages", bag.dir.display(), bag.messages),
             Ok((None, _)) => {}
             Err(error) => log::error!("the bag or the live view is incomplete: {error}"),
         }
-    });
-    thread.context("cannot start the publishing thread")
+        Ok(())
+    }
 }
 
 /// The sections of `hil` beside the SIL ones.
@@ -365,7 +372,7 @@ pub(crate) fn run(args: HilArgs) -> anyhow::Result<()> {
     }
     let bag = args.bag.as_deref().map(|dir| BagWriter::create(dir, args.bag_distro.distro())).transpose();
     let mut publishing = None;
-    if let Some(sinks) = run_sinks(bag.context("--bag")?, args.live.start("hil_node")?) {
+    if let Some(sinks) = run_sinks(bag.context("--bag")?, args.live.start(NODE)?) {
         let (frames_tx, frames) = sync_channel(1000);
         let status = Arc::new(Mutex::new(LoopStatus::default()));
         hil = hil.with_frames(Box::new(FrameChannel(frames_tx))).with_status(status.clone());
@@ -379,7 +386,7 @@ pub(crate) fn run(args: HilArgs) -> anyhow::Result<()> {
         .join()
         .map_err(|_| anyhow::anyhow!("the loop thread panicked"))?;
     if let Some(publishing) = publishing {
-        publishing.join().map_err(|_| anyhow::anyhow!("the publishing thread panicked"))?;
+        publishing.finish(&report.outcome)?;
     }
     let summary = Summary::new(&report);
     console::print_line(&summary, || summary.text(), args.json)?;

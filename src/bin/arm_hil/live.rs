@@ -9,7 +9,7 @@ use clap::Args;
 
 use arm_hil::bag::BagWriter;
 use arm_hil::live::{LiveLog, LiveServer};
-use arm_hil::nodes::topics::Both;
+use arm_hil::outputs::Both;
 
 /// Where a run's topics go: a bag (`--bag`), a live view (`--live`), or both.
 pub(crate) type RunSinks = Both<Option<BagWriter>, Option<LiveServer>>;
@@ -76,12 +76,7 @@ impl log::Log for Logger {
         }
         let Some(live) = LIVE_LOG.get() else { return };
         if record.level() <= log::Level::Info && !OWN_TARGETS.iter().any(|own| record.target().starts_with(own)) {
-            live.publish(
-                record.level(),
-                record.args().to_string(),
-                record.file().unwrap_or(""),
-                record.line().unwrap_or(0),
-            );
+            live.publish(record);
         }
     }
 

@@ -8,10 +8,11 @@ use anyhow::Context;
 use clap::Args;
 use serde::Deserialize;
 
-use arm_hil::bag::legacy::{AllSessions, SessionBags};
 use arm_hil::bridge::legacy::{HilSetup, LegacyServer, LegacyServerConfig, SessionObserver};
 use arm_hil::drivers::RigSettings;
 use arm_hil::model::Robot;
+use arm_hil::nodes::legacy::recording::{AllSessions, SessionBags};
+use arm_hil::nodes::legacy::{LegacyBridgeSettings, NODE};
 
 use crate::config;
 use crate::hil::{Backend, HilSections};
@@ -68,7 +69,8 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
     let robot = Robot::new(sil.robot.clone()).context("robot parameters")?;
     // The live view's server runs on a runtime of its own, which cannot be started or stopped
     // from inside ours: it is made before and finished after.
-    let mut view = args.live.start("legacy_bridge")?;
+    let settings = LegacyBridgeSettings { publish_rate_hz: args.bag_rate, ..LegacyBridgeSettings::default() };
+    let mut view = args.live.start(NODE)?;
     let mut live = None;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let served = runtime.block_on(async {
@@ -76,14 +78,14 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
         let address = server.local_addr()?;
         let mut observers: Vec<Arc<dyn SessionObserver>> = Vec::new();
         if let Some(dir) = &args.bag {
-            let bags = SessionBags::new(dir, args.bag_distro.distro(), robot.clone(), args.bag_rate, address)
+            let bags = SessionBags::new(dir, args.bag_distro.distro(), robot.clone(), settings.clone(), address)
                 .with_context(|| format!("--bag: cannot make {}", dir.display()))?;
             observers.push(bags);
         }
         // Every session on legacy_bridge's topics, as the node publishes them.
         if let Some(view) = view.take() {
-            let sessions = AllSessions::start(view, robot, args.bag_rate, address).context("--live")?;
-            observers.push(sessions.clone());
+            let (sessions, observer) = AllSessions::start(view, robot, &settings, address).context("--live")?;
+            observers.push(observer);
             live = Some(sessions);
         }
         if !observers.is_empty() {

@@ -13,14 +13,15 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
-use arm_hil::bag::arm::{spawn_arm_recorder, ArmEvent};
-use arm_hil::bag::{BagWriter, Recorder};
+use arm_hil::bag::BagWriter;
 use arm_hil::control::Trajectory;
 use arm_hil::model::Robot;
-use arm_hil::nodes::diagnostics::{Level, Status};
-use arm_hil::nodes::sil::{run_ended, RunEnd};
-use arm_hil::nodes::topics::arm::ArmTopicSet;
-use arm_hil::nodes::{load_trajectory, Decimator};
+use arm_hil::nodes::load_trajectory;
+use arm_hil::nodes::robot_state::{Urdf, ARM_URDF};
+use arm_hil::nodes::sil::publisher::SilPublisher;
+use arm_hil::nodes::sil::run::{RunEnd, SilEvent};
+use arm_hil::nodes::sil::{SilNodeSettings, NODE};
+use arm_hil::outputs::PublisherThread;
 use arm_hil::sim::{Frame, IdealPoint, IdealTorques, RunStats, SilConfig, SimError, Simulation};
 
 use crate::config;
@@ -228,47 +229,40 @@ fn csv_writer(path: &Path) -> anyhow::Result<csv::Writer<BufWriter<File>>> {
     Ok(csv::Writer::from_writer(BufWriter::new(file)))
 }
 
-/// The run published as sil_node publishes it, into a bag and/or a live view: samples at the
-/// bag rate, stamped with simulated time from zero (the node's /clock), its status at the start
-/// and the end.
+/// The run published as sil_node publishes it, into a bag and/or a live view, on simulated time
+/// from zero (the node's /clock), with robot_state_publisher's topics beside.
 struct SilOutputs {
-    recorder: Recorder<ArmEvent, RunSinks>,
-    samples: Decimator,
+    publisher: PublisherThread<SilEvent, RunSinks>,
     start_time: f64,
+    publish_rate_hz: f64,
 }
 
 impl SilOutputs {
-    const NODE: &'static str = "sil_node";
-
     fn start(sinks: RunSinks, robot: &Robot, trajectory: &Arc<Trajectory>, rate_hz: f64) -> anyhow::Result<SilOutputs> {
         anyhow::ensure!(rate_hz > 0.0 && rate_hz.is_finite(), "--bag-rate must be a positive number of Hz");
-        let mut recorder = spawn_arm_recorder(sinks, robot.clone(), Self::NODE, ArmTopicSet::SIL_NODE, 0)
-            .context("cannot record the run")?;
-        let mut status = Status::new("sil_node: run", "sil");
-        status.set(Level::Ok, "running", vec![("waypoints", trajectory.waypoints().len().to_string())]);
-        recorder.record(ArmEvent::Run { time_ns: 0, trajectory: trajectory.clone() });
-        recorder.record(ArmEvent::Status { time_ns: 0, status });
-        recorder.flush();
-        Ok(SilOutputs { recorder, samples: Decimator::new(rate_hz), start_time: trajectory.start_time() })
-    }
-
-    fn time_ns(&self, t: f64) -> u64 {
-        ((t - self.start_time).max(0.0) * 1e9).round() as u64
+        let urdf = Urdf::parse(ARM_URDF).context("urdf/arm_hil.urdf")?;
+        let settings = SilNodeSettings { publish_rate_hz: rate_hz, publish_clock: true, ..SilNodeSettings::default() };
+        let robot = robot.clone();
+        let mut publisher = PublisherThread::spawn(sinks, NODE, move |out| {
+            SilPublisher::advertise(out, robot, &settings, Some(&urdf), 0)
+        })
+        .context("cannot record the run")?;
+        publisher.event(0, SilEvent::RunStarted(trajectory.clone()));
+        publisher.flush();
+        Ok(SilOutputs { publisher, start_time: trajectory.start_time(), publish_rate_hz: rate_hz })
     }
 
     fn frame(&mut self, frame: &Frame) {
-        if self.samples.due(frame.t) {
-            self.recorder.record(ArmEvent::Frame { time_ns: self.time_ns(frame.t), frame: *frame });
-        }
+        let clock_s = frame.t - self.start_time;
+        let event = SilEvent::Frame { frame: *frame, clock_s, publish_rate_hz: self.publish_rate_hz };
+        // Stamps are the publisher's: simulated time.
+        self.publisher.event(0, event);
     }
 
     fn finish(mut self, stats: &RunStats, error: Option<&SimError>) -> anyhow::Result<()> {
-        let mut status = Status::new("sil_node: run", "sil");
         let end = error.map_or(RunEnd::Complete, |error| RunEnd::Failed(error.clone()));
-        run_ended(&mut status, stats, &end);
-        let time_ns = self.time_ns(self.start_time + stats.sim_time_s);
-        self.recorder.record(ArmEvent::Status { time_ns, status });
-        let (bag, _live) = self.recorder.finish().context("the bag or the live view is incomplete")?;
+        self.publisher.event(0, SilEvent::RunEnded { stats: stats.clone(), end });
+        let (bag, _live) = self.publisher.finish(0).context("the bag or the live view is incomplete")?;
         if let Some(bag) = bag {
             log::info!("bag {}: {} messages", bag.dir.display(), bag.messages);
         }
@@ -306,7 +300,7 @@ pub(crate) fn run(args: SilArgs) -> anyhow::Result<()> {
     );
     let bag = args.bag.as_deref().map(|dir| BagWriter::create(dir, args.bag_distro.distro())).transpose();
     let bag = bag.context("--bag")?;
-    let live = args.live.start(SilOutputs::NODE)?;
+    let live = args.live.start(NODE)?;
     let outputs = run_sinks(bag, live).map(|sinks| SilOutputs::start(sinks, &robot, &trajectory, args.bag_rate));
     let mut outputs = outputs.transpose()?;
     let interrupted = Arc::new(AtomicBool::new(false));

@@ -7,12 +7,13 @@ use anyhow::Context;
 use clap::Args;
 use serde::Serialize;
 
-use crate::console::{self, SessionRecorder};
+use crate::console::{self, SessionRecording};
 use arm_hil::drivers::stm32::{
     parse_console_command, ArmTelemetry, DriverEvent, LinkEvent, LinkState, Stm32Config, Stm32Driver,
 };
 use arm_hil::nodes::stm32::Stm32NodeConfig;
 use arm_hil::nodes::topics::stm32::Stm32Topics;
+use arm_hil::outputs::wall_clock_ns;
 
 #[derive(Debug, Args)]
 pub(crate) struct Stm32Args {
@@ -133,7 +134,7 @@ fn print_event(event: &DriverEvent, json: bool) -> anyhow::Result<()> {
 
 /// The session as stm32_driver publishes it, with the node's default joint names and IMU frame,
 /// into the bag and the live view asked for.
-fn start_recording(args: &Stm32Args) -> anyhow::Result<Option<SessionRecorder<DriverEvent>>> {
+fn start_recording(args: &Stm32Args) -> anyhow::Result<Option<SessionRecording<DriverEvent>>> {
     let Stm32NodeConfig { joint_names, imu_frame_id, .. } = Stm32NodeConfig::default();
     let port = args.port.clone();
     console::start_recording(args.bag.as_deref(), args.bag_distro.distro(), &args.live, "stm32_driver", move |out| {
@@ -162,7 +163,7 @@ pub(crate) fn run(args: Stm32Args) -> anyhow::Result<()> {
         },
         |event| {
             if let Some(recording) = &mut recording {
-                recording.event(event.clone());
+                recording.event(wall_clock_ns(), event.clone());
             }
             print_event(event, args.json)
         },

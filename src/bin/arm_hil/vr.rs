@@ -17,13 +17,15 @@ use arm_hil::bridge::vr::{follow, FollowerEvent, VrConfig, VrFeed, VrLeader, VrS
 use arm_hil::model::math::direction_or_zero;
 use arm_hil::model::Robot;
 use arm_hil::nodes::load_trajectory;
-use arm_hil::nodes::sil::{run_sil, RunEnd, SilEvent, SilNodeSettings};
+use arm_hil::nodes::sil::run::{run_sil, RunEnd, SilEvent};
+use arm_hil::nodes::sil::SilNodeSettings;
 use arm_hil::nodes::topics::vr::VrFollowerTopics;
 use arm_hil::nodes::vr::VrNodeConfig;
 use arm_hil::protocol::deltavr::VrMessage;
 
 use crate::config;
-use crate::console::SessionRecorder;
+use crate::console::SessionRecording;
+use arm_hil::outputs::wall_clock_ns;
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum VrCommand {
@@ -107,25 +109,24 @@ fn serve(args: ServeArgs, runtime: &tokio::runtime::Runtime) -> anyhow::Result<(
     .context("cannot handle Ctrl-C")?;
 
     // The simulator feeds the leader in real time, looping over the trajectory.
-    let settings =
-        Mutex::new(SilNodeSettings { publish_rate_hz: config.rate_hz, repeat: true, ..SilNodeSettings::default() });
+    let settings = Mutex::new(SilNodeSettings { repeat: true, ..SilNodeSettings::default() });
     let simulator_feed = feed.clone();
     let simulator_stop = stop.clone();
     std::thread::Builder::new().name("vr-source".into()).spawn(move || {
         let (_keep_open, replacements) = channel();
         run_sil(&robot, &sil, &settings, trajectory, &replacements, &simulator_stop, &mut |event| match event {
-            SilEvent::RunStarted { trajectory, .. } => {
+            SilEvent::RunStarted(trajectory) => {
                 simulator_feed.curve.send_replace(Arc::new(trajectory.waypoints().iter().map(|w| w.x).collect()));
             }
-            SilEvent::Sample(sample) => {
+            SilEvent::Frame { frame, .. } => {
                 simulator_feed.state.send_replace(VrState {
-                    position: sample.frame.x,
-                    current_direction: direction_or_zero(&sample.frame.x_dot),
-                    desired_direction: direction_or_zero(&sample.frame.xd_ref),
+                    position: frame.x,
+                    current_direction: direction_or_zero(&frame.x_dot),
+                    desired_direction: direction_or_zero(&frame.xd_ref),
                 });
             }
             SilEvent::RunEnded { end: RunEnd::Failed(error), .. } => log::error!("the simulation stopped: {error}"),
-            SilEvent::RunEnded { .. } => {}
+            SilEvent::RunEnded { .. } | SilEvent::Refused(_) => {}
         });
     })?;
     runtime.block_on(async {
@@ -156,7 +157,7 @@ enum Line<'a> {
 
 /// The link as vr_bridge publishes it as a follower, on its default topics, into the bag and
 /// the live view asked for.
-fn start_recording(args: &ConnectArgs) -> anyhow::Result<Option<SessionRecorder<FollowerEvent>>> {
+fn start_recording(args: &ConnectArgs) -> anyhow::Result<Option<SessionRecording<FollowerEvent>>> {
     let leader = args.leader;
     crate::console::start_recording(
         args.bag.as_deref(),
@@ -176,7 +177,7 @@ async fn connect(args: ConnectArgs) -> anyhow::Result<()> {
 
 async fn follow_and_print(
     args: &ConnectArgs,
-    recording: &mut Option<SessionRecorder<FollowerEvent>>,
+    recording: &mut Option<SessionRecording<FollowerEvent>>,
 ) -> anyhow::Result<()> {
     let (events_tx, mut events) = mpsc::channel(1024);
     let (stop, stop_rx) = watch::channel(false);
@@ -197,7 +198,7 @@ async fn follow_and_print(
             }
         };
         if let Some(recording) = recording {
-            recording.event(event.clone());
+            recording.event(wall_clock_ns(), event.clone());
         }
         let line = match &event {
             FollowerEvent::Connected(leader) => Line::Connected { leader: *leader },

@@ -3,12 +3,12 @@
 //! messages, beside what every serial device publishes.
 
 use super::serial_device::{DeviceTopics, SerialDeviceTopics};
-use super::{Outputs, Qos, Sink, SinkError, Topic};
 use crate::drivers::rdscom::{DriverEvent, RdscomEvent};
+use crate::msg::interfaces::{ControlDone, DeviceError, MotorEvent, RdscomMessage};
+use crate::msg::{Header, JointState, Temperature};
 use crate::nodes::arduino::{joint_sample, motor_frame, track_link, ArduinoNodeConfig, JointSample};
 use crate::nodes::link_health::LinkHealth;
-use crate::nodes::msg::interfaces::{ControlDone, DeviceError, MotorEvent, RdscomMessage};
-use crate::nodes::msg::{Header, JointState, Temperature};
+use crate::outputs::{Outputs, Qos, Sink, SinkError, Topic};
 use crate::protocol::rdscom::{Message, PrototypeTable};
 
 #[derive(Debug)]
@@ -95,6 +95,44 @@ impl DeviceTopics for ArduinoTopics {
         match event {
             DriverEvent::Link(RdscomEvent::Received(message)) => self.message(out, time_ns, message),
             _ => Ok(()),
+        }
+    }
+}
+
+impl RdscomMessage {
+    /// MotorEvent, ControlDone, Error and LibraryError messages (by their prototype's name in
+    /// `table`) as typed messages; None for the others, and for a message whose fields do not
+    /// fit (a table that renamed them).
+    pub fn of(header: Header, message: &Message, table: &PrototypeTable) -> Option<RdscomMessage> {
+        let prototype = table.get(message.prototype)?;
+        let field = |name: &str| message.field(table, name);
+        let byte = |name: &str| field(name).and_then(|value| u8::try_from(value.as_f64() as i64).ok());
+        match prototype.name.as_str() {
+            "MotorEvent" => Some(RdscomMessage::MotorEvent(MotorEvent {
+                header,
+                motor_id: byte("motor_id")?,
+                success: field("success")?.as_bool(),
+                event_type: byte("event_type")?,
+                event_value: field("event_value")?.as_f64(),
+                num_in_queue: byte("num_in_queue")?,
+                executed_with_count: byte("executed_with_count")?,
+            })),
+            "ControlDone" => Some(RdscomMessage::ControlDone(ControlDone {
+                header,
+                success: field("success")?.as_bool(),
+                duration: field("time")?.as_f64() * 1e-3,
+                executed: byte("executed")?,
+            })),
+            "Error" | "LibraryError" => {
+                let error_code = byte("error_code")?;
+                Some(RdscomMessage::DeviceError(DeviceError {
+                    header,
+                    prototype: message.prototype,
+                    error_code,
+                    description: format!("{} {error_code}", prototype.name),
+                }))
+            }
+            _ => None,
         }
     }
 }

@@ -6,23 +6,21 @@
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
-use super::diagnostics::StatusTopic;
-use super::{Outputs, Qos, Sink, SinkError, Topic};
 use crate::control::{Trajectory, Waypoint};
 use crate::hil::LoopStatus;
 use crate::model::math::{direction_or_zero, Vec3};
-use crate::nodes::diagnostics::Status;
-use crate::nodes::joints::{JointStateData, JOINT_NAMES};
-use crate::nodes::msg::interfaces::{ArmState, LoopStatistics};
-use crate::nodes::msg::{
+use crate::msg::interfaces::{ArmState, LoopStatistics};
+use crate::msg::{
     Clock, EncodesAs, Header, JointState, JointTrajectory, Path, PointStamped, Pose, Quaternion, StringMsg, TfMessage,
     Time, Transform, TransformStamped, Twist, TwistStamped, Vector3, Vector3Stamped,
 };
+use crate::nodes::joints::{JointStateData, JOINT_NAMES};
 use crate::nodes::robot_state::{JointKind, Urdf, UrdfJoint, ARM_URDF};
+use crate::outputs::{Outputs, Qos, Sink, SinkError, Topic};
 use crate::sim::{Frame, IdealPoint};
 
-/// Which of the arm's topics a node publishes beyond /joint_states, the end effector, `~/state`
-/// and /diagnostics.
+/// Which of the arm's topics a node publishes beyond /joint_states, the end effector and
+/// `~/state`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ArmTopicSet {
     /// `~/reference`.
@@ -79,7 +77,6 @@ pub struct ArmTopics {
     clock: Option<Topic<Clock>>,
     loop_statistics: Option<Topic<LoopStatistics>>,
     robot_state: Option<RobotStateTopics>,
-    diagnostics: StatusTopic,
     // Messages reused sample after sample: only their values change.
     joint_state: JointState,
     point: PointStamped,
@@ -141,7 +138,6 @@ impl ArmTopics {
             clock: set.clock.then(|| out.topic("/clock", Qos::CLOCK)).transpose()?,
             loop_statistics: set.loop_statistics.then(|| out.topic("~/loop_statistics", Qos::STREAM)).transpose()?,
             robot_state,
-            diagnostics: StatusTopic::advertise(out)?,
             joint_state: JointState {
                 header: Header::default(),
                 name: JOINT_NAMES.iter().map(|name| (*name).to_owned()).collect(),
@@ -275,11 +271,6 @@ impl ArmTopics {
             None => Ok(()),
         }
     }
-
-    /// The node's status on /diagnostics at `time_ns`.
-    pub fn status<S: Sink>(&mut self, out: &mut Outputs<S>, time_ns: u64, status: &Status) -> Result<(), SinkError> {
-        self.diagnostics.publish(out, time_ns, status)
-    }
 }
 
 /// std_msgs/Header, borrowing its frame.
@@ -356,7 +347,7 @@ impl Serialize for IdealTrajectory<'_> {
             velocities: &'a [f64],
             accelerations: &'a [f64],
             effort: &'a [f64],
-            time_from_start: crate::nodes::msg::Duration,
+            time_from_start: crate::msg::Duration,
         }
         let points = || {
             self.ideal.iter().map(|p| PointRef {
@@ -364,7 +355,7 @@ impl Serialize for IdealTrajectory<'_> {
                 velocities: p.theta_dot.as_slice(),
                 accelerations: &[],
                 effort: p.tau.as_slice(),
-                time_from_start: crate::nodes::msg::Duration::from_secs_f64(p.t - self.t0),
+                time_from_start: crate::msg::Duration::from_secs_f64(p.t - self.t0),
             })
         };
         let mut trajectory = serializer.serialize_struct("JointTrajectory", 3)?;
@@ -386,5 +377,47 @@ where
 {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_seq((self.0)())
+    }
+}
+
+impl ArmState {
+    /// The state in `frame`, stamped with `header`.
+    pub fn of(header: Header, frame: &Frame) -> ArmState {
+        let error = frame.tracking_error();
+        ArmState {
+            header,
+            time: frame.t,
+            position: Vector3::from(&frame.x),
+            velocity: Vector3::from(&frame.x_dot),
+            joint_positions: frame.theta.into(),
+            joint_velocities: frame.theta_dot.into(),
+            joint_efforts: frame.tau.into(),
+            reference_position: Vector3::from(&frame.x_ref),
+            reference_velocity: Vector3::from(&frame.xd_ref),
+            tracking_error: Vector3::from(&error),
+            tracking_error_norm: error.norm(),
+        }
+    }
+}
+
+impl LoopStatistics {
+    /// The loop's figures in `status` (microseconds become seconds).
+    pub fn of(header: Header, status: &LoopStatus) -> LoopStatistics {
+        LoopStatistics {
+            header,
+            rate_hz: status.rate_hz,
+            cycles: status.cycles,
+            overruns: status.overruns,
+            longest_overrun: status.longest_overrun_us * 1e-6,
+            skipped_periods: status.skipped_periods,
+            jitter_p50: status.jitter_p50_us * 1e-6,
+            jitter_p99: status.jitter_p99_us * 1e-6,
+            jitter_max: status.jitter_max_us * 1e-6,
+            sensor_readings: status.sensor_readings,
+            starved_cycles: status.starved_cycles,
+            rms_error: status.rms_error_m,
+            max_error: status.max_error_m,
+            error_from_truth: status.error_from_truth,
+        }
     }
 }

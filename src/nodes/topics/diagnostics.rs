@@ -2,11 +2,9 @@
 //! on the node's [`Schedule`] ([`Diagnostics`]): once a second and at once on a change of level
 //! or message.
 
-use std::time::Instant;
-
-use super::{Outputs, Qos, Sink, SinkError, Topic};
-use crate::nodes::diagnostics::{Schedule, Status};
-use crate::nodes::msg::{DiagnosticArray, DiagnosticStatus, Header, KeyValue};
+use crate::msg::{DiagnosticArray, DiagnosticStatus, Header, KeyValue};
+use crate::nodes::diagnostics::{Level, Schedule, Status};
+use crate::outputs::{Outputs, Publisher, Qos, Sink, SinkError, Topic};
 
 /// /diagnostics as diagnostic_updater offers it: the last 10.
 const QOS: Qos = Qos::STREAM;
@@ -62,23 +60,54 @@ impl Diagnostics {
         &self.status
     }
 
-    /// Changes the status, then publishes it if it is due at `now`.
-    pub fn update<S: Sink>(
-        &mut self,
-        out: &mut Outputs<S>,
-        time_ns: u64,
-        now: Instant,
-        change: impl FnOnce(&mut Status),
-    ) -> Result<(), SinkError> {
+    /// Changes the status; it goes out when next due ([`Diagnostics::publish_due`]).
+    pub fn set(&mut self, change: impl FnOnce(&mut Status)) {
         change(&mut self.status);
-        match self.schedule.due(&self.status, now) {
+    }
+
+    /// Publishes the status if it is due at `time_ns`: a second after it last went out, or at
+    /// once when its level or message changed.
+    pub fn publish_due<S: Sink>(&mut self, out: &mut Outputs<S>, time_ns: u64) -> Result<(), SinkError> {
+        match self.schedule.due(&self.status, time_ns) {
             true => self.topic.publish(out, time_ns, &self.status),
             false => Ok(()),
         }
     }
 
+    /// Changes the status, then publishes it if it is due at `time_ns`.
+    pub fn update<S: Sink>(
+        &mut self,
+        out: &mut Outputs<S>,
+        time_ns: u64,
+        change: impl FnOnce(&mut Status),
+    ) -> Result<(), SinkError> {
+        self.set(change);
+        self.publish_due(out, time_ns)
+    }
+
     /// Publishes the status now, due or not (a node's last word).
     pub fn publish<S: Sink>(&self, out: &mut Outputs<S>, time_ns: u64) -> Result<(), SinkError> {
         self.topic.publish(out, time_ns, &self.status)
+    }
+}
+
+/// A node whose only output is its status: each event is its new level and message.
+impl Publisher for Diagnostics {
+    type Event = (Level, String);
+
+    fn event<S: Sink>(
+        &mut self,
+        out: &mut Outputs<S>,
+        time_ns: u64,
+        event: Option<&(Level, String)>,
+    ) -> Result<(), SinkError> {
+        if let Some((level, message)) = event {
+            self.set(|status| status.set(*level, message.clone(), Vec::new()));
+        }
+        self.publish_due(out, time_ns)
+    }
+
+    fn finish<S: Sink>(&mut self, out: &mut Outputs<S>, time_ns: u64) -> Result<(), SinkError> {
+        self.publish(out, time_ns)
     }
 }

@@ -3,14 +3,12 @@
 //! error changes, otherwise once a second, see [`LinkHealth::due`]), and the link's status on
 //! /diagnostics.
 
-use std::time::Instant;
-
 use super::diagnostics::Diagnostics;
-use super::{EventTopics, Outputs, Qos, Sink, SinkError, Topic};
+use crate::msg::interfaces;
+use crate::msg::Header;
 use crate::nodes::diagnostics::{Schedule, Status};
-use crate::nodes::link_health::LinkHealth;
-use crate::nodes::msg::interfaces;
-use crate::nodes::msg::Header;
+use crate::nodes::link_health::{LinkCondition, LinkHealth};
+use crate::outputs::{Outputs, Publisher, Qos, Sink, SinkError, Topic};
 
 /// A serial device's own topics.
 pub trait DeviceTopics {
@@ -52,20 +50,19 @@ impl<D: DeviceTopics> SerialDeviceTopics<D> {
     }
 }
 
-impl<D: DeviceTopics> EventTopics for SerialDeviceTopics<D> {
+impl<D: DeviceTopics> Publisher for SerialDeviceTopics<D> {
     type Event = D::Event;
 
     fn event<S: Sink>(
         &mut self,
         out: &mut Outputs<S>,
         time_ns: u64,
-        now: Instant,
         event: Option<&D::Event>,
     ) -> Result<(), SinkError> {
         if let Some(event) = event {
             D::track_link(&mut self.health, event);
         }
-        if self.health.due(&mut self.schedule, now) {
+        if self.health.due(&mut self.schedule, time_ns) {
             let message = interfaces::LinkHealth::of(Header::at(time_ns, ""), &self.health);
             out.publish(self.link_health, time_ns, &message)?;
         }
@@ -73,10 +70,32 @@ impl<D: DeviceTopics> EventTopics for SerialDeviceTopics<D> {
             self.device.publish(out, time_ns, event)?;
         }
         let health = &self.health;
-        self.diagnostics.update(out, time_ns, now, |status| health.report(status))
+        self.diagnostics.update(out, time_ns, |status| health.report(status))
     }
 
     fn finish<S: Sink>(&mut self, out: &mut Outputs<S>, time_ns: u64) -> Result<(), SinkError> {
         self.diagnostics.publish(out, time_ns)
+    }
+}
+
+impl interfaces::LinkHealth {
+    /// The link's `health` as published on `~/link_health`.
+    pub fn of(header: Header, health: &LinkHealth) -> interfaces::LinkHealth {
+        interfaces::LinkHealth {
+            header,
+            state: match health.condition {
+                LinkCondition::Waiting => interfaces::LinkHealth::STATE_WAITING,
+                LinkCondition::Up => interfaces::LinkHealth::STATE_CONNECTED,
+                LinkCondition::Degraded => interfaces::LinkHealth::STATE_DEGRADED,
+                LinkCondition::Down => interfaces::LinkHealth::STATE_DISCONNECTED,
+                LinkCondition::Failed => interfaces::LinkHealth::STATE_FAILED,
+            },
+            packets: health.packets,
+            bad_packets: health.bad_packets,
+            resends: health.resends,
+            failed_requests: health.failed_requests,
+            reconnects: health.reconnects,
+            last_error: health.last_error.clone(),
+        }
     }
 }

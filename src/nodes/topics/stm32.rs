@@ -2,12 +2,12 @@
 //! telemetry packet, beside what every serial device publishes.
 
 use super::serial_device::{DeviceTopics, SerialDeviceTopics};
-use super::{Outputs, Qos, Sink, SinkError, Topic};
 use crate::drivers::stm32::{ArmTelemetry, DriverEvent, LinkEvent};
+use crate::msg::interfaces::Stm32Telemetry;
+use crate::msg::{Header, Imu, JointState, Quaternion, Vector3};
 use crate::nodes::link_health::LinkHealth;
-use crate::nodes::msg::interfaces::Stm32Telemetry;
-use crate::nodes::msg::{Header, Imu, JointState, Quaternion, Vector3};
 use crate::nodes::stm32::{imu_orientation, joint_state, track_link, IMU_ORIENTATION_COVARIANCE};
+use crate::outputs::{Outputs, Qos, Sink, SinkError, Topic};
 
 #[derive(Debug)]
 pub struct Stm32Topics {
@@ -85,6 +85,25 @@ impl DeviceTopics for Stm32Topics {
         match event {
             DriverEvent::Link(LinkEvent::Telemetry(telemetry)) => self.telemetry(out, time_ns, telemetry),
             _ => Ok(()),
+        }
+    }
+}
+
+impl Stm32Telemetry {
+    pub fn of(header: Header, telemetry: &ArmTelemetry) -> Stm32Telemetry {
+        let imu = telemetry.imu.unwrap_or_default();
+        Stm32Telemetry {
+            header,
+            device_time: telemetry.timestamp_ms.map_or(0.0, |ms| f64::from(ms) * 1e-3),
+            device_time_valid: telemetry.timestamp_ms.is_some(),
+            has_angles: telemetry.angles.is_some(),
+            has_imu: telemetry.imu.is_some(),
+            joint_positions: telemetry.angles.unwrap_or_default(),
+            joint_velocities: telemetry.velocities.unwrap_or_default(),
+            linear_acceleration: Vector3::from(imu.accel),
+            angular_velocity: Vector3::from(imu.gyro),
+            roll: imu.roll,
+            pitch: imu.pitch,
         }
     }
 }

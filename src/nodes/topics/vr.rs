@@ -2,16 +2,14 @@
 //! directions, the latched curve) on the node's configured topics in its frame, and the link's
 //! status on /diagnostics.
 
-use std::net::SocketAddr;
-use std::time::Instant;
-
 use super::diagnostics::Diagnostics;
-use super::{EventTopics, Outputs, Qos, Sink, SinkError, Topic};
 use crate::bridge::vr::FollowerEvent;
+use crate::msg::{Header, Path, PointStamped, Pose, PoseStamped, Quaternion, Vector3, Vector3Stamped};
 use crate::nodes::diagnostics::Status;
-use crate::nodes::msg::{Header, Path, PointStamped, Pose, PoseStamped, Quaternion, Vector3, Vector3Stamped};
 use crate::nodes::vr::{connecting, track_follower, VrNodeConfig};
+use crate::outputs::{Outputs, Publisher, Qos, Sink, SinkError, Topic};
 use crate::protocol::deltavr::VrMessage;
+use std::net::SocketAddr;
 
 #[derive(Debug)]
 pub struct VrFollowerTopics {
@@ -31,7 +29,7 @@ impl VrFollowerTopics {
         config: &VrNodeConfig,
         leader: SocketAddr,
     ) -> Result<VrFollowerTopics, SinkError> {
-        let mut status = Status::new("vr_bridge: link", &leader.to_string());
+        let mut status = Status::new(crate::nodes::vr::LINK_STATUS, &leader.to_string());
         connecting(&mut status, leader);
         Ok(VrFollowerTopics {
             position: out.topic(&config.position_topic, Qos::STREAM)?,
@@ -73,21 +71,20 @@ impl VrFollowerTopics {
     }
 }
 
-impl EventTopics for VrFollowerTopics {
+impl Publisher for VrFollowerTopics {
     type Event = FollowerEvent;
 
     fn event<S: Sink>(
         &mut self,
         out: &mut Outputs<S>,
         time_ns: u64,
-        now: Instant,
         event: Option<&FollowerEvent>,
     ) -> Result<(), SinkError> {
         if let Some(FollowerEvent::Message(message)) = event {
             self.message(out, time_ns, message)?;
         }
         let leader = self.leader;
-        self.diagnostics.update(out, time_ns, now, |status| {
+        self.diagnostics.update(out, time_ns, |status| {
             if let Some(event) = event {
                 track_follower(status, leader, event);
             }

@@ -1,4 +1,8 @@
-//! legacy_bridge without ROS: its parameters.
+//! legacy_bridge without ROS: its parameters (here), what it publishes ([`publisher`]), and the
+//! server's sessions recorded into bags or a live view ([`recording`]).
+
+pub mod publisher;
+pub mod recording;
 
 use std::collections::BTreeMap;
 
@@ -12,6 +16,9 @@ use crate::drivers::{RigKind, RigSettings};
 use crate::hil::stepper::StepperConfig;
 use crate::hil::HilConfig;
 use crate::sim::SilConfig;
+
+/// The node's name, which its private topics are under.
+pub const NODE: &str = "legacy_bridge";
 
 /// legacy_bridge's own parameters.
 #[derive(Debug, Clone, PartialEq, Deserialize)]

@@ -6,8 +6,8 @@ use std::sync::mpsc::{sync_channel, RecvTimeoutError, SyncSender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::writer::BagWriter;
-use crate::nodes::topics::{NodeName, Outputs, Recording, SinkError};
+use super::fanout::Recording;
+use super::sink::{NodeName, Outputs, SinkError};
 
 /// Why a recording did not end well.
 #[derive(Debug, thiserror::Error)]
@@ -33,9 +33,9 @@ const BATCH_AGE: Duration = Duration::from_millis(100);
 /// How often a bag is made readable up to the present, for runs that are killed [s].
 const CHECKPOINT_PERIOD: Duration = Duration::from_secs(1);
 
-/// A sink (a bag by default) written on a background thread from events of type `E`.
+/// A recording sink written on a background thread from events of type `E`.
 #[derive(Debug)]
-pub struct Recorder<E, R: Recording = BagWriter> {
+pub struct Recorder<E, R: Recording> {
     events: Option<SyncSender<Vec<E>>>,
     pending: Vec<E>,
     pending_since: Instant,

@@ -2,7 +2,7 @@
 //! same messages ([`Both`]), or none ([`Option`]): a run writes a bag, serves a live view, both,
 //! or neither, through one set of topics.
 
-use super::{Sink, SinkError, TopicId, TopicSpec};
+use super::sink::{Sink, SinkError, TopicId, TopicSpec};
 
 /// A sink that a recording thread flushes now and then and finishes when the run ends.
 pub trait Recording: Sink + Send + 'static {
@@ -105,8 +105,8 @@ impl<S: Recording> Recording for Option<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nodes::msg::StringMsg;
-    use crate::nodes::topics::{NodeName, Outputs, Qos};
+    use crate::msg::StringMsg;
+    use crate::outputs::{NodeName, Outputs, Qos};
 
     /// What a sink was told: topic names, and (topic, time, bytes) written.
     #[derive(Debug, Default)]

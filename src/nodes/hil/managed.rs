@@ -15,13 +15,15 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::diagnostics::Level;
-use super::hil::{run_feeder, FeedRequest, Feeder, HilNodeConfig};
-use super::lifecycle::{Fault, Managed, Outcome, Step};
+use super::feeder::{run_feeder, FeedRequest, Feeder};
+use super::publisher::loop_failure;
+use super::HilNodeConfig;
 use crate::control::Trajectory;
 use crate::drivers::open_hardware;
 use crate::hil::{FrameChannel, Hardware, HilLoop, HilReport, LoopStatus, Withdrawals, FEED_DEPTH};
 use crate::model::Robot;
+use crate::nodes::diagnostics::Level;
+use crate::nodes::lifecycle::{Fault, Managed, Outcome, Step};
 use crate::sim::Frame;
 
 /// Longest configure waits for the rig's first sensor reading.
@@ -31,6 +33,8 @@ const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 pub trait HilReporter: Send + Sync + 'static {
     /// The node's status is now `level`, `message`.
     fn status(&self, level: Level, message: String);
+    /// A loop started.
+    fn loop_started(&self);
     /// The loop stopped, asked to (`failure` None) or failing: the goal it ran is over.
     fn loop_stopped(&self, failure: Option<&str>);
 }
@@ -175,20 +179,21 @@ impl ManagedHil {
             looping.store(false, Ordering::Relaxed);
             match &report.outcome {
                 Ok(()) => reporter.loop_stopped(None),
-                Err(error) if error.protective_stop().is_some() => {
-                    let cause = format!("{error}; motors holding, rig open");
-                    reporter.status(Level::Error, cause.clone());
-                    reporter.loop_stopped(Some(&cause));
-                    if let Ok(mut last) = protective_stop.lock() {
-                        *last = Some(cause.clone());
-                    }
-                    let _ = faults.send(Fault::ProtectiveStop(error.to_string()));
-                }
                 Err(error) => {
-                    let cause = format!("loop stopped, motors stopped: {error}");
+                    let cause = loop_failure(error);
                     reporter.status(Level::Error, cause.clone());
                     reporter.loop_stopped(Some(&cause));
-                    let _ = faults.send(Fault::Device(cause));
+                    match error.protective_stop() {
+                        Some(_) => {
+                            if let Ok(mut last) = protective_stop.lock() {
+                                *last = Some(cause.clone());
+                            }
+                            let _ = faults.send(Fault::ProtectiveStop(error.to_string()));
+                        }
+                        None => {
+                            let _ = faults.send(Fault::Device(cause));
+                        }
+                    }
                 }
             }
             (report, hardware)
@@ -196,7 +201,7 @@ impl ManagedHil {
         match (run, feeder) {
             (Ok(run), Ok(feeder)) => {
                 self.running = Some(RunningLoop { stop, run, feeder });
-                self.reporter.status(Level::Ok, "running".into());
+                self.reporter.loop_started();
                 Outcome::Success
             }
             _ => Outcome::Error("cannot start the loop's threads".into()),

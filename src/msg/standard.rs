@@ -305,7 +305,7 @@ pub struct Path {
 }
 
 /// sensor_msgs/JointState.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JointState {
     pub header: Header,
     pub name: Vec<String>,

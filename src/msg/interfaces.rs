@@ -1,5 +1,5 @@
-//! The package's own interfaces (`msg/`, `action/`) as plain structs, and how library data
-//! becomes them, without ROS.
+//! The package's own interfaces (`msg/`, `action/`) as plain structs, without ROS. How library
+//! data becomes them is beside the topics that publish them (`crate::nodes::topics`).
 //!
 //! Each struct mirrors its .msg file field for field, in order and with the same types, so its
 //! CDR ([`super::cdr`]) is the message ROS sends: the nodes publish these structs
@@ -10,14 +10,6 @@ use serde::{Deserialize, Serialize};
 
 use super::standard::{self as msgs, Header, Vector3};
 use super::{MsgDef, RosMessage};
-use crate::control::{Trajectory, TrajectoryError, Waypoint};
-use crate::drivers::stm32::ArmTelemetry;
-use crate::hil::LoopStatus;
-use crate::model::math::Vec3;
-use crate::model::Robot;
-use crate::nodes::link_health::{LinkCondition, LinkHealth as Health};
-use crate::protocol::rdscom::{Message, PrototypeTable};
-use crate::sim::{Frame, RunStats};
 
 /// A struct that mirrors one of the package's interface definitions.
 pub trait Interface: Serialize {
@@ -41,7 +33,7 @@ macro_rules! published {
         impl RosMessage for $type {
             const DEF: &'static MsgDef = &MsgDef::new(
                 $type::TYPE,
-                include_str!(concat!("../../../msg/", stringify!($type), ".msg")),
+                include_str!(concat!("../../msg/", stringify!($type), ".msg")),
                 &[$(&msgs::$uses),*],
             );
             const TYPE_HASH: &'static str = $hash;
@@ -77,26 +69,6 @@ pub struct ArmState {
 interface!(ArmState, "arm_hil/msg/ArmState");
 published!(ArmState, "RIHS01_54f2078895d07a8a15609ebc77050a52a3e554512d9cd1d64e5b24912c12b4b6", uses HEADER, POINT, VECTOR3);
 
-impl ArmState {
-    /// The state in `frame`, stamped with `header`.
-    pub fn of(header: Header, frame: &Frame) -> ArmState {
-        let error = frame.tracking_error();
-        ArmState {
-            header,
-            time: frame.t,
-            position: Vector3::from(&frame.x),
-            velocity: Vector3::from(&frame.x_dot),
-            joint_positions: frame.theta.into(),
-            joint_velocities: frame.theta_dot.into(),
-            joint_efforts: frame.tau.into(),
-            reference_position: Vector3::from(&frame.x_ref),
-            reference_velocity: Vector3::from(&frame.xd_ref),
-            tracking_error: Vector3::from(&error),
-            tracking_error_norm: error.norm(),
-        }
-    }
-}
-
 /// arm_hil/msg/LoopStatistics: hil_node's loop since it started. Durations in seconds.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct LoopStatistics {
@@ -124,28 +96,6 @@ pub struct LoopStatistics {
 interface!(LoopStatistics, "arm_hil/msg/LoopStatistics");
 published!(LoopStatistics, "RIHS01_5d6698e50c229a5c8c271cddee54c1e581df6a72533222c484d80e248ba2d4d7", uses HEADER);
 
-impl LoopStatistics {
-    /// The loop's figures in `status` (microseconds become seconds).
-    pub fn of(header: Header, status: &LoopStatus) -> LoopStatistics {
-        LoopStatistics {
-            header,
-            rate_hz: status.rate_hz,
-            cycles: status.cycles,
-            overruns: status.overruns,
-            longest_overrun: status.longest_overrun_us * 1e-6,
-            skipped_periods: status.skipped_periods,
-            jitter_p50: status.jitter_p50_us * 1e-6,
-            jitter_p99: status.jitter_p99_us * 1e-6,
-            jitter_max: status.jitter_max_us * 1e-6,
-            sensor_readings: status.sensor_readings,
-            starved_cycles: status.starved_cycles,
-            rms_error: status.rms_error_m,
-            max_error: status.max_error_m,
-            error_from_truth: status.error_from_truth,
-        }
-    }
-}
-
 /// arm_hil/msg/LinkHealth: a driver's serial link.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct LinkHealth {
@@ -168,25 +118,6 @@ impl LinkHealth {
     pub const STATE_DEGRADED: u8 = 2;
     pub const STATE_DISCONNECTED: u8 = 3;
     pub const STATE_FAILED: u8 = 4;
-
-    pub fn of(header: Header, health: &Health) -> LinkHealth {
-        LinkHealth {
-            header,
-            state: match health.condition {
-                LinkCondition::Waiting => LinkHealth::STATE_WAITING,
-                LinkCondition::Up => LinkHealth::STATE_CONNECTED,
-                LinkCondition::Degraded => LinkHealth::STATE_DEGRADED,
-                LinkCondition::Down => LinkHealth::STATE_DISCONNECTED,
-                LinkCondition::Failed => LinkHealth::STATE_FAILED,
-            },
-            packets: health.packets,
-            bad_packets: health.bad_packets,
-            resends: health.resends,
-            failed_requests: health.failed_requests,
-            reconnects: health.reconnects,
-            last_error: health.last_error.clone(),
-        }
-    }
 }
 
 /// arm_hil/msg/Stm32Telemetry: one telemetry packet in SI units.
@@ -213,25 +144,6 @@ pub struct Stm32Telemetry {
 }
 interface!(Stm32Telemetry, "arm_hil/msg/Stm32Telemetry");
 published!(Stm32Telemetry, "RIHS01_682b9bfae8a2ff9c3facfdbe440087e9573cb4fa2010a2173117ba5bb7218952", uses HEADER, VECTOR3);
-
-impl Stm32Telemetry {
-    pub fn of(header: Header, telemetry: &ArmTelemetry) -> Stm32Telemetry {
-        let imu = telemetry.imu.unwrap_or_default();
-        Stm32Telemetry {
-            header,
-            device_time: telemetry.timestamp_ms.map_or(0.0, |ms| f64::from(ms) * 1e-3),
-            device_time_valid: telemetry.timestamp_ms.is_some(),
-            has_angles: telemetry.angles.is_some(),
-            has_imu: telemetry.imu.is_some(),
-            joint_positions: telemetry.angles.unwrap_or_default(),
-            joint_velocities: telemetry.velocities.unwrap_or_default(),
-            linear_acceleration: Vector3::from(imu.accel),
-            angular_velocity: Vector3::from(imu.gyro),
-            roll: imu.roll,
-            pitch: imu.pitch,
-        }
-    }
-}
 
 /// arm_hil/msg/MotorEvent: rdscom MotorEvent.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -278,44 +190,6 @@ pub enum RdscomMessage {
     DeviceError(DeviceError),
 }
 
-impl RdscomMessage {
-    /// MotorEvent, ControlDone, Error and LibraryError messages (by their prototype's name in
-    /// `table`) as typed messages; None for the others, and for a message whose fields do not
-    /// fit (a table that renamed them).
-    pub fn of(header: Header, message: &Message, table: &PrototypeTable) -> Option<RdscomMessage> {
-        let prototype = table.get(message.prototype)?;
-        let field = |name: &str| message.field(table, name);
-        let byte = |name: &str| field(name).and_then(|value| u8::try_from(value.as_f64() as i64).ok());
-        match prototype.name.as_str() {
-            "MotorEvent" => Some(RdscomMessage::MotorEvent(MotorEvent {
-                header,
-                motor_id: byte("motor_id")?,
-                success: field("success")?.as_bool(),
-                event_type: byte("event_type")?,
-                event_value: field("event_value")?.as_f64(),
-                num_in_queue: byte("num_in_queue")?,
-                executed_with_count: byte("executed_with_count")?,
-            })),
-            "ControlDone" => Some(RdscomMessage::ControlDone(ControlDone {
-                header,
-                success: field("success")?.as_bool(),
-                duration: field("time")?.as_f64() * 1e-3,
-                executed: byte("executed")?,
-            })),
-            "Error" | "LibraryError" => {
-                let error_code = byte("error_code")?;
-                Some(RdscomMessage::DeviceError(DeviceError {
-                    header,
-                    prototype: message.prototype,
-                    error_code,
-                    description: format!("{} {error_code}", prototype.name),
-                }))
-            }
-            _ => None,
-        }
-    }
-}
-
 /// arm_hil/msg/CartesianWaypoint.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct CartesianWaypoint {
@@ -337,27 +211,6 @@ pub struct FollowCartesianTrajectoryGoal {
 }
 interface!(FollowCartesianTrajectoryGoal, "arm_hil/action/FollowCartesianTrajectory_Goal");
 
-impl FollowCartesianTrajectoryGoal {
-    /// The goal's trajectory for `robot`'s forearm, validated as every trajectory is.
-    pub fn trajectory(&self, robot: &Robot) -> Result<Trajectory, TrajectoryError> {
-        let waypoints = self
-            .waypoints
-            .iter()
-            .map(|w| Waypoint {
-                t: w.time_from_start,
-                x: vec3(&w.position),
-                xd: vec3(&w.velocity),
-                xdd: vec3(&w.acceleration),
-            })
-            .collect();
-        Trajectory::with_robot_forearm(waypoints, robot)
-    }
-}
-
-fn vec3(v: &Vector3) -> Vec3 {
-    Vec3::new(v.x, v.y, v.z)
-}
-
 /// The result of arm_hil/action/FollowCartesianTrajectory.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct FollowCartesianTrajectoryResult {
@@ -375,11 +228,6 @@ impl FollowCartesianTrajectoryResult {
     /// A goal that could not start: nothing ran.
     pub fn refused(reason: impl std::fmt::Display) -> FollowCartesianTrajectoryResult {
         FollowCartesianTrajectoryResult { success: false, message: format!("refused: {reason}"), ..Default::default() }
-    }
-
-    /// A simulation run that ended, completed (`failure` None) or not.
-    pub fn of_run(stats: &RunStats, failure: Option<String>) -> FollowCartesianTrajectoryResult {
-        FollowCartesianTrajectoryResult::ended(stats.rms_error_m(), stats.max_error_m, stats.frames, failure)
     }
 
     /// A run that ended after `frames` frames with these errors [m], completed (`failure`
@@ -411,20 +259,3 @@ pub struct FollowCartesianTrajectoryFeedback {
     pub tracking_error: f64,
 }
 interface!(FollowCartesianTrajectoryFeedback, "arm_hil/action/FollowCartesianTrajectory_Feedback");
-
-impl FollowCartesianTrajectoryFeedback {
-    /// Where `frame` stands on `trajectory`.
-    pub fn at(trajectory: &Trajectory, frame: &Frame) -> FollowCartesianTrajectoryFeedback {
-        let (start, end) = (trajectory.start_time(), trajectory.end_time());
-        let elapsed = frame.t - start;
-        let progress = match end > start {
-            true => (elapsed / (end - start)).clamp(0.0, 1.0),
-            false => 1.0,
-        };
-        FollowCartesianTrajectoryFeedback {
-            progress,
-            time_from_start: elapsed.max(0.0),
-            tracking_error: frame.tracking_error().norm(),
-        }
-    }
-}

@@ -1,0 +1,192 @@
+//! How hil_node's trajectory segments (`~/trajectory`) and action goals reach the running
+//! loop: a pure [`Feeder`] queue, and the thread that moves it into the loop's feed.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::control::{Trajectory, Waypoint};
+use crate::hil::FeedItem;
+use crate::model::math::Vec3;
+use crate::model::Robot;
+use crate::nodes::messages::MultiDofPoint;
+
+/// Why a segment was not appended.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SegmentError {
+    #[error("point {index}: {reason}")]
+    Point { index: usize, reason: String },
+}
+
+/// Turns a trajectory segment into samples timed from the segment's start, continuing from
+/// `last` (the last position fed): each point's time_from_start must grow from zero, every value
+/// must be finite and every point reachable. Each point needs one transform; velocities and
+/// accelerations default to zero.
+pub fn segment_after(points: &[MultiDofPoint], last: &Vec3, robot: &Robot) -> Result<Vec<Waypoint>, SegmentError> {
+    let mut samples = Vec::with_capacity(points.len());
+    let mut previous = (0.0, robot.inverse_kinematics(last, None).ok());
+    for (index, point) in points.iter().enumerate() {
+        let fail = |reason: String| SegmentError::Point { index, reason };
+        let [translation] = point.translations.as_slice() else {
+            return Err(fail(format!("{} transforms; one is expected", point.translations.len())));
+        };
+        let first_or_zero = |values: &[[f64; 3]]| values.first().map_or(Vec3::zeros(), |v| Vec3::from(*v));
+        let sample = Waypoint {
+            t: point.time_from_start_s,
+            x: Vec3::from(*translation),
+            xd: first_or_zero(&point.linear_velocities),
+            xdd: first_or_zero(&point.linear_accelerations),
+        };
+        let finite = [sample.x, sample.xd, sample.xdd].iter().all(|v| v.iter().all(|c| c.is_finite()));
+        if !(finite && sample.t.is_finite()) {
+            return Err(fail("a value is not finite".into()));
+        }
+        if !(sample.t > previous.0) {
+            return Err(fail(format!("time {} s is not after {} s", sample.t, previous.0)));
+        }
+        let theta =
+            robot.inverse_kinematics(&sample.x, previous.1.as_ref()).map_err(|error| fail(error.to_string()))?;
+        previous = (sample.t, Some(theta));
+        samples.push(sample);
+    }
+    Ok(samples)
+}
+
+/// How far a goal's first waypoint may be from where the arm's reference holds [m]: the loop
+/// does not jump to a goal, it starts it where the arm is.
+pub const GOAL_START_TOLERANCE_M: f64 = 0.005;
+
+/// What hil_node's feeder is asked.
+#[derive(Debug, Clone)]
+pub enum FeedRequest {
+    /// A `~/trajectory` segment: it follows what is queued.
+    Append(Vec<MultiDofPoint>),
+    /// A goal: withdrawal `withdrawal` takes back what is queued, then the trajectory runs from
+    /// its first waypoint, where the arm holds.
+    Follow { trajectory: Arc<Trajectory>, withdrawal: u64 },
+    /// Withdrawal `withdrawal` takes back what is queued; the arm holds where it is.
+    Hold { withdrawal: u64 },
+}
+
+/// What hil_node sends the loop, in order: the initial trajectory, then segments and goals as
+/// they are asked for. Pure: the feeding thread moves [`Feeder::front`] into the loop's feed as
+/// it has room, and hands requests to [`Feeder::request`] as they come.
+#[derive(Debug)]
+pub struct Feeder {
+    robot: Robot,
+    queue: VecDeque<FeedItem>,
+    /// The last position queued [m]: where a segment continues from.
+    last: Vec3,
+}
+
+impl Feeder {
+    /// Queues `initial`, run at its own times.
+    pub fn new(initial: &Trajectory, robot: Robot) -> Feeder {
+        let queue: VecDeque<FeedItem> = initial.waypoints().iter().map(|&sample| FeedItem::Sample(sample)).collect();
+        let last = initial.waypoints().last().map_or(Vec3::zeros(), |last| last.x);
+        Feeder { robot, queue, last }
+    }
+
+    /// The feeder of a loop that resumes holding where the arm is: nothing queued; segments
+    /// continue from there.
+    pub fn holding(mut self) -> Feeder {
+        self.queue.clear();
+        self
+    }
+
+    /// The next item for the loop.
+    pub fn front(&self) -> Option<&FeedItem> {
+        self.queue.front()
+    }
+
+    /// The loop took [`Feeder::front`].
+    pub fn sent(&mut self) {
+        self.queue.pop_front();
+    }
+
+    /// Acts on `request`; a segment that cannot be run is refused with the reason.
+    pub fn request(&mut self, request: FeedRequest) -> Result<(), SegmentError> {
+        match request {
+            FeedRequest::Append(points) => {
+                let samples = segment_after(&points, &self.last, &self.robot)?;
+                self.queue.push_back(FeedItem::Segment);
+                self.queue_samples(samples);
+            }
+            FeedRequest::Follow { trajectory, withdrawal } => {
+                self.withdrawn(withdrawal);
+                let waypoints = trajectory.waypoints();
+                let start = waypoints[0].t;
+                self.last = waypoints[0].x;
+                // The first waypoint is where the arm holds (admitted within the tolerance), so
+                // the hold stands for it.
+                self.queue_samples(waypoints[1..].iter().map(|w| Waypoint { t: w.t - start, ..*w }));
+            }
+            FeedRequest::Hold { withdrawal } => self.withdrawn(withdrawal),
+        }
+        Ok(())
+    }
+
+    fn withdrawn(&mut self, withdrawal: u64) {
+        self.queue.clear();
+        self.queue.push_back(FeedItem::Withdrawn(withdrawal));
+    }
+
+    fn queue_samples(&mut self, samples: impl IntoIterator<Item = Waypoint>) {
+        for sample in samples {
+            self.last = sample.x;
+            self.queue.push_back(FeedItem::Sample(sample));
+        }
+    }
+}
+
+/// How long the feeding thread waits for a request while the loop's feed is full.
+const FULL_FEED_WAIT: Duration = Duration::from_millis(5);
+/// How long it waits for a request with nothing to feed, between looks at its stop flag.
+const IDLE_WAIT: Duration = Duration::from_millis(50);
+
+/// Runs `feeder` on the calling thread until the loop goes away or `stop` is set: items go into
+/// `feed` as it has room, and requests are taken as they come, also while the feed is full (a
+/// goal must not wait behind the samples it replaces). Refused segments are logged. Hands the
+/// feeder and its requests back for the next loop.
+pub fn run_feeder(
+    mut feeder: Feeder,
+    requests: Receiver<FeedRequest>,
+    feed: SyncSender<FeedItem>,
+    stop: &AtomicBool,
+) -> (Feeder, Receiver<FeedRequest>) {
+    while !stop.load(Ordering::Relaxed) {
+        let request = match feeder.front() {
+            Some(&item) => match feed.try_send(item) {
+                Ok(()) => {
+                    feeder.sent();
+                    requests.try_recv().ok()
+                }
+                Err(TrySendError::Full(_)) => match requests.recv_timeout(FULL_FEED_WAIT) {
+                    Ok(request) => Some(request),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => {
+                        std::thread::sleep(FULL_FEED_WAIT);
+                        None
+                    }
+                },
+                Err(TrySendError::Disconnected(_)) => break,
+            },
+            None => match requests.recv_timeout(IDLE_WAIT) {
+                Ok(request) => Some(request),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => break,
+            },
+        };
+        if let Some(request) = request {
+            let segment = matches!(request, FeedRequest::Append(_));
+            match feeder.request(request) {
+                Ok(()) if segment => log::info!("~/trajectory: segment queued"),
+                Ok(()) => {}
+                Err(error) => log::error!("~/trajectory segment refused: {error}"),
+            }
+        }
+    }
+    (feeder, requests)
+}

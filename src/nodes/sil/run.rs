@@ -1,0 +1,246 @@
+//! sil_node's run loop: trajectories run one after another (or again, with `loop`), paced to
+//! the real-time factor, every frame handed on as a [`SilEvent`]; and the action goal served
+//! through those events ([`GoalRuns`]).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::SilNodeSettings;
+use crate::control::Trajectory;
+use crate::model::Robot;
+use crate::msg::interfaces::{FollowCartesianTrajectoryFeedback, FollowCartesianTrajectoryResult};
+use crate::nodes::goals::{replaced_result, GoalOutcome, GoalTracker, GoalUpdate};
+use crate::sim::{Frame, RunStats, SilConfig, SimError, Simulation};
+
+/// What the run loop reports.
+#[derive(Debug, Clone)]
+pub enum SilEvent {
+    /// A run of this trajectory begins.
+    RunStarted(Arc<Trajectory>),
+    /// The simulation's next frame, at `clock_s` of simulated time since the node started
+    /// (across runs and loops: the /clock value), to be published at `publish_rate_hz`.
+    Frame { frame: Frame, clock_s: f64, publish_rate_hz: f64 },
+    /// A run ended: how, and its figures.
+    RunEnded { stats: RunStats, end: RunEnd },
+    /// A trajectory sent to the node was refused, for this reason.
+    Refused(String),
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunEnd {
+    /// It reached the end of its trajectory.
+    Complete,
+    /// A new trajectory took its place.
+    Replaced,
+    /// [`RunRequest::Stop`] ended it.
+    Stopped,
+    Failed(SimError),
+}
+
+/// What the run loop is asked to do while the node runs.
+#[derive(Debug, Clone)]
+pub enum RunRequest {
+    /// Run this trajectory now, in place of the running one.
+    Follow(Arc<Trajectory>),
+    /// End the running run; the simulation idles until the next trajectory.
+    Stop,
+}
+
+/// The settings the run loop reads as it goes.
+#[derive(Debug, Clone, Copy)]
+struct Pacing {
+    real_time_factor: f64,
+    publish_rate_hz: f64,
+    repeat: bool,
+}
+
+impl Pacing {
+    fn of(settings: &SilNodeSettings) -> Pacing {
+        Pacing {
+            real_time_factor: settings.real_time_factor,
+            publish_rate_hz: settings.publish_rate_hz,
+            repeat: settings.repeat,
+        }
+    }
+}
+
+/// Runs `first`, then every trajectory that `requests` asks for (a new one replaces the running
+/// one at once; [`RunRequest::Stop`] ends it), repeating when `settings.repeat`, until `stop` is
+/// set, handing every frame to `events`. `settings` is read as the run goes, so a parameter set while it runs takes effect at the
+/// next frame.
+pub fn run_sil(
+    robot: &Robot,
+    config: &SilConfig,
+    settings: &Mutex<SilNodeSettings>,
+    first: Arc<Trajectory>,
+    requests: &Receiver<RunRequest>,
+    stop: &AtomicBool,
+    events: &mut dyn FnMut(&SilEvent),
+) {
+    let live = || {
+        settings
+            .lock()
+            .map(|settings| Pacing::of(&settings))
+            .unwrap_or_else(|_| Pacing::of(&SilNodeSettings::default()))
+    };
+    let mut clock_offset = 0.0;
+    let mut trajectory = first;
+    'runs: while !stop.load(Ordering::Relaxed) {
+        events(&SilEvent::RunStarted(trajectory.clone()));
+        let t0 = trajectory.start_time();
+        // Frame time `anchor_t` was due at wall time `anchor`; pacing restarts from the current
+        // frame whenever the real-time factor changes.
+        let (mut anchor, mut anchor_t, mut factor) = (Instant::now(), t0, live().real_time_factor);
+        let mut simulation = match Simulation::new(robot.clone(), trajectory.clone(), config) {
+            Ok(simulation) => simulation,
+            Err(error) => {
+                events(&SilEvent::RunEnded { stats: RunStats::default(), end: RunEnd::Failed(error) });
+                break;
+            }
+        };
+        let mut end = RunEnd::Complete;
+        while let Some(frame) = simulation.next() {
+            match requests.try_recv() {
+                Ok(request) => {
+                    clock_offset += simulation.time() - t0;
+                    let (end, next) = match request {
+                        RunRequest::Follow(replacement) => (RunEnd::Replaced, Some(replacement)),
+                        RunRequest::Stop => (RunEnd::Stopped, None),
+                    };
+                    events(&SilEvent::RunEnded { stats: simulation.stats().clone(), end });
+                    match next.or_else(|| idle(requests, stop)) {
+                        Some(next) => {
+                            trajectory = next;
+                            continue 'runs;
+                        }
+                        None => return,
+                    }
+                }
+                Err(TryRecvError::Empty) => {}
+                Err(TryRecvError::Disconnected) => return,
+            }
+            if stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let frame = match frame {
+                Ok(frame) => frame,
+                Err(failure) => {
+                    end = RunEnd::Failed(failure);
+                    break;
+                }
+            };
+            let now = live();
+            if now.real_time_factor != factor {
+                (anchor, anchor_t, factor) = (Instant::now(), frame.t, now.real_time_factor);
+            }
+            if now.real_time_factor > 0.0 {
+                let due = anchor + Duration::from_secs_f64((frame.t - anchor_t) / factor);
+                std::thread::sleep(due.saturating_duration_since(Instant::now()));
+            }
+            let clock_s = clock_offset + frame.t - t0;
+            events(&SilEvent::Frame { frame, clock_s, publish_rate_hz: now.publish_rate_hz });
+        }
+        clock_offset += simulation.time() - t0;
+        events(&SilEvent::RunEnded { stats: simulation.stats().clone(), end });
+        if live().repeat {
+            continue;
+        }
+        match idle(requests, stop) {
+            Some(next) => trajectory = next,
+            None => return,
+        }
+    }
+}
+
+/// Waits for the next trajectory to run (a Stop while idle changes nothing); None once `stop`
+/// is set or the requests' sender is gone.
+fn idle(requests: &Receiver<RunRequest>, stop: &AtomicBool) -> Option<Arc<Trajectory>> {
+    loop {
+        match requests.recv_timeout(Duration::from_millis(100)) {
+            Ok(RunRequest::Follow(next)) => return Some(next),
+            Ok(RunRequest::Stop) => {}
+            Err(RecvTimeoutError::Timeout) if !stop.load(Ordering::Relaxed) => {}
+            Err(_) => return None,
+        }
+    }
+}
+
+/// The FollowCartesianTrajectory goal a node serves, followed through its run loop's events:
+/// the goal's run is the one that starts its trajectory (the same `Arc`); its samples become
+/// feedback and its end the result. `G` is the node's handle of the goal.
+#[derive(Debug)]
+pub struct GoalRuns<G> {
+    goal: Option<ServedGoal<G>>,
+}
+
+#[derive(Debug)]
+struct ServedGoal<G> {
+    handle: G,
+    trajectory: Arc<Trajectory>,
+    running: bool,
+}
+
+impl<G> Default for GoalRuns<G> {
+    fn default() -> Self {
+        GoalRuns { goal: None }
+    }
+}
+
+impl<G> GoalTracker<G> for GoalRuns<G> {
+    type Request = RunRequest;
+
+    /// The simulation starts any trajectory afresh.
+    fn admit(&self, _: &Trajectory) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn serve(
+        &mut self,
+        handle: G,
+        trajectory: Arc<Trajectory>,
+    ) -> (RunRequest, Option<(G, FollowCartesianTrajectoryResult)>) {
+        let request = RunRequest::Follow(trajectory.clone());
+        let replaced = self.goal.replace(ServedGoal { handle, trajectory, running: false });
+        (request, replaced.map(|goal| (goal.handle, replaced_result())))
+    }
+
+    fn cancel(&mut self) -> RunRequest {
+        RunRequest::Stop
+    }
+
+    fn handle(&self) -> Option<&G> {
+        self.goal.as_ref().map(|goal| &goal.handle)
+    }
+}
+
+impl<G: Clone> GoalRuns<G> {
+    /// What `event` means for the goal served, if anything: feedback with each frame that was
+    /// `published` (feedback goes at the publish rate), the result at the run's end.
+    pub fn update(&mut self, event: &SilEvent, published: bool) -> Option<GoalUpdate<G>> {
+        let goal = self.goal.as_mut()?;
+        match event {
+            SilEvent::RunStarted(trajectory) => {
+                goal.running = Arc::ptr_eq(trajectory, &goal.trajectory);
+                None
+            }
+            SilEvent::Frame { frame, .. } if goal.running && published => Some(GoalUpdate::Feedback(
+                goal.handle.clone(),
+                FollowCartesianTrajectoryFeedback::at(&goal.trajectory, frame),
+            )),
+            SilEvent::RunEnded { stats, end } if goal.running => {
+                let (outcome, failure) = match end {
+                    RunEnd::Complete => (GoalOutcome::Succeeded, None),
+                    RunEnd::Replaced => (GoalOutcome::Aborted, Some("replaced by a new trajectory".to_owned())),
+                    RunEnd::Stopped => (GoalOutcome::Canceled, Some("cancelled".to_owned())),
+                    RunEnd::Failed(error) => (GoalOutcome::Aborted, Some(error.to_string())),
+                };
+                let handle = self.goal.take()?.handle;
+                Some(GoalUpdate::Finished(handle, outcome, FollowCartesianTrajectoryResult::of_run(stats, failure)))
+            }
+            SilEvent::Frame { .. } | SilEvent::RunEnded { .. } | SilEvent::Refused(_) => None,
+        }
+    }
+}
