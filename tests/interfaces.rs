@@ -568,7 +568,7 @@ fn a_header_mirror_is_the_standard_header() {
 use arm_hil::control::arc::ArcSpec;
 use arm_hil::model::math::Vec3;
 use arm_hil::model::Robot;
-use arm_hil::nodes::link_health::{LinkCondition, LinkHealth as Health};
+use arm_hil::nodes::link_health::{LinkCondition, LinkReport as Health};
 use arm_hil::protocol::rdscom::{FrameType, Message, PrototypeTable, Value};
 use arm_hil::sim::Frame;
 

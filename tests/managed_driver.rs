@@ -12,8 +12,8 @@ use arm_hil::bag::BagWriter;
 use arm_hil::emulate::stm32::{Faults, Stm32Emulator, Stm32EmulatorConfig};
 use arm_hil::nodes::lifecycle::{Fault, Managed, Outcome, Step};
 use arm_hil::nodes::managed_driver::ManagedDriver;
+use arm_hil::nodes::stm32::topics::Stm32Topics;
 use arm_hil::nodes::stm32::{Stm32Arm, Stm32NodeConfig};
-use arm_hil::nodes::topics::stm32::Stm32Topics;
 use arm_hil::outputs::{wall_clock_ns, NodeName, Outputs};
 use arm_hil::protocol::stm32::{Command, ControlMode};
 

@@ -11,13 +11,13 @@ use arm_hil::hil::stepper::StepperConfig;
 use arm_hil::hil::{HilConfig, LoopStatus, Withdrawals};
 use arm_hil::model::math::Vec3;
 use arm_hil::model::Robot;
-use arm_hil::nodes::diagnostics::Level;
 use arm_hil::nodes::hil::feeder::FeedRequest;
 use arm_hil::nodes::hil::managed::{HilLinks, HilReporter, ManagedHil};
 use arm_hil::nodes::hil::publisher::RUNNING;
 use arm_hil::nodes::hil::{HilNodeConfig, HilNodeSettings};
 use arm_hil::nodes::lifecycle::{Fault, State, Supervised};
 use arm_hil::nodes::load_trajectory;
+use arm_hil::nodes::status::Level;
 use arm_hil::sim::{Frame, SilConfig};
 
 /// What the node reported, in order.

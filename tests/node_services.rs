@@ -4,11 +4,11 @@ use std::collections::BTreeMap;
 
 use arm_hil::drivers::rdscom::RdscomLinkState;
 use arm_hil::drivers::stm32::LinkState;
-use arm_hil::nodes::diagnostics::{Level, Schedule, Status};
-use arm_hil::nodes::link_health::{LinkCondition, LinkHealth};
+use arm_hil::nodes::link_health::{LinkCondition, LinkReport};
 use arm_hil::nodes::param_server::{ParamRange, ParamRefusal, ParamType, ParameterServer};
 use arm_hil::nodes::params::{to_params, ParamValue};
 use arm_hil::nodes::sil::{sil_node_config, SilNodeSettings, SIL_NODE_PARAMS};
+use arm_hil::nodes::status::{Level, Schedule, Status};
 use arm_hil::nodes::stm32::{Stm32NodeConfig, STM32_NODE_PARAMS};
 use arm_hil::sim::SilConfig;
 
@@ -152,7 +152,7 @@ fn diagnostics_are_due_every_second_of_the_stamps_axis_and_at_once_on_a_change()
 
 #[test]
 fn link_health_levels_mean_what_they_say_and_count_reconnects() {
-    let mut health = LinkHealth::default();
+    let mut health = LinkReport::default();
     assert_eq!((health.condition, health.level()), (LinkCondition::Waiting, Level::Warn));
     health.changed(LinkState::Connected);
     assert_eq!(health.level(), Level::Ok);

@@ -10,10 +10,10 @@ use arm_hil::control::{Trajectory, TrajectoryError, Waypoint};
 use arm_hil::model::math::Vec3;
 use arm_hil::model::{Branch, Robot};
 use arm_hil::nodes::goals::{GoalOutcome, GoalTracker, GoalUpdate};
-use arm_hil::nodes::messages::{trajectory_from_points, MultiDofPoint, TrajectoryMessageError};
 use arm_hil::nodes::params::{ParamError, ParamValue};
 use arm_hil::nodes::sil::run::{run_sil, GoalRuns, RunEnd, SilEvent};
 use arm_hil::nodes::sil::{sil_node_config, SilNodeSettings};
+use arm_hil::nodes::trajectory_input::{trajectory_from_points, MultiDofPoint, TrajectoryMessageError};
 use arm_hil::nodes::{load_trajectory, trajectory_file, LoadTrajectoryError};
 use arm_hil::sim::{Frame, SilConfig};
 
@@ -621,9 +621,9 @@ fn a_new_goal_replaces_the_one_served_which_is_answered_at_once() {
 
 #[test]
 fn link_health_goes_out_at_once_when_the_link_changes_and_otherwise_once_a_second() {
-    use arm_hil::nodes::diagnostics::Schedule;
-    use arm_hil::nodes::link_health::{LinkCondition, LinkHealth};
-    let (start, mut schedule, mut health) = (7_000_000_000, Schedule::every_second(), LinkHealth::default());
+    use arm_hil::nodes::link_health::{LinkCondition, LinkReport};
+    use arm_hil::nodes::status::Schedule;
+    let (start, mut schedule, mut health) = (7_000_000_000, Schedule::every_second(), LinkReport::default());
     let at = |ms: u64| start + ms * 1_000_000;
     assert!(health.due(&mut schedule, at(0)), "the first report");
     health.packets += 1;

@@ -1,7 +1,7 @@
 //! The health of a serial device link, as stm32_driver and arduino_driver report it on
 //! /diagnostics: the link's condition and what has gone over it.
 
-use super::diagnostics::{Level, Schedule, Status};
+use super::status::{Level, Schedule, Status};
 use crate::drivers::rdscom::RdscomLinkState;
 use crate::drivers::stm32::LinkState;
 use std::fmt;
@@ -54,7 +54,7 @@ impl From<RdscomLinkState> for LinkCondition {
 
 /// A link's condition and counters, fed by the driver's events.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LinkHealth {
+pub struct LinkReport {
     pub condition: LinkCondition,
     /// Good packets received.
     pub packets: u64,
@@ -69,9 +69,9 @@ pub struct LinkHealth {
     pub last_error: String,
 }
 
-impl Default for LinkHealth {
+impl Default for LinkReport {
     fn default() -> Self {
-        LinkHealth {
+        LinkReport {
             condition: LinkCondition::Waiting,
             packets: 0,
             bad_packets: 0,
@@ -83,7 +83,7 @@ impl Default for LinkHealth {
     }
 }
 
-impl LinkHealth {
+impl LinkReport {
     /// The link's condition changed to `condition`.
     pub fn changed(&mut self, condition: impl Into<LinkCondition>) {
         let condition = condition.into();

@@ -5,7 +5,6 @@
 //! other sinks.
 
 pub mod arduino;
-pub mod diagnostics;
 pub mod goals;
 pub mod hil;
 pub mod joints;
@@ -13,13 +12,14 @@ pub mod lifecycle;
 pub mod managed_driver;
 pub mod legacy;
 pub mod link_health;
-pub mod messages;
 pub mod param_server;
 pub mod params;
 pub mod robot_state;
 pub mod sil;
 pub mod stm32;
+pub mod status;
 pub mod topics;
+pub mod trajectory_input;
 pub mod vr;
 
 use std::path::{Path, PathBuf};

@@ -18,12 +18,12 @@ use super::lifecycle::{spin_managed, Supervisor};
 use super::params::{nothing_at_run_time, serve_parameters};
 use super::{node_params, now_ns, ros_outputs};
 use crate::drivers::rdscom::{RdscomCommander, TableChoice};
+use crate::nodes::arduino::topics::ArduinoTopics;
 use crate::nodes::arduino::{
     arduino_node_config, requests_from_joint_command, send_line, Testbench, ARDUINO_NODE_PARAMS,
 };
 use crate::nodes::managed_driver::{Commanding, ManagedDriver};
 use crate::nodes::param_server::ParameterServer;
-use crate::nodes::topics::arduino::ArduinoTopics;
 use crate::protocol::rdscom::PrototypeTable;
 
 /// Sends `line` if the node is active; says why not otherwise.

@@ -19,7 +19,6 @@ use super::publisher::NodePublisher;
 use super::{multi_dof_points, node_params, spin};
 use crate::hil::{LoopStatus, Withdrawals};
 use crate::model::Robot;
-use crate::nodes::diagnostics::Level;
 #[cfg(not(feature = "ros-doc-only"))]
 use crate::nodes::goals::GoalUpdate;
 use crate::nodes::hil::feeder::FeedRequest;
@@ -27,6 +26,7 @@ use crate::nodes::hil::managed::{HilLinks, HilReporter, ManagedHil};
 use crate::nodes::hil::publisher::{publish_loop, HilEvent, HilPublisher};
 use crate::nodes::hil::{hil_node_config, HIL_NODE_PARAMS};
 use crate::nodes::param_server::ParameterServer;
+use crate::nodes::status::Level;
 use crate::nodes::{load_trajectory, trajectory_file};
 use crate::sim::Frame;
 

@@ -32,8 +32,8 @@ use r2r::builtin_interfaces::msg::Duration as DurationMsg;
 use r2r::trajectory_msgs::msg::MultiDOFJointTrajectory;
 use r2r::{ParameterValue, QosProfile, ServiceRequest, WrappedServiceTypeSupport};
 
-use crate::nodes::messages::MultiDofPoint;
 use crate::nodes::params::{ParamValue, ROS_PARAMETERS};
+use crate::nodes::trajectory_input::MultiDofPoint;
 use crate::outputs::{Durability, NodeName, Outputs, Qos, Sink, SinkError, TopicId, TopicSpec};
 
 /// The profile of a topic's [`Qos`]: reliable, keep last `depth`, transient local if latched.
@@ -219,7 +219,7 @@ where
 }
 
 /// The points of a trajectory_msgs/MultiDOFJointTrajectory in the library's form (see
-/// [`crate::nodes::messages`] for what is taken from them).
+/// [`crate::nodes::trajectory_input`] for what is taken from them).
 pub fn multi_dof_points(message: &MultiDOFJointTrajectory) -> Vec<MultiDofPoint> {
     message
         .points

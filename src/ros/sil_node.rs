@@ -15,12 +15,12 @@ use super::params::serve_parameters;
 use super::publisher::NodePublisher;
 use super::{multi_dof_points, node_params, ros_params, spin};
 use crate::model::Robot;
-use crate::nodes::messages::trajectory_from_points;
 use crate::nodes::param_server::ParameterServer;
 use crate::nodes::params::to_params;
 use crate::nodes::sil::publisher::SilPublisher;
 use crate::nodes::sil::run::{run_sil, RunRequest, SilEvent};
 use crate::nodes::sil::{sil_node_config, SIL_NODE_PARAMS};
+use crate::nodes::trajectory_input::trajectory_from_points;
 use crate::nodes::{load_trajectory, trajectory_file};
 
 /// Runs the node until interrupted.

@@ -22,11 +22,11 @@ use crate::drivers::stm32::Stm32Commander;
 use crate::nodes::managed_driver::{Commanding, ManagedDriver};
 use crate::nodes::param_server::ParameterServer;
 use crate::nodes::params::to_params;
+use crate::nodes::stm32::topics::Stm32Topics;
 use crate::nodes::stm32::{
     command_for_parameter, stm32_node_config, targets_from_joint_state, targets_from_joint_trajectory, Stm32Arm,
     STM32_NODE_PARAMS,
 };
-use crate::nodes::topics::stm32::Stm32Topics;
 use crate::protocol::stm32::Command;
 
 /// Sends `command` if the node is active; says why not otherwise.

@@ -20,10 +20,10 @@ use super::publisher::NodePublisher;
 use super::{node_params, now_ns, qos_profile, ros_outputs, spin};
 use crate::bridge::vr::{follow, FollowerEvent, VrFeed, VrLeader};
 use crate::model::math::Vec3;
-use crate::nodes::diagnostics::{Level, Status};
 use crate::nodes::param_server::ParameterServer;
+use crate::nodes::status::{Level, Status};
 use crate::nodes::topics::diagnostics::Diagnostics;
-use crate::nodes::topics::vr::VrFollowerTopics;
+use crate::nodes::vr::topics::VrFollowerTopics;
 use crate::nodes::vr::{vr_node_config, VrMode, VrNodeConfig, LINK_STATUS, VR_NODE_PARAMS};
 use crate::outputs::{pump_events, Qos};
 

@@ -8,12 +8,12 @@ use anyhow::Context;
 use clap::Args;
 use serde::Serialize;
 
-use crate::console::{self, SessionRecording};
+use crate::console::{self, DevicePublisher};
 use arm_hil::drivers::rdscom::{
     parse_console_command, DriverEvent, RdscomConfig, RdscomDriver, RdscomEvent, RdscomLinkState,
 };
+use arm_hil::nodes::arduino::topics::ArduinoTopics;
 use arm_hil::nodes::arduino::ArduinoNodeConfig;
-use arm_hil::nodes::topics::arduino::ArduinoTopics;
 use arm_hil::outputs::wall_clock_ns;
 use arm_hil::protocol::rdscom::{FrameType, Message, PrototypeTable, Value};
 
@@ -131,7 +131,7 @@ fn print_event(event: &DriverEvent, table: &PrototypeTable, json: bool) -> anyho
 
 /// The session as arduino_driver publishes it, with the node's default joint names, into the
 /// bag and the live view asked for.
-fn start_recording(args: &ArduinoArgs, table: PrototypeTable) -> anyhow::Result<Option<SessionRecording<DriverEvent>>> {
+fn start_recording(args: &ArduinoArgs, table: PrototypeTable) -> anyhow::Result<Option<DevicePublisher<DriverEvent>>> {
     let port = args.port.clone();
     console::start_recording(args.bag.as_deref(), args.bag_distro.distro(), &args.live, "arduino_driver", move |out| {
         ArduinoTopics::advertise(out, &port, &ArduinoNodeConfig::default(), table)

@@ -29,7 +29,7 @@ pub(crate) fn print_line(value: &impl Serialize, text: impl FnOnce() -> String, 
 
 /// A device session published as its node publishes it, into a bag and/or a live view, on
 /// wall-clock time.
-pub(crate) type SessionRecording<E> = PublisherThread<E, RunSinks>;
+pub(crate) type DevicePublisher<E> = PublisherThread<E, RunSinks>;
 
 /// Starts publishing a device session as `node` publishes it, into the new bag `bag` (`--bag`,
 /// for `distro`) and/or the live view `live` asks for, its topics set up by `advertise` (see
@@ -40,7 +40,7 @@ pub(crate) fn start_recording<T, A>(
     live: &LiveArgs,
     node: &str,
     advertise: A,
-) -> anyhow::Result<Option<SessionRecording<T::Event>>>
+) -> anyhow::Result<Option<DevicePublisher<T::Event>>>
 where
     T: Publisher,
     T::Event: Send + 'static,
@@ -52,7 +52,7 @@ where
 }
 
 /// Finishes the bag and the live view of a device session, where there are.
-pub(crate) fn finish_recording<E: Send + 'static>(recorder: Option<SessionRecording<E>>) -> anyhow::Result<()> {
+pub(crate) fn finish_recording<E: Send + 'static>(recorder: Option<DevicePublisher<E>>) -> anyhow::Result<()> {
     if let Some(recorder) = recorder {
         let (bag, _live) = recorder.finish(wall_clock_ns()).context("the bag or the live view is incomplete")?;
         if let Some(stats) = bag {

@@ -22,11 +22,11 @@ use arm_hil::hil::{
 };
 use arm_hil::model::math::Vec3;
 use arm_hil::model::Robot;
-use arm_hil::nodes::diagnostics::Level;
 use arm_hil::nodes::hil::publisher::{loop_failure, publish_loop, HilEvent, HilPublisher};
 use arm_hil::nodes::hil::{HilNodeSettings, NODE};
 use arm_hil::nodes::load_trajectory;
 use arm_hil::nodes::robot_state::{Urdf, ARM_URDF};
+use arm_hil::nodes::status::Level;
 use arm_hil::outputs::{wall_clock_ns, PublisherThread};
 use arm_hil::protocol::rig::parse_trajectory_line;
 use arm_hil::sim::Frame;

@@ -7,12 +7,12 @@ use anyhow::Context;
 use clap::Args;
 use serde::Serialize;
 
-use crate::console::{self, SessionRecording};
+use crate::console::{self, DevicePublisher};
 use arm_hil::drivers::stm32::{
     parse_console_command, ArmTelemetry, DriverEvent, LinkEvent, LinkState, Stm32Config, Stm32Driver,
 };
+use arm_hil::nodes::stm32::topics::Stm32Topics;
 use arm_hil::nodes::stm32::Stm32NodeConfig;
-use arm_hil::nodes::topics::stm32::Stm32Topics;
 use arm_hil::outputs::wall_clock_ns;
 
 #[derive(Debug, Args)]
@@ -134,7 +134,7 @@ fn print_event(event: &DriverEvent, json: bool) -> anyhow::Result<()> {
 
 /// The session as stm32_driver publishes it, with the node's default joint names and IMU frame,
 /// into the bag and the live view asked for.
-fn start_recording(args: &Stm32Args) -> anyhow::Result<Option<SessionRecording<DriverEvent>>> {
+fn start_recording(args: &Stm32Args) -> anyhow::Result<Option<DevicePublisher<DriverEvent>>> {
     let Stm32NodeConfig { joint_names, imu_frame_id, .. } = Stm32NodeConfig::default();
     let port = args.port.clone();
     console::start_recording(args.bag.as_deref(), args.bag_distro.distro(), &args.live, "stm32_driver", move |out| {

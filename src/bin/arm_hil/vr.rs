@@ -19,12 +19,12 @@ use arm_hil::model::Robot;
 use arm_hil::nodes::load_trajectory;
 use arm_hil::nodes::sil::run::{run_sil, RunEnd, SilEvent};
 use arm_hil::nodes::sil::SilNodeSettings;
-use arm_hil::nodes::topics::vr::VrFollowerTopics;
+use arm_hil::nodes::vr::topics::VrFollowerTopics;
 use arm_hil::nodes::vr::VrNodeConfig;
 use arm_hil::protocol::deltavr::VrMessage;
 
 use crate::config;
-use crate::console::SessionRecording;
+use crate::console::DevicePublisher;
 use arm_hil::outputs::wall_clock_ns;
 
 #[derive(Debug, Subcommand)]
@@ -157,7 +157,7 @@ enum Line<'a> {
 
 /// The link as vr_bridge publishes it as a follower, on its default topics, into the bag and
 /// the live view asked for.
-fn start_recording(args: &ConnectArgs) -> anyhow::Result<Option<SessionRecording<FollowerEvent>>> {
+fn start_recording(args: &ConnectArgs) -> anyhow::Result<Option<DevicePublisher<FollowerEvent>>> {
     let leader = args.leader;
     crate::console::start_recording(
         args.bag.as_deref(),
@@ -177,7 +177,7 @@ async fn connect(args: ConnectArgs) -> anyhow::Result<()> {
 
 async fn follow_and_print(
     args: &ConnectArgs,
-    recording: &mut Option<SessionRecording<FollowerEvent>>,
+    recording: &mut Option<DevicePublisher<FollowerEvent>>,
 ) -> anyhow::Result<()> {
     let (events_tx, mut events) = mpsc::channel(1024);
     let (stop, stop_rx) = watch::channel(false);

@@ -11,7 +11,7 @@ use crate::control::{Trajectory, Waypoint};
 use crate::hil::FeedItem;
 use crate::model::math::Vec3;
 use crate::model::Robot;
-use crate::nodes::messages::MultiDofPoint;
+use crate::nodes::trajectory_input::MultiDofPoint;
 
 /// Why a segment was not appended.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -22,8 +22,8 @@ use crate::control::Trajectory;
 use crate::drivers::open_hardware;
 use crate::hil::{FrameChannel, Hardware, HilLoop, HilReport, LoopStatus, Withdrawals, FEED_DEPTH};
 use crate::model::Robot;
-use crate::nodes::diagnostics::Level;
 use crate::nodes::lifecycle::{Fault, Managed, Outcome, Step};
+use crate::nodes::status::Level;
 use crate::sim::Frame;
 
 /// Longest configure waits for the rig's first sensor reading.

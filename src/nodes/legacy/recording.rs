@@ -22,7 +22,7 @@ use crate::sim::Frame;
 
 /// Why a recording of the sessions could not start.
 #[derive(Debug, thiserror::Error)]
-pub enum SessionRecordingError {
+pub enum DevicePublisherError {
     #[error(transparent)]
     Recording(#[from] RecordingError),
     #[error("urdf/arm_hil.urdf")]
@@ -39,7 +39,7 @@ fn spawn_publisher<R: Recording>(
     settings: &LegacyBridgeSettings,
     listening: SocketAddr,
     start_ns: u64,
-) -> Result<PublisherThread<LegacyEvent, R>, SessionRecordingError> {
+) -> Result<PublisherThread<LegacyEvent, R>, DevicePublisherError> {
     let urdf = Urdf::parse(ARM_URDF)?;
     let (frame_id, rate_hz) = (settings.frame_id.clone(), settings.publish_rate_hz);
     Ok(PublisherThread::spawn(sink, NODE, move |out| {
@@ -102,7 +102,7 @@ impl SessionObserver for SessionBags {
         let start_ns = wall_clock_ns();
         let dir = self.dir.join(session_bag_name(start_ns, peer));
         let publisher = BagWriter::create(&dir, self.distro)
-            .map_err(SessionRecordingError::from)
+            .map_err(DevicePublisherError::from)
             .and_then(|bag| spawn_publisher(bag, self.robot.clone(), &self.settings, self.listening, start_ns));
         let mut publisher = match publisher {
             Ok(publisher) => publisher,
@@ -178,7 +178,7 @@ impl<R: Recording> AllSessions<R> {
         robot: Robot,
         settings: &LegacyBridgeSettings,
         listening: SocketAddr,
-    ) -> Result<(AllSessions<R>, Arc<dyn SessionObserver>), SessionRecordingError> {
+    ) -> Result<(AllSessions<R>, Arc<dyn SessionObserver>), DevicePublisherError> {
         let publisher = spawn_publisher(sink, robot, settings, listening, wall_clock_ns())?;
         let publisher = Arc::new(Mutex::new(Some(publisher)));
         let feed = publisher.clone();

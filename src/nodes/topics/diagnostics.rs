@@ -3,7 +3,7 @@
 //! or message.
 
 use crate::msg::{DiagnosticArray, DiagnosticStatus, Header, KeyValue};
-use crate::nodes::diagnostics::{Level, Schedule, Status};
+use crate::nodes::status::{Level, Schedule, Status};
 use crate::outputs::{Outputs, Publisher, Qos, Sink, SinkError, Topic};
 
 /// /diagnostics as diagnostic_updater offers it: the last 10.

@@ -2,13 +2,10 @@
 //! library's types. A node's publisher advertises them on its [`crate::outputs::Outputs`] and
 //! publishes through them.
 //!
-//! [`arm`] is the arm's topics (sil_node, hil_node, legacy_bridge), [`stm32`], [`arduino`] and
-//! [`vr`] the device nodes' ([`serial_device`] what every serial one adds), [`diagnostics`]
-//! every node's status on /diagnostics.
+//! [`arm`] is the arm's topics (sil_node, hil_node, legacy_bridge), [`serial_device`] what
+//! every serial device node adds to its own (each device's are beside its node:
+//! `nodes::<device>::topics`), [`diagnostics`] every node's status on /diagnostics.
 
-pub mod arduino;
 pub mod arm;
 pub mod diagnostics;
 pub mod serial_device;
-pub mod stm32;
-pub mod vr;

@@ -1,13 +1,13 @@
 //! What every serial device node publishes beside its own topics: `~/link_health`, the link's
 //! condition and counters fed by the driver's events (at once when the condition or the last
-//! error changes, otherwise once a second, see [`LinkHealth::due`]), and the link's status on
+//! error changes, otherwise once a second, see [`LinkReport::due`]), and the link's status on
 //! /diagnostics.
 
 use super::diagnostics::Diagnostics;
 use crate::msg::interfaces;
 use crate::msg::Header;
-use crate::nodes::diagnostics::{Schedule, Status};
-use crate::nodes::link_health::{LinkCondition, LinkHealth};
+use crate::nodes::link_health::{LinkCondition, LinkReport};
+use crate::nodes::status::{Schedule, Status};
 use crate::outputs::{Outputs, Publisher, Qos, Sink, SinkError, Topic};
 
 /// A serial device's own topics.
@@ -15,7 +15,7 @@ pub trait DeviceTopics {
     type Event;
 
     /// What `event` tells of the link's health.
-    fn track_link(health: &mut LinkHealth, event: &Self::Event);
+    fn track_link(health: &mut LinkReport, event: &Self::Event);
 
     /// Publishes what `event` carries, received at `time_ns`.
     fn publish<S: Sink>(&self, out: &mut Outputs<S>, time_ns: u64, event: &Self::Event) -> Result<(), SinkError>;
@@ -26,7 +26,7 @@ pub trait DeviceTopics {
 pub struct SerialDeviceTopics<D> {
     device: D,
     link_health: Topic<interfaces::LinkHealth>,
-    health: LinkHealth,
+    health: LinkReport,
     schedule: Schedule,
     diagnostics: Diagnostics,
 }
@@ -43,7 +43,7 @@ impl<D: DeviceTopics> SerialDeviceTopics<D> {
         Ok(SerialDeviceTopics {
             device,
             link_health: out.topic("~/link_health", Qos::STREAM)?,
-            health: LinkHealth::default(),
+            health: LinkReport::default(),
             schedule: Schedule::every_second(),
             diagnostics: Diagnostics::advertise(out, Status::new(status_name, port))?,
         })
@@ -80,7 +80,7 @@ impl<D: DeviceTopics> Publisher for SerialDeviceTopics<D> {
 
 impl interfaces::LinkHealth {
     /// The link's `health` as published on `~/link_health`.
-    pub fn of(header: Header, health: &LinkHealth) -> interfaces::LinkHealth {
+    pub fn of(header: Header, health: &LinkReport) -> interfaces::LinkHealth {
         interfaces::LinkHealth {
             header,
             state: match health.condition {

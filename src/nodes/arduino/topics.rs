@@ -2,12 +2,12 @@
 //! MCU's datastream, `~/motor_event`, `~/control_done` and `~/device_error` from its other
 //! messages, beside what every serial device publishes.
 
-use super::serial_device::{DeviceTopics, SerialDeviceTopics};
+use super::{joint_sample, motor_frame, track_link, ArduinoNodeConfig, JointSample};
 use crate::drivers::rdscom::{DriverEvent, RdscomEvent};
 use crate::msg::interfaces::{ControlDone, DeviceError, MotorEvent, RdscomMessage};
 use crate::msg::{Header, JointState, Temperature};
-use crate::nodes::arduino::{joint_sample, motor_frame, track_link, ArduinoNodeConfig, JointSample};
-use crate::nodes::link_health::LinkHealth;
+use crate::nodes::link_health::LinkReport;
+use crate::nodes::topics::serial_device::{DeviceTopics, SerialDeviceTopics};
 use crate::outputs::{Outputs, Qos, Sink, SinkError, Topic};
 use crate::protocol::rdscom::{Message, PrototypeTable};
 
@@ -87,7 +87,7 @@ impl ArduinoTopics {
 impl DeviceTopics for ArduinoTopics {
     type Event = DriverEvent;
 
-    fn track_link(health: &mut LinkHealth, event: &DriverEvent) {
+    fn track_link(health: &mut LinkReport, event: &DriverEvent) {
         track_link(health, event);
     }
 

@@ -1,6 +1,8 @@
 //! stm32_driver without ROS: parameters, telemetry to joint states and IMU data, joint targets
 //! and parameter changes to commands, and the arm as the managed node drives it ([`Stm32Arm`]).
 
+pub mod topics;
+
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -8,15 +10,15 @@ use serde::{Deserialize, Serialize};
 use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
 
-use super::link_health::LinkHealth;
-use super::managed_driver::SerialDevice;
-use super::param_server::{ParamRange, ParamSpec};
-use super::params::{read_group, without_groups, ParamError, ParamValue};
-use super::topics::serial_device::SerialDeviceTopics;
-use super::topics::stm32::Stm32Topics;
+use self::topics::Stm32Topics;
 use crate::drivers::stm32::{
     validate_command, ArmTelemetry, DriverEvent, LinkEvent, LinkState, Stm32Commander, Stm32Config, Stm32Driver,
 };
+use crate::nodes::link_health::LinkReport;
+use crate::nodes::managed_driver::SerialDevice;
+use crate::nodes::param_server::{ParamRange, ParamSpec};
+use crate::nodes::params::{read_group, without_groups, ParamError, ParamValue};
+use crate::nodes::topics::serial_device::SerialDeviceTopics;
 use crate::protocol::stm32::{Command, ControlMode, Joint, PidGains};
 
 /// PID gains of one joint, as parameters.
@@ -155,7 +157,7 @@ pub fn imu_orientation(roll: f64, pitch: f64) -> [f64; 4] {
 pub const IMU_ORIENTATION_COVARIANCE: [f64; 9] = [1e-3, 0.0, 0.0, 0.0, 1e-3, 0.0, 0.0, 0.0, 1e6];
 
 /// What a driver event tells of the link's health (/diagnostics "stm32_driver: link").
-pub fn track_link(health: &mut LinkHealth, event: &DriverEvent) {
+pub fn track_link(health: &mut LinkReport, event: &DriverEvent) {
     match event {
         DriverEvent::Link(LinkEvent::Telemetry(_)) => health.packets += 1,
         DriverEvent::Link(LinkEvent::StateChanged { to, .. }) => health.changed(*to),

@@ -1,21 +1,23 @@
 //! arduino_driver without ROS: parameters, datastream samples to joint states, joint commands
 //! to MotorControl requests, and the MCU as the managed node drives it ([`Testbench`]).
 
+pub mod topics;
+
 use std::collections::BTreeMap;
 use std::sync::mpsc::Receiver;
 
 use serde::Deserialize;
 
-use super::link_health::LinkHealth;
-use super::managed_driver::SerialDevice;
-use super::param_server::ParamSpec;
-use super::params::{read_group, without_groups, ParamError, ParamValue};
-use super::topics::arduino::ArduinoTopics;
-use super::topics::serial_device::SerialDeviceTopics;
+use self::topics::ArduinoTopics;
 use crate::drivers::rdscom::{
     parse_console_command, DriverEvent, RdscomCommander, RdscomConfig, RdscomDriver, RdscomEvent, RdscomLinkState,
     Request,
 };
+use crate::nodes::link_health::LinkReport;
+use crate::nodes::managed_driver::SerialDevice;
+use crate::nodes::param_server::ParamSpec;
+use crate::nodes::params::{read_group, without_groups, ParamError, ParamValue};
+use crate::nodes::topics::serial_device::SerialDeviceTopics;
 use crate::protocol::rdscom::{Message, PrototypeTable, Value};
 
 /// arduino_driver's parameters.
@@ -108,7 +110,7 @@ pub fn motor_frame(frame_prefix: &str, joint_name: &str) -> String {
 }
 
 /// What a driver event tells of the link's health (/diagnostics "arduino_driver: link").
-pub fn track_link(health: &mut LinkHealth, event: &DriverEvent) {
+pub fn track_link(health: &mut LinkReport, event: &DriverEvent) {
     match event {
         DriverEvent::Link(RdscomEvent::Received(_)) => health.packets += 1,
         DriverEvent::Link(RdscomEvent::StateChanged(to)) => health.changed(*to),

@@ -2,11 +2,11 @@
 //! directions, the latched curve) on the node's configured topics in its frame, and the link's
 //! status on /diagnostics.
 
-use super::diagnostics::Diagnostics;
+use super::{connecting, track_follower, VrNodeConfig};
 use crate::bridge::vr::FollowerEvent;
 use crate::msg::{Header, Path, PointStamped, Pose, PoseStamped, Quaternion, Vector3, Vector3Stamped};
-use crate::nodes::diagnostics::Status;
-use crate::nodes::vr::{connecting, track_follower, VrNodeConfig};
+use crate::nodes::status::Status;
+use crate::nodes::topics::diagnostics::Diagnostics;
 use crate::outputs::{Outputs, Publisher, Qos, Sink, SinkError, Topic};
 use crate::protocol::deltavr::VrMessage;
 use std::net::SocketAddr;

@@ -1,14 +1,16 @@
 //! vr_bridge without ROS: its parameters.
 
+pub mod topics;
+
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 use serde::Deserialize;
 
-use super::diagnostics::{Level, Status};
-use super::param_server::ParamSpec;
-use super::params::{read_group, without_groups, ParamError, ParamValue};
 use crate::bridge::vr::{FollowerEvent, VrConfig};
+use crate::nodes::param_server::ParamSpec;
+use crate::nodes::params::{read_group, without_groups, ParamError, ParamValue};
+use crate::nodes::status::{Level, Status};
 
 /// vr_bridge's status on /diagnostics, as leader and as follower.
 pub const LINK_STATUS: &str = "vr_bridge: link";

@@ -1,12 +1,12 @@
 //! stm32_driver's topics: /joint_states (shoulder, elbow), `~/imu` and `~/telemetry` from each
 //! telemetry packet, beside what every serial device publishes.
 
-use super::serial_device::{DeviceTopics, SerialDeviceTopics};
+use super::{imu_orientation, joint_state, track_link, IMU_ORIENTATION_COVARIANCE};
 use crate::drivers::stm32::{ArmTelemetry, DriverEvent, LinkEvent};
 use crate::msg::interfaces::Stm32Telemetry;
 use crate::msg::{Header, Imu, JointState, Quaternion, Vector3};
-use crate::nodes::link_health::LinkHealth;
-use crate::nodes::stm32::{imu_orientation, joint_state, track_link, IMU_ORIENTATION_COVARIANCE};
+use crate::nodes::link_health::LinkReport;
+use crate::nodes::topics::serial_device::{DeviceTopics, SerialDeviceTopics};
 use crate::outputs::{Outputs, Qos, Sink, SinkError, Topic};
 
 #[derive(Debug)]
@@ -77,7 +77,7 @@ impl Stm32Topics {
 impl DeviceTopics for Stm32Topics {
     type Event = DriverEvent;
 
-    fn track_link(health: &mut LinkHealth, event: &DriverEvent) {
+    fn track_link(health: &mut LinkReport, event: &DriverEvent) {
         track_link(health, event);
     }
 
