@@ -4,7 +4,6 @@
 
 use std::sync::mpsc::channel;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use futures::executor::LocalPool;
@@ -23,6 +22,7 @@ use crate::nodes::managed_driver::{Commanding, ManagedDriver};
 use crate::nodes::param_server::ParameterServer;
 use crate::nodes::params::to_params;
 use crate::nodes::stm32::topics::Stm32Topics;
+use crate::nodes::stm32::trajectory::{play_trajectories, PlayerRequest};
 use crate::nodes::stm32::{
     command_for_parameter, stm32_node_config, targets_from_joint_state, targets_from_joint_trajectory, Stm32Arm,
     STM32_NODE_PARAMS,
@@ -30,10 +30,13 @@ use crate::nodes::stm32::{
 use crate::protocol::stm32::Command;
 
 /// Sends `command` if the node is active; says why not otherwise.
-fn send(commanding: &Commanding<Stm32Commander>, command: Command, what: &str) {
+fn send(commanding: &Commanding<Stm32Commander>, command: Command, what: &str) -> bool {
     match commanding.get().and_then(|commander| commander.send(command).map_err(|error| error.to_string())) {
-        Ok(()) => {}
-        Err(error) => log::error!("{what} refused: {error}"),
+        Ok(()) => true,
+        Err(error) => {
+            log::error!("{what} refused: {error}");
+            false
+        }
     }
 }
 
@@ -75,33 +78,26 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let joint_commands = node.subscribe::<JointState>("~/joint_command", QosProfile::default())?;
     pool.spawner().spawn_local(joint_commands.for_each(move |message| {
         match targets_from_joint_state(&message.name, &message.position, &joint_names) {
-            Ok(command) => send(&targets, command, "joint command"),
+            Ok(command) => drop(send(&targets, command, "joint command")),
             Err(error) => log::error!("~/joint_command refused: {error}"),
         }
         futures::future::ready(())
     }))?;
 
     let joint_names = config.joint_names.clone();
+    let (play, played) = channel();
     let trajectory_targets = commanding.clone();
+    let _player = std::thread::Builder::new()
+        .name("stm32-trajectory".into())
+        .spawn(move || play_trajectories(&played, |command| send(&trajectory_targets, command, "trajectory point")))?;
     let trajectories = node.subscribe::<JointTrajectory>("~/joint_trajectory", QosProfile::default())?;
     pool.spawner().spawn_local(trajectories.for_each(move |message| {
         let points: Vec<(Vec<f64>, f64)> =
             message.points.iter().map(|p| (p.positions.clone(), seconds(&p.time_from_start))).collect();
         match targets_from_joint_trajectory(&message.joint_names, &points, &joint_names) {
-            Ok(schedule) => {
-                // Each target goes out at its time, while the node stays active; a later
-                // trajectory does not cancel this one.
-                let targets = trajectory_targets.clone();
-                std::thread::spawn(move || {
-                    let start = Instant::now();
-                    for (time, command) in schedule {
-                        std::thread::sleep(
-                            (start + Duration::from_secs_f64(time.max(0.0))).saturating_duration_since(Instant::now()),
-                        );
-                        send(&targets, command, "trajectory point");
-                    }
-                });
-            }
+            // An empty trajectory stops the one playing.
+            Ok(schedule) if schedule.is_empty() => drop(play.send(PlayerRequest::Stop)),
+            Ok(schedule) => drop(play.send(PlayerRequest::Play(schedule))),
             Err(error) => log::error!("~/joint_trajectory refused: {error}"),
         }
         futures::future::ready(())

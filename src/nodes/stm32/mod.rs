@@ -2,6 +2,7 @@
 //! and parameter changes to commands, and the arm as the managed node drives it ([`Stm32Arm`]).
 
 pub mod topics;
+pub mod trajectory;
 
 use std::collections::BTreeMap;
 
