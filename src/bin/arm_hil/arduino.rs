@@ -2,7 +2,6 @@
 //! data, one line per event (JSON lines with `--json`), and takes commands on stdin.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
@@ -28,18 +27,10 @@ pub(crate) struct ArduinoArgs {
     /// Prototype table: `document` (default), `firmware`, or a YAML file
     #[arg(long, value_name = "FILE")]
     prototypes: Option<String>,
-    /// Record arduino_driver's topics (/joint_states, /arduino_driver/temperature, motor_event,
-    /// control_done, device_error, link_health, /diagnostics) as a rosbag2 bag (MCAP) in this
-    /// new directory, stamped with the wall clock
-    #[arg(long, value_name = "DIR")]
-    bag: Option<PathBuf>,
     #[command(flatten)]
-    bag_distro: crate::bag::BagDistroArg,
+    outputs: crate::outputs::OutputArgs,
     #[command(flatten)]
-    live: crate::live::LiveArgs,
-    /// Print one JSON object per event
-    #[arg(long)]
-    json: bool,
+    json: crate::outputs::JsonArg,
 }
 
 /// One printed event; the JSON form is an interface (`--json`).
@@ -133,7 +124,7 @@ fn print_event(event: &DriverEvent, table: &PrototypeTable, json: bool) -> anyho
 /// bag and the live view asked for.
 fn start_recording(args: &ArduinoArgs, table: PrototypeTable) -> anyhow::Result<Option<DevicePublisher<DriverEvent>>> {
     let port = args.port.clone();
-    console::start_recording(args.bag.as_deref(), args.bag_distro.distro(), &args.live, "arduino_driver", move |out| {
+    console::start_recording(&args.outputs, arm_hil::nodes::arduino::NODE, move |out| {
         ArduinoTopics::advertise(out, &port, &ArduinoNodeConfig::default(), table)
     })
 }
@@ -152,14 +143,14 @@ pub(crate) fn run(args: ArduinoArgs) -> anyhow::Result<()> {
                 .and_then(|request| driver.send(request).map_err(|error| error.to_string()))
             {
                 Ok(()) => Ok(()),
-                Err(reason) => print(&Line::Refused { input, reason: &reason }, args.json),
+                Err(reason) => print(&Line::Refused { input, reason: &reason }, args.json.json),
             }
         },
         |event| {
             if let Some(recording) = &mut recording {
                 recording.event(wall_clock_ns(), event.clone());
             }
-            print_event(event, &table, args.json)
+            print_event(event, &table, args.json.json)
         },
     );
     console::finish_recording(recording)?;

@@ -3,27 +3,11 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use clap::{Args, Subcommand};
+use clap::Subcommand;
 
 use arm_hil::bag::info::BagInfo;
-use arm_hil::bag::metadata::BagDistro;
 
 use crate::console;
-
-/// `--bag-distro`, beside every `--bag`.
-#[derive(Debug, Args)]
-pub(crate) struct BagDistroArg {
-    /// The ROS 2 distro that is to read the bag: humble or jazzy [default: the sourced
-    /// ROS_DISTRO's, else jazzy]
-    #[arg(long, value_name = "DISTRO", value_parser = BagDistro::from_name)]
-    bag_distro: Option<BagDistro>,
-}
-
-impl BagDistroArg {
-    pub(crate) fn distro(&self) -> BagDistro {
-        self.bag_distro.unwrap_or_else(|| BagDistro::for_sourced(std::env::var("ROS_DISTRO").ok().as_deref()))
-    }
-}
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum BagCommand {

@@ -9,11 +9,9 @@ use std::time::Duration;
 use anyhow::Context;
 use serde::Serialize;
 
-use arm_hil::bag::metadata::BagDistro;
-use arm_hil::bag::BagWriter;
 use arm_hil::outputs::{wall_clock_ns, Outputs, Publisher, PublisherThread, SinkError};
 
-use crate::live::{run_sinks, LiveArgs, RunSinks};
+use crate::outputs::{OutputArgs, RunSinks};
 
 /// Prints `value` as one JSON object on a line with `json`, else `text()`.
 pub(crate) fn print_line(value: &impl Serialize, text: impl FnOnce() -> String, json: bool) -> anyhow::Result<()> {
@@ -31,13 +29,11 @@ pub(crate) fn print_line(value: &impl Serialize, text: impl FnOnce() -> String, 
 /// wall-clock time.
 pub(crate) type DevicePublisher<E> = PublisherThread<E, RunSinks>;
 
-/// Starts publishing a device session as `node` publishes it, into the new bag `bag` (`--bag`,
-/// for `distro`) and/or the live view `live` asks for, its topics set up by `advertise` (see
-/// [`PublisherThread::spawn`]); None when neither is asked for.
+/// Starts publishing a device session as `node` publishes it, into the bag and/or the live view
+/// `outputs` asks for, its topics set up by `advertise` (see [`PublisherThread::spawn`]); None
+/// when neither is asked for.
 pub(crate) fn start_recording<T, A>(
-    bag: Option<&std::path::Path>,
-    distro: BagDistro,
-    live: &LiveArgs,
+    outputs: &OutputArgs,
     node: &str,
     advertise: A,
 ) -> anyhow::Result<Option<DevicePublisher<T::Event>>>
@@ -46,8 +42,7 @@ where
     T::Event: Send + 'static,
     A: FnOnce(&mut Outputs<RunSinks>) -> Result<T, SinkError> + Send + 'static,
 {
-    let bag = bag.map(|dir| BagWriter::create(dir, distro)).transpose().context("--bag")?;
-    let Some(sinks) = run_sinks(bag, live.start(node)?) else { return Ok(None) };
+    let Some(sinks) = outputs.sinks(node)? else { return Ok(None) };
     Ok(Some(PublisherThread::spawn(sinks, node, advertise).context("cannot record the session")?))
 }
 

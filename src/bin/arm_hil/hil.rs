@@ -11,7 +11,6 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
-use arm_hil::bag::BagWriter;
 use arm_hil::control::{Trajectory, Waypoint};
 use arm_hil::drivers::robotscara::RigConfig;
 use arm_hil::drivers::{open_hardware, RigDevices, RigKind, RigSettings};
@@ -33,7 +32,7 @@ use arm_hil::sim::Frame;
 
 use crate::config;
 use crate::console;
-use crate::live::{run_sinks, RunSinks};
+use crate::outputs::RunSinks;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Backend {
@@ -73,20 +72,12 @@ pub(crate) struct HilArgs {
     /// YAML configuration: the sections of `arm_hil sil --config` plus `hil`, `stepper` and `rig`
     #[arg(long, value_name = "FILE.yaml")]
     config: Option<PathBuf>,
-    /// Record the run as a rosbag2 bag (MCAP) in this new directory, with hil_node's topics on
-    /// wall-clock time
-    #[arg(long, value_name = "DIR")]
-    bag: Option<PathBuf>,
-    /// Samples per second in the bag and the live view, as hil_node's publish_rate_hz
-    #[arg(long, value_name = "HZ", default_value_t = 250.0)]
-    bag_rate: f64,
     #[command(flatten)]
-    bag_distro: crate::bag::BagDistroArg,
+    outputs: crate::outputs::OutputArgs,
     #[command(flatten)]
-    live: crate::live::LiveArgs,
-    /// Print the result as one JSON object on standard output
-    #[arg(long)]
-    json: bool,
+    rate: crate::outputs::RateArg,
+    #[command(flatten)]
+    json: crate::outputs::JsonArg,
 }
 
 /// Publishes the loop as hil_node publishes it into `sinks` (a bag, a live view), on wall-clock
@@ -100,7 +91,6 @@ fn publish_hil(
     frames: Receiver<Frame>,
     status: Arc<Mutex<LoopStatus>>,
 ) -> anyhow::Result<HilPublishing> {
-    anyhow::ensure!(rate_hz > 0.0 && rate_hz.is_finite(), "--bag-rate must be a positive number of Hz");
     let urdf = Urdf::parse(ARM_URDF).context("urdf/arm_hil.urdf")?;
     let (robot, hardware, start_ns) = (robot.clone(), hardware.to_owned(), wall_clock_ns());
     let frame_id = HilNodeSettings::default().frame_id;
@@ -370,14 +360,13 @@ pub(crate) fn run(args: HilArgs) -> anyhow::Result<()> {
     if let Some(duration) = args.duration {
         hil = hil.with_max_duration(duration);
     }
-    let bag = args.bag.as_deref().map(|dir| BagWriter::create(dir, args.bag_distro.distro())).transpose();
     let mut publishing = None;
-    if let Some(sinks) = run_sinks(bag.context("--bag")?, args.live.start(NODE)?) {
+    if let Some(sinks) = args.outputs.sinks(NODE)? {
         let (frames_tx, frames) = sync_channel(1000);
         let status = Arc::new(Mutex::new(LoopStatus::default()));
         hil = hil.with_frames(Box::new(FrameChannel(frames_tx))).with_status(status.clone());
         let hardware = format!("{:?}", args.hardware).to_lowercase();
-        publishing = Some(publish_hil(sinks, &robot, args.bag_rate, &hardware, frames, status)?);
+        publishing = Some(publish_hil(sinks, &robot, args.rate.hz()?, &hardware, frames, status)?);
     }
     let report = std::thread::Builder::new()
         .name("hil-loop".into())
@@ -389,6 +378,6 @@ pub(crate) fn run(args: HilArgs) -> anyhow::Result<()> {
         publishing.finish(&report.outcome)?;
     }
     let summary = Summary::new(&report);
-    console::print_line(&summary, || summary.text(), args.json)?;
+    console::print_line(&summary, || summary.text(), args.json.json)?;
     report.outcome.context("the HIL run stopped")
 }

@@ -7,20 +7,7 @@ use std::sync::OnceLock;
 use anyhow::Context;
 use clap::Args;
 
-use arm_hil::bag::BagWriter;
 use arm_hil::live::{LiveLog, LiveServer};
-use arm_hil::outputs::Both;
-
-/// Where a run's topics go: a bag (`--bag`), a live view (`--live`), or both.
-pub(crate) type RunSinks = Both<Option<BagWriter>, Option<LiveServer>>;
-
-/// The sinks asked for, if any.
-pub(crate) fn run_sinks(bag: Option<BagWriter>, live: Option<LiveServer>) -> Option<RunSinks> {
-    match (bag, live) {
-        (None, None) => None,
-        (bag, live) => Some(Both::new(bag, live)),
-    }
-}
 
 #[derive(Debug, Args)]
 pub(crate) struct LiveArgs {

@@ -7,6 +7,7 @@ mod console;
 mod emulate;
 mod hil;
 mod live;
+mod outputs;
 mod plot;
 mod serve;
 mod sil;

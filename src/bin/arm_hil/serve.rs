@@ -28,18 +28,10 @@ pub(crate) struct ServeArgs {
     /// YAML configuration: the sections of `arm_hil hil --config` plus `server`
     #[arg(long, value_name = "FILE.yaml")]
     config: Option<PathBuf>,
-    /// Record each session as a rosbag2 bag (MCAP) with legacy_bridge's topics, in a directory
-    /// of its own under DIR named by its start and peer (session_<UTC start>_<ip>-<port>)
-    #[arg(long, value_name = "DIR")]
-    bag: Option<PathBuf>,
-    /// Samples per second of session time in the bags and the live view, as legacy_bridge's
-    /// publish_rate_hz
-    #[arg(long, value_name = "HZ", default_value_t = 250.0)]
-    bag_rate: f64,
     #[command(flatten)]
-    bag_distro: crate::bag::BagDistroArg,
+    outputs: crate::outputs::OutputArgs,
     #[command(flatten)]
-    live: crate::live::LiveArgs,
+    rate: crate::outputs::RateArg,
 }
 
 /// The sections of `serve` beside the SIL ones.
@@ -65,20 +57,19 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
         hil: hil.hil,
         settings: RigSettings { stepper: hil.stepper, rig: hil.rig },
     });
-    anyhow::ensure!(args.bag_rate > 0.0 && args.bag_rate.is_finite(), "--bag-rate must be a positive number of Hz");
     let robot = Robot::new(sil.robot.clone()).context("robot parameters")?;
     // The live view's server runs on a runtime of its own, which cannot be started or stopped
     // from inside ours: it is made before and finished after.
-    let settings = LegacyBridgeSettings { publish_rate_hz: args.bag_rate, ..LegacyBridgeSettings::default() };
-    let mut view = args.live.start(NODE)?;
+    let settings = LegacyBridgeSettings { publish_rate_hz: args.rate.hz()?, ..LegacyBridgeSettings::default() };
+    let mut view = args.outputs.live.start(NODE)?;
     let mut live = None;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let served = runtime.block_on(async {
         let mut server = LegacyServer::bind(server, sil, hil).await.context("cannot start the server")?;
         let address = server.local_addr()?;
         let mut observers: Vec<Arc<dyn SessionObserver>> = Vec::new();
-        if let Some(dir) = &args.bag {
-            let bags = SessionBags::new(dir, args.bag_distro.distro(), robot.clone(), settings.clone(), address)
+        if let Some(dir) = &args.outputs.bag {
+            let bags = SessionBags::new(dir, args.outputs.distro(), robot.clone(), settings.clone(), address)
                 .with_context(|| format!("--bag: cannot make {}", dir.display()))?;
             observers.push(bags);
         }

@@ -13,7 +13,6 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
-use arm_hil::bag::BagWriter;
 use arm_hil::control::Trajectory;
 use arm_hil::model::Robot;
 use arm_hil::nodes::load_trajectory;
@@ -26,7 +25,7 @@ use arm_hil::sim::{Frame, IdealPoint, IdealTorques, RunStats, SilConfig, SimErro
 
 use crate::config;
 use crate::console;
-use crate::live::{run_sinks, RunSinks};
+use crate::outputs::RunSinks;
 use crate::plot::PlotRecorder;
 
 #[derive(Debug, Args)]
@@ -50,24 +49,16 @@ pub(crate) struct SilArgs {
     /// [default: one frame per accepted step, or the file's run.frame_rate_hz]
     #[arg(long, value_name = "HZ")]
     frame_rate: Option<f64>,
-    /// Record the run as a rosbag2 bag (MCAP) in this new directory, with sil_node's topics on
-    /// simulated time (replay with `ros2 bag play DIR --clock`)
-    #[arg(long, value_name = "DIR")]
-    bag: Option<PathBuf>,
-    /// Samples per simulated second in the bag and the live view, as sil_node's publish_rate_hz
-    #[arg(long, value_name = "HZ", default_value_t = 250.0)]
-    bag_rate: f64,
     #[command(flatten)]
-    bag_distro: crate::bag::BagDistroArg,
+    outputs: crate::outputs::OutputArgs,
     #[command(flatten)]
-    live: crate::live::LiveArgs,
+    rate: crate::outputs::RateArg,
     /// Simulated seconds per wall-clock second; 0 runs as fast as possible [default: 1 with
     /// --live, so a person can watch, else 0]
     #[arg(long, value_name = "X")]
     real_time_factor: Option<f64>,
-    /// Print the summary as one JSON object on standard output
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    json: crate::outputs::JsonArg,
 }
 
 /// The run summary; these keys are an interface (`--json`).
@@ -239,7 +230,6 @@ struct SilOutputs {
 
 impl SilOutputs {
     fn start(sinks: RunSinks, robot: &Robot, trajectory: &Arc<Trajectory>, rate_hz: f64) -> anyhow::Result<SilOutputs> {
-        anyhow::ensure!(rate_hz > 0.0 && rate_hz.is_finite(), "--bag-rate must be a positive number of Hz");
         let urdf = Urdf::parse(ARM_URDF).context("urdf/arm_hil.urdf")?;
         let settings = SilNodeSettings { publish_rate_hz: rate_hz, publish_clock: true, ..SilNodeSettings::default() };
         let robot = robot.clone();
@@ -293,16 +283,14 @@ pub(crate) fn run(args: SilArgs) -> anyhow::Result<()> {
     let mut plot = args.plot.as_ref().map(|_| PlotRecorder::new());
     let progress = progress_bar(&trajectory);
     let mut simulation = Simulation::new(robot.clone(), trajectory.clone(), &config)?;
-    let real_time_factor = args.real_time_factor.unwrap_or(if args.live.wanted() { 1.0 } else { 0.0 });
+    let real_time_factor = args.real_time_factor.unwrap_or(if args.outputs.live.wanted() { 1.0 } else { 0.0 });
     anyhow::ensure!(
         real_time_factor >= 0.0 && real_time_factor.is_finite(),
         "--real-time-factor must be 0 or more, got {real_time_factor}"
     );
-    let bag = args.bag.as_deref().map(|dir| BagWriter::create(dir, args.bag_distro.distro())).transpose();
-    let bag = bag.context("--bag")?;
-    let live = args.live.start(NODE)?;
-    let outputs = run_sinks(bag, live).map(|sinks| SilOutputs::start(sinks, &robot, &trajectory, args.bag_rate));
-    let mut outputs = outputs.transpose()?;
+    let outputs = args.outputs.sinks(NODE)?;
+    let rate_hz = args.rate.hz()?;
+    let mut outputs = outputs.map(|sinks| SilOutputs::start(sinks, &robot, &trajectory, rate_hz)).transpose()?;
     let interrupted = Arc::new(AtomicBool::new(false));
     let on_signal = interrupted.clone();
     ctrlc::set_handler(move || on_signal.store(true, Ordering::Relaxed)).context("cannot handle Ctrl-C")?;
@@ -359,7 +347,7 @@ pub(crate) fn run(args: SilArgs) -> anyhow::Result<()> {
         outputs.finish(simulation.stats(), failure.as_ref())?;
     }
     let summary = Summary::new(simulation.stats(), wall_time_s, trajectory.waypoints().len());
-    console::print_line(&summary, || summary.text(), args.json)?;
+    console::print_line(&summary, || summary.text(), args.json.json)?;
     match failure {
         Some(error) => Err(error).context("the simulation stopped early"),
         None => Ok(()),

@@ -1,8 +1,6 @@
 //! `arm_hil stm32`: the STM32 arm on a serial port. Prints telemetry and link changes, one line
 //! per event (JSON lines with `--json`), and takes commands on stdin.
 
-use std::path::PathBuf;
-
 use anyhow::Context;
 use clap::Args;
 use serde::Serialize;
@@ -29,17 +27,10 @@ pub(crate) struct Stm32Args {
     /// Only listen for telemetry instead of polling with GET_TELEMETRY (firmware that streams)
     #[arg(long)]
     stream: bool,
-    /// Record stm32_driver's topics (/joint_states, /stm32_driver/imu, telemetry, link_health,
-    /// /diagnostics) as a rosbag2 bag (MCAP) in this new directory, stamped with the wall clock
-    #[arg(long, value_name = "DIR")]
-    bag: Option<PathBuf>,
     #[command(flatten)]
-    bag_distro: crate::bag::BagDistroArg,
+    outputs: crate::outputs::OutputArgs,
     #[command(flatten)]
-    live: crate::live::LiveArgs,
-    /// Print one JSON object per event
-    #[arg(long)]
-    json: bool,
+    json: crate::outputs::JsonArg,
 }
 
 /// One printed event; the JSON form is an interface (`--json`).
@@ -137,7 +128,7 @@ fn print_event(event: &DriverEvent, json: bool) -> anyhow::Result<()> {
 fn start_recording(args: &Stm32Args) -> anyhow::Result<Option<DevicePublisher<DriverEvent>>> {
     let Stm32NodeConfig { joint_names, imu_frame_id, .. } = Stm32NodeConfig::default();
     let port = args.port.clone();
-    console::start_recording(args.bag.as_deref(), args.bag_distro.distro(), &args.live, "stm32_driver", move |out| {
+    console::start_recording(&args.outputs, arm_hil::nodes::stm32::NODE, move |out| {
         Stm32Topics::advertise(out, &port, joint_names, imu_frame_id)
     })
 }
@@ -159,13 +150,13 @@ pub(crate) fn run(args: Stm32Args) -> anyhow::Result<()> {
             .and_then(|command| driver.send(command).map_err(|error| error.to_string()))
         {
             Ok(()) => Ok(()),
-            Err(reason) => print(&Line::Refused { input, reason: &reason }, args.json),
+            Err(reason) => print(&Line::Refused { input, reason: &reason }, args.json.json),
         },
         |event| {
             if let Some(recording) = &mut recording {
                 recording.event(wall_clock_ns(), event.clone());
             }
-            print_event(event, args.json)
+            print_event(event, args.json.json)
         },
     );
     console::finish_recording(recording)?;

@@ -53,17 +53,10 @@ pub(crate) struct ConnectArgs {
     /// The leader's address
     #[arg(value_name = "ADDR")]
     leader: SocketAddr,
-    /// Record vr_bridge's follower topics (position, directions, the curve, /diagnostics) as a
-    /// rosbag2 bag (MCAP) in this new directory, stamped with the wall clock
-    #[arg(long, value_name = "DIR")]
-    bag: Option<PathBuf>,
     #[command(flatten)]
-    bag_distro: crate::bag::BagDistroArg,
+    outputs: crate::outputs::OutputArgs,
     #[command(flatten)]
-    live: crate::live::LiveArgs,
-    /// Print one JSON object per message
-    #[arg(long)]
-    json: bool,
+    json: crate::outputs::JsonArg,
 }
 
 /// The `vr` section beside the SIL ones.
@@ -159,13 +152,9 @@ enum Line<'a> {
 /// the live view asked for.
 fn start_recording(args: &ConnectArgs) -> anyhow::Result<Option<DevicePublisher<FollowerEvent>>> {
     let leader = args.leader;
-    crate::console::start_recording(
-        args.bag.as_deref(),
-        args.bag_distro.distro(),
-        &args.live,
-        "vr_bridge",
-        move |out| VrFollowerTopics::advertise(out, &VrNodeConfig::default(), leader),
-    )
+    crate::console::start_recording(&args.outputs, arm_hil::nodes::vr::NODE, move |out| {
+        VrFollowerTopics::advertise(out, &VrNodeConfig::default(), leader)
+    })
 }
 
 async fn connect(args: ConnectArgs) -> anyhow::Result<()> {
@@ -217,7 +206,7 @@ async fn follow_and_print(
             }
         };
         let mut stdout = std::io::stdout().lock();
-        if args.json {
+        if args.json.json {
             serde_json::to_writer(&mut stdout, &line)?;
             writeln!(stdout)?;
         } else {

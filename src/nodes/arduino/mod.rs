@@ -20,6 +20,12 @@ use crate::nodes::params::{read_group, without_groups, ParamError, ParamValue};
 use crate::nodes::topics::serial_device::SerialDeviceTopics;
 use crate::protocol::rdscom::{Message, PrototypeTable, Value};
 
+/// The node's name, which its private topics are under.
+pub const NODE: &str = "arduino_driver";
+
+/// The node's link status on /diagnostics.
+pub const LINK_STATUS: &str = "arduino_driver: link";
+
 /// arduino_driver's parameters.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]

@@ -42,7 +42,7 @@ impl ArduinoTopics {
             frame_prefix: config.frame_prefix.clone(),
             table,
         };
-        SerialDeviceTopics::advertise(out, device, "arduino_driver: link", port)
+        SerialDeviceTopics::advertise(out, device, super::LINK_STATUS, port)
     }
 
     /// A message from the MCU: a joint's sample, or one of its events.

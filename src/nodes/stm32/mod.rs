@@ -22,6 +22,12 @@ use crate::nodes::params::{read_group, without_groups, ParamError, ParamValue};
 use crate::nodes::topics::serial_device::SerialDeviceTopics;
 use crate::protocol::stm32::{Command, ControlMode, Joint, PidGains};
 
+/// The node's name, which its private topics are under.
+pub const NODE: &str = "stm32_driver";
+
+/// The node's link status on /diagnostics.
+pub const LINK_STATUS: &str = "stm32_driver: link";
+
 /// PID gains of one joint, as parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]

@@ -34,7 +34,7 @@ impl Stm32Topics {
             joint_names,
             imu_frame_id,
         };
-        SerialDeviceTopics::advertise(out, device, "stm32_driver: link", port)
+        SerialDeviceTopics::advertise(out, device, super::LINK_STATUS, port)
     }
 
     /// The joint states and the IMU sample in `telemetry`, where it has them, and all of it on

@@ -12,6 +12,9 @@ use crate::nodes::param_server::ParamSpec;
 use crate::nodes::params::{read_group, without_groups, ParamError, ParamValue};
 use crate::nodes::status::{Level, Status};
 
+/// The node's name, which its private topics are under.
+pub const NODE: &str = "vr_bridge";
+
 /// vr_bridge's status on /diagnostics, as leader and as follower.
 pub const LINK_STATUS: &str = "vr_bridge: link";
 
