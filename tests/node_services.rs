@@ -16,11 +16,11 @@ fn sil_node_server() -> ParameterServer {
     let mut declared = to_params(&SilConfig::default());
     declared.extend(to_params(&SilNodeSettings::default()));
     declared.insert("use_sim_time".into(), ParamValue::Bool(false));
-    ParameterServer::new(declared, &SIL_NODE_PARAMS)
+    ParameterServer::new(declared, SIL_NODE_PARAMS)
 }
 
 fn apply_to(settings: &mut SilNodeSettings) -> impl FnMut(&str, &ParamValue) -> Result<(), String> + '_ {
-    move |name, value| settings.apply(name, value)
+    move |name, value| settings.set(name, value)
 }
 
 #[test]
@@ -126,7 +126,7 @@ fn listing_follows_prefixes_and_depth() {
 fn stm32_gains_are_applied_within_the_documented_ranges() {
     let mut declared = to_params(&Stm32NodeConfig::default());
     declared.insert("use_sim_time".into(), ParamValue::Bool(false));
-    let server = ParameterServer::new(declared, &STM32_NODE_PARAMS);
+    let server = ParameterServer::new(declared, STM32_NODE_PARAMS);
     assert!(server.check("pid.elbow.kp", &ParamValue::Double(5.0)).is_ok());
     assert!(matches!(server.check("pid.elbow.ki", &ParamValue::Double(1.5)), Err(ParamRefusal::OutOfRange { .. })));
     assert!(server.check("mode", &ParamValue::String("idle".into())).is_ok());
@@ -171,4 +171,29 @@ fn link_health_levels_mean_what_they_say_and_count_reconnects() {
     let value = |key: &str| status.values.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
     assert_eq!(value("failed_requests").as_deref(), Some("1"));
     assert_eq!(value("reconnects").as_deref(), Some("2"));
+}
+
+#[test]
+fn a_parameter_declared_once_gives_its_field_default_description_range_and_setter() {
+    let spec = |name: &str| *SIL_NODE_PARAMS.iter().find(|spec| spec.name == name).unwrap();
+    assert!(spec("loop").runtime && spec("real_time_factor").runtime);
+    assert!(!spec("frame_id").runtime && spec("frame_id").description.ends_with("(read at start)"));
+    assert_eq!(spec("publish_rate_hz").range, Some(ParamRange::Double { from: 0.1, to: 10000.0 }));
+    assert!(spec("robot.").description.contains("examples/sil.yaml"));
+    for name in to_params(&SilNodeSettings::default()).keys() {
+        assert!(SIL_NODE_PARAMS.iter().any(|spec| spec.name == name), "{name} is in the table");
+    }
+    let mut settings = SilNodeSettings::default();
+    assert_eq!((settings.publish_rate_hz, settings.repeat, settings.frame_id.as_str()), (250.0, false, "base_link"));
+    settings.set("loop", &ParamValue::Bool(true)).unwrap();
+    settings.set("publish_rate_hz", &ParamValue::Integer(100)).unwrap();
+    assert_eq!((settings.repeat, settings.publish_rate_hz), (true, 100.0));
+    assert!(settings.set("frame_id", &ParamValue::String("map".into())).is_err(), "read at start");
+    assert!(settings.set("loop", &ParamValue::String("yes".into())).is_err(), "the field's type");
+
+    // A group's entries come before its catch-all: each gain is set at run time, with its range.
+    let server = ParameterServer::new(to_params(&Stm32NodeConfig::default()), STM32_NODE_PARAMS);
+    let gain = server.describe("pid.elbow.kd").unwrap();
+    assert!(!gain.read_only && gain.range == Some(ParamRange::Double { from: 0.0, to: 2.0 }));
+    assert!(server.describe("link.baud").unwrap().read_only);
 }

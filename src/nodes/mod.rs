@@ -5,6 +5,7 @@
 //! other sinks.
 
 pub mod arduino;
+pub mod declare;
 pub mod goals;
 pub mod hil;
 pub mod joints;

@@ -24,7 +24,7 @@ pub enum ParamValue {
 }
 
 impl ParamValue {
-    fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         match self {
             ParamValue::Bool(value) => Value::from(*value),
             ParamValue::Integer(value) => Value::from(*value),

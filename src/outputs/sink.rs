@@ -135,7 +135,8 @@ impl<S: Sink> Outputs<S> {
         &self.node
     }
 
-    /// Advertises `name` (as the node writes it) with message type `M`.
+    /// Advertises `name` (as the node writes it) with message type `M`. A node advertises all
+    /// its topics before it publishes anything: ROS creates the publishers after.
     pub fn topic<M: RosMessage>(&mut self, name: &str, qos: Qos) -> Result<Topic<M>, SinkError> {
         let resolved = self.node.resolve(name);
         let spec = TopicSpec { name, resolved: &resolved, message: M::DEF, type_hash: M::TYPE_HASH, qos };

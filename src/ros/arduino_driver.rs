@@ -57,7 +57,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let commanding = managed.commanding();
 
     let pool = LocalPool::new();
-    let parameters = ParameterServer::new(node_params(&node), &ARDUINO_NODE_PARAMS);
+    let parameters = ParameterServer::new(node_params(&node), ARDUINO_NODE_PARAMS);
     serve_parameters(&mut node, &pool.spawner(), parameters, nothing_at_run_time())?;
     let (joint_names, joint_commanding) = (config.joint_names.clone(), commanding.clone());
     let joint_commands = node.subscribe::<JointState>("~/joint_command", QosProfile::default())?;

@@ -68,7 +68,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     })?;
 
     let pool = LocalPool::new();
-    let parameters = ParameterServer::new(node_params(&node), &HIL_NODE_PARAMS);
+    let parameters = ParameterServer::new(node_params(&node), HIL_NODE_PARAMS);
     serve_parameters(&mut node, &pool.spawner(), parameters, nothing_at_run_time())?;
     let (requests, feeder_requests) = channel();
     let withdrawals = Arc::new(Withdrawals::default());

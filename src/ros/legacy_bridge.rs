@@ -21,7 +21,7 @@ use crate::nodes::param_server::ParameterServer;
 pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let config = legacy_bridge_config(&node_params(&node)).context("legacy_bridge parameters")?;
     let pool = LocalPool::new();
-    let parameters = ParameterServer::new(node_params(&node), &LEGACY_BRIDGE_PARAMS);
+    let parameters = ParameterServer::new(node_params(&node), LEGACY_BRIDGE_PARAMS);
     serve_parameters(&mut node, &pool.spawner(), parameters, nothing_at_run_time())?;
 
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;

@@ -43,8 +43,8 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     serve_parameters(
         &mut node,
         &pool.spawner(),
-        ParameterServer::new(declared, &SIL_NODE_PARAMS),
-        Box::new(move |name, value| applied.lock().map_err(|_| "settings unavailable".to_owned())?.apply(name, value)),
+        ParameterServer::new(declared, SIL_NODE_PARAMS),
+        Box::new(move |name, value| applied.lock().map_err(|_| "settings unavailable".to_owned())?.set(name, value)),
     )?;
     let (requests, run_requests) = channel();
     // The action's goals are this package's own type, which the doc-only type-check lacks.

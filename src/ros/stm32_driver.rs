@@ -59,7 +59,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     serve_parameters(
         &mut node,
         &pool.spawner(),
-        ParameterServer::new(declared, &STM32_NODE_PARAMS),
+        ParameterServer::new(declared, STM32_NODE_PARAMS),
         Box::new(move |name, value| {
             let mut config = shared_config.lock().map_err(|_| "parameters unavailable".to_owned())?;
             match command_for_parameter(&mut config, name, value)? {

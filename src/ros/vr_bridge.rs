@@ -126,7 +126,7 @@ fn follower(
 pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let config = vr_node_config(&node_params(&node)).context("vr_bridge parameters")?;
     let pool = LocalPool::new();
-    let parameters = ParameterServer::new(node_params(&node), &VR_NODE_PARAMS);
+    let parameters = ParameterServer::new(node_params(&node), VR_NODE_PARAMS);
     serve_parameters(&mut node, &pool.spawner(), parameters, nothing_at_run_time())?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let stop = Arc::new(AtomicBool::new(false));

@@ -13,9 +13,9 @@ use crate::drivers::rdscom::{
     parse_console_command, DriverEvent, RdscomCommander, RdscomConfig, RdscomDriver, RdscomEvent, RdscomLinkState,
     Request,
 };
+use crate::nodes::declare::node_parameters;
 use crate::nodes::link_health::LinkReport;
 use crate::nodes::managed_driver::SerialDevice;
-use crate::nodes::param_server::ParamSpec;
 use crate::nodes::params::{read_group, without_groups, ParamError, ParamValue};
 use crate::nodes::topics::serial_device::SerialDeviceTopics;
 use crate::protocol::rdscom::{Message, PrototypeTable, Value};
@@ -26,64 +26,25 @@ pub const NODE: &str = "arduino_driver";
 /// The node's link status on /diagnostics.
 pub const LINK_STATUS: &str = "arduino_driver: link";
 
-/// arduino_driver's parameters.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ArduinoNodeConfig {
-    /// Serial device. Default /dev/ttyACM0.
-    pub port: String,
-    /// Link settings: baud, retry_timeout_s, retries, heartbeat_period_s, heartbeat_misses, table.
-    pub link: RdscomConfig,
-    /// A prototype table YAML file; empty uses `link.table`. Default empty.
-    pub prototypes_file: String,
-    /// Joint names by motor / sensor id. Default finger_joint0 .. finger_joint3 (the joints of
-    /// urdf/finger_testbench.urdf, named apart from every other device's).
-    pub joint_names: Vec<String>,
-    /// Before every frame the node names (`JOINT_motor`): `NS/` in a namespace. Default empty.
-    pub frame_prefix: String,
-    /// Datastream of all joints started at this rate [Hz] (1..=255; 0: none). Default 50.
-    pub stream_rate_hz: u8,
-    /// Configure and activate at start (the launch files set it). Default false: the node waits
-    /// unconfigured for `ros2 lifecycle set`.
-    pub autostart: bool,
-    /// After a device fault, configure and activate again once a second until the device is back.
-    /// Default false.
-    pub auto_recover: bool,
-}
-
-impl Default for ArduinoNodeConfig {
-    fn default() -> Self {
-        ArduinoNodeConfig {
-            port: "/dev/ttyACM0".into(),
-            link: RdscomConfig::default(),
-            prototypes_file: String::new(),
-            joint_names: (0..4).map(|joint| format!("finger_joint{joint}")).collect(),
-            frame_prefix: String::new(),
-            stream_rate_hz: 50,
-            autostart: false,
-            auto_recover: false,
-        }
+node_parameters! {
+    /// arduino_driver's parameters: all are read at start (the link and the datastreams are set
+    /// up once; commands go on topics).
+    #[derive(Debug, Clone, PartialEq, Deserialize)]
+    pub struct ArduinoNodeConfig, ARDUINO_NODE_PARAMS {
+        read_only port: String = "/dev/ttyACM0".into() => "serial device of the MCU";
+        section link: RdscomConfig = RdscomConfig::default()
+            => "rdscom link: baud, table, retry_timeout_s, retries, heartbeat_period_s, heartbeat_misses";
+        read_only prototypes_file: String = String::new() => "a YAML prototype table; empty uses link.table";
+        read_only joint_names: Vec<String> = (0..4).map(|joint| format!("finger_joint{joint}")).collect()
+            => "joint names by motor / sensor id (urdf/finger_testbench.urdf's, named apart from every other device's)";
+        read_only frame_prefix: String = String::new() => "before every frame the node names: NS/ in a namespace";
+        read_only stream_rate_hz: u8 = 50 => "datastream of all joints started at this rate [Hz] (1..=255); 0: none";
+        read_only autostart: bool = false
+            => "configure and activate at start (the launch files set it); else the node waits unconfigured";
+        read_only auto_recover: bool = false
+            => "after a device fault, configure and activate again once a second until the device is back";
     }
 }
-
-/// How `ros2 param` sees arduino_driver's parameters: all are read at start (the link and the
-/// datastreams are set up once; commands go on topics).
-pub const ARDUINO_NODE_PARAMS: [ParamSpec; 8] = [
-    ParamSpec::read_only("port", "serial device of the MCU (read at start)"),
-    ParamSpec::read_only("joint_names", "joint names by motor / sensor id (read at start)"),
-    ParamSpec::read_only("frame_prefix", "before the motor frames, NS/ in a namespace (read at start)"),
-    ParamSpec::read_only(
-        "stream_rate_hz",
-        "datastream of all joints started at this rate [Hz]; 0: none (read at start)",
-    ),
-    ParamSpec::read_only("prototypes_file", "a YAML prototype table; empty uses link.table (read at start)"),
-    ParamSpec::read_only("link.", "rdscom link: baud, table, retries, heartbeat (read at start)"),
-    ParamSpec::read_only("autostart", "configure and activate at start (read at start)"),
-    ParamSpec::read_only(
-        "auto_recover",
-        "after a device fault, configure and activate again once a second (read at start)",
-    ),
-];
 
 /// Reads arduino_driver's parameters; unknown names are refused.
 pub fn arduino_node_config(params: &BTreeMap<String, ParamValue>) -> Result<ArduinoNodeConfig, ParamError> {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::param_server::ParamSpec;
+use super::declare::node_parameters;
 use super::params::{only_groups, read_group, without_groups, ParamError, ParamValue};
 use crate::bridge::legacy::{HilSetup, LegacyServerConfig};
 use crate::drivers::robotscara::RigConfig;
@@ -20,40 +20,19 @@ use crate::sim::SilConfig;
 /// The node's name, which its private topics are under.
 pub const NODE: &str = "legacy_bridge";
 
-/// legacy_bridge's own parameters.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct LegacyBridgeSettings {
-    /// Frames published per second of each session's time [Hz]. Default 250.
-    pub publish_rate_hz: f64,
-    /// Hardware for `H` sessions: "" (refuse them), "sim" or "robotscara". Default "".
-    pub hil_hardware: String,
-    /// Frame of the published points. Default base_link.
-    pub frame_id: String,
-}
-
-impl Default for LegacyBridgeSettings {
-    fn default() -> Self {
-        LegacyBridgeSettings { publish_rate_hz: 250.0, hil_hardware: String::new(), frame_id: "base_link".into() }
+node_parameters! {
+    /// legacy_bridge's own parameters: all are read at start.
+    #[derive(Debug, Clone, PartialEq, Deserialize)]
+    pub struct LegacyBridgeSettings, LEGACY_BRIDGE_PARAMS {
+        read_only publish_rate_hz: f64 = 250.0 => "session frames republished per second of session time [Hz]";
+        read_only hil_hardware: String = String::new()
+            => "hardware for H sessions: empty refuses them, sim or robotscara";
+        read_only frame_id: String = "base_link".into() => "frame of the published points";
+    }
+    sections {
+        "server." => "the port-5555 server: bind address, timeouts, limits, device allow-list",
     }
 }
-
-/// How `ros2 param` sees legacy_bridge's parameters: all are read at start.
-pub const LEGACY_BRIDGE_PARAMS: [ParamSpec; 4] = [
-    ParamSpec::read_only(
-        "publish_rate_hz",
-        "session frames republished per second of session time [Hz] (read at start)",
-    ),
-    ParamSpec::read_only(
-        "hil_hardware",
-        "hardware for H sessions: empty refuses them, sim or robotscara (read at start)",
-    ),
-    ParamSpec::read_only("frame_id", "frame of the published points (read at start)"),
-    ParamSpec::read_only(
-        "server.",
-        "the port-5555 server: bind address, timeouts, limits, device allow-list (read at start)",
-    ),
-];
 
 /// Everything legacy_bridge is configured by.
 #[derive(Debug, Clone)]

@@ -83,8 +83,8 @@ impl LegacyPublisher {
             refused: 0,
             last: String::new(),
         };
+        // Out with the first event or tick: nothing is published while topics are advertised.
         publisher.report();
-        publisher.diagnostics.publish_due(out, start_ns)?;
         Ok(publisher)
     }
 

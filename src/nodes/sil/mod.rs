@@ -9,86 +9,36 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::param_server::{ParamRange, ParamSpec};
+use super::declare::node_parameters;
+use super::param_server::ParamRange;
 use super::params::{only_groups, read_group, without_groups, ParamError, ParamValue};
 use crate::sim::SilConfig;
 
 /// The node's name, which its private topics are under.
 pub const NODE: &str = "sil_node";
 
-/// sil_node's own parameters (the SIL configuration's sections sit beside them).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct SilNodeSettings {
-    /// Simulated seconds per wall-clock second; 0 runs as fast as possible. Default 1.
-    pub real_time_factor: f64,
-    /// Samples published per simulated second [Hz]. Default 250.
-    pub publish_rate_hz: f64,
-    /// Publish /clock from simulated time (and stamp messages with it). Default false.
-    pub publish_clock: bool,
-    /// Trajectory CSV run at start; empty runs the built-in arc. Default empty.
-    pub trajectory_file: String,
-    /// Start the trajectory again when it ends. Default false.
-    #[serde(rename = "loop")]
-    pub repeat: bool,
-    /// Frame of every published point and path. Default base_link.
-    pub frame_id: String,
-}
-
-impl Default for SilNodeSettings {
-    fn default() -> Self {
-        SilNodeSettings {
-            real_time_factor: 1.0,
-            publish_rate_hz: 250.0,
-            publish_clock: false,
-            trajectory_file: String::new(),
-            repeat: false,
-            frame_id: "base_link".into(),
-        }
+node_parameters! {
+    /// sil_node's own parameters (the SIL configuration's sections sit beside them): the pacing
+    /// and publishing settings apply at once, the rest is read at start.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct SilNodeSettings, SIL_NODE_PARAMS {
+        runtime real_time_factor: f64 = 1.0, range(ParamRange::Double { from: 0.0, to: 1000.0 })
+            => "simulated seconds per wall-clock second; 0 runs as fast as possible";
+        runtime publish_rate_hz: f64 = 250.0, range(ParamRange::Double { from: 0.1, to: 10000.0 })
+            => "samples published per simulated second [Hz]";
+        runtime repeat as "loop": bool = false => "start the trajectory again when it ends";
+        read_only publish_clock: bool = false => "publish /clock from simulated time (and stamp messages with it)";
+        read_only trajectory_file: String = String::new()
+            => "trajectory CSV run at start; empty runs the built-in arc";
+        read_only frame_id: String = "base_link".into() => "frame of every published point and path";
     }
-}
-
-/// How `ros2 param` sees sil_node's parameters: the pacing and publishing settings apply at
-/// once; the simulation's sections and the start-up settings are read at start.
-pub const SIL_NODE_PARAMS: [ParamSpec; 12] = [
-    ParamSpec::runtime(
-        "real_time_factor",
-        "simulated seconds per wall-clock second; 0 runs as fast as possible",
-        Some(ParamRange::Double { from: 0.0, to: 1000.0 }),
-    ),
-    ParamSpec::runtime(
-        "publish_rate_hz",
-        "samples published per simulated second [Hz]",
-        Some(ParamRange::Double { from: 0.1, to: 10000.0 }),
-    ),
-    ParamSpec::runtime("loop", "start the trajectory again when it ends", None),
-    ParamSpec::read_only("publish_clock", "publish /clock from simulated time (read at start)"),
-    ParamSpec::read_only("trajectory_file", "trajectory CSV run at start; empty runs the built-in arc (read at start)"),
-    ParamSpec::read_only("frame_id", "frame of every published point and path (read at start)"),
-    ParamSpec::read_only("robot.", "robot model, SI units (read at start; see examples/sil.yaml)"),
-    ParamSpec::read_only("controller.", "task-space PID and inverse dynamics (read at start; see examples/sil.yaml)"),
-    ParamSpec::read_only("estimator.", "Kalman filter and range-bias estimator (read at start; see examples/sil.yaml)"),
-    ParamSpec::read_only("sensor.", "simulated angle sensor (read at start; see examples/sil.yaml)"),
-    ParamSpec::read_only("integrator.", "adaptive Bogacki-Shampine integrator (read at start; see examples/sil.yaml)"),
-    ParamSpec::read_only(
-        "run.",
-        "frame cap, divergence threshold and the frames' uniform grid frame_rate_hz (read at start; see examples/sil.yaml)",
-    ),
-];
-
-impl SilNodeSettings {
-    /// Applies a parameter set while the node runs (the names of [`SIL_NODE_PARAMS`] that are
-    /// `runtime`); a value out of its domain is refused with the reason.
-    pub fn apply(&mut self, name: &str, value: &ParamValue) -> Result<(), String> {
-        match (name, value) {
-            ("real_time_factor", ParamValue::Double(factor)) if *factor >= 0.0 => self.real_time_factor = *factor,
-            ("publish_rate_hz", ParamValue::Double(rate)) if *rate > 0.0 => self.publish_rate_hz = *rate,
-            ("loop", ParamValue::Bool(repeat)) => self.repeat = *repeat,
-            ("real_time_factor", _) => return Err(format!("must be a number >= 0, got {value:?}")),
-            ("publish_rate_hz", _) => return Err(format!("must be a number > 0, got {value:?}")),
-            _ => return Err(format!("{name} is not applied while the node runs")),
-        }
-        Ok(())
+    sections {
+        "robot." => "robot model, SI units; see examples/sil.yaml",
+        "controller." => "task-space PID and inverse dynamics; see examples/sil.yaml",
+        "estimator." => "Kalman filter and range-bias estimator; see examples/sil.yaml",
+        "sensor." => "simulated angle sensor; see examples/sil.yaml",
+        "integrator." => "adaptive Bogacki-Shampine integrator; see examples/sil.yaml",
+        "run." => "frame cap, divergence threshold and the frames' uniform grid frame_rate_hz; see examples/sil.yaml",
     }
 }
 

@@ -15,9 +15,10 @@ use self::topics::Stm32Topics;
 use crate::drivers::stm32::{
     validate_command, ArmTelemetry, DriverEvent, LinkEvent, LinkState, Stm32Commander, Stm32Config, Stm32Driver,
 };
+use crate::nodes::declare::node_parameters;
 use crate::nodes::link_health::LinkReport;
 use crate::nodes::managed_driver::SerialDevice;
-use crate::nodes::param_server::{ParamRange, ParamSpec};
+use crate::nodes::param_server::ParamRange;
 use crate::nodes::params::{read_group, without_groups, ParamError, ParamValue};
 use crate::nodes::topics::serial_device::SerialDeviceTopics;
 use crate::protocol::stm32::{Command, ControlMode, Joint, PidGains};
@@ -57,43 +58,36 @@ pub struct PidParams {
     pub elbow: GainParams,
 }
 
-/// stm32_driver's parameters.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Stm32NodeConfig {
-    /// Serial device. Default /dev/ttyACM0 (the NUCLEO's ST-Link).
-    pub port: String,
-    /// Link settings: baud, poll_mode, poll_rate_hz, imu_units, timeouts.
-    pub link: Stm32Config,
-    /// Names of the shoulder and elbow in joint_states. Default stm32_shoulder, stm32_elbow (the
-    /// joints of urdf/stm32_arm.urdf, named apart from every other device's).
-    pub joint_names: Vec<String>,
-    /// Frame of the IMU messages. Default stm32_imu_link.
-    pub imu_frame_id: String,
-    /// Gains sent at start and whenever they change.
-    pub pid: PidParams,
-    /// Control mode sent at start and on change: idle, position or trajectory. Default position.
-    pub mode: String,
-    /// Configure and activate at start (the launch files set it). Default false: the node waits
-    /// unconfigured for `ros2 lifecycle set`.
-    pub autostart: bool,
-    /// After a device fault, configure and activate again once a second until the device is back.
-    /// Default false.
-    pub auto_recover: bool,
-}
+const KP: ParamRange = ParamRange::Double { from: 0.0, to: 10.0 };
+const KI: ParamRange = ParamRange::Double { from: 0.0, to: 1.0 };
+const KD: ParamRange = ParamRange::Double { from: 0.0, to: 2.0 };
 
-impl Default for Stm32NodeConfig {
-    fn default() -> Self {
-        Stm32NodeConfig {
-            port: "/dev/ttyACM0".into(),
-            link: Stm32Config::default(),
-            joint_names: vec!["stm32_shoulder".into(), "stm32_elbow".into()],
-            imu_frame_id: "stm32_imu_link".into(),
-            pid: PidParams::default(),
-            mode: "position".into(),
-            autostart: false,
-            auto_recover: false,
-        }
+node_parameters! {
+    /// stm32_driver's parameters: gains and mode are sent to the firmware when set (see
+    /// [`command_for_parameter`]); the rest is read at start.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct Stm32NodeConfig, STM32_NODE_PARAMS {
+        runtime mode: String = "position".into()
+            => "control mode sent to the firmware at start and when set: idle, position or trajectory";
+        group pid: PidParams = PidParams::default() => "gains sent to the firmware at start and when set";
+        read_only port: String = "/dev/ttyACM0".into() => "serial device of the NUCLEO (its ST-Link)";
+        section link: Stm32Config = Stm32Config::default()
+            => "serial link: baud, poll_mode, poll_rate_hz, imu_units, timeouts";
+        read_only joint_names: Vec<String> = vec!["stm32_shoulder".into(), "stm32_elbow".into()]
+            => "names of the shoulder and elbow in /joint_states (urdf/stm32_arm.urdf's)";
+        read_only imu_frame_id: String = "stm32_imu_link".into() => "frame of ~/imu";
+        read_only autostart: bool = false
+            => "configure and activate at start (the launch files set it); else the node waits unconfigured";
+        read_only auto_recover: bool = false
+            => "after a device fault, configure and activate again once a second until the device is back";
+    }
+    entries {
+        runtime "pid.shoulder.kp", range(KP) => "shoulder proportional gain, sent to the firmware",
+        runtime "pid.shoulder.ki", range(KI) => "shoulder integral gain, sent to the firmware",
+        runtime "pid.shoulder.kd", range(KD) => "shoulder derivative gain, sent to the firmware",
+        runtime "pid.elbow.kp", range(KP) => "elbow proportional gain, sent to the firmware",
+        runtime "pid.elbow.ki", range(KI) => "elbow integral gain, sent to the firmware",
+        runtime "pid.elbow.kd", range(KD) => "elbow derivative gain, sent to the firmware",
     }
 }
 
@@ -114,31 +108,6 @@ impl Stm32NodeConfig {
         Ok(vec![gains, Command::SetMode(mode(&self.mode)?)])
     }
 }
-
-const KP: Option<ParamRange> = Some(ParamRange::Double { from: 0.0, to: 10.0 });
-const KI: Option<ParamRange> = Some(ParamRange::Double { from: 0.0, to: 1.0 });
-const KD: Option<ParamRange> = Some(ParamRange::Double { from: 0.0, to: 2.0 });
-
-/// How `ros2 param` sees stm32_driver's parameters: gains and mode are sent to the firmware when
-/// set; the rest is read at start.
-pub const STM32_NODE_PARAMS: [ParamSpec; 13] = [
-    ParamSpec::runtime("mode", "control mode sent to the firmware: idle, position or trajectory", None),
-    ParamSpec::runtime("pid.shoulder.kp", "shoulder proportional gain, sent to the firmware", KP),
-    ParamSpec::runtime("pid.shoulder.ki", "shoulder integral gain, sent to the firmware", KI),
-    ParamSpec::runtime("pid.shoulder.kd", "shoulder derivative gain, sent to the firmware", KD),
-    ParamSpec::runtime("pid.elbow.kp", "elbow proportional gain, sent to the firmware", KP),
-    ParamSpec::runtime("pid.elbow.ki", "elbow integral gain, sent to the firmware", KI),
-    ParamSpec::runtime("pid.elbow.kd", "elbow derivative gain, sent to the firmware", KD),
-    ParamSpec::read_only("port", "serial device of the NUCLEO (read at start)"),
-    ParamSpec::read_only("joint_names", "names of the shoulder and elbow in /joint_states (read at start)"),
-    ParamSpec::read_only("imu_frame_id", "frame of ~/imu (read at start)"),
-    ParamSpec::read_only("link.", "serial link: baud, polling, IMU units, timeouts (read at start)"),
-    ParamSpec::read_only("autostart", "configure and activate at start (read at start)"),
-    ParamSpec::read_only(
-        "auto_recover",
-        "after a device fault, configure and activate again once a second (read at start)",
-    ),
-];
 
 /// Reads stm32_driver's parameters; unknown names are refused.
 pub fn stm32_node_config(params: &BTreeMap<String, ParamValue>) -> Result<Stm32NodeConfig, ParamError> {
@@ -252,14 +221,13 @@ pub fn command_for_parameter(
             *config = changed;
             Ok(Some(command))
         }
-        ["mode"] => match value {
-            ParamValue::String(name) => {
-                let command = Command::SetMode(mode(name)?);
-                config.mode = name.clone();
-                Ok(Some(command))
-            }
-            _ => Err("mode must be a string".into()),
-        },
+        ["mode"] => {
+            let mut changed = config.clone();
+            changed.set(name, value)?;
+            let command = Command::SetMode(mode(&changed.mode)?);
+            *config = changed;
+            Ok(Some(command))
+        }
         _ => Ok(None),
     }
 }

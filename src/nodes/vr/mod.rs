@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use serde::Deserialize;
 
 use crate::bridge::vr::{FollowerEvent, VrConfig};
-use crate::nodes::param_server::ParamSpec;
+use crate::nodes::declare::node_parameters;
 use crate::nodes::params::{read_group, without_groups, ParamError, ParamValue};
 use crate::nodes::status::{Level, Status};
 
@@ -28,53 +28,26 @@ pub enum VrMode {
     Follower,
 }
 
-/// vr_bridge's parameters.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct VrNodeConfig {
-    pub mode: VrMode,
-    /// Leader settings (bind address, rate, ping, timeouts, transform).
-    pub vr: VrConfig,
-    /// The leader a follower connects to. Default 127.0.0.1:7777.
-    pub leader_address: SocketAddr,
-    /// geometry_msgs/PointStamped: the actuator position. Default sil_node's end effector.
-    pub position_topic: String,
-    /// geometry_msgs/Vector3Stamped: the current direction of motion.
-    pub current_direction_topic: String,
-    /// geometry_msgs/Vector3Stamped: the desired direction of motion.
-    pub desired_direction_topic: String,
-    /// nav_msgs/Path: the exercise curve. Default sil_node's reference path.
-    pub curve_topic: String,
-    /// Frame of what a follower publishes. Default base_link.
-    pub frame_id: String,
-}
-
-impl Default for VrNodeConfig {
-    fn default() -> Self {
-        VrNodeConfig {
-            mode: VrMode::Leader,
-            vr: VrConfig::default(),
-            leader_address: SocketAddr::from(([127, 0, 0, 1], 7777)),
-            position_topic: "/sil_node/end_effector".into(),
-            current_direction_topic: "/sil_node/current_direction".into(),
-            desired_direction_topic: "/sil_node/desired_direction".into(),
-            curve_topic: "/sil_node/reference_path".into(),
-            frame_id: "base_link".into(),
-        }
+node_parameters! {
+    /// vr_bridge's parameters: all are read at start.
+    #[derive(Debug, Clone, PartialEq, Deserialize)]
+    pub struct VrNodeConfig, VR_NODE_PARAMS {
+        read_only mode: VrMode = VrMode::Leader
+            => "leader (serve Unity) or follower (listen to a Deltarobot leader)";
+        section vr: VrConfig = VrConfig::default()
+            => "the VR link: address, rates, timeouts, coordinate transform";
+        read_only leader_address: SocketAddr = SocketAddr::from(([127, 0, 0, 1], 7777))
+            => "the leader a follower connects to";
+        read_only position_topic: String = "/sil_node/end_effector".into() => "actuator position, PointStamped";
+        read_only current_direction_topic: String = "/sil_node/current_direction".into()
+            => "current direction, Vector3Stamped";
+        read_only desired_direction_topic: String = "/sil_node/desired_direction".into()
+            => "desired direction, Vector3Stamped";
+        read_only curve_topic: String = "/sil_node/reference_path".into()
+            => "the curve, nav_msgs/Path, transient local";
+        read_only frame_id: String = "base_link".into() => "frame of what a follower publishes";
     }
 }
-
-/// How `ros2 param` sees vr_bridge's parameters: all are read at start.
-pub const VR_NODE_PARAMS: [ParamSpec; 8] = [
-    ParamSpec::read_only("mode", "leader (serve Unity) or follower (listen to a Deltarobot leader) (read at start)"),
-    ParamSpec::read_only("leader_address", "the leader a follower connects to (read at start)"),
-    ParamSpec::read_only("position_topic", "actuator position, PointStamped (read at start)"),
-    ParamSpec::read_only("current_direction_topic", "current direction, Vector3Stamped (read at start)"),
-    ParamSpec::read_only("desired_direction_topic", "desired direction, Vector3Stamped (read at start)"),
-    ParamSpec::read_only("curve_topic", "the curve, nav_msgs/Path, transient local (read at start)"),
-    ParamSpec::read_only("frame_id", "frame of what a follower publishes (read at start)"),
-    ParamSpec::read_only("vr.", "the VR link: address, rates, timeouts, coordinate transform (read at start)"),
-];
 
 /// Reads vr_bridge's parameters; unknown names are refused.
 pub fn vr_node_config(params: &BTreeMap<String, ParamValue>) -> Result<VrNodeConfig, ParamError> {
