@@ -5,7 +5,7 @@ use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 pub use super::rdscom_link::{RdscomConfig, RdscomEvent, RdscomLink, RdscomLinkState, TableChoice};
-use crate::protocol::rdscom::{encode, EncodeError, FrameType, Message, PrototypeTable, Value};
+use crate::protocol::rdscom::{encode, EncodeError, FrameType, Message, PrototypeTable, TableError, Value};
 use crate::serial::link_driver::{Commander, LinkDriver, PortSettings, SerialLink};
 
 /// What the rdscom driver reports.
@@ -168,4 +168,27 @@ pub fn parse_console_command(line: &str, nonce: i8) -> Result<Request, String> {
             line.trim()
         )),
     }
+}
+
+/// Why a prototype table file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TableFileError {
+    #[error("cannot read {}", path.display())]
+    Read { path: std::path::PathBuf, source: std::io::Error },
+    #[error("prototype table {}", path.display())]
+    Invalid { path: std::path::PathBuf, source: TableError },
+}
+
+/// The prototype table of a node or a command: the YAML file `file` when one is given, else the
+/// built-in table `choice`.
+pub fn prototype_table(file: Option<&std::path::Path>, choice: &TableChoice) -> Result<PrototypeTable, TableFileError> {
+    let Some(path) = file else {
+        return Ok(match choice {
+            TableChoice::Document => PrototypeTable::document(),
+            TableChoice::Firmware => PrototypeTable::firmware(),
+        });
+    };
+    let text =
+        std::fs::read_to_string(path).map_err(|source| TableFileError::Read { path: path.to_owned(), source })?;
+    PrototypeTable::from_yaml(&text).map_err(|source| TableFileError::Invalid { path: path.to_owned(), source })
 }

@@ -3,6 +3,7 @@
 //! heartbeat and starts its datastream; activate lets commands through; deactivate stops the
 //! MCU's controls).
 
+use std::path::Path;
 use std::sync::mpsc::channel;
 use std::sync::Arc;
 
@@ -17,14 +18,13 @@ use r2r::QosProfile;
 use super::lifecycle::{spin_managed, Supervisor};
 use super::params::{nothing_at_run_time, serve_parameters};
 use super::{node_params, now_ns, ros_outputs};
-use crate::drivers::rdscom::{RdscomCommander, TableChoice};
+use crate::drivers::rdscom::{prototype_table, RdscomCommander};
 use crate::nodes::arduino::topics::ArduinoTopics;
 use crate::nodes::arduino::{
     arduino_node_config, requests_from_joint_command, send_line, Testbench, ARDUINO_NODE_PARAMS,
 };
 use crate::nodes::managed_driver::{Commanding, ManagedDriver};
 use crate::nodes::param_server::ParameterServer;
-use crate::protocol::rdscom::PrototypeTable;
 
 /// Sends `line` if the node is active; says why not otherwise.
 fn send(commanding: &Commanding<RdscomCommander>, line: &str) {
@@ -36,13 +36,8 @@ fn send(commanding: &Commanding<RdscomCommander>, line: &str) {
 /// Runs the node until interrupted or shut down.
 pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let config = arduino_node_config(&node_params(&node)).context("arduino_driver parameters")?;
-    let table = match (config.prototypes_file.as_str(), &config.link.table) {
-        ("", TableChoice::Document) => PrototypeTable::document(),
-        ("", TableChoice::Firmware) => PrototypeTable::firmware(),
-        (file, _) => {
-            PrototypeTable::from_yaml(&std::fs::read_to_string(file).with_context(|| format!("cannot read {file}"))?)?
-        }
-    };
+    let file = (!config.prototypes_file.is_empty()).then(|| Path::new(&config.prototypes_file));
+    let table = prototype_table(file, &config.link.table)?;
     let topic_table = table.clone();
     let topics = ros_outputs(&mut node, |out| ArduinoTopics::advertise(out, &config.port, &config, topic_table))?;
     let testbench = Testbench {

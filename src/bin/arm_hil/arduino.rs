@@ -2,6 +2,7 @@
 //! data, one line per event (JSON lines with `--json`), and takes commands on stdin.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use anyhow::Context;
 use clap::Args;
@@ -9,7 +10,8 @@ use serde::Serialize;
 
 use crate::console::{self, DevicePublisher};
 use arm_hil::drivers::rdscom::{
-    parse_console_command, DriverEvent, RdscomConfig, RdscomDriver, RdscomEvent, RdscomLinkState,
+    parse_console_command, prototype_table, DriverEvent, RdscomConfig, RdscomDriver, RdscomEvent, RdscomLinkState,
+    TableChoice,
 };
 use arm_hil::nodes::arduino::topics::ArduinoTopics;
 use arm_hil::nodes::arduino::ArduinoNodeConfig;
@@ -78,14 +80,12 @@ fn print(line: &Line, json: bool) -> anyhow::Result<()> {
     console::print_line(line, || text(line), json)
 }
 
+/// `--prototypes`: a built-in table by name, or a file.
 fn load_table(choice: Option<&str>) -> anyhow::Result<PrototypeTable> {
     Ok(match choice {
-        None | Some("document") => PrototypeTable::document(),
-        Some("firmware") => PrototypeTable::firmware(),
-        Some(path) => {
-            let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {path}"))?;
-            PrototypeTable::from_yaml(&text).with_context(|| format!("prototype table {path}"))?
-        }
+        None | Some("document") => prototype_table(None, &TableChoice::Document)?,
+        Some("firmware") => prototype_table(None, &TableChoice::Firmware)?,
+        Some(path) => prototype_table(Some(Path::new(path)), &TableChoice::Document)?,
     })
 }
 

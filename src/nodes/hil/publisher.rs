@@ -10,7 +10,6 @@ use std::time::Duration;
 use crate::hil::{HilError, LoopStatus};
 use crate::model::math::Vec3;
 use crate::model::Robot;
-use crate::nodes::joints::arm_joint_state;
 use crate::nodes::robot_state::Urdf;
 use crate::nodes::status::{Level, Status};
 use crate::nodes::topics::arm::{ArmTopicSet, ArmTopics};
@@ -46,7 +45,7 @@ pub enum HilEvent {
 #[derive(Debug)]
 pub struct HilPublisher {
     arm: ArmTopics,
-    robot: Robot,
+    /// Where the forearm pivots [m].
     elbow: Vec3,
     samples: Decimator,
     diagnostics: Diagnostics,
@@ -69,12 +68,12 @@ impl HilPublisher {
         robot_state: Option<&Urdf>,
         start_ns: u64,
     ) -> Result<HilPublisher, SinkError> {
-        let mut arm = ArmTopics::advertise(out, ArmTopicSet::HIL_NODE, frame_id, robot_state)?;
+        let elbow = robot.elbow();
+        let mut arm = ArmTopics::advertise(out, robot, ArmTopicSet::HIL_NODE, frame_id, robot_state)?;
         arm.start(out, start_ns)?;
         Ok(HilPublisher {
             arm,
-            elbow: robot.elbow(),
-            robot,
+            elbow,
             samples: Decimator::new(publish_rate_hz),
             diagnostics: Diagnostics::advertise(out, Status::new(STATUS_NAME, hardware))?,
             looping: false,
@@ -94,8 +93,7 @@ impl HilPublisher {
         let mut sampled = false;
         match event {
             Some(HilEvent::Frame(frame)) if self.samples.due(frame.t) => {
-                let joints = arm_joint_state(&self.robot, frame, &self.elbow);
-                self.arm.sample(out, time_ns, frame, &joints)?;
+                self.arm.sample(out, time_ns, frame, &self.elbow)?;
                 sampled = true;
             }
             Some(HilEvent::Frame(_)) => {}

@@ -12,7 +12,6 @@ use crate::bridge::legacy::{SessionError, SessionObserver, SessionReport};
 use crate::control::Trajectory;
 use crate::model::math::Vec3;
 use crate::model::Robot;
-use crate::nodes::joints::arm_joint_state;
 use crate::nodes::robot_state::Urdf;
 use crate::nodes::status::{Level, Status};
 use crate::nodes::topics::arm::{ArmTopicSet, ArmTopics};
@@ -47,7 +46,6 @@ struct Session {
 #[derive(Debug)]
 pub struct LegacyPublisher {
     arm: ArmTopics,
-    robot: Robot,
     rate_hz: f64,
     sessions: HashMap<SocketAddr, Session>,
     diagnostics: Diagnostics,
@@ -70,11 +68,10 @@ impl LegacyPublisher {
         robot_state: Option<&Urdf>,
         start_ns: u64,
     ) -> Result<LegacyPublisher, SinkError> {
-        let mut arm = ArmTopics::advertise(out, ArmTopicSet::LEGACY_BRIDGE, frame_id, robot_state)?;
+        let mut arm = ArmTopics::advertise(out, robot, ArmTopicSet::LEGACY_BRIDGE, frame_id, robot_state)?;
         arm.start(out, start_ns)?;
         let mut publisher = LegacyPublisher {
             arm,
-            robot,
             rate_hz: publish_rate_hz,
             sessions: HashMap::new(),
             diagnostics: Diagnostics::advertise(out, Status::new(STATUS_NAME, &listening.to_string()))?,
@@ -122,8 +119,7 @@ impl Publisher for LegacyPublisher {
             Some(LegacyEvent::Frame { peer, frame }) => {
                 if let Some(session) = self.sessions.get_mut(peer) {
                     if session.samples.due(frame.t) {
-                        let joints = arm_joint_state(&self.robot, frame, &session.elbow);
-                        self.arm.sample(out, time_ns, frame, &joints)?;
+                        self.arm.sample(out, time_ns, frame, &session.elbow)?;
                     }
                 }
             }

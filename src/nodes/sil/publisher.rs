@@ -9,7 +9,6 @@ use super::run::{RunEnd, SilEvent};
 use super::SilNodeSettings;
 use crate::model::math::Vec3;
 use crate::model::Robot;
-use crate::nodes::joints::arm_joint_state;
 use crate::nodes::robot_state::Urdf;
 use crate::nodes::status::{Level, Status};
 use crate::nodes::topics::arm::{ArmTopicSet, ArmTopics};
@@ -63,7 +62,7 @@ impl SilPublisher {
         start_ns: u64,
     ) -> Result<SilPublisher, SinkError> {
         let set = ArmTopicSet { clock: settings.publish_clock, ..ArmTopicSet::SIL_NODE };
-        let mut arm = ArmTopics::advertise(out, set, &settings.frame_id, robot_state)?;
+        let mut arm = ArmTopics::advertise(out, robot.clone(), set, &settings.frame_id, robot_state)?;
         arm.start(out, start_ns)?;
         Ok(SilPublisher {
             arm,
@@ -107,8 +106,7 @@ impl SilPublisher {
                 }
                 let run = self.run.unwrap_or(Run { elbow: self.robot.elbow(), end_time: f64::INFINITY });
                 if self.samples.due(frame.t) || frame.t >= run.end_time {
-                    let joints = arm_joint_state(&self.robot, frame, &run.elbow);
-                    self.arm.sample(out, stamp, frame, &joints)?;
+                    self.arm.sample(out, stamp, frame, &run.elbow)?;
                     sampled = true;
                 }
             }

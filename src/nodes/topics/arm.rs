@@ -9,12 +9,13 @@ use serde::{Serialize, Serializer};
 use crate::control::{Trajectory, Waypoint};
 use crate::hil::LoopStatus;
 use crate::model::math::{direction_or_zero, Vec3};
+use crate::model::Robot;
 use crate::msg::interfaces::{ArmState, LoopStatistics};
 use crate::msg::{
     Clock, EncodesAs, Header, JointState, JointTrajectory, Path, PointStamped, Pose, Quaternion, StringMsg, TfMessage,
     Time, Transform, TransformStamped, Twist, TwistStamped, Vector3, Vector3Stamped,
 };
-use crate::nodes::joints::{JointStateData, JOINT_NAMES};
+use crate::nodes::joints::{arm_joint_state, JOINT_NAMES};
 use crate::nodes::robot_state::{JointKind, Urdf, UrdfJoint, ARM_URDF};
 use crate::outputs::{Outputs, Qos, Sink, SinkError, Topic};
 use crate::sim::{Frame, IdealPoint};
@@ -67,6 +68,8 @@ struct RobotStateTopics {
 /// The arm's topics of one node on one sink.
 #[derive(Debug)]
 pub struct ArmTopics {
+    /// The arm whose joints each sample works out.
+    robot: Robot,
     frame_id: String,
     joint_states: Topic<JointState>,
     end_effector: Topic<PointStamped>,
@@ -99,6 +102,7 @@ impl ArmTopics {
     /// each sample.
     pub fn advertise<S: Sink>(
         out: &mut Outputs<S>,
+        robot: Robot,
         set: ArmTopicSet,
         frame_id: &str,
         robot_state: Option<&Urdf>,
@@ -128,6 +132,7 @@ impl ArmTopics {
             false => None,
         };
         Ok(ArmTopics {
+            robot,
             frame_id: frame_id.to_owned(),
             joint_states: out.topic("joint_states", Qos::STREAM)?,
             end_effector: out.topic("~/end_effector", Qos::STREAM)?,
@@ -172,16 +177,17 @@ impl ArmTopics {
         out.publish(robot.tf_static, time_ns, &TfMessage { transforms: fixed })
     }
 
-    /// One published sample at `time_ns`: joint states (and their transforms), the end
-    /// effector, `~/state`, and the reference, directions and clock where the node publishes
-    /// them.
+    /// One published sample of `frame` at `time_ns`: joint states (with the passive joints of
+    /// a forearm pivoting at `elbow` [m], and their transforms), the end effector, `~/state`,
+    /// and the reference, directions and clock where the node publishes them.
     pub fn sample<S: Sink>(
         &mut self,
         out: &mut Outputs<S>,
         time_ns: u64,
         frame: &Frame,
-        joints: &JointStateData,
+        elbow: &Vec3,
     ) -> Result<(), SinkError> {
+        let joints = arm_joint_state(&self.robot, frame, elbow);
         let stamp = Time::from_nanos(time_ns);
         let state = &mut self.joint_state;
         state.header.stamp = stamp;
