@@ -157,3 +157,9 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn the_platform_carries_the_mass_docs_model_md_gives() {
+    // docs/model.md: m_P = m_d + (m12 + m22 + m32) / 2 + m_arm / 2 = 2.675 kg by default.
+    assert!((Robot::default().platform_mass() - 2.675).abs() < 1e-12);
+}
