@@ -1,4 +1,4 @@
-"""hil_node: the 1 kHz HIL loop on the simulated plant (default) or the reference rig, with
+"""hil_node: the 1 kHz HIL loop on the simulated plant (default) or the lab's rig, with
 robot_state_publisher, and optionally rviz2 and a recording.
 
     ros2 launch arm_hil hil.launch.py hardware:=robotscara sensor_device:=/dev/ttyUSB0 arduino_device:=auto

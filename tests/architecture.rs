@@ -235,3 +235,52 @@ fn the_design_map_names_every_file_under_src() {
         .collect();
     assert!(missing.is_empty(), "docs/design.md does not name:\n{}", missing.join("\n"));
 }
+
+#[test]
+fn comments_cite_the_protocols_by_their_page_in_docs() {
+    // A comment citing a source by one of the phrases below names a source the repository does
+    // not hold, unless a docs/ page is named on the same or the previous line.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let cites = |comment: &str| {
+        let lower = comment.to_lowercase();
+        ["the spec", "the document", "the reference"].iter().any(|phrase| {
+            lower.match_indices(phrase).any(|(at, _)| {
+                let after = lower[at + phrase.len()..].chars().next();
+                !after.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '-')
+            })
+        })
+    };
+    let mut uncited = Vec::new();
+    for folder in ["src", "tests", "benches", "fuzz/src", "fuzz/fuzz_targets", "examples", "tools", "launch", ".ci"] {
+        let mut files = Vec::new();
+        let mut todo = vec![root.join(folder)];
+        while let Some(dir) = todo.pop() {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                match path.extension().and_then(|ext| ext.to_str()) {
+                    _ if path.is_dir() => todo.push(path),
+                    Some("rs" | "py" | "sh") => files.push(path),
+                    _ => {}
+                }
+            }
+        }
+        for path in files {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let lines: Vec<&str> = text.lines().collect();
+            let marker = if path.extension().is_some_and(|ext| ext == "rs") { "//" } else { "#" };
+            for (index, line) in lines.iter().enumerate() {
+                let trimmed = line.trim();
+                let comment = match trimmed.find(marker) {
+                    Some(at) => &trimmed[at..],
+                    None if trimmed.starts_with("\"\"\"") => trimmed,
+                    None => continue,
+                };
+                let pointed = line.contains("docs/") || index > 0 && lines[index - 1].contains("docs/");
+                if cites(comment) && !pointed {
+                    uncited.push(format!("{}:{}: {trimmed}", path.strip_prefix(root).unwrap().display(), index + 1));
+                }
+            }
+        }
+    }
+    assert!(uncited.is_empty(), "comments citing a source without its docs/ page:\n{}", uncited.join("\n"));
+}

@@ -1,4 +1,4 @@
-//! The HIL loop through real pseudo-terminals: the reference-rig backend against the rig
+//! The HIL loop through real pseudo-terminals: the lab's rig backend against the rig
 //! emulator (sensor lines in, step commands out), with its process paused, with faults injected,
 //! and auto-detection of the Arduino.
 

@@ -1,4 +1,4 @@
-//! The port-5555 codec against the spec's byte layout, in every split, and on arbitrary input.
+//! The port-5555 codec against docs/port5555.md's byte layout, in every split, and on arbitrary input.
 
 use arm_hil::control::Waypoint;
 use arm_hil::model::math::Vec3;
@@ -47,7 +47,7 @@ fn a_sil_request_is_laid_out_as_the_spec_says() {
         Request { mode: Mode::Sil, elbow: Vec3::new(0.35, 0.35, 0.0), l_arm: 0.45, waypoints: two_waypoints() };
     let mut bytes = Vec::new();
     encode_request(&request, &mut bytes);
-    // Offsets of the spec's payload table, after the one mode byte.
+    // Offsets of docs/port5555.md's payload table, after the one mode byte.
     assert_eq!(bytes[0], b'S');
     let payload = &bytes[1..];
     assert_eq!(payload.len(), 36 + 2 * 80);
@@ -59,7 +59,7 @@ fn a_sil_request_is_laid_out_as_the_spec_says() {
 
 #[test]
 fn a_hil_handshake_carries_two_length_prefixed_devices_with_defaults_for_empty_ones() {
-    // The spec's example length 9 for /dev/ttyUSB0 is wrong: the name is 12 bytes.
+    // docs/port5555.md, Examples and corrections: the length of /dev/ttyUSB0 is 12, not 9.
     let mut bytes = b"H\x0c/dev/ttyUSB0\x04auto".to_vec();
     let waypoint = Request { mode: Mode::Sil, elbow: Vec3::zeros(), l_arm: 0.45, waypoints: two_waypoints() };
     let mut payload = Vec::new();

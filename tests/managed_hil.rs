@@ -1,5 +1,5 @@
 //! hil_node under the lifecycle, without ROS: the loop through every transition on the simulated
-//! rig, and the reference rig's emulator (real pseudo-terminals) losing its sensor mid-run.
+//! rig, and the lab's rig's emulator (real pseudo-terminals) losing its sensor mid-run.
 
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
@@ -119,7 +119,7 @@ impl Node {
     }
 }
 
-/// The largest step of the reference between consecutive frames [m].
+/// The largest step of the frames' reference position between consecutive frames [m].
 fn largest_reference_step(frames: &[Frame]) -> f64 {
     frames.windows(2).map(|pair| (pair[1].x_ref - pair[0].x_ref).norm()).fold(0.0, f64::max)
 }
@@ -142,7 +142,7 @@ fn the_loop_runs_only_while_active_and_resumes_where_the_arm_is() {
     assert!(node.frames_for(0.3).is_empty(), "a deactivated node ran its loop");
     assert!(node.reports.last().1.starts_with("inactive"), "{:?}", node.reports.last());
 
-    // Activated again: the reference starts where the arm is and holds there.
+    // Activated again: its reference starts where the arm is and holds there.
     node.set("activate");
     let resumed = node.frames(400);
     assert!(

@@ -349,3 +349,42 @@ fn console_commands_become_requests() {
     assert!(parse_console_command("move 1 sideways 2", 0).is_err());
     assert!(parse_console_command("dance", 0).is_err());
 }
+
+/// docs/rdscom.md's table of every prototype, as the built-in tables hold them: for each of
+/// "document" and "firmware", (id, name, "field type, ...", ack).
+fn documented_prototypes() -> Vec<(String, u8, String, String, bool)> {
+    let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/rdscom.md")).unwrap();
+    let mut rows = Vec::new();
+    for line in page.lines().filter(|line| line.starts_with("| ") && line.split('|').nth(1).is_some()) {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let Ok(id) = cells[1].parse::<u8>() else { continue };
+        let tables: &[&str] = match cells[5] {
+            "document" => &["document"],
+            "firmware" => &["firmware"],
+            _ => &["document", "firmware"],
+        };
+        for table in tables {
+            rows.push(((*table).to_owned(), id, cells[2].to_owned(), cells[3].to_owned(), cells[4] == "yes"));
+        }
+    }
+    rows
+}
+
+#[test]
+fn docs_rdscom_md_lists_every_prototype_of_both_tables_as_the_code_has_it() {
+    let documented = documented_prototypes();
+    for (name, table) in [("document", PrototypeTable::document()), ("firmware", PrototypeTable::firmware())] {
+        let mut in_code = Vec::new();
+        for id in 0..=u8::MAX {
+            let Some(prototype) = table.get(id) else { continue };
+            let fields: Vec<String> = prototype
+                .fields
+                .iter()
+                .map(|field| format!("{} {}", field.name, serde_json::to_value(field.kind).unwrap().as_str().unwrap()))
+                .collect();
+            in_code.push((name.to_owned(), id, prototype.name.clone(), fields.join(", "), prototype.ack));
+        }
+        let on_page: Vec<_> = documented.iter().filter(|row| row.0 == name).cloned().collect();
+        assert_eq!(on_page, in_code, "docs/rdscom.md's {name} table");
+    }
+}

@@ -78,7 +78,7 @@ fn telemetry_full_is_52_bytes_and_decodes_field_by_field() {
     assert_eq!(bytes.len(), 56);
     let (packets, _) = decode_all(&bytes);
     assert_eq!(packets[0].telemetry(), Ok(full_telemetry(3)));
-    // The document's 40-byte length is refused, not misread.
+    // docs/stm32.md: the source's 40-byte length is refused, not misread.
     let mut short = Vec::new();
     encode_packet(kind::TELEMETRY_FULL, &bytes[3..43], &mut short);
     let (packets, _) = decode_all(&short);

@@ -1,4 +1,4 @@
-//! The Deltarobot VR link: the codec against the document's example, and leader and follower
+//! The Deltarobot VR link: the codec against docs/vr.md's examples, and leader and follower
 //! over real sockets on 127.0.0.1.
 
 use std::io::{Read, Write};

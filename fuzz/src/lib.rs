@@ -123,7 +123,7 @@ fn packet_round_trips(packet: &RawPacket) {
 }
 
 /// The rdscom stream of the finger testbench's MCU; the first byte picks the prototype table
-/// (even: the document's, odd: the firmware's).
+/// (even: the protocol source's, odd: the firmware's; docs/stm32.md).
 pub fn rdscom_frame(data: &[u8]) {
     let Some((&table, stream)) = data.split_first() else { return };
     let table = if table % 2 == 0 { PrototypeTable::document() } else { PrototypeTable::firmware() };
@@ -174,7 +174,7 @@ fn vr_message_round_trips(message: &VrMessage) {
     assert_eq!(encode(&again), bytes);
 }
 
-/// The reference rig's lines: the angle sensor's (as the driver splits them, at most 128 bytes),
+/// The lab's rig's lines (docs/rig.md): the angle sensor's (as the driver splits them, at most 128 bytes),
 /// the step driver's commands and the HIL loop's trajectory segments.
 pub fn rig_lines(data: &[u8]) {
     let mut splitter = LineSplitter::new(128);

@@ -39,7 +39,7 @@ pub struct LegacyServerConfig {
     pub write_stall_timeout_s: f64,
     /// Sessions served at once; more connections are refused. Default 64.
     pub max_sessions: usize,
-    /// Largest trajectory accepted. Default 1 000 000 (the spec's limit).
+    /// Largest trajectory accepted. Default 1 000 000 (docs/port5555.md).
     pub max_waypoints: usize,
     /// Device paths an `H` client may name (glob patterns). A network client never opens
     /// anything else. Default /dev/ttyUSB*, /dev/ttyACM*, /dev/serial/by-id/*, auto.

@@ -87,7 +87,7 @@ impl VrTransform {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct VrConfig {
-    /// Leader listening address. The document names no port; the default is 127.0.0.1:7777.
+    /// Leader listening address. docs/vr.md: the protocol names no port; the default is 127.0.0.1:7777.
     pub bind: SocketAddr,
     /// Position and direction messages per second to each follower [Hz]. Default 60.
     pub rate_hz: f64,

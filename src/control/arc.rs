@@ -1,4 +1,4 @@
-//! The reference GUI's test motion: a great-circle arc on the forearm sphere (radius l_arm
+//! The lab's GUI's test motion: a great-circle arc on the forearm sphere (radius l_arm
 //! about the elbow) between two spherical directions, with a trapezoidal angular speed.
 
 use serde::{Deserialize, Serialize};
@@ -26,7 +26,7 @@ pub struct ArcSpec {
 
 impl Default for ArcSpec {
     /// A 46.8 degree arc, 9.86 s long, across the band of the workspace where holding the arm
-    /// takes little torque: at most (1.5, 1.9, 7.9) N m, inside what the reference rig's
+    /// takes little torque: at most (1.5, 1.9, 7.9) N m, inside what the lab's rig's
     /// steppers give safely (3.6, 3.6, 72) N m.
     fn default() -> Self {
         ArcSpec {

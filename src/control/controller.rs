@@ -7,8 +7,8 @@ use super::interpolation::Reference;
 use crate::model::math::Vec3;
 use crate::model::{ArmMotion, ModelError, Robot};
 
-/// Controller gains and limits. Defaults are the reference controller's, except Kp and Kd:
-/// the reference's (30, 4) cannot hold the arm against its gravity-driven unstable mode with a
+/// Controller gains and limits. Defaults are the lab's original controller's (docs/model.md), except Kp and Kd:
+/// its (30, 4) cannot hold the arm against its gravity-driven unstable mode with a
 /// quantised sensor (docs/model.md §C3 has the measurements).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]

@@ -21,7 +21,7 @@ pub struct Estimate {
     pub v: Vec3,
 }
 
-/// Estimator settings. Defaults are the reference's, except where noted.
+/// Estimator settings. Defaults are the lab's original estimator's (docs/model.md), except where noted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct EstimatorConfig {

@@ -4,7 +4,7 @@
 use super::trajectory::{Trajectory, Waypoint};
 use crate::model::math::Vec3;
 
-/// The reference at one instant: position [m], velocity [m/s], acceleration [m/s^2].
+/// A reference sample, one instant of a trajectory: position [m], velocity [m/s], acceleration [m/s^2].
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Reference {
     pub x: Vec3,
@@ -63,7 +63,7 @@ impl ReferenceSampler {
         ReferenceSampler { segment_idx: 0, segment: None }
     }
 
-    /// The reference of `trajectory` at time `t` [s]. A sampler serves one trajectory.
+    /// `trajectory`'s reference sample at time `t` [s]. A sampler serves one trajectory.
     pub fn sample(&mut self, trajectory: &Trajectory, t: f64) -> Reference {
         let waypoints = trajectory.waypoints();
         let last = waypoints.len() - 1;

@@ -23,18 +23,18 @@ use robotscara::{ReferenceRig, RigConfig};
 pub enum RigKind {
     /// The simulated plant and sensor, stepped in real time.
     Sim,
-    /// The reference rig: angle sensor and step-driver Arduino on serial ports.
+    /// The lab's rig (docs/rig.md): angle sensor and step-driver Arduino on serial ports.
     Robotscara,
 }
 
-/// Device paths of the reference rig; `arduino` may be `auto`.
+/// Device paths of the lab's rig; `arduino` may be `auto`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RigDevices {
     pub sensor: String,
     pub arduino: String,
 }
 
-/// Settings of the reference rig's devices.
+/// Settings of the lab's rig's devices.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RigSettings {
     pub stepper: StepperConfig,

@@ -17,7 +17,7 @@ use crate::protocol::rdscom::{encode, EncodeError, FrameDecoder, FrameType, Mess
 pub enum TableChoice {
     /// The message document's table (docs/rdscom.md).
     Document,
-    /// The reference firmware's newer table.
+    /// The newer firmware's table (docs/rdscom.md).
     Firmware,
 }
 

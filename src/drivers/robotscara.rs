@@ -1,4 +1,4 @@
-//! The reference rig behind the HIL loop: the angle sensor (115200 8N1, `t,r,theta,phi` lines)
+//! The lab's rig behind the HIL loop (docs/rig.md): the angle sensor (115200 8N1, `t,r,theta,phi` lines)
 //! and the step-driver Arduino (250000 8N1, `F,fx,fy,fz,dirBits` lines).
 //!
 //! Serial I/O runs on two threads of its own. The loop's `read` takes the newest sensor
@@ -21,7 +21,7 @@ use crate::model::math::Vec3;
 use crate::protocol::rig::{encode_step_command, parse_sensor_line, LineSplitter};
 use crate::serial;
 
-/// Serial settings of the rig. Defaults are the reference rig's.
+/// Serial settings of the rig. Defaults are the lab's rig's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RigConfig {
@@ -92,7 +92,7 @@ impl Shared {
     }
 }
 
-/// The reference rig as a [`Hardware`] backend.
+/// The lab's rig as a [`Hardware`] backend.
 pub struct ReferenceRig {
     shared: Arc<Shared>,
     drive: StepperDrive,

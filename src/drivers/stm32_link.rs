@@ -20,7 +20,7 @@ use crate::protocol::stm32::{
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PollMode {
-    /// Ask with GET_TELEMETRY at `poll_rate_hz` (the reference firmware does not stream); this
+    /// Ask with GET_TELEMETRY at `poll_rate_hz` (the lab's firmware does not stream, docs/stm32.md); this
     /// also feeds the firmware's 500 ms command watchdog.
     Poll,
     /// Only listen, for firmware that streams by itself.
@@ -31,9 +31,9 @@ pub enum PollMode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ImuUnits {
-    /// m/s^2 and rad/s, as the document says.
+    /// m/s^2 and rad/s, as docs/stm32.md's source says.
     Si,
-    /// g and deg/s, as the reference firmware sends.
+    /// g and deg/s, as the lab's firmware sends.
     Firmware,
 }
 
@@ -81,7 +81,7 @@ impl Default for Stm32Config {
     }
 }
 
-/// Link health, from the document's timeouts.
+/// Link health, from the protocol's timeouts (docs/stm32.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum LinkState {
@@ -168,7 +168,7 @@ pub enum CommandError {
     OutOfRange { what: &'static str, value: f64, min: f64, max: f64 },
 }
 
-/// The document's limits.
+/// The protocol's limits (docs/stm32.md).
 const ANGLE_LIMIT: f64 = std::f64::consts::FRAC_PI_2;
 const KP_MAX: f64 = 10.0;
 const KI_MAX: f64 = 1.0;

@@ -1,4 +1,4 @@
-//! The reference rig on two pseudo-terminals: an angle sensor that reads the simulated arm, and
+//! The lab's rig (docs/rig.md) on two pseudo-terminals: an angle sensor that reads the simulated arm, and
 //! a step-driver Arduino whose stepper motors drive it, so a HIL loop through both ports closes.
 //!
 //! Stepper physics (docs/hil.md): each motor's field turns with the commanded step rate; the

@@ -1,5 +1,5 @@
 //! The STM32 arm's firmware on a pseudo-terminal: two servos following their targets, an IMU,
-//! the command watchdog, and ACK / ERROR / telemetry as the reference firmware sends them, with
+//! the command watchdog, and ACK / ERROR / telemetry as the lab's firmware sends them, with
 //! switchable faults (bit flips, dropped bytes, silence, document-style lengths) and unplugging.
 //!
 //! Drivers open [`Stm32Emulator::path`], a symbolic link to the current pty, so that a replug

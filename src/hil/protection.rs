@@ -2,7 +2,7 @@
 //! controller does, so that an arm that is being lost is stopped, holding where it is, before
 //! it reaches the edge of its workspace (docs/hil.md, "The protective stop").
 //!
-//! Sans-IO: [`Protection::check`] takes what one cycle knows (the estimated arm, the reference,
+//! Sans-IO: [`Protection::check`] takes what one cycle knows (the estimated arm, its reference sample,
 //! the drives' electrical lag) and says which bound, if any, tripped.
 
 use serde::{Deserialize, Serialize};
@@ -15,7 +15,7 @@ use crate::model::{ArmMotion, Robot};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ProtectionConfig {
-    /// Largest distance between the estimated platform point and the reference [m]. Default
+    /// Largest distance between the estimated platform point and its reference [m]. Default
     /// 0.01: the arc tracks within 1.5 - 2.5 mm on the emulated rig, loaded or not; a lost arm
     /// leaves it by centimetres.
     pub max_tracking_error_m: f64,
@@ -149,7 +149,7 @@ impl std::fmt::Display for Trip {
 pub struct CycleView<'a> {
     /// The estimated arm: joint angles and platform point and velocity.
     pub motion: &'a ArmMotion,
-    /// The reference platform point [m].
+    /// Where the platform point should be [m].
     pub reference: &'a Vec3,
     /// The drives' electrical lag [rad], where the backend drives steppers.
     pub lag: Option<Vec3>,

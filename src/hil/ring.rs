@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use crate::control::{Reference, Waypoint};
 use crate::model::math::Vec3;
 
-/// Samples the reference HIL controller keeps.
+/// Samples the lab's original HIL controller keeps (docs/hil.md).
 pub const RING_CAPACITY: usize = 2000;
 
 /// Why a sample was not taken.
@@ -29,7 +29,7 @@ pub enum RingError {
 /// What the ring gives for an instant.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum RingSample {
-    /// The reference, interpolated between the samples around the instant.
+    /// A reference sample, interpolated between the samples around the instant.
     Reference(Reference),
     /// The instant is past the last sample and more are expected: hold the last position.
     Starved(Reference),
@@ -114,7 +114,7 @@ impl TrajectoryRing {
         self.push_at_trajectory_time(Waypoint { t, x, ..Waypoint::default() })
     }
 
-    /// Withdraws every sample after `now` [s] and holds the reference position of `now` (at
+    /// Withdraws every sample after `now` [s] and holds at the position it gave for `now` (at
     /// rest) from there: the samples that follow form a new segment starting at `now`. A closed
     /// trajectory takes no more samples, so withdrawing ends it.
     pub fn withdraw(&mut self, now: f64) {
@@ -126,7 +126,7 @@ impl TrajectoryRing {
         self.last_t = None;
         self.segment_start = now;
         if let Some(x) = x.filter(|_| !self.closed) {
-            // Cannot fail: the ring is empty and open, and the reference came from finite samples.
+            // Cannot fail: the ring is empty and open, and its reference came from finite samples.
             let _ = self.hold_from(now, x);
         }
     }
@@ -160,7 +160,7 @@ impl TrajectoryRing {
         self.samples.front().map(|sample| sample.t)
     }
 
-    /// The reference at `t` [s], linearly interpolated; samples before the one preceding `t` are
+    /// Its reference sample at `t` [s], linearly interpolated; samples before the one preceding `t` are
     /// dropped, so time must not go backwards.
     pub fn sample(&mut self, t: f64) -> RingSample {
         while self.samples.len() >= 2 && self.samples[1].t <= t {

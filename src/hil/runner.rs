@@ -219,7 +219,7 @@ impl HilLoop {
         self
     }
 
-    /// Starts the reference where the first sensor reading puts the arm rather than at the
+    /// Starts its reference where the first sensor reading puts the arm rather than at the
     /// feed's first sample, and holds it there until the feed moves it: a run that resumes after
     /// a stop starts from where the arm is, with no jump. The feed's samples count from then.
     pub fn starting_where_the_arm_is(mut self) -> HilLoop {

@@ -20,7 +20,7 @@ impl StepRates {
     }
 }
 
-/// The drives' constants. Defaults are the reference rig's.
+/// The drives' constants. Defaults are the lab's rig's (docs/hil.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StepperConfig {

@@ -1,6 +1,6 @@
 //! Robot parameters: the geometry and masses of the parallel arm (docs/model.md, its table of parameters).
 //!
-//! Defaults are the reference robot. Every quantity is SI: lengths [m], masses [kg],
+//! Defaults are the lab's robot (docs/model.md). Every quantity is SI: lengths [m], masses [kg],
 //! gravity [m/s^2]. Arrays are indexed by leg (0 = leg 1, 1 = leg 2, 2 = leg 3).
 
 use serde::{Deserialize, Serialize};

@@ -41,7 +41,7 @@ macro_rules! published {
     };
 }
 
-/// arm_hil/msg/ArmState: a port-5555 frame's 16 values, the reference and the tracking error.
+/// arm_hil/msg/ArmState: a port-5555 frame's 16 values, its reference sample and the tracking error.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ArmState {
     pub header: Header,

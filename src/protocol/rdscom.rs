@@ -178,7 +178,7 @@ impl PrototypeTable {
         PrototypeTable::new(prototypes).expect("the built-in table has unique ids and names")
     }
 
-    /// The reference firmware's newer table.
+    /// The newer firmware's table (docs/rdscom.md).
     pub fn firmware() -> PrototypeTable {
         use FieldType::*;
         let mut prototypes = PrototypeTable::common();

@@ -1,4 +1,4 @@
-//! The reference rig's ASCII line protocols, sans-IO.
+//! The lab's rig's ASCII line protocols, sans-IO (docs/rig.md).
 //!
 //! - Angle sensor (115200 8N1): `t,r,theta,phi` per line [s, m, rad, rad].
 //! - Step-driver Arduino (250000 8N1): `F,fx,fy,fz,dirBits` per line: |f_i| in pulses/s with one

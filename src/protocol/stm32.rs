@@ -3,7 +3,7 @@
 //! Packet: `0xAA | TYPE | LENGTH | DATA (0..=64) | CRC-8`, CRC over TYPE, LENGTH and DATA
 //! (poly 0x07, init 0, no reflection, no final XOR). Little-endian fields.
 //!
-//! The reference firmware differs from the document; both are decoded: TELEMETRY_FULL carries 52
+//! docs/stm32.md: the lab's firmware differs from the protocol's source; both are decoded: TELEMETRY_FULL carries 52
 //! bytes (the document's 40 is wrong), ANGLES_ONLY 12 (document) or 8 (firmware: no timestamp),
 //! ACK 1 (document) or 0 (firmware), ERROR_RESPONSE code + command + text (document) or 0
 //! (firmware). [`LengthStyle`] picks which an encoder writes.
@@ -175,7 +175,7 @@ pub enum Telemetry {
 pub enum LengthStyle {
     /// As the protocol document says (docs/stm32.md).
     Document,
-    /// As the reference firmware sends.
+    /// As the lab's firmware sends (docs/stm32.md).
     Firmware,
 }
 

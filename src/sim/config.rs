@@ -26,7 +26,7 @@ pub struct SilConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RunConfig {
-    /// Frames after which a run stops early, cleanly (the spec's MAX_FRAME_POINTS). Default 1 000 000.
+    /// Frames after which a run stops early, cleanly (docs/port5555.md's frame cap). Default 1 000 000.
     pub frame_cap: u64,
     /// Tracking error beyond which the run is declared diverged [m]. Default 0.05.
     pub divergence_threshold_m: f64,

@@ -32,14 +32,14 @@ pub struct Frame {
     pub theta_dot: Vec3,
     /// Joint torques held during the step [N m].
     pub tau: Vec3,
-    /// The reference position at `t` [m]; not part of the wire frame.
+    /// Reference position at `t` [m]; not part of the wire frame.
     pub x_ref: Vec3,
-    /// The reference velocity at `t` [m/s]; not part of the wire frame.
+    /// Reference velocity at `t` [m/s]; not part of the wire frame.
     pub xd_ref: Vec3,
 }
 
 impl Frame {
-    /// The reference position less the platform point [m]; its length is the tracking error.
+    /// Reference position less the platform point [m]; its length is the tracking error.
     pub fn tracking_error(&self) -> Vec3 {
         self.x_ref - self.x
     }
@@ -108,7 +108,7 @@ pub struct Simulation {
     task_acceleration: Vec3,
     t: f64,
     y: PlantState,
-    /// The reference at `t`, for the control tick and the frame there.
+    /// The trajectory's reference sample at `t`, for the control tick and the frame there.
     reference: Reference,
     ticks_done: u64,
     control_period: f64,

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::control::SphericalReading;
 use crate::model::math::Vec3;
 
-/// Sensor settings. Defaults follow the reference rig's encoders.
+/// Sensor settings. Defaults follow the lab's rig's encoders (docs/rig.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SensorConfig {

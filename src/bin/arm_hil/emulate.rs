@@ -21,11 +21,11 @@ use crate::hil::HilSections;
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum EmulateCommand {
-    /// The reference rig's angle sensor, reading the simulated arm that the emulated stepper
+    /// The lab's rig's angle sensor (docs/rig.md), reading the simulated arm that the emulated stepper
     /// drives move: prints both device paths (`sensor PATH`, `stepper PATH`). SIGUSR1 silences
     /// the sensor (its cable pulled), SIGUSR2 lets it speak again; each prints what it did.
     Sensor(RigArgs),
-    /// The reference rig's step-driver Arduino: the same emulated rig as `sensor`.
+    /// The lab's rig's step-driver Arduino: the same emulated rig as `sensor`.
     Stepper(RigArgs),
     /// The STM32 arm's firmware: prints the device path (a link that survives replugs).
     Stm32(Stm32EmulatorArgs),

@@ -1,4 +1,4 @@
-//! `arm_hil hil`: the 1 kHz HIL loop against the simulated plant or the reference rig.
+//! `arm_hil hil`: the 1 kHz HIL loop against the simulated plant or the lab's rig.
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -38,7 +38,7 @@ use crate::outputs::RunSinks;
 pub(crate) enum Backend {
     /// The simulated plant and sensor, stepped in real time: HIL without hardware.
     Sim,
-    /// The reference rig: angle sensor and step-driver Arduino on serial ports.
+    /// The lab's rig (docs/rig.md): angle sensor and step-driver Arduino on serial ports.
     Robotscara,
 }
 

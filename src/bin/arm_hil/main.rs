@@ -33,7 +33,7 @@ enum Command {
     Sil(sil::SilArgs),
     /// Run one trajectory over many sensor seeds and/or controller gains on every core.
     Sweep(sweep::SweepArgs),
-    /// Run the HIL loop at a fixed rate against the simulated plant or the reference rig.
+    /// Run the HIL loop at a fixed rate against the simulated plant or the lab's rig.
     Hil(hil::HilArgs),
     /// Serve the port-5555 binary protocol to the lab's GUI clients.
     Serve(serve::ServeArgs),

@@ -17,7 +17,7 @@ use crate::sil::load_config;
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum TrajectoryCommand {
-    /// The reference GUI's test motion: a great-circle arc on the forearm sphere, 100 waypoints
+    /// The lab's GUI's test motion: a great-circle arc on the forearm sphere, 100 waypoints
     /// per degree, trapezoidal angular speed. Writes trajectory CSV.
     Arc(ArcArgs),
     /// A figure eight on the forearm sphere: a 1:2 Lissajous curve in the spherical angles
@@ -28,7 +28,7 @@ pub(crate) enum TrajectoryCommand {
 /// Where a generated trajectory goes.
 #[derive(Debug, Args)]
 pub(crate) struct Output {
-    /// Robot YAML whose elbow and l_arm define the sphere (default: the reference robot)
+    /// Robot YAML whose elbow and l_arm define the sphere (default: the lab's robot)
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Output CSV (default: standard output)

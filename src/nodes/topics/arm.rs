@@ -179,7 +179,7 @@ impl ArmTopics {
 
     /// One published sample of `frame` at `time_ns`: joint states (with the passive joints of
     /// a forearm pivoting at `elbow` [m], and their transforms), the end effector, `~/state`,
-    /// and the reference, directions and clock where the node publishes them.
+    /// and its reference, directions and clock where the node publishes them.
     pub fn sample<S: Sink>(
         &mut self,
         out: &mut Outputs<S>,
