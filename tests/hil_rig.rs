@@ -15,7 +15,7 @@ use arm_hil::emulate::rig::{RigEmulator, RigFaults};
 use arm_hil::hil::stepper::StepperConfig;
 use arm_hil::hil::{FeedItem, HilConfig, HilError, HilLoop, HilReport};
 use arm_hil::model::Robot;
-use arm_hil::serial::detect::{choose_arduino, Candidate};
+use arm_hil::serial::detect::{choose, Candidate, DeviceKind};
 use arm_hil::sim::SilConfig;
 
 /// The rig's settings from examples/robotscara.yaml.
@@ -220,18 +220,36 @@ fn candidate(path: &str, usb_id: Option<(u16, u16)>, by_id_name: Option<&str>) -
     Candidate { path: PathBuf::from(path), usb_id, by_id_name: by_id_name.map(String::from) }
 }
 
+fn choose_arduino_of<'a>(candidates: &'a [Candidate], sensor: Option<&Path>) -> Option<&'a Candidate> {
+    choose(candidates, DeviceKind::RigArduino, sensor)
+}
+
 #[test]
 fn auto_detection_finds_the_arduino_by_usb_id_then_by_name_and_never_the_sensor() {
-    let sensor = Path::new("/dev/ttyUSB0");
+    let sensor = Some(Path::new("/dev/ttyUSB0"));
     let ftdi_sensor = candidate("/dev/ttyUSB0", Some((0x0403, 0x6001)), Some("usb-FTDI_FT232R-if00-port0"));
     let uno = candidate("/dev/ttyACM0", Some((0x2341, 0x0043)), None);
     let ch340 = candidate("/dev/ttyUSB1", Some((0x1a86, 0x7523)), None);
     let named = candidate("/dev/ttyACM3", None, Some("usb-Arduino__www.arduino.cc__0043_75735-if00"));
-    assert_eq!(choose_arduino(&[ftdi_sensor.clone(), uno.clone()], sensor), Some(&uno));
-    assert_eq!(choose_arduino(&[ftdi_sensor.clone(), named.clone(), ch340.clone()], sensor), Some(&ch340));
-    assert_eq!(choose_arduino(&[ftdi_sensor.clone(), named.clone()], sensor), Some(&named));
+    assert_eq!(choose_arduino_of(&[ftdi_sensor.clone(), uno.clone()], sensor), Some(&uno));
+    assert_eq!(choose_arduino_of(&[ftdi_sensor.clone(), named.clone(), ch340.clone()], sensor), Some(&ch340));
+    assert_eq!(choose_arduino_of(&[ftdi_sensor.clone(), named.clone()], sensor), Some(&named));
     // A CH340 sensor is never taken for the Arduino.
     let ch340_sensor = candidate("/dev/ttyUSB0", Some((0x1a86, 0x7523)), None);
-    assert_eq!(choose_arduino(&[ch340_sensor], sensor), None);
-    assert_eq!(choose_arduino(&[ftdi_sensor], sensor), None);
+    assert_eq!(choose_arduino_of(&[ch340_sensor], sensor), None);
+    assert_eq!(choose_arduino_of(&[ftdi_sensor], sensor), None);
+}
+
+#[test]
+fn auto_detection_tells_the_stm32_from_the_testbench_and_the_rig() {
+    let nucleo =
+        candidate("/dev/ttyACM0", Some((0x0483, 0x374b)), Some("usb-STMicroelectronics_STM32_STLink_0670-if02"));
+    let teensy = candidate("/dev/ttyACM1", Some((0x16c0, 0x0483)), None);
+    let uno = candidate("/dev/ttyACM2", Some((0x2341, 0x0043)), None);
+    let all = [nucleo.clone(), teensy.clone(), uno.clone()];
+    assert_eq!(choose(&all, DeviceKind::Stm32, None), Some(&nucleo));
+    assert_eq!(choose(&all, DeviceKind::Testbench, None), Some(&teensy));
+    assert_eq!(choose(&all, DeviceKind::RigArduino, None), Some(&uno));
+    assert_eq!(choose(&[uno.clone()], DeviceKind::Stm32, None), None, "an Arduino is never the STM32");
+    assert_eq!(choose(&[nucleo.clone()], DeviceKind::Testbench, None), None, "nor the STM32 the testbench");
 }

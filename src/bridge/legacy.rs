@@ -42,7 +42,8 @@ pub struct LegacyServerConfig {
     /// Largest trajectory accepted. Default 1 000 000 (docs/port5555.md).
     pub max_waypoints: usize,
     /// Device paths an `H` client may name (glob patterns). A network client never opens
-    /// anything else. Default /dev/ttyUSB*, /dev/ttyACM*, /dev/serial/by-id/*, auto.
+    /// anything else. Default /dev/ttyUSB*, /dev/ttyACM*, /dev/serial/by-id/*, /dev/arm_hil_* (the
+    /// names of udev/99-arm-hil.rules), auto.
     pub device_allow_list: Vec<String>,
 }
 
@@ -54,7 +55,7 @@ impl Default for LegacyServerConfig {
             write_stall_timeout_s: 30.0,
             max_sessions: 64,
             max_waypoints: MAX_WAYPOINTS,
-            device_allow_list: ["/dev/ttyUSB*", "/dev/ttyACM*", "/dev/serial/by-id/*", "auto"]
+            device_allow_list: ["/dev/ttyUSB*", "/dev/ttyACM*", "/dev/serial/by-id/*", "/dev/arm_hil_*", "auto"]
                 .map(String::from)
                 .to_vec(),
         }

@@ -13,7 +13,7 @@ use crate::hil::stepper::StepperConfig;
 use crate::hil::{Hardware, HardwareError, SimulatedRig};
 use crate::model::math::Vec3;
 use crate::model::Robot;
-use crate::serial::detect::find_arduino;
+use crate::serial::detect::{find, DeviceKind};
 use crate::sim::SilConfig;
 use robotscara::{ReferenceRig, RigConfig};
 
@@ -58,7 +58,7 @@ pub fn open_hardware(
         }
         RigKind::Robotscara => {
             let arduino = match devices.arduino.as_str() {
-                "auto" => find_arduino(&devices.sensor)
+                "auto" => find(DeviceKind::RigArduino, Some(&devices.sensor))
                     .map_err(|error| HardwareError::Link(error.to_string()))?
                     .to_string_lossy()
                     .into_owned(),

@@ -24,7 +24,7 @@ pub trait SerialDevice: Send + Sync + 'static {
     type Event: Send + 'static;
     type Topics: Publisher<Event = Self::Event> + Send + 'static;
 
-    /// Starts the driver on the node's port.
+    /// Starts the driver on the node's port (`auto`: where the device is found).
     fn open(&self) -> std::io::Result<Self::Driver>;
     fn events(driver: &Self::Driver) -> &std::sync::mpsc::Receiver<Self::Event>;
     fn commander(driver: &Self::Driver) -> Self::Commander;

@@ -1,10 +1,58 @@
-//! `auto` device selection: find the step-driver Arduino by USB id or by its /dev/serial/by-id
-//! name, never the sensor's port.
+//! `auto` device selection: find a device (the rig's step-driver Arduino, the STM32 arm's
+//! ST-LINK, the finger testbench's MCU) by USB id or by its /dev/serial/by-id name, never at a
+//! port that is taken (the rig's sensor).
 
 use std::path::{Path, PathBuf};
 
 /// USB ids of the Arduino UNO and its common clones (Arduino, Arduino.org, WCH CH340).
 pub const ARDUINO_USB_IDS: [(u16, u16); 3] = [(0x2341, 0x0043), (0x2a03, 0x0043), (0x1a86, 0x7523)];
+
+/// USB ids of the ST-LINK probes whose serial port a NUCLEO board offers (V2-1, V3).
+pub const STLINK_USB_IDS: [(u16, u16); 5] =
+    [(0x0483, 0x374b), (0x0483, 0x374e), (0x0483, 0x374f), (0x0483, 0x3753), (0x0483, 0x3754)];
+
+/// USB ids of the finger testbench's MCU: an Arduino, or a Teensy.
+pub const TESTBENCH_USB_IDS: [(u16, u16); 4] = [(0x2341, 0x0043), (0x2a03, 0x0043), (0x1a86, 0x7523), (0x16c0, 0x0483)];
+
+/// A device `auto` looks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceKind {
+    /// The lab's rig's step-driver Arduino.
+    RigArduino,
+    /// The STM32 arm's NUCLEO board (its ST-LINK's serial port).
+    Stm32,
+    /// The finger testbench's Arduino-class MCU.
+    Testbench,
+}
+
+impl DeviceKind {
+    fn usb_ids(self) -> &'static [(u16, u16)] {
+        match self {
+            DeviceKind::RigArduino => &ARDUINO_USB_IDS,
+            DeviceKind::Stm32 => &STLINK_USB_IDS,
+            DeviceKind::Testbench => &TESTBENCH_USB_IDS,
+        }
+    }
+
+    /// Words of its /dev/serial/by-id names (lower case).
+    fn names(self) -> &'static [&'static str] {
+        match self {
+            DeviceKind::RigArduino => &["arduino"],
+            DeviceKind::Stm32 => &["stm32", "stlink", "st-link"],
+            DeviceKind::Testbench => &["arduino", "teensy"],
+        }
+    }
+}
+
+impl std::fmt::Display for DeviceKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            DeviceKind::RigArduino => "step-driver Arduino",
+            DeviceKind::Stm32 => "STM32 (ST-LINK)",
+            DeviceKind::Testbench => "finger testbench MCU (Arduino or Teensy)",
+        })
+    }
+}
 
 /// A serial port as enumeration sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,19 +67,20 @@ pub struct Candidate {
 
 #[derive(Debug, thiserror::Error)]
 pub enum DetectError {
-    #[error("no Arduino found: none of {count} serial ports has an Arduino USB id or by-id name (other than the sensor's {sensor})")]
-    NotFound { count: usize, sensor: String },
+    #[error("no {kind} found: none of {count} serial ports has its USB id or by-id name{}; name the port (see /dev/serial/by-id)", taken.as_ref().map(|taken| format!(" (other than {taken})")).unwrap_or_default())]
+    NotFound { kind: DeviceKind, count: usize, taken: Option<String> },
     #[error("cannot list serial ports: {0}")]
     Enumerate(String),
 }
 
-/// Picks the Arduino among `candidates`: first by USB id, then by a by-id name that says
-/// Arduino; a candidate at `sensor` (resolved path) is never chosen.
-pub fn choose_arduino<'a>(candidates: &'a [Candidate], sensor: &Path) -> Option<&'a Candidate> {
-    let eligible = || candidates.iter().filter(|candidate| candidate.path != sensor);
-    eligible().find(|candidate| candidate.usb_id.is_some_and(|id| ARDUINO_USB_IDS.contains(&id))).or_else(|| {
+/// Picks the device of `kind` among `candidates`: first by USB id, then by a by-id name that
+/// says what it is; a candidate at `taken` (a resolved path, the rig's sensor) is never chosen.
+pub fn choose<'a>(candidates: &'a [Candidate], kind: DeviceKind, taken: Option<&Path>) -> Option<&'a Candidate> {
+    let eligible = || candidates.iter().filter(|candidate| Some(candidate.path.as_path()) != taken);
+    eligible().find(|candidate| candidate.usb_id.is_some_and(|id| kind.usb_ids().contains(&id))).or_else(|| {
         eligible().find(|candidate| {
-            candidate.by_id_name.as_deref().is_some_and(|name| name.to_ascii_lowercase().contains("arduino"))
+            let name = candidate.by_id_name.as_deref().unwrap_or_default().to_ascii_lowercase();
+            kind.names().iter().any(|word| name.contains(word))
         })
     })
 }
@@ -63,12 +112,25 @@ pub fn candidates() -> Result<Vec<Candidate>, DetectError> {
         .collect())
 }
 
-/// Finds the Arduino on this machine, never at `sensor`.
-pub fn find_arduino(sensor: &str) -> Result<PathBuf, DetectError> {
+/// Finds the device of `kind` on this machine, never at `taken`.
+pub fn find(kind: DeviceKind, taken: Option<&str>) -> Result<PathBuf, DetectError> {
     let candidates = candidates()?;
-    choose_arduino(&candidates, &resolve(Path::new(sensor)))
+    let taken_path = taken.map(|taken| resolve(Path::new(taken)));
+    choose(&candidates, kind, taken_path.as_deref())
         .map(|candidate| candidate.path.clone())
-        .ok_or(DetectError::NotFound { count: candidates.len(), sensor: sensor.to_owned() })
+        .ok_or(DetectError::NotFound { kind, count: candidates.len(), taken: taken.map(str::to_owned) })
+}
+
+/// The port a node opens: `port` as given, or for `auto` where the device of `kind` is found.
+pub fn resolve_port(port: &str, kind: DeviceKind) -> Result<PathBuf, DetectError> {
+    match port {
+        "auto" => {
+            let found = find(kind, None)?;
+            log::info!("{kind} found at {}", found.display());
+            Ok(found)
+        }
+        port => Ok(PathBuf::from(port)),
+    }
 }
 
 fn resolve(path: &Path) -> PathBuf {

@@ -17,11 +17,12 @@ use arm_hil::nodes::arduino::topics::ArduinoTopics;
 use arm_hil::nodes::arduino::ArduinoNodeConfig;
 use arm_hil::outputs::wall_clock_ns;
 use arm_hil::protocol::rdscom::{FrameType, Message, PrototypeTable, Value};
+use arm_hil::serial::detect::{resolve_port, DeviceKind};
 
 #[derive(Debug, Args)]
 pub(crate) struct ArduinoArgs {
-    /// Serial device of the MCU
-    #[arg(long, value_name = "DEV")]
+    /// Serial device of the MCU, or `auto` to find an Arduino or Teensy by USB id
+    #[arg(long, value_name = "DEV|auto")]
     port: String,
     /// Baud rate (8N1)
     #[arg(long, value_name = "N", default_value_t = 115_200)]
@@ -133,7 +134,9 @@ pub(crate) fn run(args: ArduinoArgs) -> anyhow::Result<()> {
     let table = load_table(args.prototypes.as_deref())?;
     let config = RdscomConfig { baud: args.baud, ..RdscomConfig::default() };
     let mut recording = start_recording(&args, table.clone())?;
-    let driver = RdscomDriver::start(&args.port, config, table.clone()).context("cannot start the driver")?;
+    let port = resolve_port(&args.port, DeviceKind::Testbench)?;
+    let driver =
+        RdscomDriver::start(&port.to_string_lossy(), config, table.clone()).context("cannot start the driver")?;
     let mut nonce: i8 = 0;
     let served = console::run(
         driver.events(),

@@ -12,11 +12,12 @@ use arm_hil::drivers::stm32::{
 use arm_hil::nodes::stm32::topics::Stm32Topics;
 use arm_hil::nodes::stm32::Stm32NodeConfig;
 use arm_hil::outputs::wall_clock_ns;
+use arm_hil::serial::detect::{resolve_port, DeviceKind};
 
 #[derive(Debug, Args)]
 pub(crate) struct Stm32Args {
-    /// Serial device of the STM32 board
-    #[arg(long, value_name = "DEV")]
+    /// Serial device of the STM32 board, or `auto` to find its ST-LINK by USB id
+    #[arg(long, value_name = "DEV|auto")]
     port: String,
     /// Baud rate (8N1)
     #[arg(long, value_name = "N", default_value_t = 115_200)]
@@ -143,7 +144,8 @@ pub(crate) fn run(args: Stm32Args) -> anyhow::Result<()> {
         if args.stream { arm_hil::drivers::stm32::PollMode::Stream } else { arm_hil::drivers::stm32::PollMode::Poll };
     let config = Stm32Config { baud: args.baud, imu_units, poll_mode, ..Stm32Config::default() };
     let mut recording = start_recording(&args)?;
-    let driver = Stm32Driver::start(&args.port, config).context("cannot start the driver")?;
+    let port = resolve_port(&args.port, DeviceKind::Stm32)?;
+    let driver = Stm32Driver::start(&port.to_string_lossy(), config).context("cannot start the driver")?;
     let served = console::run(
         driver.events(),
         |input| match parse_console_command(input)

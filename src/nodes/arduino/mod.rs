@@ -19,6 +19,7 @@ use crate::nodes::managed_driver::SerialDevice;
 use crate::nodes::params::{read_group, without_groups, ParamError, ParamValue};
 use crate::nodes::topics::serial_device::SerialDeviceTopics;
 use crate::protocol::rdscom::{Message, PrototypeTable, Value};
+use crate::serial::detect::{resolve_port, DeviceKind};
 
 /// The node's name, which its private topics are under.
 pub const NODE: &str = "arduino_driver";
@@ -31,7 +32,8 @@ node_parameters! {
     /// up once; commands go on topics).
     #[derive(Debug, Clone, PartialEq, Deserialize)]
     pub struct ArduinoNodeConfig, ARDUINO_NODE_PARAMS {
-        read_only port: String = "/dev/ttyACM0".into() => "serial device of the MCU";
+        read_only port: String = "auto".into()
+            => "serial device of the MCU, or auto: an Arduino or Teensy found by USB id (never the STM32)";
         section link: RdscomConfig = RdscomConfig::default()
             => "rdscom link: baud, table, retry_timeout_s, retries, heartbeat_period_s, heartbeat_misses";
         read_only prototypes_file: String = String::new() => "a YAML prototype table; empty uses link.table";
@@ -144,7 +146,9 @@ impl SerialDevice for Testbench {
     type Topics = SerialDeviceTopics<ArduinoTopics>;
 
     fn open(&self) -> std::io::Result<RdscomDriver> {
-        RdscomDriver::start(&self.port, self.link.clone(), self.table.clone())
+        let port = resolve_port(&self.port, DeviceKind::Testbench)
+            .map_err(|error| std::io::Error::new(std::io::ErrorKind::NotFound, error.to_string()))?;
+        RdscomDriver::start(&port.to_string_lossy(), self.link.clone(), self.table.clone())
     }
 
     fn events(driver: &RdscomDriver) -> &Receiver<DriverEvent> {

@@ -22,6 +22,7 @@ use crate::nodes::param_server::ParamRange;
 use crate::nodes::params::{read_group, without_groups, ParamError, ParamValue};
 use crate::nodes::topics::serial_device::SerialDeviceTopics;
 use crate::protocol::stm32::{Command, ControlMode, Joint, PidGains};
+use crate::serial::detect::{resolve_port, DeviceKind};
 
 /// The node's name, which its private topics are under.
 pub const NODE: &str = "stm32_driver";
@@ -70,7 +71,8 @@ node_parameters! {
         runtime mode: String = "position".into()
             => "control mode sent to the firmware at start and when set: idle, position or trajectory";
         group pid: PidParams = PidParams::default() => "gains sent to the firmware at start and when set";
-        read_only port: String = "/dev/ttyACM0".into() => "serial device of the NUCLEO (its ST-Link)";
+        read_only port: String = "auto".into()
+            => "serial device of the NUCLEO (its ST-LINK), or auto: found by USB id (never another device's)";
         section link: Stm32Config = Stm32Config::default()
             => "serial link: baud, poll_mode, poll_rate_hz, imu_units, timeouts";
         read_only joint_names: Vec<String> = vec!["stm32_shoulder".into(), "stm32_elbow".into()]
@@ -248,7 +250,9 @@ impl SerialDevice for Stm32Arm {
     type Topics = SerialDeviceTopics<Stm32Topics>;
 
     fn open(&self) -> std::io::Result<Stm32Driver> {
-        Stm32Driver::start(&self.port, self.link.clone())
+        let port = resolve_port(&self.port, DeviceKind::Stm32)
+            .map_err(|error| std::io::Error::new(std::io::ErrorKind::NotFound, error.to_string()))?;
+        Stm32Driver::start(&port.to_string_lossy(), self.link.clone())
     }
 
     fn events(driver: &Stm32Driver) -> &Receiver<DriverEvent> {
