@@ -19,11 +19,11 @@ from nodes import Device, bringup  # noqa: E402
 
 def generate_launch_description():
     return bringup("arduino_driver", {
-        "port": ("/dev/ttyACM0", str, "serial device"),
-        "link.baud": ("115200", int, "baud rate"),
-        "stream_rate_hz": ("50", int, "datastream rate [Hz]"),
-        "autostart": ("true", bool, "configure and activate at start (false: wait for ros2 lifecycle set)"),
-        "auto_recover": ("false", bool, "after a device fault, configure and activate again once a second"),
+        "port": (str, "serial device"),
+        "link.baud": (int, "baud rate"),
+        "stream_rate_hz": (int, "datastream rate [Hz]"),
+        "autostart": (bool, "configure and activate at start (false: wait for ros2 lifecycle set)"),
+        "auto_recover": (bool, "after a device fault, configure and activate again once a second"),
     }, Device(
         urdf="finger_testbench.urdf",
         rate="stream_rate_hz",

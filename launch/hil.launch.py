@@ -16,13 +16,13 @@ from nodes import ARM, bringup  # noqa: E402
 
 def generate_launch_description():
     return bringup("hil_node", {
-        "hardware": ("sim", str, "sim or robotscara"),
-        "sensor_device": ("/dev/ttyUSB0", str, "angle sensor device"),
-        "arduino_device": ("auto", str, "step-driver Arduino device, or auto"),
-        "publish_rate_hz": ("250.0", float, "publish rate [Hz]"),
-        "hil.rate_hz": ("1000.0", float, "loop rate [Hz]"),
-        "trajectory_file": ("", str, "trajectory CSV; empty = the built-in arc"),
-        "autostart": ("true", bool, "configure and activate at start (false: wait for ros2 lifecycle set)"),
-        "auto_recover": ("false", bool, "after a rig fault, configure and activate again once a second"),
-        "auto_recover_protective_stop": ("false", bool, "with auto_recover, activate again after a protective stop too"),
+        "hardware": (str, "sim or robotscara"),
+        "sensor_device": (str, "angle sensor device"),
+        "arduino_device": (str, "step-driver Arduino device, or auto"),
+        "publish_rate_hz": (float, "publish rate [Hz]"),
+        "hil.rate_hz": (float, "loop rate [Hz]"),
+        "trajectory_file": (str, "trajectory CSV; empty = the built-in arc"),
+        "autostart": (bool, "configure and activate at start (false: wait for ros2 lifecycle set)"),
+        "auto_recover": (bool, "after a rig fault, configure and activate again once a second"),
+        "auto_recover_protective_stop": (bool, "with auto_recover, activate again after a protective stop too"),
     }, ARM(bag="arm_hil_hil"))

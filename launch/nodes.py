@@ -1,22 +1,30 @@
-"""Shared by the launch files: one node with its parameter file (launch arguments that override
-single parameters come last), and for each device the bringup around it:
+"""Shared by the launch files: one node with its parameter file, and for each device the bringup
+around it.
 
-- `namespace:=NS` puts the node and its robot_state_publisher under /NS; the frames of the
+- Parameters come from `params_file` (the package's config/NODE.yaml unless given). A launch
+  argument that names a parameter overrides it only when it is given on the command line; not
+  given, the parameter file decides (`--show-args` says so, with the package file's value).
+- `namespace:=NS` puts the node (and its robot_state_publisher) under /NS; the frames of the
   device's URDF and of its messages get the prefix NS/ on the global /tf.
-- `rsp:=true` (default) starts robot_state_publisher on the device's URDF, publishing /tf with
-  every joint_states message, at the node's publish rate; `rviz:=true` starts rviz2 with a configuration pointed at this node,
-  namespace and frames; `record:=true bag:=DIR` records the node's topics with /tf, /tf_static,
-  robot_description, /diagnostics and /rosout.
+- `rsp:=true` (default, devices with a URDF) starts robot_state_publisher on the device's URDF,
+  publishing /tf with every joint_states message, at the node's publish rate; `rviz:=true`
+  starts rviz2 with a configuration pointed at this node, namespace and frames.
+- `record:=true` records the node's topics with /tf, /tf_static, robot_description,
+  /diagnostics and /rosout as MCAP, into `bag:=DIR` or, not given, a new folder
+  $ROS_HOME/bags/DEVICE_<UTC start> (ROS_HOME defaults to ~/.ros).
 
 robot_state_publisher and rviz2 are optional: where one is not installed, the launch says so in
-one line and starts the rest. A recording needs ros2bag: without it nothing is started.
+one line and starts the rest. A recording needs ros2bag and rosbag2_storage_mcap: without them
+the launch says which is missing in one line and starts nothing.
 """
 
+import datetime
 import os
 import re
 import tempfile
 import xml.etree.ElementTree as ET
 
+import yaml
 from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, ExecuteProcess, LogInfo, OpaqueFunction, Shutdown
@@ -26,30 +34,79 @@ from launch_ros.parameter_descriptions import ParameterValue
 
 SHARE = get_package_share_directory("arm_hil")
 
+# The value of a launch argument that was not given: the parameter file decides.
+NOT_GIVEN = "(params_file)"
 
-def node_launch(executable, overrides):
-    """A launch description for `executable` alone: `params_file` (config/EXECUTABLE.yaml by
-    default), `use_sim_time`, and one launch argument per entry of `overrides`
-    (name: (default, type, help))."""
-    return LaunchDescription(node_arguments(executable, overrides) + [node(executable, overrides)])
+
+def argument(name):
+    """The launch argument of the parameter `name` (`link.baud` -> `link_baud`)."""
+    return name.replace(".", "_")
+
+
+def file_parameters(path):
+    """The parameters a ROS parameter file gives every node (`/**`), flattened to dotted names."""
+    with open(path, encoding="utf-8") as file:
+        document = yaml.safe_load(file) or {}
+    flat = {}
+
+    def walk(prefix, value):
+        if isinstance(value, dict):
+            for key, item in value.items():
+                walk(f"{prefix}{key}.", item)
+        else:
+            flat[prefix[:-1]] = value
+
+    for section in document.values():
+        walk("", (section or {}).get("ros__parameters", {}))
+    return flat
 
 
 def node_arguments(executable, overrides, config=None):
+    """`params_file`, `use_sim_time`, and one argument per entry of `overrides` (parameter name:
+    (type, help)), each given or not."""
     default_params = os.path.join(SHARE, "config", config or f"{executable}.yaml")
+    package_values = file_parameters(default_params)
     arguments = [
         DeclareLaunchArgument("params_file", default_value=default_params, description=f"{executable} parameters"),
-        DeclareLaunchArgument("use_sim_time", default_value="false", description="follow /clock"),
+        DeclareLaunchArgument("use_sim_time", default_value=NOT_GIVEN, description="follow /clock"),
     ]
-    for name, (default, _, help_text) in overrides.items():
-        arguments.append(DeclareLaunchArgument(name.replace(".", "_"), default_value=default, description=help_text))
+    for name, (_, help_text) in overrides.items():
+        shown = package_values.get(name, "the node's own default")
+        description = f"{help_text}; not given: params_file decides (the package's: {shown})"
+        arguments.append(DeclareLaunchArgument(argument(name), default_value=NOT_GIVEN, description=description))
     return arguments
 
 
-def node(executable, overrides, namespace="", frames=None):
-    """The node, with its parameter file, then the overrides, then `frames` (parameter: value)."""
-    parameters = {"use_sim_time": ParameterValue(LaunchConfiguration("use_sim_time"), value_type=bool)}
-    for name, (_, kind, _) in overrides.items():
-        parameters[name] = ParameterValue(LaunchConfiguration(name.replace(".", "_")), value_type=kind)
+def value(context, name):
+    return LaunchConfiguration(name).perform(context)
+
+
+def switched_on(context, name):
+    return value(context, name).lower() in ("true", "1", "yes")
+
+
+def given(context, name):
+    """The launch argument of the parameter `name`, if it was given."""
+    text = value(context, argument(name))
+    return None if text == NOT_GIVEN else text
+
+
+def effective(context, name):
+    """What the node will have for the parameter `name`: the launch argument if given, else the
+    parameter file's value, else None (the node's own default)."""
+    text = given(context, name)
+    if text is not None:
+        return text
+    return file_parameters(value(context, "params_file")).get(name)
+
+
+def node(context, executable, overrides, namespace="", frames=None):
+    """The node with its parameter file, then the launch arguments given, then `frames`
+    (parameter: value)."""
+    parameters = {}
+    for name, (kind, _) in [("use_sim_time", (bool, ""))] + list(overrides.items()):
+        if given(context, name) is not None:
+            parameters[name] = ParameterValue(LaunchConfiguration(argument(name)), value_type=kind)
     parameters.update(frames or {})
     return Node(
         package="arm_hil",
@@ -64,16 +121,19 @@ def node(executable, overrides, namespace="", frames=None):
 class Device:
     """How a device is brought up beside its node.
 
-    urdf: the file in urdf/; lengths: launch argument -> (link, joint, default [m], help), the
-    link lying along its own +x from its joint to `joint`, where the next link hangs; rate: the
-    launch argument that is the node's publish rate (robot_state_publisher's publish_frequency);
-    frames: node parameter -> the frame it names (given the namespace's prefix); rviz: the
-    configuration in rviz/ and the node its topics are written for; config: the parameter file
-    in config/ (default EXECUTABLE.yaml); bag: the recording's default directory."""
+    urdf: the file in urdf/ (None: a bridge, no robot_state_publisher or rviz); lengths: launch
+    argument -> (link, joint, default [m], help), the link lying along its own +x from its joint
+    to `joint`, where the next link hangs; rate: the parameter that is the node's publish rate
+    (robot_state_publisher's publish_frequency); frames: node parameter -> the frame it names,
+    given the namespace's prefix under a namespace; rviz: the configuration in rviz/ and the node
+    its topics are written for; config: the parameter file in config/ (default EXECUTABLE.yaml);
+    bag: the name of the recording's folders; topics: what a recording takes besides the node's
+    private topics."""
 
-    def __init__(self, urdf, rate, frames, rviz, bag, lengths=None, config=None):
-        self.urdf, self.rate, self.frames, self.rviz, self.bag = urdf, rate, frames, rviz, bag
-        self.lengths, self.config = lengths or {}, config
+    def __init__(self, bag, urdf=None, rate=None, frames=None, rviz=None, lengths=None, config=None,
+                 topics=("joint_states", "robot_description")):
+        self.urdf, self.rate, self.frames, self.rviz, self.bag = urdf, rate, frames or {}, rviz, bag
+        self.lengths, self.config, self.topics = lengths or {}, config, topics
 
 
 def ARM(**settings):  # noqa: N802 (a Device, as its callers read it)
@@ -83,28 +143,38 @@ def ARM(**settings):  # noqa: N802 (a Device, as its callers read it)
                   rviz=("arm_hil.rviz", "sil_node"), **settings)
 
 
+def BRIDGE(bag):  # noqa: N802 (a Device, as its callers read it)
+    """A bridge (legacy_bridge, vr_bridge): a node and its topics, no URDF."""
+    return Device(bag=bag, topics=("joint_states",))
+
+
 def bringup(executable, overrides, device):
-    """The launch description of `executable` (as `node_launch`) with the bringup of `device`."""
+    """The launch description of `executable` with the bringup of `device`."""
     arguments = node_arguments(executable, overrides, device.config) + [
         DeclareLaunchArgument("namespace", default_value="", description="namespace of the node, its topics and frames (NS/ on /tf)"),
-        DeclareLaunchArgument("rsp", default_value="true", description="start robot_state_publisher (/tf at the publish rate)"),
-        DeclareLaunchArgument("rviz", default_value="false", description="start rviz2"),
-        DeclareLaunchArgument("rviz_config", default_value=os.path.join(SHARE, "rviz", device.rviz[0]),
-                              description="rviz2 configuration (its topics and frames follow the namespace)"),
-        DeclareLaunchArgument("record", default_value="false", description="record the node's topics with ros2 bag"),
-        DeclareLaunchArgument("bag", default_value=device.bag, description="output directory of the recording"),
+        DeclareLaunchArgument("record", default_value="false", description="record the node's topics with ros2 bag (MCAP)"),
+        DeclareLaunchArgument("bag", default_value="", description=f"the recording's folder; empty: $ROS_HOME/bags/{device.bag}_<UTC start>"),
     ]
+    if device.urdf:
+        arguments += [
+            DeclareLaunchArgument("rsp", default_value="true", description="start robot_state_publisher (/tf at the publish rate)"),
+            DeclareLaunchArgument("rviz", default_value="false", description="start rviz2"),
+            DeclareLaunchArgument("rviz_config", default_value=os.path.join(SHARE, "rviz", device.rviz[0]),
+                                  description="rviz2 configuration (its topics and frames follow the namespace)"),
+        ]
     for name, (_, _, default, help_text) in device.lengths.items():
         arguments.append(DeclareLaunchArgument(name, default_value=str(default), description=f"{help_text} [m]"))
     return LaunchDescription(arguments + [OpaqueFunction(function=start, args=[executable, overrides, device])])
 
 
-def value(context, name):
-    return LaunchConfiguration(name).perform(context)
-
-
-def switched_on(context, name):
-    return value(context, name).lower() in ("true", "1", "yes")
+def bag_folder(context, device):
+    """Where a recording goes: `bag:=DIR`, else a new folder named by the device and the start."""
+    chosen = value(context, "bag")
+    if chosen:
+        return chosen
+    ros_home = os.environ.get("ROS_HOME") or os.path.join(os.path.expanduser("~"), ".ros")
+    start = datetime.datetime.now(datetime.timezone.utc).strftime("%Y_%m_%d-%H_%M_%S")
+    return os.path.join(ros_home, "bags", f"{device.bag}_{start}")
 
 
 def start(context, executable, overrides, device):
@@ -112,41 +182,46 @@ def start(context, executable, overrides, device):
     namespace = value(context, "namespace").strip("/")
     prefix = f"{namespace}/" if namespace else ""
     ns = f"/{namespace}" if namespace else ""
-    frames = {parameter: prefix + frame for parameter, frame in device.frames.items()}
-    driver = node(executable, overrides, namespace, frames)
-    use_sim_time = ParameterValue(LaunchConfiguration("use_sim_time"), value_type=bool)
-    robot_state_publisher = Node(
-        package="robot_state_publisher",
-        executable="robot_state_publisher",
-        namespace=namespace,
-        output="screen",
-        parameters=[{
-            "robot_description": robot_description(context, device),
-            "publish_frequency": rsp_frequency(float(value(context, device.rate))),
-            "frame_prefix": prefix,
-            "use_sim_time": use_sim_time,
-        }],
-    )
-    rviz = Node(
-        package="rviz2",
-        executable="rviz2",
-        namespace=namespace,
-        arguments=["-d", rviz_config(context, executable, device, ns, prefix)],
-        parameters=[{"use_sim_time": use_sim_time}],
-    )
+    # Under a namespace the node's frames carry its prefix; otherwise its parameter file names them.
+    frames = {parameter: prefix + frame for parameter, frame in device.frames.items()} if namespace else {}
+    driver = node(context, executable, overrides, namespace, frames)
+    optional = {}
+    if device.urdf:
+        sim_time = {"use_sim_time": ParameterValue(LaunchConfiguration("use_sim_time"), value_type=bool)} \
+            if given(context, "use_sim_time") is not None else {}
+        robot_state_publisher = Node(
+            package="robot_state_publisher",
+            executable="robot_state_publisher",
+            namespace=namespace,
+            output="screen",
+            parameters=[{
+                "robot_description": robot_description(context, device),
+                "publish_frequency": rsp_frequency(float(effective(context, device.rate) or 250.0)),
+                "frame_prefix": prefix,
+                **sim_time,
+            }],
+        )
+        rviz = Node(
+            package="rviz2",
+            executable="rviz2",
+            namespace=namespace,
+            arguments=["-d", rviz_config(context, executable, device, ns, prefix)],
+            parameters=[sim_time],
+        )
+        optional["rsp"] = ([robot_state_publisher], ["robot_state_publisher"], False)
+        optional["rviz"] = ([rviz], ["rviz2"], False)
     private = f"{ns}/{executable}/"
-    topics = "|".join([f"{private}.*", f"{ns}/joint_states", f"{ns}/robot_description", "/clock", "/tf",
-                       "/tf_static", "/diagnostics", "/rosout"])
-    # MCAP on every distro: Humble's rosbag2 would write SQLite by default.
-    record = ExecuteProcess(
-        cmd=["ros2", "bag", "record", "-s", "mcap", "-o", LaunchConfiguration("bag"), "--regex", f"^({topics})$"],
-        output="screen",
-    )
-    return select(context, driver, {
-        "rsp": (robot_state_publisher, "robot_state_publisher", False),
-        "rviz": (rviz, "rviz2", False),
-        "record": (record, "ros2bag", True),
-    })
+    topics = "|".join([f"{private}.*"] + [f"{ns}/{topic}" for topic in device.topics]
+                      + ["/clock", "/tf", "/tf_static", "/diagnostics", "/rosout"])
+    if switched_on(context, "record"):
+        folder = bag_folder(context, device)
+        # MCAP on every distro: Humble's rosbag2 would write SQLite by default.
+        record = ExecuteProcess(
+            cmd=["ros2", "bag", "record", "-s", "mcap", "-o", folder, "--regex", f"^({topics})$"],
+            output="screen",
+        )
+        optional["record"] = ([LogInfo(msg=f"recording to {folder}"), record], ["ros2bag", "rosbag2_storage_mcap"], True)
+    return select(context, driver, optional)
 
 
 def rsp_frequency(rate_hz):
@@ -202,18 +277,20 @@ def installed(package):
 
 
 def select(context, main, optional):
-    """Each switched-on action whose package is installed, beside `main`; a missing optional
-    package is a one-line note, a missing required one ends the launch with its name and
-    nothing started."""
+    """Each switched-on set of actions whose packages are installed, beside `main`; a missing
+    optional package is a one-line note, a missing required one ends the launch with its name
+    and nothing started."""
     actions = [main]
-    for switch, (action, package, required) in optional.items():
+    for switch, (started, packages, required) in optional.items():
         if not switched_on(context, switch):
             continue
-        if installed(package):
-            actions.append(action)
+        missing = [package for package in packages if not installed(package)]
+        if not missing:
+            actions.extend(started)
         elif required:
-            return [LogInfo(msg=f"{switch}:=true needs the package {package}, which is not installed: nothing started"),
-                    Shutdown(reason=f"{package} is not installed")]
+            names = " and ".join(missing)
+            return [LogInfo(msg=f"{switch}:=true needs {names}, not installed here: nothing started"),
+                    Shutdown(reason=f"{names} not installed")]
         else:
-            actions.append(LogInfo(msg=f"{package} is not installed: not started ({switch}:=false silences this)"))
+            actions.append(LogInfo(msg=f"{missing[0]} is not installed: not started ({switch}:=false silences this)"))
     return actions

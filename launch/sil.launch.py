@@ -17,9 +17,9 @@ from nodes import ARM, bringup  # noqa: E402
 
 def generate_launch_description():
     return bringup("sil_node", {
-        "trajectory_file": ("", str, "trajectory CSV; empty = the built-in arc"),
-        "real_time_factor": ("1.0", float, "simulated s per wall s; 0 = as fast as possible"),
-        "publish_rate_hz": ("250.0", float, "publish rate [Hz]"),
-        "publish_clock": ("false", bool, "publish /clock from simulated time"),
-        "loop": ("true", bool, "repeat the trajectory"),
+        "trajectory_file": (str, "trajectory CSV; empty = the built-in arc"),
+        "real_time_factor": (float, "simulated s per wall s; 0 = as fast as possible"),
+        "publish_rate_hz": (float, "publish rate [Hz]"),
+        "publish_clock": (bool, "publish /clock from simulated time"),
+        "loop": (bool, "repeat the trajectory"),
     }, ARM(config="sil.yaml", bag="arm_hil_sil"))

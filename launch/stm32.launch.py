@@ -20,14 +20,14 @@ from nodes import Device, bringup  # noqa: E402
 
 def generate_launch_description():
     return bringup("stm32_driver", {
-        "port": ("/dev/ttyACM0", str, "serial device"),
-        "link.baud": ("115200", int, "baud rate"),
-        "link.poll_rate_hz": ("50.0", float, "telemetry poll rate [Hz]"),
-        "autostart": ("true", bool, "configure and activate at start (false: wait for ros2 lifecycle set)"),
-        "auto_recover": ("false", bool, "after a device fault, configure and activate again once a second"),
+        "port": (str, "serial device"),
+        "link.baud": (int, "baud rate"),
+        "link.poll_rate_hz": (float, "telemetry poll rate [Hz]"),
+        "autostart": (bool, "configure and activate at start (false: wait for ros2 lifecycle set)"),
+        "auto_recover": (bool, "after a device fault, configure and activate again once a second"),
     }, Device(
         urdf="stm32_arm.urdf",
-        rate="link_poll_rate_hz",
+        rate="link.poll_rate_hz",
         frames={"imu_frame_id": "stm32_imu_link"},
         rviz=("device.rviz", "stm32_driver"),
         lengths={

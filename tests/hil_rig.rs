@@ -250,6 +250,6 @@ fn auto_detection_tells_the_stm32_from_the_testbench_and_the_rig() {
     assert_eq!(choose(&all, DeviceKind::Stm32, None), Some(&nucleo));
     assert_eq!(choose(&all, DeviceKind::Testbench, None), Some(&teensy));
     assert_eq!(choose(&all, DeviceKind::RigArduino, None), Some(&uno));
-    assert_eq!(choose(&[uno.clone()], DeviceKind::Stm32, None), None, "an Arduino is never the STM32");
-    assert_eq!(choose(&[nucleo.clone()], DeviceKind::Testbench, None), None, "nor the STM32 the testbench");
+    assert_eq!(choose(std::slice::from_ref(&uno), DeviceKind::Stm32, None), None, "an Arduino is never the STM32");
+    assert_eq!(choose(std::slice::from_ref(&nucleo), DeviceKind::Testbench, None), None, "nor the STM32 the testbench");
 }

@@ -184,10 +184,10 @@ fn a_parameter_declared_once_gives_its_field_default_description_range_and_sette
         assert!(SIL_NODE_PARAMS.iter().any(|spec| spec.name == name), "{name} is in the table");
     }
     let mut settings = SilNodeSettings::default();
-    assert_eq!((settings.publish_rate_hz, settings.repeat, settings.frame_id.as_str()), (250.0, false, "base_link"));
-    settings.set("loop", &ParamValue::Bool(true)).unwrap();
+    assert_eq!((settings.publish_rate_hz, settings.repeat, settings.frame_id.as_str()), (250.0, true, "base_link"));
+    settings.set("loop", &ParamValue::Bool(false)).unwrap();
     settings.set("publish_rate_hz", &ParamValue::Integer(100)).unwrap();
-    assert_eq!((settings.repeat, settings.publish_rate_hz), (true, 100.0));
+    assert_eq!((settings.repeat, settings.publish_rate_hz), (false, 100.0));
     assert!(settings.set("frame_id", &ParamValue::String("map".into())).is_err(), "read at start");
     assert!(settings.set("loop", &ParamValue::String("yes".into())).is_err(), "the field's type");
 

@@ -29,7 +29,7 @@ from arm_hil.msg import ArmState, CartesianWaypoint, ControlDone, LinkHealth, Lo
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PointStamped, Transform, Twist
 from rcl_interfaces.msg import Log, Parameter, ParameterType, ParameterValue
-from rcl_interfaces.srv import DescribeParameters, SetParameters
+from rcl_interfaces.srv import DescribeParameters, GetParameters, SetParameters
 from rclpy.action import ActionClient
 from rclpy.parameter import Parameter as NodeParameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -51,10 +51,11 @@ OK, WARN, ERROR = 0, 1, 2
 RUNNING = []
 
 
-def start(command, name):
+def start(command, name, env=None):
     """Starts `command` in a process group of its own, output to LOGS/name.log."""
     with open(LOGS / f"{name}.log", "w") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, text=True)
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, text=True,
+                                   env={**os.environ, **(env or {})})
     process.log_path = LOGS / f"{name}.log"
     RUNNING.append(process)
     return process
@@ -94,8 +95,19 @@ def stop_all():
 atexit.register(stop_all)
 
 
-def launch(file, *arguments):
-    return start(["ros2", "launch", "arm_hil", file, *arguments], file.replace(".launch.py", ""))
+def launch(file, *arguments, env=None):
+    return start(["ros2", "launch", "arm_hil", file, *arguments], file.replace(".launch.py", ""), env)
+
+
+def wait_for_line(process, text, timeout=20.0):
+    """The first line of `process`'s log holding `text`, waiting up to `timeout` s; None if none."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = [line for line in process.log_path.read_text().splitlines() if text in line]
+        if found:
+            return found[0]
+        time.sleep(0.2)
+    return None
 
 
 def free_port():
@@ -1041,6 +1053,69 @@ class LegacyBridge(NodeTest):
         done = self.wait_status("legacy_bridge: server", OK, timeout=5.0)
         self.assertEqual(dict((v.key, v.value) for v in done.values)["sessions_complete"], "1")
 
+
+
+class LaunchArguments(NodeTest):
+    """What decides a parameter: the parameter file (the package's or the user's), unless the
+    parameter's launch argument is given on the command line."""
+
+    def parameter_of(self, node, name):
+        return self.call(GetParameters, f"/{node}/get_parameters", GetParameters.Request(names=[name])).values[0]
+
+    def test_a_users_parameter_file_is_obeyed_and_a_given_launch_argument_wins(self):
+        params = LOGS / "user_sil.yaml"
+        params.write_text("/**:\n  ros__parameters:\n    publish_rate_hz: 50.0\n    loop: false\n")
+        launched = launch("sil.launch.py", "rsp:=false", f"params_file:={params}")
+        self.first("/joint_states", JointState)
+        self.assertEqual(self.parameter_of("sil_node", "publish_rate_hz").double_value, 50.0)
+        self.assertFalse(self.parameter_of("sil_node", "loop").bool_value)
+        stop(launched)
+        launch("sil.launch.py", "rsp:=false", f"params_file:={params}", "publish_rate_hz:=20.0")
+        self.first("/joint_states", JointState)
+        self.assertEqual(self.parameter_of("sil_node", "publish_rate_hz").double_value, 20.0)
+        self.assertFalse(self.parameter_of("sil_node", "loop").bool_value, "the file still decides the rest")
+        shown = subprocess.run(["ros2", "launch", "arm_hil", "sil.launch.py", "--show-args"],
+                               capture_output=True, text=True, timeout=60)
+        self.assertIn("not given: params_file decides (the package's: 250.0)", shown.stdout)
+
+    def test_record_without_a_folder_makes_a_new_mcap_bag_each_run(self):
+        home = LOGS / "ros_home"
+        for _ in range(2):
+            recording = launch("sil.launch.py", "rsp:=false", "record:=true", env={"ROS_HOME": str(home)})
+            self.assertTrue(wait_for_line(recording, "recording to"), recording.log_path.read_text()[-2000:])
+            self.first("/joint_states", JointState)
+            time.sleep(2.5)
+            self.assertEqual(stop(recording, timeout=20.0), 0, recording.log_path.read_text()[-2000:])
+            time.sleep(1.1)  # the folders are named by the second
+        bags = sorted((home / "bags").glob("arm_hil_sil_*"))
+        self.assertEqual(len(bags), 2, bags)
+        for bag in bags:
+            info = subprocess.run(["ros2", "bag", "info", str(bag)], capture_output=True, text=True, timeout=30)
+            self.assertEqual(info.returncode, 0, info.stderr)
+            self.assertIn("mcap", info.stdout)
+            self.assertIn("/joint_states", info.stdout)
+
+    def test_device_bringups_with_defaults_each_look_for_their_own_board(self):
+        stm32 = launch("stm32.launch.py", "rsp:=false")
+        arduino = launch("arduino.launch.py", "rsp:=false")
+        # No board is plugged in here: each says which it looked for, and neither opened a port.
+        self.assertTrue(wait_for_line(stm32, "no STM32 (ST-LINK) found"), stm32.log_path.read_text()[-2000:])
+        self.assertTrue(wait_for_line(arduino, "no finger testbench MCU"), arduino.log_path.read_text()[-2000:])
+        for process in (stm32, arduino):
+            self.assertNotIn("/dev/ttyACM0", process.log_path.read_text())
+
+    def test_vr_bridge_follows_the_sil_node_of_its_namespace(self):
+        port = free_port()
+        launch("sil.launch.py", "rsp:=false", "namespace:=a1")
+        launch("vr_bridge.launch.py", "namespace:=a1", "mode:=leader", f"vr_bind:=127.0.0.1:{port}")
+        self.wait_status("vr_bridge: link", OK, message="leading")
+        follower = start([str(EXECUTABLES / "arm_hil"), "vr", "connect", f"127.0.0.1:{port}", "--json"], "vr_connect_a1")
+        time.sleep(4.0)
+        stop(follower)
+        lines = [json.loads(line) for line in follower.log_path.read_text().splitlines() if line.startswith("{")]
+        positions = [line for line in lines if line.get("event") == "position"]
+        self.assertTrue(any((p["x"], p["y"], p["z"]) != (0.0, 0.0, 0.0) for p in positions),
+                        f"no position from /a1/sil_node reached the follower: {positions[:3]}")
 
 class VrBridge(NodeTest):
     def test_the_leader_feeds_arm_hil_vr_connect(self):

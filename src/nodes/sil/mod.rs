@@ -26,7 +26,7 @@ node_parameters! {
             => "simulated seconds per wall-clock second; 0 runs as fast as possible";
         runtime publish_rate_hz: f64 = 250.0, range(ParamRange::Double { from: 0.1, to: 10000.0 })
             => "samples published per simulated second [Hz]";
-        runtime repeat as "loop": bool = false => "start the trajectory again when it ends";
+        runtime repeat as "loop": bool = true => "start the trajectory again when it ends";
         read_only publish_clock: bool = false => "publish /clock from simulated time (and stamp messages with it)";
         read_only trajectory_file: String = String::new()
             => "trajectory CSV run at start; empty runs the built-in arc";

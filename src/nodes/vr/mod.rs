@@ -38,12 +38,12 @@ node_parameters! {
             => "the VR link: address, rates, timeouts, coordinate transform";
         read_only leader_address: SocketAddr = SocketAddr::from(([127, 0, 0, 1], 7777))
             => "the leader a follower connects to";
-        read_only position_topic: String = "/sil_node/end_effector".into() => "actuator position, PointStamped";
-        read_only current_direction_topic: String = "/sil_node/current_direction".into()
+        read_only position_topic: String = "sil_node/end_effector".into() => "actuator position, PointStamped; relative names resolve in the node's namespace";
+        read_only current_direction_topic: String = "sil_node/current_direction".into()
             => "current direction, Vector3Stamped";
-        read_only desired_direction_topic: String = "/sil_node/desired_direction".into()
+        read_only desired_direction_topic: String = "sil_node/desired_direction".into()
             => "desired direction, Vector3Stamped";
-        read_only curve_topic: String = "/sil_node/reference_path".into()
+        read_only curve_topic: String = "sil_node/reference_path".into()
             => "the curve, nav_msgs/Path, transient local";
         read_only frame_id: String = "base_link".into() => "frame of what a follower publishes";
     }
