@@ -17,6 +17,12 @@ use crate::outputs::{pump_events, Outputs, Publisher, Sink};
 /// How long configure waits for the device's first answer.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// How often configure looks at its interrupt while it waits for the device.
+const INTERRUPT_CHECK: Duration = Duration::from_millis(50);
+
+/// An interrupt that never comes: the default of a node outside a process that handles signals.
+static NEVER: AtomicBool = AtomicBool::new(false);
+
 /// What the managed node needs of a device and its driver.
 pub trait SerialDevice: Send + Sync + 'static {
     type Driver: Send + 'static;
@@ -34,6 +40,8 @@ pub trait SerialDevice: Send + Sync + 'static {
     fn answered(event: &Self::Event) -> bool;
     /// Why the link is lost, if `event` says it is.
     fn lost(event: &Self::Event) -> Option<String>;
+    /// Why the port cannot be opened, if `event` says so (the driver retries meanwhile).
+    fn unavailable(event: &Self::Event) -> Option<String>;
     /// Logs what the node logs of `event` (the rest is on its topics).
     fn log(&self, event: &Self::Event);
     /// Asks the device, once it answers, for what the node publishes (a datastream, say).
@@ -83,6 +91,8 @@ pub struct ManagedDriver<D: SerialDevice, S> {
     commanding: Commanding<D::Commander>,
     faults: Sender<Fault>,
     now_ns: Clock,
+    /// Set when the process is to end: configure stops waiting.
+    interrupt: &'static AtomicBool,
 }
 
 /// The node's clock [ns since its epoch].
@@ -103,7 +113,15 @@ impl<D: SerialDevice, S: Sink + Send + 'static> ManagedDriver<D, S> {
             commanding: Commanding(Arc::new(Mutex::new(None))),
             faults,
             now_ns,
+            interrupt: &NEVER,
         }
+    }
+
+    /// Configure stops waiting for the device once `interrupt` is set (the process is asked to
+    /// end: its signal handler sets it).
+    pub fn interrupted_by(mut self, interrupt: &'static AtomicBool) -> ManagedDriver<D, S> {
+        self.interrupt = interrupt;
+        self
     }
 
     /// Where command sources get the commander.
@@ -125,23 +143,33 @@ impl<D: SerialDevice, S: Sink + Send + 'static> ManagedDriver<D, S> {
             }
         };
         let deadline = Instant::now() + ANSWER_TIMEOUT;
+        // Why the device has not answered yet, should it not answer in time.
+        let mut silent = format!("the device did not answer within {} s", ANSWER_TIMEOUT.as_secs());
         let answered = loop {
-            let event = match D::events(&driver).recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            if self.interrupt.load(Ordering::Relaxed) {
+                break Err("interrupted".to_owned());
+            }
+            let wait = deadline.saturating_duration_since(Instant::now()).min(INTERRUPT_CHECK);
+            let event = match D::events(&driver).recv_timeout(wait) {
                 Ok(event) => event,
-                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break false,
+                Err(RecvTimeoutError::Timeout) if Instant::now() < deadline => continue,
+                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break Err(silent),
             };
             self.device.log(&event);
             if let Err(error) = topics.event(&mut out, (self.now_ns)(), Some(&event)) {
                 log::warn!("publishing failed: {error}");
             }
             if D::answered(&event) {
-                break true;
+                break Ok(());
+            }
+            if let Some(reason) = D::unavailable(&event) {
+                silent = format!("{reason} (retried for {} s)", ANSWER_TIMEOUT.as_secs());
             }
         };
-        if !answered {
+        if let Err(reason) = answered {
             D::close(driver);
             self.idle = Some((topics, out));
-            return Outcome::Failure(format!("the device did not answer within {} s", ANSWER_TIMEOUT.as_secs()));
+            return Outcome::Failure(reason);
         }
         let commander = D::commander(&driver);
         if let Err(reason) = self.device.configured(&commander) {

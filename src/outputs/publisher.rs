@@ -22,8 +22,12 @@ pub trait Publisher {
         event: Option<&Self::Event>,
     ) -> Result<(), SinkError>;
 
-    /// The node stops: what it says last (a device node's last status).
-    fn finish<S: Sink>(&mut self, out: &mut Outputs<S>, time_ns: u64) -> Result<(), SinkError>;
+    /// The node stops: what it says last (a device node's last status). Nothing by default:
+    /// the arm nodes' last events have said it.
+    fn finish<S: Sink>(&mut self, out: &mut Outputs<S>, time_ns: u64) -> Result<(), SinkError> {
+        let _ = (out, time_ns);
+        Ok(())
+    }
 }
 
 /// Publishes a node's `publisher` from its source's `events` until `stop` is set or the source

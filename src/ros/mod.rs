@@ -98,8 +98,9 @@ pub fn ros_outputs<T>(
     Ok((topics, out))
 }
 
-/// Set by SIGINT and SIGTERM; [`spin`] returns when it is.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// Set by SIGINT and SIGTERM; [`spin`] returns when it is, and a managed driver's configure
+/// stops waiting for its device.
+pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 /// Runs the node `name`: its log lines go through ROS logging, SIGINT and SIGTERM are caught
 /// (from the start: a signal during start-up still ends the node cleanly), then the ROS context

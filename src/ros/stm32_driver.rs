@@ -49,7 +49,8 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let arm = Stm32Arm { port: config.port.clone(), link: config.link.clone(), config: shared_config.clone() };
     let (faults, device_faults) = channel();
     let clock = node.get_ros_clock();
-    let managed = ManagedDriver::new(arm, topics, faults, Arc::new(move || now_ns(&clock)));
+    let managed =
+        ManagedDriver::new(arm, topics, faults, Arc::new(move || now_ns(&clock))).interrupted_by(&super::INTERRUPTED);
     let commanding = managed.commanding();
 
     let pool = LocalPool::new();

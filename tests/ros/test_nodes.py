@@ -99,6 +99,14 @@ def launch(file, *arguments, env=None):
     return start(["ros2", "launch", "arm_hil", file, *arguments], file.replace(".launch.py", ""), env)
 
 
+def vr_follower_lines(port, seconds=4.0):
+    """What `arm_hil vr connect` prints of a leader on `port` in `seconds`, as JSON lines."""
+    follower = start([str(EXECUTABLES / "arm_hil"), "vr", "connect", f"127.0.0.1:{port}", "--json"], f"vr_connect_{port}")
+    time.sleep(seconds)
+    stop(follower)
+    return [json.loads(line) for line in follower.log_path.read_text().splitlines() if line.startswith("{")]
+
+
 def wait_for_line(process, text, timeout=20.0):
     """The first line of `process`'s log holding `text`, waiting up to `timeout` s; None if none."""
     deadline = time.monotonic() + timeout
@@ -1005,7 +1013,8 @@ class ManagedNodes(DriverTest):
 
     def test_a_bound_below_the_runs_error_is_a_protective_stop_and_the_node_waits_inactive(self):
         params = pathlib.Path(tempfile.mkdtemp()) / "tight.yaml"
-        params.write_text("/**:\n  ros__parameters:\n    hil:\n      protection:\n"
+        # A user's parameter file stands in for the package's: it starts the node itself.
+        params.write_text("/**:\n  ros__parameters:\n    autostart: true\n    hil:\n      protection:\n"
                           "        max_tracking_error_m: 1.0e-6\n")
         self.protective_stop([], f"params_file:={params}", bounds=("tracking_error",))
 
@@ -1109,11 +1118,7 @@ class LaunchArguments(NodeTest):
         launch("sil.launch.py", "rsp:=false", "namespace:=a1")
         launch("vr_bridge.launch.py", "namespace:=a1", "mode:=leader", f"vr_bind:=127.0.0.1:{port}")
         self.wait_status("vr_bridge: link", OK, message="leading")
-        follower = start([str(EXECUTABLES / "arm_hil"), "vr", "connect", f"127.0.0.1:{port}", "--json"], "vr_connect_a1")
-        time.sleep(4.0)
-        stop(follower)
-        lines = [json.loads(line) for line in follower.log_path.read_text().splitlines() if line.startswith("{")]
-        positions = [line for line in lines if line.get("event") == "position"]
+        positions = [line for line in vr_follower_lines(port) if line.get("event") == "position"]
         self.assertTrue(any((p["x"], p["y"], p["z"]) != (0.0, 0.0, 0.0) for p in positions),
                         f"no position from /a1/sil_node reached the follower: {positions[:3]}")
 
@@ -1125,10 +1130,7 @@ class VrBridge(NodeTest):
         self.wait_status("vr_bridge: link", OK, message="leading")
         self.assert_once_a_second("vr_bridge: link")
         self.assert_read_only("vr_bridge", "mode", string("mode", "follower"))
-        follower = start([str(EXECUTABLES / "arm_hil"), "vr", "connect", f"127.0.0.1:{port}", "--json"], "vr_connect")
-        time.sleep(4.0)
-        stop(follower)
-        lines = [json.loads(line) for line in follower.log_path.read_text().splitlines() if line.startswith("{")]
+        lines = vr_follower_lines(port)
         positions = [line for line in lines if line.get("event") == "position"]
         self.assertTrue(any((p["x"], p["y"], p["z"]) != (0.0, 0.0, 0.0) for p in positions),
                         f"no actuator position from sil_node reached the follower: {positions[:3]}")

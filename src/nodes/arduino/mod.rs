@@ -167,6 +167,13 @@ impl SerialDevice for Testbench {
         matches!(event, DriverEvent::Link(RdscomEvent::StateChanged(RdscomLinkState::Up)))
     }
 
+    fn unavailable(event: &DriverEvent) -> Option<String> {
+        match event {
+            DriverEvent::PortUnavailable { path, reason, .. } => Some(format!("cannot open {path}: {reason}")),
+            _ => None,
+        }
+    }
+
     fn lost(event: &DriverEvent) -> Option<String> {
         match event {
             DriverEvent::Link(RdscomEvent::StateChanged(RdscomLinkState::Lost)) => {

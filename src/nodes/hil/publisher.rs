@@ -132,11 +132,6 @@ impl Publisher for HilPublisher {
     ) -> Result<(), SinkError> {
         self.publish(out, time_ns, event).map(drop)
     }
-
-    /// The loop's end has said the last word.
-    fn finish<S: Sink>(&mut self, _: &mut Outputs<S>, _: u64) -> Result<(), SinkError> {
-        Ok(())
-    }
 }
 
 /// The status a loop that failed leaves: why, and what the motors do.

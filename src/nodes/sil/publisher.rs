@@ -136,11 +136,6 @@ impl Publisher for SilPublisher {
     ) -> Result<(), SinkError> {
         self.publish(out, time_ns, event).map(drop)
     }
-
-    /// The run's end has said the last word.
-    fn finish<S: Sink>(&mut self, _: &mut Outputs<S>, _: u64) -> Result<(), SinkError> {
-        Ok(())
-    }
 }
 
 /// sil_node's status once a run has ended: OK with the run's figures, or an error.

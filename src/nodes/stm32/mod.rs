@@ -271,6 +271,13 @@ impl SerialDevice for Stm32Arm {
         matches!(event, DriverEvent::Link(LinkEvent::Telemetry(_)))
     }
 
+    fn unavailable(event: &DriverEvent) -> Option<String> {
+        match event {
+            DriverEvent::PortUnavailable { path, reason, .. } => Some(format!("cannot open {path}: {reason}")),
+            _ => None,
+        }
+    }
+
     fn lost(event: &DriverEvent) -> Option<String> {
         match event {
             DriverEvent::Link(LinkEvent::StateChanged { to: LinkState::Disconnected, .. }) => {
