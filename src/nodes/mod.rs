@@ -6,6 +6,7 @@
 
 pub mod arduino;
 pub mod declare;
+pub mod follower;
 pub mod goals;
 pub mod hil;
 pub mod joints;

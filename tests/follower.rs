@@ -1,0 +1,139 @@
+//! FollowJointTrajectory's follower without ROS, as joint_trajectory_controller behaves: every
+//! refusal code, interpolation from where the joints are, tolerances, preemption, cancel and
+//! the hold at the end.
+
+use arm_hil::nodes::follower::spline::TrajectoryPoint;
+use arm_hil::nodes::follower::{ErrorCode, Follower, Goal, JointState, JointTolerance, Joints, Outcome, Tolerances};
+
+const S: u64 = 1_000_000_000;
+
+/// The STM32 arm's two joints, limits as urdf/stm32_arm.urdf gives them (+-pi/2).
+fn follower() -> Follower {
+    let joints = Joints {
+        names: vec!["stm32_shoulder".into(), "stm32_elbow".into()],
+        lower: vec![-std::f64::consts::FRAC_PI_2; 2],
+        upper: vec![std::f64::consts::FRAC_PI_2; 2],
+    };
+    let tolerance = JointTolerance { position: 0.01, velocity: 0.0 };
+    let defaults = Tolerances { path: vec![JointTolerance::default(); 2], goal: vec![tolerance; 2], goal_time_s: 0.5 };
+    Follower::new(joints, defaults)
+}
+
+fn at(positions: [f64; 2]) -> JointState {
+    JointState { positions: positions.to_vec(), velocities: vec![0.0; 2] }
+}
+
+fn point(time_s: f64, positions: [f64; 2]) -> TrajectoryPoint {
+    TrajectoryPoint { time_s, positions: positions.to_vec(), velocities: Vec::new(), accelerations: Vec::new() }
+}
+
+fn goal(names: [&str; 2], points: Vec<TrajectoryPoint>) -> Goal {
+    Goal { joint_names: names.iter().map(|name| (*name).to_owned()).collect(), points, ..Goal::default() }
+}
+
+const NAMES: [&str; 2] = ["stm32_shoulder", "stm32_elbow"];
+
+fn any(_: &[f64]) -> Result<(), String> {
+    Ok(())
+}
+
+#[test]
+fn a_goal_runs_from_where_the_joints_are_in_the_devices_order_and_succeeds_within_tolerance() {
+    let mut follower = follower();
+    // Named elbow first: the follower puts them in the device's order.
+    let reversed = goal(["stm32_elbow", "stm32_shoulder"], vec![point(1.0, [0.2, 0.4])]);
+    assert_eq!(follower.accept(&reversed, 10 * S, &at([0.0, 0.0]), any), Ok(None));
+    let middle = follower.update(10 * S + S / 2, &at([0.0, 0.0])).unwrap();
+    // Linear from the joints' state at the stamp: halfway at half time.
+    assert!((middle.desired.positions[0] - 0.2).abs() < 1e-12 && (middle.desired.positions[1] - 0.1).abs() < 1e-12);
+    assert_eq!(middle.ended, None);
+    let end = follower.update(11 * S, &at([0.4, 0.2])).unwrap();
+    assert_eq!(end.ended, Some(Outcome::Succeeded));
+    assert_eq!(follower.holding(), Some(&[0.4, 0.2][..]), "the end holds the last point");
+    assert!(!follower.is_running());
+}
+
+#[test]
+fn bad_goals_are_refused_with_their_codes_before_anything_moves() {
+    let mut follower = follower();
+    let now = 100 * S;
+    let refused = |follower: &mut Follower, goal: &Goal| follower.accept(goal, now, &at([0.0, 0.0]), any).unwrap_err();
+    let unknown = goal(["stm32_shoulder", "wrist"], vec![point(1.0, [0.0, 0.0])]);
+    assert_eq!(refused(&mut follower, &unknown).code, ErrorCode::InvalidJoints);
+    let mut missing = goal(NAMES, vec![point(1.0, [0.0, 0.0])]);
+    missing.joint_names.pop();
+    missing.points[0].positions.pop();
+    assert_eq!(refused(&mut follower, &missing).code, ErrorCode::InvalidJoints);
+    let twice = goal(["stm32_elbow", "stm32_elbow"], vec![point(1.0, [0.0, 0.0])]);
+    assert_eq!(refused(&mut follower, &twice).code, ErrorCode::InvalidJoints);
+    let backwards = goal(NAMES, vec![point(1.0, [0.0, 0.0]), point(0.5, [0.1, 0.1])]);
+    assert_eq!(refused(&mut follower, &backwards).code, ErrorCode::InvalidGoal);
+    let beyond = goal(NAMES, vec![point(1.0, [0.0, 2.0])]);
+    let refusal = refused(&mut follower, &beyond);
+    assert_eq!(refusal.code, ErrorCode::InvalidGoal);
+    assert!(refusal.reason.contains("stm32_elbow"), "{}", refusal.reason);
+    let not_finite = goal(NAMES, vec![point(1.0, [f64::NAN, 0.0])]);
+    assert_eq!(refused(&mut follower, &not_finite).code, ErrorCode::InvalidGoal);
+    assert_eq!(refused(&mut follower, &goal(NAMES, Vec::new())).code, ErrorCode::InvalidGoal);
+    let mut old = goal(NAMES, vec![point(1.0, [0.1, 0.1])]);
+    old.stamp_ns = now - 5 * S;
+    assert_eq!(refused(&mut follower, &old).code, ErrorCode::OldHeaderTimestamp);
+    // The device's own check (the parallel arm's workspace).
+    let outside = follower.accept(&goal(NAMES, vec![point(1.0, [0.1, 0.1])]), now, &at([0.0, 0.0]), |_| {
+        Err("outside the workspace".into())
+    });
+    assert_eq!(outside.unwrap_err().code, ErrorCode::InvalidGoal);
+    assert!(!follower.is_running() && follower.update(now, &at([0.0, 0.0])).is_none(), "nothing moves");
+}
+
+#[test]
+fn a_path_violation_aborts_and_holds_where_the_joints_are() {
+    let mut follower = follower();
+    let mut strict = goal(NAMES, vec![point(2.0, [0.5, 0.5])]);
+    strict.path_tolerance = vec![("stm32_elbow".into(), JointTolerance { position: 0.05, velocity: 0.0 })];
+    follower.accept(&strict, 0, &at([0.0, 0.0]), any).unwrap();
+    assert_eq!(follower.update(S / 10, &at([0.025, 0.025])).unwrap().ended, None);
+    let stuck = follower.update(S, &at([0.25, 0.0])).unwrap();
+    match stuck.ended {
+        Some(Outcome::Aborted { code: ErrorCode::PathToleranceViolated, reason }) => {
+            assert!(reason.contains("stm32_elbow"), "{reason}")
+        }
+        other => panic!("a path violation, not {other:?}"),
+    }
+    assert_eq!(follower.holding(), Some(&[0.25, 0.0][..]));
+}
+
+#[test]
+fn a_goal_not_reached_within_the_goal_time_is_a_goal_tolerance_violation() {
+    let mut follower = follower();
+    follower.accept(&goal(NAMES, vec![point(1.0, [0.3, 0.3])]), 0, &at([0.0, 0.0]), any).unwrap();
+    assert_eq!(follower.update(S + S / 10, &at([0.2, 0.3])).unwrap().ended, None, "within the goal time");
+    let late = follower.update(2 * S, &at([0.2, 0.3])).unwrap();
+    assert!(matches!(late.ended, Some(Outcome::Aborted { code: ErrorCode::GoalToleranceViolated, .. })));
+}
+
+#[test]
+fn a_new_goal_replaces_the_running_one_and_cancel_holds() {
+    let mut follower = follower();
+    follower.accept(&goal(NAMES, vec![point(2.0, [0.5, 0.5])]), 0, &at([0.0, 0.0]), any).unwrap();
+    let replaced = follower.accept(&goal(NAMES, vec![point(1.0, [-0.5, 0.0])]), S, &at([0.2, 0.2]), any).unwrap();
+    assert!(matches!(replaced, Some(Outcome::Canceled { .. })));
+    // The new goal starts where the joints are when it arrives.
+    let start = follower.update(S, &at([0.2, 0.2])).unwrap();
+    assert!((start.desired.positions[0] - 0.2).abs() < 1e-12);
+    assert!(matches!(follower.cancel(&at([0.1, 0.15])), Some(Outcome::Canceled { .. })));
+    assert_eq!(follower.holding(), Some(&[0.1, 0.15][..]));
+    assert_eq!(follower.cancel(&at([0.1, 0.15])), None, "nothing left to cancel");
+}
+
+#[test]
+fn a_future_stamp_waits_at_the_start() {
+    let mut follower = follower();
+    let mut later = goal(NAMES, vec![point(1.0, [0.4, 0.0])]);
+    later.stamp_ns = 5 * S;
+    follower.accept(&later, 4 * S, &at([0.1, 0.0]), any).unwrap();
+    let before = follower.update(4 * S + S / 2, &at([0.1, 0.0])).unwrap();
+    assert_eq!(before.desired.positions, vec![0.1, 0.0]);
+    let halfway = follower.update(5 * S + S / 2, &at([0.25, 0.0])).unwrap();
+    assert!((halfway.desired.positions[0] - 0.25).abs() < 1e-12);
+}
