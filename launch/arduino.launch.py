@@ -1,7 +1,7 @@
 """arduino_driver: the finger testbench's MCU over rdscom, with robot_state_publisher
 (urdf/finger_testbench.urdf), and optionally rviz2 and a recording.
 
-    ros2 launch arm_hil arduino.launch.py port:=/dev/ttyACM0 stream_rate_hz:=100
+    ros2 launch arm_hil arduino.launch.py stream_rate_hz:=100   # an Arduino or Teensy found by USB id
     ros2 launch arm_hil arduino.launch.py port:=/dev/ttyACM0 rviz:=true proximal_length:=0.05
 
 arduino_driver is a managed node (`ros2 lifecycle`): by default the launch configures and

@@ -1,7 +1,7 @@
 """stm32_driver: the 2-DOF STM32 arm, with robot_state_publisher (urdf/stm32_arm.urdf), and
 optionally rviz2 and a recording.
 
-    ros2 launch arm_hil stm32.launch.py port:=/dev/ttyACM0
+    ros2 launch arm_hil stm32.launch.py                      # the board found by its ST-LINK's USB id
     ros2 launch arm_hil stm32.launch.py port:=/dev/ttyACM0 rviz:=true upper_arm_length:=0.16
     ros2 launch arm_hil stm32.launch.py port:=/dev/ttyACM0 autostart:=false    # then ros2 lifecycle set
 
