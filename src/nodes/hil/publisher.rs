@@ -70,12 +70,14 @@ impl HilPublisher {
     ) -> Result<HilPublisher, SinkError> {
         let elbow = robot.elbow();
         let mut arm = ArmTopics::advertise(out, robot, ArmTopicSet::HIL_NODE, frame_id, robot_state)?;
+        let diagnostics = Diagnostics::advertise(out, Status::new(STATUS_NAME, hardware))?;
+        // Every topic is advertised before anything is published.
         arm.start(out, start_ns)?;
         Ok(HilPublisher {
             arm,
             elbow,
             samples: Decimator::new(publish_rate_hz),
-            diagnostics: Diagnostics::advertise(out, Status::new(STATUS_NAME, hardware))?,
+            diagnostics,
             looping: false,
             next_figures_ns: 0,
             overruns_before: 0,

@@ -69,12 +69,14 @@ impl LegacyPublisher {
         start_ns: u64,
     ) -> Result<LegacyPublisher, SinkError> {
         let mut arm = ArmTopics::advertise(out, robot, ArmTopicSet::LEGACY_BRIDGE, frame_id, robot_state)?;
+        let diagnostics = Diagnostics::advertise(out, Status::new(STATUS_NAME, &listening.to_string()))?;
+        // Every topic is advertised before anything is published.
         arm.start(out, start_ns)?;
         let mut publisher = LegacyPublisher {
             arm,
             rate_hz: publish_rate_hz,
             sessions: HashMap::new(),
-            diagnostics: Diagnostics::advertise(out, Status::new(STATUS_NAME, &listening.to_string()))?,
+            diagnostics,
             listening,
             complete: 0,
             refused: 0,

@@ -63,6 +63,8 @@ impl SilPublisher {
     ) -> Result<SilPublisher, SinkError> {
         let set = ArmTopicSet { clock: settings.publish_clock, ..ArmTopicSet::SIL_NODE };
         let mut arm = ArmTopics::advertise(out, robot.clone(), set, &settings.frame_id, robot_state)?;
+        let diagnostics = Diagnostics::advertise(out, Status::new(STATUS_NAME, HARDWARE_ID))?;
+        // Every topic is advertised before anything is published.
         arm.start(out, start_ns)?;
         Ok(SilPublisher {
             arm,
@@ -71,7 +73,7 @@ impl SilPublisher {
             samples: Decimator::new(settings.publish_rate_hz),
             rate_hz: settings.publish_rate_hz,
             run: None,
-            diagnostics: Diagnostics::advertise(out, Status::new(STATUS_NAME, HARDWARE_ID))?,
+            diagnostics,
             clock_ns: 0,
         })
     }
