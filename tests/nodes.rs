@@ -539,7 +539,8 @@ fn vr_bridge_parameters_pick_the_role_topics_and_transform() {
     ]))
     .unwrap();
     assert_eq!((config.mode, config.leader_address.port(), config.vr.rate_hz), (VrMode::Follower, 9000, 90.0));
-    assert_eq!(config.position_topic, "/sil_node/end_effector");
+    // Relative: a vr_bridge follows the sil_node of its own namespace.
+    assert_eq!(config.position_topic, "sil_node/end_effector");
     let repeated = params(&[("vr.transform.axes", ParamValue::StringArray(vec!["x".into(), "x".into(), "y".into()]))]);
     assert!(vr_node_config(&repeated).unwrap_err().to_string().contains("repeat"));
     assert!(vr_node_config(&params(&[("mode", ParamValue::String("observer".into()))])).is_err());
@@ -561,8 +562,12 @@ fn every_shipped_parameter_file_is_read_by_its_node() {
 #[test]
 fn a_goal_gets_feedback_from_its_own_run_and_a_result_when_the_run_completes_or_is_stopped() {
     let robot = Robot::default();
-    let settings =
-        Mutex::new(SilNodeSettings { real_time_factor: 0.0, publish_rate_hz: 100.0, ..SilNodeSettings::default() });
+    let settings = Mutex::new(SilNodeSettings {
+        real_time_factor: 0.0,
+        publish_rate_hz: 100.0,
+        repeat: false,
+        ..SilNodeSettings::default()
+    });
     let (requests, next) = channel();
     let stop = AtomicBool::new(false);
     let mut goals = GoalRuns::default();

@@ -2,7 +2,8 @@
 # Builds a minimal ROS 2 underlay, Jazzy (default) or Humble, from source on Debian 12, for
 # machines without ROS packages: enough to build arm_hil with colcon and run its ROS suite
 # (tests/ros/run.sh): rcl, rclcpp, rclpy, Cyclone DDS, ros2cli with action/lifecycle/param/bag,
-# launch, rosbag2 with MCAP and SQLite storage, robot_state_publisher and tf2_ros.
+# launch, rosbag2 with MCAP and SQLite storage, robot_state_publisher, tf2_ros, and
+# control_msgs (FollowJointTrajectory).
 #
 # Usage: [DISTRO=jazzy|humble] MIRRORS=DIR tools/ros_underlay.sh ROOT
 #   MIRRORS holds a bare clone of every repository it needs, at MIRRORS/OWNER+NAME/repo (where
@@ -58,6 +59,7 @@ ros-tooling/libstatistics_collector:$d ros2/tinyxml2_vendor:$d ros2/python_cmake
 ros2/console_bridge_vendor:$d $old
 ros2/urdf:ros2 ros/urdfdom:jazzy ros/urdfdom_headers:jazzy
 ros2/orocos_kdl_vendor:$d ros2/geometry2:$d ros2/message_filters:$d ros2/eigen3_cmake_module:$d
+ros-controls/control_msgs:$d
 "
 extra="foxglove/mcap cameron314/readerwriterqueue cameron314/concurrentqueue lz4/lz4 jbeder/yaml-cpp osrf/osrf_pycommon yaml/libyaml"
 missing=""
@@ -154,7 +156,7 @@ colcon build --base-paths "$root/src" --merge-install --install-base "$root/inst
     ros2launch ros2action ros2interface ros2service ros2lifecycle launch_ros sensor_msgs trajectory_msgs diagnostic_msgs geometry_msgs std_msgs nav_msgs \
     std_srvs visualization_msgs ros_environment \
     rosgraph_msgs ros2bag rosbag2_storage_mcap $sqlite rosbag2_transport \
-    robot_state_publisher tf2_ros tf2_msgs \
+    robot_state_publisher tf2_ros tf2_msgs control_msgs \
   --cmake-args -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=Release -DENABLE_SHM=OFF -DTRACETOOLS_DISABLED=ON \
     -DRMW_IMPLEMENTATION_DISABLE_RUNTIME_SELECTION=OFF "-DPYTHON_EXECUTABLE=$root/venv/bin/python3" \
     "-DFETCHCONTENT_SOURCE_DIR_MCAP=$tp/mcap" "-DFETCHCONTENT_SOURCE_DIR_LZ4=$tp/lz4" \
