@@ -14,6 +14,8 @@
 # Then: ARM_HIL_ROS_ROOT=ROOT bash tests/ros/run.sh (which sources ROOT/venv and ROOT/install).
 #
 # Time on 2 cores (measured 2026-11-24): Jazzy 171 packages in 20 min 27 s; Humble 160 packages in 18 min 14 s.
+# control_msgs (added 2026-11-25, jazzy 5.8.0 and humble branch heads) adds about 1 min: a rerun over
+# an earlier underlay builds only it.
 #
 # The distros differ in (worked out here, and chosen below):
 # - Jazzy builds rosidl_core and rosidl_dynamic_typesupport; Humble has neither.
