@@ -73,6 +73,13 @@ pub enum DetectError {
     Enumerate(String),
 }
 
+/// A device not found is a port that cannot be opened, for code that opens ports.
+impl From<DetectError> for std::io::Error {
+    fn from(error: DetectError) -> std::io::Error {
+        std::io::Error::new(std::io::ErrorKind::NotFound, error.to_string())
+    }
+}
+
 /// Picks the device of `kind` among `candidates`: first by USB id, then by a by-id name that
 /// says what it is; a candidate at `taken` (a resolved path, the rig's sensor) is never chosen.
 pub fn choose<'a>(candidates: &'a [Candidate], kind: DeviceKind, taken: Option<&Path>) -> Option<&'a Candidate> {

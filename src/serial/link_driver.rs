@@ -39,6 +39,16 @@ pub enum DriverEvent<E> {
     },
 }
 
+impl<E> DriverEvent<E> {
+    /// Why the port cannot be opened, if this event says so.
+    pub fn port_unavailable(&self) -> Option<String> {
+        match self {
+            DriverEvent::PortUnavailable { path, reason, .. } => Some(format!("cannot open {path}: {reason}")),
+            _ => None,
+        }
+    }
+}
+
 /// How the driver opens and reopens its port.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PortSettings {

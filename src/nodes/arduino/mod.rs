@@ -146,8 +146,7 @@ impl SerialDevice for Testbench {
     type Topics = SerialDeviceTopics<ArduinoTopics>;
 
     fn open(&self) -> std::io::Result<RdscomDriver> {
-        let port = resolve_port(&self.port, DeviceKind::Testbench)
-            .map_err(|error| std::io::Error::new(std::io::ErrorKind::NotFound, error.to_string()))?;
+        let port = resolve_port(&self.port, DeviceKind::Testbench)?;
         RdscomDriver::start(&port.to_string_lossy(), self.link.clone(), self.table.clone())
     }
 
@@ -168,10 +167,7 @@ impl SerialDevice for Testbench {
     }
 
     fn unavailable(event: &DriverEvent) -> Option<String> {
-        match event {
-            DriverEvent::PortUnavailable { path, reason, .. } => Some(format!("cannot open {path}: {reason}")),
-            _ => None,
-        }
+        event.port_unavailable()
     }
 
     fn lost(event: &DriverEvent) -> Option<String> {

@@ -250,8 +250,7 @@ impl SerialDevice for Stm32Arm {
     type Topics = SerialDeviceTopics<Stm32Topics>;
 
     fn open(&self) -> std::io::Result<Stm32Driver> {
-        let port = resolve_port(&self.port, DeviceKind::Stm32)
-            .map_err(|error| std::io::Error::new(std::io::ErrorKind::NotFound, error.to_string()))?;
+        let port = resolve_port(&self.port, DeviceKind::Stm32)?;
         Stm32Driver::start(&port.to_string_lossy(), self.link.clone())
     }
 
@@ -272,10 +271,7 @@ impl SerialDevice for Stm32Arm {
     }
 
     fn unavailable(event: &DriverEvent) -> Option<String> {
-        match event {
-            DriverEvent::PortUnavailable { path, reason, .. } => Some(format!("cannot open {path}: {reason}")),
-            _ => None,
-        }
+        event.port_unavailable()
     }
 
     fn lost(event: &DriverEvent) -> Option<String> {
