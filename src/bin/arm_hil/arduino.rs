@@ -8,7 +8,8 @@ use anyhow::Context;
 use clap::Args;
 use serde::Serialize;
 
-use crate::console::{self, DevicePublisher};
+use crate::console;
+use crate::outputs::{finish_publisher, RunPublisher};
 use arm_hil::drivers::rdscom::{
     parse_console_command, prototype_table, DriverEvent, RdscomConfig, RdscomDriver, RdscomEvent, RdscomLinkState,
     TableChoice,
@@ -123,9 +124,9 @@ fn print_event(event: &DriverEvent, table: &PrototypeTable, json: bool) -> anyho
 
 /// The session as arduino_driver publishes it, with the node's default joint names, into the
 /// bag and the live view asked for.
-fn start_recording(args: &ArduinoArgs, table: PrototypeTable) -> anyhow::Result<Option<DevicePublisher<DriverEvent>>> {
+fn start_recording(args: &ArduinoArgs, table: PrototypeTable) -> anyhow::Result<Option<RunPublisher<DriverEvent>>> {
     let port = args.port.clone();
-    console::start_recording(&args.outputs, arm_hil::nodes::arduino::NODE, move |out| {
+    args.outputs.start_publisher(arm_hil::nodes::arduino::NODE, move |out| {
         ArduinoTopics::advertise(out, &port, &ArduinoNodeConfig::default(), table)
     })
 }
@@ -156,6 +157,8 @@ pub(crate) fn run(args: ArduinoArgs) -> anyhow::Result<()> {
             print_event(event, &table, args.json.json)
         },
     );
-    console::finish_recording(recording)?;
+    if let Some(recording) = recording {
+        finish_publisher(recording, wall_clock_ns())?;
+    }
     served
 }

@@ -9,10 +9,6 @@ use std::time::Duration;
 use anyhow::Context;
 use serde::Serialize;
 
-use arm_hil::outputs::{wall_clock_ns, Outputs, Publisher, PublisherThread, SinkError};
-
-use crate::outputs::{OutputArgs, RunSinks};
-
 /// Prints `value` as one JSON object on a line with `json`, else `text()`.
 pub(crate) fn print_line(value: &impl Serialize, text: impl FnOnce() -> String, json: bool) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();
@@ -21,38 +17,6 @@ pub(crate) fn print_line(value: &impl Serialize, text: impl FnOnce() -> String, 
         writeln!(stdout)?;
     } else {
         writeln!(stdout, "{}", text())?;
-    }
-    Ok(())
-}
-
-/// A device session published as its node publishes it, into a bag and/or a live view, on
-/// wall-clock time.
-pub(crate) type DevicePublisher<E> = PublisherThread<E, RunSinks>;
-
-/// Starts publishing a device session as `node` publishes it, into the bag and/or the live view
-/// `outputs` asks for, its topics set up by `advertise` (see [`PublisherThread::spawn`]); None
-/// when neither is asked for.
-pub(crate) fn start_recording<T, A>(
-    outputs: &OutputArgs,
-    node: &str,
-    advertise: A,
-) -> anyhow::Result<Option<DevicePublisher<T::Event>>>
-where
-    T: Publisher,
-    T::Event: Send + 'static,
-    A: FnOnce(&mut Outputs<RunSinks>) -> Result<T, SinkError> + Send + 'static,
-{
-    let Some(sinks) = outputs.sinks(node)? else { return Ok(None) };
-    Ok(Some(PublisherThread::spawn(sinks, node, advertise).context("cannot record the session")?))
-}
-
-/// Finishes the bag and the live view of a device session, where there are.
-pub(crate) fn finish_recording<E: Send + 'static>(recorder: Option<DevicePublisher<E>>) -> anyhow::Result<()> {
-    if let Some(recorder) = recorder {
-        let (bag, _live) = recorder.finish(wall_clock_ns()).context("the bag or the live view is incomplete")?;
-        if let Some(stats) = bag {
-            log::info!("bag {}: {} messages", stats.dir.display(), stats.messages);
-        }
     }
     Ok(())
 }

@@ -26,13 +26,13 @@ use arm_hil::nodes::hil::{HilNodeSettings, NODE};
 use arm_hil::nodes::load_trajectory;
 use arm_hil::nodes::robot_state::{Urdf, ARM_URDF};
 use arm_hil::nodes::status::Level;
-use arm_hil::outputs::{wall_clock_ns, PublisherThread};
+use arm_hil::outputs::wall_clock_ns;
 use arm_hil::protocol::rig::parse_trajectory_line;
 use arm_hil::sim::Frame;
 
 use crate::config;
 use crate::console;
-use crate::outputs::RunSinks;
+use crate::outputs::{finish_publisher, OutputArgs, RateArg, RunPublisher};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Backend {
@@ -80,24 +80,28 @@ pub(crate) struct HilArgs {
     json: crate::outputs::JsonArg,
 }
 
-/// Publishes the loop as hil_node publishes it into `sinks` (a bag, a live view), on wall-clock
-/// time, with robot_state_publisher's topics beside, until the loop ends and drops its end of
-/// `frames`; then its failure, if any.
+/// Publishes the loop as hil_node publishes it into the bag and the live view `outputs` asks
+/// for (None: neither), sampled at `rate` of loop time, on wall-clock time, with robot_state_publisher's topics beside, from
+/// the loop's `frames` and figures (`status`) until the loop ends and drops its end of `frames`.
 fn publish_hil(
-    sinks: RunSinks,
+    outputs: &OutputArgs,
     robot: &Robot,
-    rate_hz: f64,
+    rate: &RateArg,
     hardware: &str,
     frames: Receiver<Frame>,
     status: Arc<Mutex<LoopStatus>>,
-) -> anyhow::Result<HilPublishing> {
+) -> anyhow::Result<Option<HilPublishing>> {
+    if !outputs.wanted() {
+        return Ok(None);
+    }
+    let rate_hz = rate.hz()?;
     let urdf = Urdf::parse(ARM_URDF).context("urdf/arm_hil.urdf")?;
     let (robot, hardware, start_ns) = (robot.clone(), hardware.to_owned(), wall_clock_ns());
     let frame_id = HilNodeSettings::default().frame_id;
-    let mut publisher = PublisherThread::spawn(sinks, NODE, move |out| {
+    let publisher = outputs.start_publisher(NODE, move |out| {
         HilPublisher::advertise(out, robot, &frame_id, rate_hz, &hardware, Some(&urdf), start_ns)
-    })
-    .context("cannot record the run")?;
+    })?;
+    let Some(mut publisher) = publisher else { return Ok(None) };
     publisher.event(start_ns, HilEvent::LoopStarted);
     let thread = std::thread::Builder::new().name("hil-publish".into()).spawn(move || {
         let figures = || status.lock().map(|status| *status).unwrap_or_default();
@@ -106,26 +110,24 @@ fn publish_hil(
         });
         publisher
     });
-    Ok(HilPublishing { thread: thread.context("cannot start the publishing thread")? })
+    Ok(Some(HilPublishing { thread: thread.context("cannot start the publishing thread")? }))
 }
 
 /// The publishing thread of a run.
 struct HilPublishing {
-    thread: JoinHandle<PublisherThread<HilEvent, RunSinks>>,
+    thread: JoinHandle<RunPublisher<HilEvent>>,
 }
 
 impl HilPublishing {
     /// The loop has ended with `outcome`: its last word, then the bag and the live view are
-    /// finished.
+    /// finished (a failure there is logged: the run's own outcome is what the command reports).
     fn finish(self, outcome: &Result<(), HilError>) -> anyhow::Result<()> {
         let mut publisher = self.thread.join().map_err(|_| anyhow::anyhow!("the publishing thread panicked"))?;
         if let Err(error) = outcome {
             publisher.event(wall_clock_ns(), HilEvent::Status(Level::Error, loop_failure(error)));
         }
-        match publisher.finish(wall_clock_ns()) {
-            Ok((Some(bag), _)) => log::info!("bag {}: {} messages", bag.dir.display(), bag.messages),
-            Ok((None, _)) => {}
-            Err(error) => log::error!("the bag or the live view is incomplete: {error}"),
+        if let Err(error) = finish_publisher(publisher, wall_clock_ns()) {
+            log::error!("{error:#}");
         }
         Ok(())
     }
@@ -360,13 +362,12 @@ pub(crate) fn run(args: HilArgs) -> anyhow::Result<()> {
     if let Some(duration) = args.duration {
         hil = hil.with_max_duration(duration);
     }
-    let mut publishing = None;
-    if let Some(sinks) = args.outputs.sinks(NODE)? {
-        let (frames_tx, frames) = sync_channel(1000);
-        let status = Arc::new(Mutex::new(LoopStatus::default()));
-        hil = hil.with_frames(Box::new(FrameChannel(frames_tx))).with_status(status.clone());
-        let hardware = format!("{:?}", args.hardware).to_lowercase();
-        publishing = Some(publish_hil(sinks, &robot, args.rate.hz()?, &hardware, frames, status)?);
+    let (frames_tx, frames) = sync_channel(1000);
+    let status = Arc::new(Mutex::new(LoopStatus::default()));
+    let hardware = format!("{:?}", args.hardware).to_lowercase();
+    let publishing = publish_hil(&args.outputs, &robot, &args.rate, &hardware, frames, status.clone())?;
+    if publishing.is_some() {
+        hil = hil.with_frames(Box::new(FrameChannel(frames_tx))).with_status(status);
     }
     let report = std::thread::Builder::new()
         .name("hil-loop".into())

@@ -69,7 +69,7 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
         let address = server.local_addr()?;
         let mut observers: Vec<Arc<dyn SessionObserver>> = Vec::new();
         if let Some(dir) = &args.outputs.bag {
-            let bags = SessionBags::new(dir, args.outputs.distro(), robot.clone(), settings.clone(), address)
+            let bags = SessionBags::observer(dir, args.outputs.distro(), robot.clone(), settings.clone(), address)
                 .with_context(|| format!("--bag: cannot make {}", dir.display()))?;
             observers.push(bags);
         }

@@ -20,12 +20,11 @@ use arm_hil::nodes::robot_state::{Urdf, ARM_URDF};
 use arm_hil::nodes::sil::publisher::SilPublisher;
 use arm_hil::nodes::sil::run::{RunEnd, SilEvent};
 use arm_hil::nodes::sil::{SilNodeSettings, NODE};
-use arm_hil::outputs::PublisherThread;
 use arm_hil::sim::{Frame, IdealPoint, IdealTorques, RunStats, SilConfig, SimError, Simulation};
 
 use crate::config;
 use crate::console;
-use crate::outputs::RunSinks;
+use crate::outputs::{finish_publisher, OutputArgs, RateArg, RunPublisher};
 use crate::plot::PlotRecorder;
 
 #[derive(Debug, Args)]
@@ -223,23 +222,32 @@ fn csv_writer(path: &Path) -> anyhow::Result<csv::Writer<BufWriter<File>>> {
 /// The run published as sil_node publishes it, into a bag and/or a live view, on simulated time
 /// from zero (the node's /clock), with robot_state_publisher's topics beside.
 struct SilOutputs {
-    publisher: PublisherThread<SilEvent, RunSinks>,
+    publisher: RunPublisher<SilEvent>,
     start_time: f64,
     publish_rate_hz: f64,
 }
 
 impl SilOutputs {
-    fn start(sinks: RunSinks, robot: &Robot, trajectory: &Arc<Trajectory>, rate_hz: f64) -> anyhow::Result<SilOutputs> {
+    /// The run's publisher, where `outputs` asks for a bag or a live view, sampling at `rate`.
+    fn start(
+        outputs: &OutputArgs,
+        robot: &Robot,
+        trajectory: &Arc<Trajectory>,
+        rate: &RateArg,
+    ) -> anyhow::Result<Option<SilOutputs>> {
+        if !outputs.wanted() {
+            return Ok(None);
+        }
+        let rate_hz = rate.hz()?;
         let urdf = Urdf::parse(ARM_URDF).context("urdf/arm_hil.urdf")?;
         let settings = SilNodeSettings { publish_rate_hz: rate_hz, publish_clock: true, ..SilNodeSettings::default() };
         let robot = robot.clone();
-        let mut publisher = PublisherThread::spawn(sinks, NODE, move |out| {
-            SilPublisher::advertise(out, robot, &settings, Some(&urdf), 0)
-        })
-        .context("cannot record the run")?;
+        let publisher =
+            outputs.start_publisher(NODE, move |out| SilPublisher::advertise(out, robot, &settings, Some(&urdf), 0))?;
+        let Some(mut publisher) = publisher else { return Ok(None) };
         publisher.event(0, SilEvent::RunStarted(trajectory.clone()));
         publisher.flush();
-        Ok(SilOutputs { publisher, start_time: trajectory.start_time(), publish_rate_hz: rate_hz })
+        Ok(Some(SilOutputs { publisher, start_time: trajectory.start_time(), publish_rate_hz: rate_hz }))
     }
 
     fn frame(&mut self, frame: &Frame) {
@@ -252,11 +260,7 @@ impl SilOutputs {
     fn finish(mut self, stats: &RunStats, error: Option<&SimError>) -> anyhow::Result<()> {
         let end = error.map_or(RunEnd::Complete, |error| RunEnd::Failed(error.clone()));
         self.publisher.event(0, SilEvent::RunEnded { stats: stats.clone(), end });
-        let (bag, _live) = self.publisher.finish(0).context("the bag or the live view is incomplete")?;
-        if let Some(bag) = bag {
-            log::info!("bag {}: {} messages", bag.dir.display(), bag.messages);
-        }
-        Ok(())
+        finish_publisher(self.publisher, 0)
     }
 }
 
@@ -288,9 +292,7 @@ pub(crate) fn run(args: SilArgs) -> anyhow::Result<()> {
         real_time_factor >= 0.0 && real_time_factor.is_finite(),
         "--real-time-factor must be 0 or more, got {real_time_factor}"
     );
-    let outputs = args.outputs.sinks(NODE)?;
-    let rate_hz = args.rate.hz()?;
-    let mut outputs = outputs.map(|sinks| SilOutputs::start(sinks, &robot, &trajectory, rate_hz)).transpose()?;
+    let mut outputs = SilOutputs::start(&args.outputs, &robot, &trajectory, &args.rate)?;
     let interrupted = Arc::new(AtomicBool::new(false));
     let on_signal = interrupted.clone();
     ctrlc::set_handler(move || on_signal.store(true, Ordering::Relaxed)).context("cannot handle Ctrl-C")?;

@@ -5,7 +5,8 @@ use anyhow::Context;
 use clap::Args;
 use serde::Serialize;
 
-use crate::console::{self, DevicePublisher};
+use crate::console;
+use crate::outputs::{finish_publisher, RunPublisher};
 use arm_hil::drivers::stm32::{
     parse_console_command, ArmTelemetry, DriverEvent, LinkEvent, LinkState, Stm32Config, Stm32Driver,
 };
@@ -126,10 +127,10 @@ fn print_event(event: &DriverEvent, json: bool) -> anyhow::Result<()> {
 
 /// The session as stm32_driver publishes it, with the node's default joint names and IMU frame,
 /// into the bag and the live view asked for.
-fn start_recording(args: &Stm32Args) -> anyhow::Result<Option<DevicePublisher<DriverEvent>>> {
+fn start_recording(args: &Stm32Args) -> anyhow::Result<Option<RunPublisher<DriverEvent>>> {
     let Stm32NodeConfig { joint_names, imu_frame_id, .. } = Stm32NodeConfig::default();
     let port = args.port.clone();
-    console::start_recording(&args.outputs, arm_hil::nodes::stm32::NODE, move |out| {
+    args.outputs.start_publisher(arm_hil::nodes::stm32::NODE, move |out| {
         Stm32Topics::advertise(out, &port, joint_names, imu_frame_id)
     })
 }
@@ -161,6 +162,8 @@ pub(crate) fn run(args: Stm32Args) -> anyhow::Result<()> {
             print_event(event, args.json.json)
         },
     );
-    console::finish_recording(recording)?;
+    if let Some(recording) = recording {
+        finish_publisher(recording, wall_clock_ns())?;
+    }
     served
 }

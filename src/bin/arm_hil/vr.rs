@@ -24,7 +24,7 @@ use arm_hil::nodes::vr::VrNodeConfig;
 use arm_hil::protocol::deltavr::VrMessage;
 
 use crate::config;
-use crate::console::DevicePublisher;
+use crate::outputs::{finish_publisher, RunPublisher};
 use arm_hil::outputs::wall_clock_ns;
 
 #[derive(Debug, Subcommand)]
@@ -150,9 +150,9 @@ enum Line<'a> {
 
 /// The link as vr_bridge publishes it as a follower, on its default topics, into the bag and
 /// the live view asked for.
-fn start_recording(args: &ConnectArgs) -> anyhow::Result<Option<DevicePublisher<FollowerEvent>>> {
+fn start_recording(args: &ConnectArgs) -> anyhow::Result<Option<RunPublisher<FollowerEvent>>> {
     let leader = args.leader;
-    crate::console::start_recording(&args.outputs, arm_hil::nodes::vr::NODE, move |out| {
+    args.outputs.start_publisher(arm_hil::nodes::vr::NODE, move |out| {
         VrFollowerTopics::advertise(out, &VrNodeConfig::default(), leader)
     })
 }
@@ -160,13 +160,15 @@ fn start_recording(args: &ConnectArgs) -> anyhow::Result<Option<DevicePublisher<
 async fn connect(args: ConnectArgs) -> anyhow::Result<()> {
     let mut recording = start_recording(&args)?;
     let followed = follow_and_print(&args, &mut recording).await;
-    crate::console::finish_recording(recording)?;
+    if let Some(recording) = recording {
+        finish_publisher(recording, wall_clock_ns())?;
+    }
     followed
 }
 
 async fn follow_and_print(
     args: &ConnectArgs,
-    recording: &mut Option<DevicePublisher<FollowerEvent>>,
+    recording: &mut Option<RunPublisher<FollowerEvent>>,
 ) -> anyhow::Result<()> {
     let (events_tx, mut events) = mpsc::channel(1024);
     let (stop, stop_rx) = watch::channel(false);
