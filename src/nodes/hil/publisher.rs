@@ -8,7 +8,6 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Duration;
 
 use crate::hil::{HilError, LoopStatus};
-use crate::model::math::Vec3;
 use crate::model::Robot;
 use crate::nodes::robot_state::Urdf;
 use crate::nodes::status::{Level, Status};
@@ -45,8 +44,6 @@ pub enum HilEvent {
 #[derive(Debug)]
 pub struct HilPublisher {
     arm: ArmTopics,
-    /// Where the forearm pivots [m].
-    elbow: Vec3,
     samples: Decimator,
     diagnostics: Diagnostics,
     looping: bool,
@@ -68,14 +65,12 @@ impl HilPublisher {
         robot_state: Option<&Urdf>,
         start_ns: u64,
     ) -> Result<HilPublisher, SinkError> {
-        let elbow = robot.elbow();
         let mut arm = ArmTopics::advertise(out, robot, ArmTopicSet::HIL_NODE, frame_id, robot_state)?;
         let diagnostics = Diagnostics::advertise(out, Status::new(STATUS_NAME, hardware))?;
         // Every topic is advertised before anything is published.
         arm.start(out, start_ns)?;
         Ok(HilPublisher {
             arm,
-            elbow,
             samples: Decimator::new(publish_rate_hz),
             diagnostics,
             looping: false,
@@ -95,7 +90,8 @@ impl HilPublisher {
         let mut sampled = false;
         match event {
             Some(HilEvent::Frame(frame)) if self.samples.due(frame.t) => {
-                self.arm.sample(out, time_ns, frame, &self.elbow)?;
+                let elbow = self.arm.robot().elbow();
+                self.arm.sample(out, time_ns, frame, &elbow)?;
                 sampled = true;
             }
             Some(HilEvent::Frame(_)) => {}

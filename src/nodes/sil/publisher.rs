@@ -34,7 +34,6 @@ struct Run {
 #[derive(Debug)]
 pub struct SilPublisher {
     arm: ArmTopics,
-    robot: Robot,
     /// Stamps on simulated time (with /clock), else on the caller's clock.
     simulated_time: bool,
     samples: Decimator,
@@ -62,13 +61,12 @@ impl SilPublisher {
         start_ns: u64,
     ) -> Result<SilPublisher, SinkError> {
         let set = ArmTopicSet { clock: settings.publish_clock, ..ArmTopicSet::SIL_NODE };
-        let mut arm = ArmTopics::advertise(out, robot.clone(), set, &settings.frame_id, robot_state)?;
+        let mut arm = ArmTopics::advertise(out, robot, set, &settings.frame_id, robot_state)?;
         let diagnostics = Diagnostics::advertise(out, Status::new(STATUS_NAME, HARDWARE_ID))?;
         // Every topic is advertised before anything is published.
         arm.start(out, start_ns)?;
         Ok(SilPublisher {
             arm,
-            robot,
             simulated_time: settings.publish_clock,
             samples: Decimator::new(settings.publish_rate_hz),
             rate_hz: settings.publish_rate_hz,
@@ -96,7 +94,7 @@ impl SilPublisher {
             Some(SilEvent::RunStarted(trajectory)) => {
                 self.run = Some(Run { elbow: trajectory.elbow(), end_time: trajectory.end_time() });
                 self.samples = Decimator::new(self.rate_hz);
-                let ideal: Vec<_> = IdealTorques::new(&self.robot, trajectory).map_while(Result::ok).collect();
+                let ideal: Vec<_> = IdealTorques::new(self.arm.robot(), trajectory).map_while(Result::ok).collect();
                 self.arm.run_started(out, stamp, trajectory, &ideal)?;
                 let waypoints = trajectory.waypoints().len().to_string();
                 self.diagnostics.set(|status| status.set(Level::Ok, "running", vec![("waypoints", waypoints)]));
@@ -106,7 +104,7 @@ impl SilPublisher {
                     self.rate_hz = *publish_rate_hz;
                     self.samples = Decimator::new(self.rate_hz);
                 }
-                let run = self.run.unwrap_or(Run { elbow: self.robot.elbow(), end_time: f64::INFINITY });
+                let run = self.run.unwrap_or(Run { elbow: self.arm.robot().elbow(), end_time: f64::INFINITY });
                 if self.samples.due(frame.t) || frame.t >= run.end_time {
                     self.arm.sample(out, stamp, frame, &run.elbow)?;
                     sampled = true;

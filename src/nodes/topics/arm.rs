@@ -160,6 +160,11 @@ impl ArmTopics {
         })
     }
 
+    /// The arm whose joints each sample works out.
+    pub fn robot(&self) -> &Robot {
+        &self.robot
+    }
+
     /// Publishes what is latched from the start at `time_ns`: /robot_description and
     /// /tf_static, where this sink has robot_state_publisher's topics.
     pub fn start<S: Sink>(&mut self, out: &mut Outputs<S>, time_ns: u64) -> Result<(), SinkError> {
