@@ -215,7 +215,7 @@ fn overlapping_port_5555_sessions_each_get_their_own_elbow_on_joint_states() {
                     LegacyServerConfig { bind: SocketAddr::from(([127, 0, 0, 1], 0)), ..LegacyServerConfig::default() };
                 let server = LegacyServer::bind(config, SilConfig::default(), None).await.unwrap();
                 let address = server.local_addr().unwrap();
-                let bags = SessionBags::new(&bags_dir, BagDistro::Jazzy, robot.clone(), settings.clone(), address);
+                let bags = SessionBags::observer(&bags_dir, BagDistro::Jazzy, robot.clone(), settings.clone(), address);
                 // The live view's recording, into a bag here: the same publisher, another sink.
                 let all = BagWriter::create(&all_dir, BagDistro::Jazzy).unwrap();
                 let (all, observer) = AllSessions::start(all, robot, &settings, address).unwrap();

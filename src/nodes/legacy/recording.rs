@@ -13,16 +13,14 @@ use super::publisher::{LegacyEvent, LegacyPublisher, SessionEvents};
 use super::{LegacyBridgeSettings, NODE};
 use crate::bag::metadata::BagDistro;
 use crate::bag::BagWriter;
-use crate::bridge::legacy::{SessionError, SessionObserver, SessionReport};
-use crate::control::Trajectory;
+use crate::bridge::legacy::SessionObserver;
 use crate::model::Robot;
 use crate::nodes::robot_state::{Urdf, UrdfError, ARM_URDF};
 use crate::outputs::{wall_clock_ns, PublisherThread, Recording, RecordingError};
-use crate::sim::Frame;
 
 /// Why a recording of the sessions could not start.
 #[derive(Debug, thiserror::Error)]
-pub enum DevicePublisherError {
+pub enum SessionRecordingError {
     #[error(transparent)]
     Recording(#[from] RecordingError),
     #[error("urdf/arm_hil.urdf")]
@@ -39,7 +37,7 @@ fn spawn_publisher<R: Recording>(
     settings: &LegacyBridgeSettings,
     listening: SocketAddr,
     start_ns: u64,
-) -> Result<PublisherThread<LegacyEvent, R>, DevicePublisherError> {
+) -> Result<PublisherThread<LegacyEvent, R>, SessionRecordingError> {
     let urdf = Urdf::parse(ARM_URDF)?;
     let (frame_id, rate_hz) = (settings.frame_id.clone(), settings.publish_rate_hz);
     Ok(PublisherThread::spawn(sink, NODE, move |out| {
@@ -68,16 +66,17 @@ pub struct SessionBags {
 
 impl SessionBags {
     /// Sessions of the server `listening` there are recorded into bags under `dir` (made if it
-    /// is missing), as legacy_bridge with `settings` publishes them.
-    pub fn new(
+    /// is missing), as legacy_bridge with `settings` publishes them: the observer to give the
+    /// server.
+    pub fn observer(
         dir: &Path,
         distro: BagDistro,
         robot: Robot,
         settings: LegacyBridgeSettings,
         listening: SocketAddr,
-    ) -> std::io::Result<Arc<SessionBags>> {
+    ) -> std::io::Result<Arc<dyn SessionObserver>> {
         std::fs::create_dir_all(dir)?;
-        Ok(Arc::new(SessionBags {
+        let bags = SessionBags {
             dir: dir.to_owned(),
             distro,
             robot,
@@ -85,24 +84,30 @@ impl SessionBags {
             listening,
             sessions: Mutex::new(HashMap::new()),
             finishing: Mutex::new(Vec::new()),
-        }))
+        };
+        Ok(Arc::new(SessionEvents(move |event| bags.record(event))))
     }
 
-    /// Hands `event` to the bag of `peer`'s session.
-    fn session_event(&self, peer: SocketAddr, event: LegacyEvent) {
-        let Ok(mut sessions) = self.sessions.lock() else { return };
-        if let Some(session) = sessions.get_mut(&peer) {
-            session.event(wall_clock_ns(), event);
+    /// Records `event` in its session's bag: a session's start opens one, its end finishes it.
+    fn record(&self, event: LegacyEvent) {
+        match event {
+            LegacyEvent::Started { peer, .. } => self.open(peer, event),
+            LegacyEvent::Frame { peer, .. } => {
+                let Ok(mut sessions) = self.sessions.lock() else { return };
+                if let Some(session) = sessions.get_mut(&peer) {
+                    session.event(wall_clock_ns(), event);
+                }
+            }
+            LegacyEvent::Ended { peer, .. } => self.close(peer, event),
         }
     }
-}
 
-impl SessionObserver for SessionBags {
-    fn started(&self, peer: SocketAddr, hil: bool, trajectory: &Trajectory) {
+    /// A bag for `peer`'s session, which `started` begins.
+    fn open(&self, peer: SocketAddr, started: LegacyEvent) {
         let start_ns = wall_clock_ns();
         let dir = self.dir.join(session_bag_name(start_ns, peer));
         let publisher = BagWriter::create(&dir, self.distro)
-            .map_err(DevicePublisherError::from)
+            .map_err(SessionRecordingError::from)
             .and_then(|bag| spawn_publisher(bag, self.robot.clone(), &self.settings, self.listening, start_ns));
         let mut publisher = match publisher {
             Ok(publisher) => publisher,
@@ -112,25 +117,20 @@ impl SessionObserver for SessionBags {
             }
         };
         log::info!("{peer}: recording the session to {}", dir.display());
-        let (waypoints, elbow) = (trajectory.waypoints().len(), trajectory.elbow());
-        publisher.event(start_ns, LegacyEvent::Started { peer, hil, waypoints, elbow });
+        publisher.event(start_ns, started);
         publisher.flush();
         if let Ok(mut sessions) = self.sessions.lock() {
             sessions.insert(peer, publisher);
         }
     }
 
-    fn frame(&self, peer: SocketAddr, frame: &Frame) {
-        self.session_event(peer, LegacyEvent::Frame { peer, frame: *frame });
-    }
-
-    fn ended(&self, peer: SocketAddr, outcome: &Result<SessionReport, SessionError>) {
+    /// `peer`'s session is over (`ended`): its bag is finished, off the server's threads (it
+    /// waits for the writer).
+    fn close(&self, peer: SocketAddr, ended: LegacyEvent) {
         let Some(mut publisher) = self.sessions.lock().ok().and_then(|mut sessions| sessions.remove(&peer)) else {
             return;
         };
-        let outcome = outcome.as_ref().map(|report| report.frames).map_err(ToString::to_string);
-        publisher.event(wall_clock_ns(), LegacyEvent::Ended { peer, outcome });
-        // Finishing waits for the writer: not on the server's threads.
+        publisher.event(wall_clock_ns(), ended);
         let finishing = std::thread::Builder::new().name("bag-finish".into()).spawn(move || {
             match publisher.finish(wall_clock_ns()) {
                 Ok(stats) => log::info!("{peer}: bag {}: {} messages", stats.dir.display(), stats.messages),
@@ -178,7 +178,7 @@ impl<R: Recording> AllSessions<R> {
         robot: Robot,
         settings: &LegacyBridgeSettings,
         listening: SocketAddr,
-    ) -> Result<(AllSessions<R>, Arc<dyn SessionObserver>), DevicePublisherError> {
+    ) -> Result<(AllSessions<R>, Arc<dyn SessionObserver>), SessionRecordingError> {
         let publisher = spawn_publisher(sink, robot, settings, listening, wall_clock_ns())?;
         let publisher = Arc::new(Mutex::new(Some(publisher)));
         let feed = publisher.clone();
