@@ -137,3 +137,61 @@ fn a_future_stamp_waits_at_the_start() {
     let halfway = follower.update(5 * S + S / 2, &at([0.25, 0.0])).unwrap();
     assert!((halfway.desired.positions[0] - 0.25).abs() < 1e-12);
 }
+
+mod node_goals {
+    //! A node's goals around its follower: what each control step commands and tells the goal.
+
+    use super::*;
+    use arm_hil::nodes::follower::goals::{GoalEvent, JointGoals};
+    use arm_hil::nodes::follower::Constraints;
+
+    #[test]
+    fn a_goal_before_the_device_has_spoken_is_refused() {
+        let mut goals = JointGoals::new(follower());
+        let refused = goals.accept("g1", &goal(NAMES, vec![point(1.0, [0.2, 0.2])]), 0, any).unwrap_err();
+        assert_eq!(refused.code, ErrorCode::InvalidGoal);
+    }
+
+    #[test]
+    fn each_step_commands_the_setpoint_and_feeds_the_goal_back_until_it_ends() {
+        let mut goals = JointGoals::new(follower());
+        goals.observe(at([0.0, 0.0]));
+        assert_eq!(goals.accept("g1", &goal(NAMES, vec![point(1.0, [0.2, 0.4])]), 0, any), Ok(None));
+        let middle = goals.tick(S / 2, at([0.1, 0.2]));
+        assert_eq!(middle.command, Some(vec![0.1, 0.2]));
+        assert!(matches!(&middle.events[..], [GoalEvent::Feedback { goal: "g1", .. }]));
+        assert_eq!(middle.state.output, vec![0.1, 0.2]);
+        assert_eq!(middle.state.joint_names, NAMES);
+        let end = goals.tick(S, at([0.2, 0.4]));
+        assert_eq!(end.events, vec![GoalEvent::Finished { goal: "g1", outcome: Outcome::Succeeded }]);
+        assert_eq!(goals.goal(), None);
+        // Between goals nothing is commanded, and the controller state says the joints hold.
+        let idle = goals.tick(2 * S, at([0.2, 0.4]));
+        assert_eq!((idle.command, idle.events.len()), (None, 0));
+        assert_eq!(idle.state.reference.positions, vec![0.2, 0.4]);
+    }
+
+    #[test]
+    fn cancel_commands_the_hold_once_and_a_new_goal_replaces_the_old() {
+        let mut goals = JointGoals::new(follower());
+        goals.observe(at([0.0, 0.0]));
+        goals.accept("g1", &goal(NAMES, vec![point(2.0, [0.5, 0.5])]), 0, any).unwrap();
+        let replaced = goals.accept("g2", &goal(NAMES, vec![point(2.0, [0.5, 0.5])]), 0, any).unwrap();
+        assert!(matches!(replaced, Some(("g1", Outcome::Canceled { .. }))));
+        goals.tick(S / 2, at([0.1, 0.1]));
+        assert_eq!(goals.cancel(|goal| *goal == "g1"), None, "only the goal followed is cancelled");
+        assert!(matches!(goals.cancel(|goal| *goal == "g2"), Some(("g2", Outcome::Canceled { .. }))));
+        assert_eq!(goals.tick(S, at([0.12, 0.11])).command, Some(vec![0.1, 0.1]), "the hold, where it was");
+        assert_eq!(goals.tick(S + S / 10, at([0.1, 0.1])).command, None, "once");
+    }
+
+    #[test]
+    fn the_constraints_parameters_give_one_value_for_every_joint_or_one_per_joint() {
+        let every = Constraints { goal_time: 0.5, goal: vec![0.03], trajectory: vec![0.0] }.tolerances(2).unwrap();
+        assert_eq!(every.goal, vec![JointTolerance { position: 0.03, velocity: 0.0 }; 2]);
+        assert_eq!(every.goal_time_s, 0.5);
+        let each = Constraints { goal: vec![0.01, 0.02], ..Constraints::default() }.tolerances(2).unwrap();
+        assert_eq!(each.goal[1].position, 0.02);
+        assert!(Constraints { goal: vec![0.01, 0.02, 0.03], ..Constraints::default() }.tolerances(2).is_err());
+    }
+}

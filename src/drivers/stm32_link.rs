@@ -168,8 +168,8 @@ pub enum CommandError {
     OutOfRange { what: &'static str, value: f64, min: f64, max: f64 },
 }
 
-/// The protocol's limits (docs/stm32.md).
-const ANGLE_LIMIT: f64 = std::f64::consts::FRAC_PI_2;
+/// The protocol's limits (docs/stm32.md): the joints' angle either way [rad], the gains.
+pub const ANGLE_LIMIT: f64 = std::f64::consts::FRAC_PI_2;
 const KP_MAX: f64 = 10.0;
 const KI_MAX: f64 = 1.0;
 const KD_MAX: f64 = 2.0;

@@ -93,7 +93,12 @@ pub struct ManagedDriver<D: SerialDevice, S> {
     now_ns: Clock,
     /// Set when the process is to end: configure stops waiting.
     interrupt: &'static AtomicBool,
+    observer: Observer<D::Event>,
 }
+
+/// What else sees the device's events while the driver runs, at their time [ns] (the node's
+/// trajectory follower, say).
+pub type Observer<E> = Arc<dyn Fn(&E, u64) + Send + Sync>;
 
 /// The node's clock [ns since its epoch].
 pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
@@ -114,7 +119,14 @@ impl<D: SerialDevice, S: Sink + Send + 'static> ManagedDriver<D, S> {
             faults,
             now_ns,
             interrupt: &NEVER,
+            observer: Arc::new(|_, _| {}),
         }
+    }
+
+    /// `observer` sees every event the running driver sends, as it arrives.
+    pub fn observed_by(mut self, observer: Observer<D::Event>) -> ManagedDriver<D, S> {
+        self.observer = observer;
+        self
     }
 
     /// Configure stops waiting for the device once `interrupt` is set (the process is asked to
@@ -178,11 +190,12 @@ impl<D: SerialDevice, S: Sink + Send + 'static> ManagedDriver<D, S> {
             return Outcome::Failure(reason);
         }
         let stop = Arc::new(AtomicBool::new(false));
-        let (device, faults, now_ns, pump_stop) =
-            (self.device.clone(), self.faults.clone(), self.now_ns.clone(), stop.clone());
+        let (device, faults, now_ns, pump_stop, observer) =
+            (self.device.clone(), self.faults.clone(), self.now_ns.clone(), stop.clone(), self.observer.clone());
         let pump = std::thread::Builder::new().name("device-events".into()).spawn(move || {
             let published = pump_events(D::events(&driver), &pump_stop, topics, out, &*now_ns, |event| {
                 device.log(event);
+                observer(event, now_ns());
                 if let Some(reason) = D::lost(event) {
                     let _ = faults.send(Fault::Device(reason));
                 }

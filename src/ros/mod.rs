@@ -8,6 +8,8 @@
 
 pub mod arduino_driver;
 pub mod hil_node;
+#[cfg(not(feature = "ros-doc-only"))]
+pub mod joint_trajectory_action;
 pub mod legacy_bridge;
 pub mod lifecycle;
 pub mod logging;

@@ -40,6 +40,40 @@ fn send(commanding: &Commanding<Stm32Commander>, command: Command, what: &str) -
     }
 }
 
+/// Serves `~/follow_joint_trajectory` (and `~/controller_state`): each telemetry packet is a
+/// control step whose setpoint goes out as both joints' angles; an accepted goal stops the
+/// `~/joint_trajectory` playing.
+#[cfg(not(feature = "ros-doc-only"))]
+fn follow_joint_trajectories(
+    node: &mut r2r::Node,
+    pool: &LocalPool,
+    config: &crate::nodes::stm32::Stm32NodeConfig,
+    managed: ManagedDriver<Stm32Arm, super::RosSink>,
+    play: std::sync::mpsc::Sender<PlayerRequest>,
+) -> anyhow::Result<ManagedDriver<Stm32Arm, super::RosSink>> {
+    use super::joint_trajectory_action::{FollowJointTrajectoryServer, NodeChecks};
+    use crate::drivers::stm32::validate_command;
+    use crate::nodes::follower::goals::JointGoals;
+    use crate::nodes::stm32::{angles_command, follower, follower_state};
+
+    let goals = Arc::new(Mutex::new(JointGoals::new(follower(config).map_err(anyhow::Error::msg)?)));
+    let (commanding, clock) = (managed.commanding(), node.get_ros_clock());
+    let active = commanding.clone();
+    let checks = NodeChecks {
+        active: Box::new(move || active.get().is_ok()),
+        reachable: Box::new(|positions| validate_command(&angles_command(positions)).map_err(|e| e.to_string())),
+        now_ns: Box::new(move || now_ns(&clock)),
+        taking_over: Box::new(move || drop(play.send(PlayerRequest::Stop))),
+    };
+    let server = FollowJointTrajectoryServer::serve(node, &pool.spawner(), goals, checks)?;
+    Ok(managed.observed_by(Arc::new(move |event, time_ns| {
+        let Some(actual) = follower_state(event) else { return };
+        if let Some(positions) = server.step(time_ns, actual, commanding.get().is_ok()) {
+            send(&commanding, angles_command(&positions), "trajectory setpoint");
+        }
+    })))
+}
+
 /// Runs the node until interrupted or shut down.
 pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let config = stm32_node_config(&node_params(&node)).context("stm32_driver parameters")?;
@@ -54,6 +88,10 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let commanding = managed.commanding();
 
     let pool = LocalPool::new();
+    let (play, played) = channel();
+    // FollowJointTrajectory's types are control_msgs', which the doc-only type-check lacks.
+    #[cfg(not(feature = "ros-doc-only"))]
+    let managed = follow_joint_trajectories(&mut node, &pool, &config, managed, play.clone())?;
     let mut declared = to_params(&config);
     declared.extend(ros_params(&node));
     let parameters_commanding = commanding.clone();
@@ -86,7 +124,6 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     }))?;
 
     let joint_names = config.joint_names.clone();
-    let (play, played) = channel();
     let trajectory_targets = commanding.clone();
     let _player = std::thread::Builder::new()
         .name("stm32-trajectory".into())

@@ -6,8 +6,10 @@
 //! goal replaces the running one, and cancel, a violation or the end holds the joints where
 //! they are. The node converts messages and applies the setpoints; the follower decides.
 
+pub mod goals;
 pub mod spline;
 
+use serde::{Deserialize, Serialize};
 use spline::{Sample, Spline, TrajectoryPoint};
 
 /// control_msgs/FollowJointTrajectory's result codes.
@@ -63,6 +65,50 @@ pub struct Tolerances {
     /// How long after the trajectory's end the joints may take to come within goal tolerance
     /// [s]; 0 waits as long as it takes.
     pub goal_time_s: f64,
+}
+
+/// A node's default tolerances, its `constraints.*` parameters, as joint_trajectory_controller's
+/// `constraints` but per joint as arrays in the device's order (one value: every joint), since
+/// the joints' names are parameters themselves.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Constraints {
+    /// How long after the trajectory's end the joints may take to come within goal tolerance
+    /// [s]; 0 waits as long as it takes.
+    pub goal_time: f64,
+    /// Position tolerance at the end [rad].
+    pub goal: Vec<f64>,
+    /// Position tolerance along the trajectory [rad]; 0 checks nothing.
+    pub trajectory: Vec<f64>,
+}
+
+impl Default for Constraints {
+    fn default() -> Self {
+        Constraints { goal_time: 1.0, goal: vec![0.02], trajectory: vec![0.0] }
+    }
+}
+
+impl Constraints {
+    /// These constraints as the tolerances of a device of `joints` joints.
+    pub fn tolerances(&self, joints: usize) -> Result<Tolerances, String> {
+        let per_joint = |values: &[f64], name: &str| match values {
+            [every] => Ok(vec![JointTolerance { position: *every, velocity: 0.0 }; joints]),
+            values if values.len() == joints => {
+                Ok(values.iter().map(|&position| JointTolerance { position, velocity: 0.0 }).collect())
+            }
+            values => {
+                Err(format!("constraints.{name} holds {} values: one, or one per joint ({joints})", values.len()))
+            }
+        };
+        if !(self.goal_time >= 0.0) {
+            return Err(format!("constraints.goal_time must be 0 or more, got {}", self.goal_time));
+        }
+        Ok(Tolerances {
+            path: per_joint(&self.trajectory, "trajectory")?,
+            goal: per_joint(&self.goal, "goal")?,
+            goal_time_s: self.goal_time,
+        })
+    }
 }
 
 /// The device's actuated joints, in its own order, with their limits [rad].

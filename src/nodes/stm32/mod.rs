@@ -14,8 +14,10 @@ use std::sync::{Arc, Mutex};
 use self::topics::Stm32Topics;
 use crate::drivers::stm32::{
     validate_command, ArmTelemetry, DriverEvent, LinkEvent, LinkState, Stm32Commander, Stm32Config, Stm32Driver,
+    ANGLE_LIMIT,
 };
 use crate::nodes::declare::node_parameters;
+use crate::nodes::follower::{self, Constraints, Follower};
 use crate::nodes::link_health::LinkReport;
 use crate::nodes::managed_driver::SerialDevice;
 use crate::nodes::param_server::ParamRange;
@@ -82,6 +84,8 @@ node_parameters! {
             => "configure and activate at start (the launch files set it); else the node waits unconfigured";
         read_only auto_recover: bool = false
             => "after a device fault, configure and activate again once a second until the device is back";
+        section constraints: Constraints = Constraints::default()
+            => "~/follow_joint_trajectory's default tolerances: goal_time [s], goal and trajectory [rad] per joint";
     }
     entries {
         runtime "pid.shoulder.kp", range(KP) => "shoulder proportional gain, sent to the firmware",
@@ -120,7 +124,31 @@ pub fn stm32_node_config(params: &BTreeMap<String, ParamValue>) -> Result<Stm32N
         return Err(invalid(format!("joint_names must name 2 joints, got {}", config.joint_names.len())));
     }
     config.setup_commands().map_err(invalid)?;
+    config.constraints.tolerances(2).map_err(invalid)?;
     Ok(config)
+}
+
+/// The follower of `~/follow_joint_trajectory`: the shoulder and elbow within the firmware's
+/// angle limits (urdf/stm32_arm.urdf's), with the node's constraints.
+pub fn follower(config: &Stm32NodeConfig) -> Result<Follower, String> {
+    let joints = follower::Joints {
+        names: config.joint_names.clone(),
+        lower: vec![-ANGLE_LIMIT; 2],
+        upper: vec![ANGLE_LIMIT; 2],
+    };
+    Ok(Follower::new(joints, config.constraints.tolerances(2)?))
+}
+
+/// The joints' state in `event`, for the follower: telemetry with angles.
+pub fn follower_state(event: &DriverEvent) -> Option<follower::JointState> {
+    let DriverEvent::Link(LinkEvent::Telemetry(telemetry)) = event else { return None };
+    let (positions, velocities) = joint_state(telemetry)?;
+    Some(follower::JointState { positions: positions.to_vec(), velocities: velocities.to_vec() })
+}
+
+/// The follower's setpoint (shoulder, elbow) [rad] as the command that moves both joints.
+pub fn angles_command(positions: &[f64]) -> Command {
+    Command::SetJointAngles { shoulder: positions[0] as f32, elbow: positions[1] as f32 }
 }
 
 /// Roll and pitch [rad] (yaw unknown, taken as 0) as a quaternion (x, y, z, w):

@@ -1,0 +1,229 @@
+"""control_msgs/action/FollowJointTrajectory on the motion nodes, as MoveIt and the scripts
+written for joint_trajectory_controller send it: success within goal tolerance, each refusal code
+with nothing commanded, a path violation that aborts and holds, preemption, cancel, a goal while
+inactive, `ros2 action send_goal`, and `~/controller_state`.
+
+Part of the suite that tests/ros/test_nodes.py runs (its helpers and process handling)."""
+
+import re
+import subprocess
+import time
+import unittest
+
+import rclpy
+from ament_index_python.packages import PackageNotFoundError, get_package_prefix
+from action_msgs.msg import GoalStatus
+from builtin_interfaces.msg import Duration
+from control_msgs.action import FollowJointTrajectory
+from control_msgs.msg import JointTolerance, JointTrajectoryControllerState
+from rclpy.action import ActionClient
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from test_nodes import LOGS, DriverTest, bag_messages, stop
+
+Result = FollowJointTrajectory.Result
+
+
+def duration(seconds):
+    return Duration(sec=int(seconds), nanosec=int(round((seconds % 1) * 1e9)))
+
+
+def trajectory(joints, points):
+    """A JointTrajectory of `points`, each (time_from_start [s], positions)."""
+    message = JointTrajectory(joint_names=list(joints))
+    for t, positions in points:
+        message.points.append(JointTrajectoryPoint(positions=list(positions), time_from_start=duration(t)))
+    return message
+
+
+class FollowJointTrajectoryTest(DriverTest):
+    """One node's `~/follow_joint_trajectory`; subclasses say which node and how it starts."""
+
+    node_name = None
+    joints = ()
+
+    def client(self):
+        client = ActionClient(self.node, FollowJointTrajectory, f"/{self.node_name}/follow_joint_trajectory")
+        self.assertTrue(client.wait_for_server(timeout_sec=20.0), "the action server is not there")
+        return client
+
+    def send(self, client, points, joints=None, stamp=None, path_tolerance=None, feedback=None):
+        goal = FollowJointTrajectory.Goal(trajectory=trajectory(joints or self.joints, points))
+        if stamp is not None:
+            goal.trajectory.header.stamp = stamp
+        if path_tolerance is not None:
+            goal.path_tolerance = [JointTolerance(name=name, position=path_tolerance) for name in self.joints]
+        sent = client.send_goal_async(goal, feedback_callback=feedback)
+        rclpy.spin_until_future_complete(self.node, sent, timeout_sec=10.0)
+        self.assertTrue(sent.done(), "no answer to the goal")
+        return sent.result()
+
+    def result_of(self, handle, timeout=15.0):
+        done = handle.get_result_async()
+        rclpy.spin_until_future_complete(self.node, done, timeout_sec=timeout)
+        self.assertTrue(done.done(), f"no result within {timeout} s")
+        return done.result()
+
+    def positions(self, seconds=0.5):
+        """The node's joints' positions, as /joint_states last says them within `seconds`."""
+        states = self.collect("/joint_states", JointState, seconds + 5.0,
+                              until=lambda m: len(m) > 1 and m[-1][0] - m[0][0] > seconds)
+        named = [m for _, m in states if set(self.joints) <= set(m.name)]
+        self.assertTrue(named, f"no /joint_states with {self.joints}")
+        last = named[-1]
+        return [last.position[last.name.index(joint)] for joint in self.joints]
+
+    def assert_still(self, seconds=1.0, tolerance=0.01):
+        """The joints do not move for `seconds`: nothing was commanded."""
+        before = self.positions(0.1)
+        time.sleep(seconds)
+        after = self.positions(0.1)
+        self.assertTrue(all(abs(a - b) < tolerance for a, b in zip(before, after)), f"moved: {before} -> {after}")
+        return after
+
+    def check_the_action(self, targets, outside):
+        """The acceptance list on this node: `targets` are two reachable positions, `outside` one
+        beyond the joints' limits."""
+        client = self.client()
+        feedback = []
+        states = []
+        self.node.create_subscription(JointTrajectoryControllerState, f"/{self.node_name}/controller_state",
+                                      states.append, 50)
+
+        # Success: every joint within goal tolerance at the end, feedback on the way.
+        handle = self.send(client, [(1.0, targets[0]), (2.0, targets[1])], feedback=lambda m: feedback.append(m))
+        self.assertTrue(handle.accepted)
+        done = self.result_of(handle)
+        self.assertEqual((done.status, done.result.error_code), (GoalStatus.STATUS_SUCCEEDED, Result.SUCCESSFUL),
+                         done.result.error_string)
+        reached = self.positions()
+        self.assertTrue(all(abs(a - b) < 0.05 for a, b in zip(reached, targets[1])), f"{reached} vs {targets[1]}")
+        self.assertTrue(feedback, "no feedback")
+        self.assertEqual(list(feedback[-1].feedback.joint_names), list(self.joints))
+        self.assertTrue(states and list(states[-1].joint_names) == list(self.joints), "no ~/controller_state")
+
+        # Refusals: each with its code, nothing commanded.
+        unknown = [n if i else "no_such_joint" for i, n in enumerate(self.joints)]
+        past = self.node.get_clock().now().to_msg()
+        past.sec -= 10
+        for why, code, arguments in [
+            ("unknown joint", Result.INVALID_JOINTS, dict(joints=unknown)),
+            ("times not increasing", Result.INVALID_GOAL, dict(points=[(1.0, targets[0]), (1.0, targets[1])])),
+            ("beyond the limits", Result.INVALID_GOAL, dict(points=[(1.0, outside)])),
+            ("already over", Result.OLD_HEADER_TIMESTAMP, dict(stamp=past)),
+        ]:
+            points = arguments.pop("points", [(1.0, targets[0])])
+            done = self.result_of(self.send(client, points, **arguments))
+            self.assertEqual((done.status, done.result.error_code), (GoalStatus.STATUS_ABORTED, code),
+                             f"{why}: {done.result.error_string}")
+            self.assert_still(0.5)
+
+        # A path violation aborts, and the joints hold where they were.
+        done = self.result_of(self.send(client, [(0.5, targets[0])], path_tolerance=1e-4))
+        self.assertEqual(done.result.error_code, Result.PATH_TOLERANCE_VIOLATED, done.result.error_string)
+        held = self.assert_still(1.0)
+        self.assertTrue(any(abs(a - b) > 0.05 for a, b in zip(held, targets[0])), "it went on to the goal")
+
+        # A second goal preempts the first, which ends cancelled.
+        first = self.send(client, [(3.0, targets[1])])
+        time.sleep(0.5)
+        second = self.send(client, [(1.0, targets[0])])
+        self.assertEqual(self.result_of(first).status, GoalStatus.STATUS_CANCELED)
+        self.assertEqual(self.result_of(second).result.error_code, Result.SUCCESSFUL)
+
+        # Cancel holds the joints where they are.
+        handle = self.send(client, [(3.0, targets[1])])
+        time.sleep(1.0)
+        cancelling = handle.cancel_goal_async()
+        rclpy.spin_until_future_complete(self.node, cancelling, timeout_sec=5.0)
+        self.assertTrue(cancelling.result().goals_canceling, "the cancel request was refused")
+        self.assertEqual(self.result_of(handle).status, GoalStatus.STATUS_CANCELED)
+        held = self.assert_still(1.0)
+        self.assertTrue(any(abs(a - b) > 0.05 for a, b in zip(held, targets[1])), "it went on to the goal")
+
+        # `ros2 action send_goal`, as a user types it.
+        points = ", ".join(f"{p}" for p in targets[1])
+        goal = (f"{{trajectory: {{joint_names: [{', '.join(self.joints)}], "
+                f"points: [{{positions: [{points}], time_from_start: {{sec: 1}}}}]}}}}")
+        said = subprocess.run(["ros2", "action", "send_goal", f"/{self.node_name}/follow_joint_trajectory",
+                               "control_msgs/action/FollowJointTrajectory", goal],
+                              capture_output=True, text=True, timeout=60)
+        self.assertIn("SUCCEEDED", said.stdout, said.stdout + said.stderr)
+        client.destroy()
+
+    def check_rejected_while_inactive(self, target):
+        client = self.client()
+        handle = self.send(client, [(1.0, target)])
+        self.assertFalse(handle.accepted, "an inactive node accepted a goal")
+        client.destroy()
+
+
+class Stm32FollowJointTrajectory(FollowJointTrajectoryTest):
+    node_name, joints = "stm32_driver", ("stm32_shoulder", "stm32_elbow")
+
+    def test_goals_move_the_arm_with_joint_trajectory_controllers_semantics(self):
+        self.start_driver("stm32", "stm32.launch.py", "stm32_driver: link", "rsp:=false")
+        self.check_the_action([[0.3, -0.2], [0.6, 0.4]], [2.0, 0.0])
+
+    def test_a_goal_while_inactive_is_rejected(self):
+        self.start_driver("stm32", "stm32.launch.py", "stm32_driver: link", "autostart:=false", "rsp:=false")
+        self.check_rejected_while_inactive([0.3, -0.2])
+
+
+def installed(package):
+    try:
+        get_package_prefix(package)
+        return True
+    except PackageNotFoundError:
+        return False
+
+
+@unittest.skipUnless(installed("controller_manager") and installed("topic_based_ros2_control"),
+                     "ros2_control is not built here (tools/ros_underlay.sh with ROS2_CONTROL=1)")
+class Ros2ControlBringup(FollowJointTrajectoryTest):
+    """`control:=ros2_control`: the controller manager commands the node through the topic-based
+    hardware plugin."""
+
+    node_name, joints = "joint_trajectory_controller", ("stm32_shoulder", "stm32_elbow")
+
+    def control(self, *arguments):
+        done = subprocess.run(["ros2", "control", *arguments], capture_output=True, text=True, timeout=60)
+        return done.stdout + done.stderr
+
+    def wait_controllers(self, states, timeout=30.0):
+        """`ros2 control list_controllers` until each controller named in `states` is in its state."""
+        deadline = time.monotonic() + timeout
+        while True:
+            said = re.sub(r"\x1b\[[0-9;]*m", "", self.control("list_controllers"))  # without its colours
+            lines = {line.split()[0]: line for line in said.splitlines() if line.strip()}
+            if all(name in lines and state in lines[name] for name, state in states.items()):
+                return said
+            self.assertLess(time.monotonic(), deadline, f"controllers not {states}: {said}")
+            time.sleep(1.0)
+
+    def test_the_stm32_arm_under_joint_trajectory_controller_and_forward_position_controller(self):
+        bag = LOGS / "ros2_control_bag"
+        self.start_driver("stm32", "stm32.launch.py", "stm32_driver: link", "control:=ros2_control",
+                          "record:=true", f"bag:={bag}")
+        self.wait_controllers({"joint_state_broadcaster": "active", "joint_trajectory_controller": "active",
+                               "forward_position_controller": "inactive"})
+        client = self.client()
+        target = [0.4, -0.3]
+        done = self.result_of(self.send(client, [(1.5, target)]))
+        self.assertEqual(done.result.error_code, Result.SUCCESSFUL, done.result.error_string)
+        reached = self.positions()
+        self.assertTrue(all(abs(a - b) < 0.05 for a, b in zip(reached, target)), f"{reached} vs {target}")
+        client.destroy()
+
+        said = self.control("switch_controllers", "--deactivate", "joint_trajectory_controller",
+                            "--activate", "forward_position_controller")
+        self.wait_controllers({"joint_trajectory_controller": "inactive", "forward_position_controller": "active"})
+        target = [-0.2, 0.5]
+        self.publish("/forward_position_controller/commands", Float64MultiArray(data=target))
+        self.wait_joint_states(lambda m: all(abs(m.position[m.name.index(j)] - t) < 0.05
+                                             for j, t in zip(self.joints, target)), f"no move after {said}")
+        stop(self.launched)
+        stamps = [t for topic, t, _ in bag_messages(bag, ["/joint_states"])]
+        self.assertGreater(len(stamps), 50, "the recording lacks the broadcaster's /joint_states")
