@@ -28,7 +28,7 @@ if package.get("format") != "3" or package.findtext("name") != "arm_hil":
 for urdf in sorted((root / "urdf").glob("*.urdf")):
     robot = ET.parse(urdf).getroot()
     links = {link.get("name") for link in robot.iter("link")}
-    for joint in robot.iter("joint"):
+    for joint in robot.findall("joint"):
         for end in ("parent", "child"):
             link = joint.find(end).get("link")
             if link not in links:

@@ -24,6 +24,7 @@ import re
 import tempfile
 import xml.etree.ElementTree as ET
 
+import control
 import yaml
 from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
 from launch import LaunchDescription
@@ -100,7 +101,7 @@ def effective(context, name):
     return file_parameters(value(context, "params_file")).get(name)
 
 
-def node(context, executable, overrides, namespace="", frames=None):
+def node(context, executable, overrides, namespace="", frames=None, remappings=()):
     """The node with its parameter file, then the launch arguments given, then `frames`
     (parameter: value)."""
     parameters = {}
@@ -115,6 +116,7 @@ def node(context, executable, overrides, namespace="", frames=None):
         namespace=namespace,
         output="screen",
         parameters=[LaunchConfiguration("params_file"), parameters],
+        remappings=list(remappings),
     )
 
 
@@ -128,12 +130,13 @@ class Device:
     given the namespace's prefix under a namespace; rviz: the configuration in rviz/ and the node
     its topics are written for; config: the parameter file in config/ (default EXECUTABLE.yaml);
     bag: the name of the recording's folders; topics: what a recording takes besides the node's
-    private topics."""
+    private topics; controllers: the controllers file in config/ of `control:=ros2_control`
+    (launch/control.py), whose hardware the URDF's ros2_control block names."""
 
     def __init__(self, bag, urdf=None, rate=None, frames=None, rviz=None, lengths=None, config=None,
-                 topics=("joint_states", "robot_description")):
+                 topics=("joint_states", "robot_description"), controllers=None):
         self.urdf, self.rate, self.frames, self.rviz, self.bag = urdf, rate, frames or {}, rviz, bag
-        self.lengths, self.config, self.topics = lengths or {}, config, topics
+        self.lengths, self.config, self.topics, self.controllers = lengths or {}, config, topics, controllers
 
 
 def ARM(**settings):  # noqa: N802 (a Device, as its callers read it)
@@ -162,6 +165,11 @@ def bringup(executable, overrides, device):
             DeclareLaunchArgument("rviz_config", default_value=os.path.join(SHARE, "rviz", device.rviz[0]),
                                   description="rviz2 configuration (its topics and frames follow the namespace)"),
         ]
+    if device.controllers:
+        arguments.append(DeclareLaunchArgument(
+            "control", default_value="native", choices=["native", "ros2_control"],
+            description="native: the node takes its own commands; ros2_control: controller_manager with "
+                        f"config/{device.controllers} commands it through topic_based_ros2_control"))
     for name, (_, _, default, help_text) in device.lengths.items():
         arguments.append(DeclareLaunchArgument(name, default_value=str(default), description=f"{help_text} [m]"))
     return LaunchDescription(arguments + [OpaqueFunction(function=start, args=[executable, overrides, device])])
@@ -184,7 +192,15 @@ def start(context, executable, overrides, device):
     ns = f"/{namespace}" if namespace else ""
     # Under a namespace the node's frames carry its prefix; otherwise its parameter file names them.
     frames = {parameter: prefix + frame for parameter, frame in device.frames.items()} if namespace else {}
-    driver = node(context, executable, overrides, namespace, frames)
+    ros2_control = device.controllers and value(context, "control") == "ros2_control"
+    if ros2_control:
+        missing = [package for package in control.PACKAGES if not installed(package)]
+        if missing:
+            names = ", ".join(missing)
+            return [LogInfo(msg=f"control:=ros2_control needs {names}, not installed here: nothing started"),
+                    Shutdown(reason=f"{names} not installed")]
+    remappings = control.node_remappings(executable, ns) if ros2_control else []
+    driver = node(context, executable, overrides, namespace, frames, remappings)
     optional = {}
     if device.urdf:
         sim_time = {"use_sim_time": ParameterValue(LaunchConfiguration("use_sim_time"), value_type=bool)} \
@@ -195,7 +211,7 @@ def start(context, executable, overrides, device):
             namespace=namespace,
             output="screen",
             parameters=[{
-                "robot_description": robot_description(context, device),
+                "robot_description": robot_description(context, device, ns),
                 "publish_frequency": rsp_frequency(float(effective(context, device.rate) or 250.0)),
                 "frame_prefix": prefix,
                 **sim_time,
@@ -221,7 +237,11 @@ def start(context, executable, overrides, device):
             output="screen",
         )
         optional["record"] = ([LogInfo(msg=f"recording to {folder}"), record], ["ros2bag", "rosbag2_storage_mcap"], True)
-    return select(context, driver, optional)
+    actions = select(context, driver, optional)
+    if ros2_control and actions[0] is driver:
+        actions += control.controller_actions(SHARE, device.controllers, namespace, ns,
+                                              robot_description(context, device, ns))
+    return actions
 
 
 def rsp_frequency(rate_hz):
@@ -234,14 +254,16 @@ def rsp_frequency(rate_hz):
 
 def root_link(context, device):
     """The link of the device's URDF that hangs from no joint: rviz's fixed frame."""
-    robot = ET.fromstring(robot_description(context, device))
-    children = {joint.find("child").get("link") for joint in robot.iter("joint")}
+    robot = ET.fromstring(robot_description(context, device, ""))
+    children = {joint.find("child").get("link") for joint in robot.findall("joint")}
     return next(link.get("name") for link in robot.iter("link") if link.get("name") not in children)
 
 
-def robot_description(context, device):
-    """The device's URDF, with the link lengths the launch arguments give."""
+def robot_description(context, device, ns):
+    """The device's URDF, with the link lengths the launch arguments give and its ros2_control
+    hardware's topics under the namespace `ns`."""
     robot = ET.parse(os.path.join(SHARE, "urdf", device.urdf)).getroot()
+    control.hardware_topics(robot, ns)
     for argument, (link_name, joint_name, _, _) in device.lengths.items():
         length = float(value(context, argument))
         link = robot.find(f"link[@name='{link_name}']")

@@ -4,9 +4,12 @@ optionally rviz2 and a recording.
     ros2 launch arm_hil stm32.launch.py                      # the board found by its ST-LINK's USB id
     ros2 launch arm_hil stm32.launch.py port:=/dev/ttyACM0 rviz:=true upper_arm_length:=0.16
     ros2 launch arm_hil stm32.launch.py port:=/dev/ttyACM0 autostart:=false    # then ros2 lifecycle set
+    ros2 launch arm_hil stm32.launch.py control:=ros2_control   # controller_manager commands it
 
 stm32_driver is a managed node (`ros2 lifecycle`): by default the launch configures and
-activates it.
+activates it. It serves FollowJointTrajectory on /stm32_driver/follow_joint_trajectory; with
+control:=ros2_control, ros2_control's joint_trajectory_controller serves it instead, on
+/joint_trajectory_controller/follow_joint_trajectory (launch/control.py).
 
 `--show-args` lists every argument (launch/nodes.py has the bringup they share).
 """
@@ -35,4 +38,5 @@ def generate_launch_description():
             "forearm_length": ("stm32_forearm", "stm32_imu", 0.12, "elbow to the IMU at the forearm's end"),
         },
         bag="arm_hil_stm32",
+        controllers="stm32_controllers.yaml",
     ))

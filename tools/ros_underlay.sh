@@ -3,9 +3,13 @@
 # machines without ROS packages: enough to build arm_hil with colcon and run its ROS suite
 # (tests/ros/run.sh): rcl, rclcpp, rclpy, Cyclone DDS, ros2cli with action/lifecycle/param/bag,
 # launch, rosbag2 with MCAP and SQLite storage, robot_state_publisher, tf2_ros, and
-# control_msgs (FollowJointTrajectory).
+# control_msgs (FollowJointTrajectory). With ROS2_CONTROL=1 also ros2_control's controller_manager
+# and ros2controlcli, the controllers the package's bringups spawn (joint_state_broadcaster,
+# joint_trajectory_controller, forward_command_controller, position_controllers) and
+# PickNikRobotics/topic_based_ros2_control, the hardware plugin between them and the nodes.
 #
-# Usage: [DISTRO=jazzy|humble] MIRRORS=DIR tools/ros_underlay.sh ROOT
+# Usage: [DISTRO=jazzy|humble] [ROS2_CONTROL=1] MIRRORS=DIR tools/ros_underlay.sh [ROOT]
+#   ROOT defaults to ~/ros_DISTRO, where .ci/run finds it and runs the ROS suite over it.
 #   MIRRORS holds a bare clone of every repository it needs, at MIRRORS/OWNER+NAME/repo (where
 #   GitHub is reachable: git clone --bare https://github.com/OWNER/NAME MIRRORS/OWNER+NAME/repo).
 #   The script names the missing ones and stops. It makes ROOT/{src,venv,install,third_party} and
@@ -31,10 +35,17 @@
 #   since Humble's FindPythonExtra would otherwise take the first python3.x on PATH (a pyenv
 #   shim for python3.6 on some machines).
 # - yaml-cpp 0.8 is built into ROOT/install (rosbag2 needs it; Debian 12 has 0.7).
+# - ros2_control (ROS2_CONTROL=1): Jazzy takes ros2_control 4.19.0, the last Jazzy release before
+#   it needed sdformat_urdf (4.20 on, and so Gazebo's libraries), and the releases of its month
+#   (October 2024) of the rest: ros2_controllers 4.15.0 (its later ones include realtime_tools'
+#   .hpp headers of 2.10 on), realtime_tools 2.7.0, control_toolbox 3.3.0 (with ros/filters),
+#   generate_parameter_library 0.3.9. Humble takes the
+#   heads of the humble branches. Both take topic_based_ros2_control 0.3.0, which builds against
+#   either hardware_interface, cpp_polyfills 1.0.2 (tl_expected and tcb_span), RSL 1.1.0.
 set -euo pipefail
-root="${1:?usage: [DISTRO=jazzy|humble] MIRRORS=DIR ros_underlay.sh ROOT}"
 mirror="${MIRRORS:?set MIRRORS to the folder that holds the bare clones, MIRRORS/OWNER+NAME/repo}"
 distro="${DISTRO:-jazzy}"
+root="${1:-$HOME/ros_$distro}"
 d="$distro"
 # Entries are OWNER/NAME:BRANCH[:PATH]; the same on both distros but for these:
 case "$distro" in
@@ -63,6 +74,21 @@ ros2/urdf:ros2 ros/urdfdom:jazzy ros/urdfdom_headers:jazzy
 ros2/orocos_kdl_vendor:$d ros2/geometry2:$d ros2/message_filters:$d ros2/eigen3_cmake_module:$d
 ros-controls/control_msgs:$d
 "
+if [ "${ROS2_CONTROL:-0}" = 1 ]; then
+  case "$distro" in
+    jazzy) repos="$repos ros-controls/ros2_control:4.19.0 ros-controls/ros2_controllers:4.15.0
+                  ros-controls/realtime_tools:2.7.0 ros-controls/control_toolbox:3.3.0
+                  PickNikRobotics/generate_parameter_library:0.3.9 ros/diagnostics:ros2-jazzy" ;;
+    humble) repos="$repos ros-controls/ros2_control:humble ros-controls/ros2_controllers:humble
+                   ros-controls/realtime_tools:humble ros-controls/control_toolbox:humble
+                   PickNikRobotics/generate_parameter_library:humble ros/diagnostics:ros2" ;;
+  esac
+  repos="$repos ros/filters:ros2 ros/angles:ros2 pal-robotics/backward_ros:foxy-devel
+         PickNikRobotics/RSL:1.1.0 PickNikRobotics/cpp_polyfills:1.0.2
+         PickNikRobotics/topic_based_ros2_control:0.3.0"
+  control_packages="controller_manager ros2controlcli joint_state_broadcaster joint_trajectory_controller
+                    forward_command_controller position_controllers topic_based_ros2_control"
+fi
 extra="foxglove/mcap cameron314/readerwriterqueue cameron314/concurrentqueue lz4/lz4 jbeder/yaml-cpp osrf/osrf_pycommon yaml/libyaml"
 missing=""
 for r in $repos $extra; do
@@ -80,7 +106,7 @@ for r in $repos; do
   [ -d "$dest" ] && continue
   mkdir -p "$dest.part"
   # a mirror taken before its jazzy branch was cut holds the jazzy release on its main branch
-  git --git-dir="$dir" rev-parse -q --verify "refs/heads/$ref" >/dev/null || ref=HEAD
+  git --git-dir="$dir" rev-parse -q --verify "$ref^{commit}" >/dev/null || ref=HEAD
   echo "$name $ref $(git --git-dir="$dir" rev-parse "$ref") $path" >> "$root/src/COMMITS"
   git --git-dir="$dir" archive "$ref" $path | tar -x -C "$dest.part"
   mv "$dest.part" "$dest"
@@ -123,6 +149,7 @@ done
 apt-get install -y -qq cmake g++ python3-venv python3-dev libyaml-dev libspdlog-dev libtinyxml2-dev \
   libssl-dev libsqlite3-dev libzstd-dev liblz4-dev libyaml-cpp-dev pybind11-dev libclang-dev bison libconsole-bridge-dev libeigen3-dev liborocos-kdl-dev libtinyxml-dev \
   >/dev/null
+[ "${ROS2_CONTROL:-0}" != 1 ] || apt-get install -y -qq libboost-dev libfmt-dev libdw-dev python3-pygraphviz >/dev/null
 if [ ! -d "$root/venv" ]; then
   python3 -m venv --system-site-packages "$root/venv"
   "$root/venv/bin/pip" install -q colcon-common-extensions "empy==3.3.4" lark catkin_pkg numpy pyyaml \
@@ -130,6 +157,8 @@ if [ ! -d "$root/venv" ]; then
   opc=$(mktemp -d); git --git-dir="$mirror/osrf+osrf_pycommon/repo" archive HEAD | tar -x -C "$opc"
   "$root/venv/bin/pip" install -q "$opc"
 fi
+# generate_parameter_library's generator, for the controllers' parameters
+[ "${ROS2_CONTROL:-0}" != 1 ] || "$root/venv/bin/pip" install -q jinja2 typeguard
 
 cat > "$root/cyclonedds_lo.xml" <<'XML'
 <?xml version="1.0" encoding="UTF-8"?>
@@ -158,7 +187,7 @@ colcon build --base-paths "$root/src" --merge-install --install-base "$root/inst
     ros2launch ros2action ros2interface ros2service ros2lifecycle launch_ros sensor_msgs trajectory_msgs diagnostic_msgs geometry_msgs std_msgs nav_msgs \
     std_srvs visualization_msgs ros_environment \
     rosgraph_msgs ros2bag rosbag2_storage_mcap $sqlite rosbag2_transport \
-    robot_state_publisher tf2_ros tf2_msgs control_msgs \
+    robot_state_publisher tf2_ros tf2_msgs control_msgs ${control_packages:-} \
   --cmake-args -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=Release -DENABLE_SHM=OFF -DTRACETOOLS_DISABLED=ON \
     -DRMW_IMPLEMENTATION_DISABLE_RUNTIME_SELECTION=OFF "-DPYTHON_EXECUTABLE=$root/venv/bin/python3" \
     "-DFETCHCONTENT_SOURCE_DIR_MCAP=$tp/mcap" "-DFETCHCONTENT_SOURCE_DIR_LZ4=$tp/lz4" \
