@@ -195,3 +195,59 @@ mod node_goals {
         assert!(Constraints { goal: vec![0.01, 0.02, 0.03], ..Constraints::default() }.tolerances(2).is_err());
     }
 }
+
+mod devices {
+    //! What each driver's control step reads from its device and sends it.
+
+    use arm_hil::drivers::rdscom::{DriverEvent as RdscomDriverEvent, RdscomEvent};
+    use arm_hil::nodes::arduino::{TestbenchSetpoints, SETPOINT_TIMEOUT_NS};
+    use arm_hil::protocol::rdscom::{FrameType, Message, PrototypeTable, Value};
+
+    const MS: u64 = 1_000_000;
+
+    fn received(prototype: u8, values: Vec<Value>) -> RdscomDriverEvent {
+        RdscomDriverEvent::Link(RdscomEvent::Received(Message {
+            kind: FrameType::Response,
+            prototype,
+            number: 0,
+            values,
+        }))
+    }
+
+    fn sample(joint: i64, position: f64) -> RdscomDriverEvent {
+        received(6, vec![Value::Int(joint), Value::Float(position)])
+    }
+
+    #[test]
+    fn the_testbench_steps_once_every_joint_is_heard_at_the_end_of_each_round() {
+        let table = PrototypeTable::document();
+        let mut testbench = TestbenchSetpoints::default();
+        assert_eq!(testbench.sample(&sample(3, 0.3), &table), None, "joints 0 to 2 not heard yet");
+        for joint in 0..3 {
+            assert_eq!(testbench.sample(&sample(joint, 0.1 * joint as f64), &table), None);
+        }
+        let state = testbench.sample(&sample(3, 0.4), &table).unwrap();
+        assert_eq!(state.positions, vec![0.0, 0.1, 0.2, 0.4]);
+    }
+
+    #[test]
+    fn a_testbench_setpoint_is_four_simultaneous_position_controls_and_go_each_once_the_last_is_done() {
+        let table = PrototypeTable::document();
+        let mut testbench = TestbenchSetpoints::default();
+        let requests = testbench.setpoint(0, vec![0.1, 0.2, 0.3, 0.4]);
+        let names: Vec<&str> = requests.iter().map(|request| request.prototype.as_str()).collect();
+        assert_eq!(names, ["MotorControl", "MotorControl", "MotorControl", "MotorControl", "ControlGo"]);
+        assert_eq!(requests[0].values, vec![Value::Int(0), Value::Int(0), Value::Float(0.1), Value::Bool(false)]);
+        assert_eq!(requests[3].values, vec![Value::Int(3), Value::Int(0), Value::Float(0.4), Value::Bool(true)]);
+        // While the MCU runs it, the newest setpoint waits, and goes out once ControlDone comes.
+        assert!(testbench.setpoint(20 * MS, vec![0.2; 4]).is_empty());
+        assert!(testbench.setpoint(40 * MS, vec![0.3; 4]).is_empty());
+        let control_done = table.by_name("ControlDone").unwrap().id;
+        let done = received(control_done, vec![Value::Bool(true), Value::Int(20), Value::Int(4)]);
+        let next = testbench.done(45 * MS, &done, &table);
+        assert_eq!(next[1].values[2], Value::Float(0.3));
+        // Without an answer, the next goes out after the timeout.
+        assert!(testbench.setpoint(50 * MS, vec![0.4; 4]).is_empty());
+        assert_eq!(testbench.setpoint(45 * MS + SETPOINT_TIMEOUT_NS, vec![0.5; 4]).len(), 5);
+    }
+}

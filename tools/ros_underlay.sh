@@ -81,7 +81,7 @@ if [ "${ROS2_CONTROL:-0}" = 1 ]; then
                   PickNikRobotics/generate_parameter_library:0.3.9 ros/diagnostics:ros2-jazzy" ;;
     humble) repos="$repos ros-controls/ros2_control:humble ros-controls/ros2_controllers:humble
                    ros-controls/realtime_tools:humble ros-controls/control_toolbox:humble
-                   PickNikRobotics/generate_parameter_library:humble ros/diagnostics:ros2" ;;
+                   PickNikRobotics/generate_parameter_library:humble" ;;
   esac
   repos="$repos ros/filters:ros2 ros/angles:ros2 pal-robotics/backward_ros:foxy-devel
          PickNikRobotics/RSL:1.1.0 PickNikRobotics/cpp_polyfills:1.0.2

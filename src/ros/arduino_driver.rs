@@ -33,6 +33,55 @@ fn send(commanding: &Commanding<RdscomCommander>, line: &str) {
     }
 }
 
+/// Serves `~/follow_joint_trajectory` (and `~/controller_state`): each round of the datastream
+/// (every joint heard) is a control step whose setpoint goes out as the four joints' position
+/// controls and ControlGo, once the MCU has run the one before.
+#[cfg(not(feature = "ros-doc-only"))]
+fn follow_joint_trajectories(
+    node: &mut r2r::Node,
+    pool: &LocalPool,
+    config: &crate::nodes::arduino::ArduinoNodeConfig,
+    managed: ManagedDriver<crate::nodes::arduino::Testbench, super::RosSink>,
+    table: crate::protocol::rdscom::PrototypeTable,
+) -> anyhow::Result<ManagedDriver<crate::nodes::arduino::Testbench, super::RosSink>> {
+    use std::sync::Mutex;
+
+    use super::joint_trajectory_action::{FollowJointTrajectoryServer, NodeChecks};
+    use crate::nodes::arduino::{follower, TestbenchSetpoints};
+    use crate::nodes::follower::goals::JointGoals;
+
+    let goals = Arc::new(Mutex::new(JointGoals::new(follower(config).map_err(anyhow::Error::msg)?)));
+    let (commanding, clock) = (managed.commanding(), node.get_ros_clock());
+    let active = commanding.clone();
+    let checks = NodeChecks {
+        active: Box::new(move || active.get().is_ok()),
+        reachable: Box::new(|_| Ok(())),
+        now_ns: Box::new(move || now_ns(&clock)),
+        taking_over: Box::new(|| {}),
+    };
+    let server = FollowJointTrajectoryServer::serve(node, &pool.spawner(), goals, checks)?;
+    let setpoints = Mutex::new(TestbenchSetpoints::default());
+    Ok(managed.observed_by(Arc::new(move |event, time_ns| {
+        let Ok(mut setpoints) = setpoints.lock() else { return };
+        let commander = commanding.get();
+        let mut requests = setpoints.done(time_ns, event, &table);
+        if let Some(actual) = setpoints.sample(event, &table) {
+            if let Some(positions) = server.step(time_ns, actual, commander.is_ok()) {
+                requests.extend(setpoints.setpoint(time_ns, positions));
+            }
+        }
+        if requests.is_empty() {
+            return;
+        }
+        let sent = commander.and_then(|commander| {
+            requests.into_iter().try_for_each(|request| commander.send(request).map_err(|error| error.to_string()))
+        });
+        if let Err(error) = sent {
+            log::error!("trajectory setpoint refused: {error}");
+        }
+    })))
+}
+
 /// Runs the node until interrupted or shut down.
 pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let config = arduino_node_config(&node_params(&node)).context("arduino_driver parameters")?;
@@ -43,7 +92,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let testbench = Testbench {
         port: config.port.clone(),
         link: config.link.clone(),
-        table,
+        table: table.clone(),
         stream_rate_hz: config.stream_rate_hz,
     };
     let (faults, device_faults) = channel();
@@ -53,6 +102,9 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let commanding = managed.commanding();
 
     let pool = LocalPool::new();
+    // FollowJointTrajectory's types are control_msgs', which the doc-only type-check lacks.
+    #[cfg(not(feature = "ros-doc-only"))]
+    let managed = follow_joint_trajectories(&mut node, &pool, &config, managed, table.clone())?;
     let parameters = ParameterServer::new(node_params(&node), ARDUINO_NODE_PARAMS);
     serve_parameters(&mut node, &pool.spawner(), parameters, nothing_at_run_time())?;
     let (joint_names, joint_commanding) = (config.joint_names.clone(), commanding.clone());

@@ -14,6 +14,7 @@ use crate::drivers::rdscom::{
     Request,
 };
 use crate::nodes::declare::node_parameters;
+use crate::nodes::follower::{self, Constraints, Follower};
 use crate::nodes::link_health::LinkReport;
 use crate::nodes::managed_driver::SerialDevice;
 use crate::nodes::params::{read_group, without_groups, ParamError, ParamValue};
@@ -45,13 +46,119 @@ node_parameters! {
             => "configure and activate at start (the launch files set it); else the node waits unconfigured";
         read_only auto_recover: bool = false
             => "after a device fault, configure and activate again once a second until the device is back";
+        section constraints: Constraints = Constraints::default()
+            => "~/follow_joint_trajectory's default tolerances: goal_time [s], goal and trajectory [rad] per joint";
     }
 }
 
 /// Reads arduino_driver's parameters; unknown names are refused.
 pub fn arduino_node_config(params: &BTreeMap<String, ParamValue>) -> Result<ArduinoNodeConfig, ParamError> {
     let own = without_groups(params, &[]);
-    read_group(&own, "")
+    let config: ArduinoNodeConfig = read_group(&own, "")?;
+    let invalid = |message: String| ParamError::Invalid { prefix: String::new(), message };
+    if config.joint_names.len() != JOINT_LIMITS.len() {
+        return Err(invalid(format!("joint_names must name {} joints", JOINT_LIMITS.len())));
+    }
+    config.constraints.tolerances(JOINT_LIMITS.len()).map_err(invalid)?;
+    Ok(config)
+}
+
+/// The testbench's joints' limits by motor id [rad], urdf/finger_testbench.urdf's: the base
+/// turns either way, the three flexion joints bend one way only.
+pub const JOINT_LIMITS: [(f64, f64); 4] = [
+    (-0.35, 0.35),
+    (0.0, std::f64::consts::FRAC_PI_2),
+    (0.0, std::f64::consts::FRAC_PI_2),
+    (0.0, std::f64::consts::FRAC_PI_2),
+];
+
+/// The follower of `~/follow_joint_trajectory`: the four joints within their limits, with the
+/// node's constraints.
+pub fn follower(config: &ArduinoNodeConfig) -> Result<Follower, String> {
+    let joints = follower::Joints {
+        names: config.joint_names.clone(),
+        lower: JOINT_LIMITS.iter().map(|(lower, _)| *lower).collect(),
+        upper: JOINT_LIMITS.iter().map(|(_, upper)| *upper).collect(),
+    };
+    Ok(Follower::new(joints, config.constraints.tolerances(JOINT_LIMITS.len())?))
+}
+
+/// The testbench under `~/follow_joint_trajectory`: its joints' state from the datastream, which
+/// sends one joint a message (a whole state each time the last joint's sample completes a round
+/// in which every joint was heard), and its setpoints paced by the MCU: it runs its queue once
+/// ControlGo comes, so a setpoint goes out when the one before is done (ControlDone), or after
+/// [`SETPOINT_TIMEOUT_NS`] without an answer; meanwhile the newest waits.
+#[derive(Debug, Clone, Default)]
+pub struct TestbenchSetpoints {
+    positions: [Option<f64>; 4],
+    velocities: [f64; 4],
+    /// When the setpoint the MCU runs was sent [ns].
+    running_since_ns: Option<u64>,
+    waiting: Option<Vec<f64>>,
+}
+
+/// How long a setpoint may run without ControlDone before the next goes out [ns].
+pub const SETPOINT_TIMEOUT_NS: u64 = 500_000_000;
+
+impl TestbenchSetpoints {
+    /// Takes `event`'s sample, if it carries one; the joints' state when it ends a round.
+    pub fn sample(&mut self, event: &DriverEvent, table: &PrototypeTable) -> Option<follower::JointState> {
+        let DriverEvent::Link(RdscomEvent::Received(message)) = event else { return None };
+        let sample = joint_sample(message, table)?;
+        *self.positions.get_mut(sample.joint)? = Some(sample.position);
+        self.velocities[sample.joint] = sample.velocity.unwrap_or(0.0);
+        if sample.joint != self.positions.len() - 1 {
+            return None;
+        }
+        let positions = self.positions.iter().copied().collect::<Option<Vec<f64>>>()?;
+        Some(follower::JointState { positions, velocities: self.velocities.to_vec() })
+    }
+
+    /// The requests of `positions` to send at `now_ns`, or none while the MCU runs the last
+    /// setpoint (then these wait, replacing any that waited).
+    pub fn setpoint(&mut self, now_ns: u64, positions: Vec<f64>) -> Vec<Request> {
+        match self.running_since_ns {
+            Some(since) if now_ns.saturating_sub(since) < SETPOINT_TIMEOUT_NS => {
+                self.waiting = Some(positions);
+                Vec::new()
+            }
+            _ => {
+                self.running_since_ns = Some(now_ns);
+                setpoint_requests(&positions)
+            }
+        }
+    }
+
+    /// When `event` says the MCU ran its queue (ControlDone): the waiting setpoint's requests.
+    pub fn done(&mut self, now_ns: u64, event: &DriverEvent, table: &PrototypeTable) -> Vec<Request> {
+        let DriverEvent::Link(RdscomEvent::Received(message)) = event else { return Vec::new() };
+        if table.get(message.prototype).is_none_or(|prototype| prototype.name != "ControlDone") {
+            return Vec::new();
+        }
+        self.running_since_ns = None;
+        match self.waiting.take() {
+            Some(positions) => self.setpoint(now_ns, positions),
+            None => Vec::new(),
+        }
+    }
+}
+
+/// A MotorControl request: `motor`'s control in `mode` (0 position, 1 velocity, 2 effort) to
+/// `value`, run with the one before when `simultaneous`.
+fn motor_control(motor: usize, mode: i64, value: f64, simultaneous: bool) -> Request {
+    Request {
+        prototype: "MotorControl".into(),
+        values: vec![Value::Int(motor as i64), Value::Int(mode), Value::Float(value), Value::Bool(simultaneous)],
+    }
+}
+
+/// The follower's setpoint as the MCU takes it: every joint's position control, run together
+/// (each simultaneous with the one before), then ControlGo.
+fn setpoint_requests(positions: &[f64]) -> Vec<Request> {
+    let mut requests: Vec<Request> =
+        positions.iter().enumerate().map(|(motor, position)| motor_control(motor, 0, *position, motor > 0)).collect();
+    requests.push(Request { prototype: "ControlGo".into(), values: vec![Value::Int(0)] });
+    requests
 }
 
 /// One joint's sample from a SensorDatastream: position [rad], and, with the newer table,
@@ -121,10 +228,7 @@ pub fn requests_from_joint_command(
             if !value.is_finite() {
                 return Err(format!("joint `{name}`: {value} is not a finite target"));
             }
-            Ok(Request {
-                prototype: "MotorControl".into(),
-                values: vec![Value::Int(motor as i64), Value::Int(mode), Value::Float(*value), Value::Bool(index > 0)],
-            })
+            Ok(motor_control(motor, mode, *value, index > 0))
         })
         .collect()
 }
