@@ -142,7 +142,7 @@ mod node_goals {
     //! A node's goals around its follower: what each control step commands and tells the goal.
 
     use super::*;
-    use arm_hil::nodes::follower::goals::{GoalEvent, JointGoals};
+    use arm_hil::nodes::follower::goals::{GoalEvent, JointGoals, Setpoint};
     use arm_hil::nodes::follower::Constraints;
 
     #[test]
@@ -158,7 +158,7 @@ mod node_goals {
         goals.observe(at([0.0, 0.0]));
         assert_eq!(goals.accept("g1", &goal(NAMES, vec![point(1.0, [0.2, 0.4])]), 0, any), Ok(None));
         let middle = goals.tick(S / 2, at([0.1, 0.2]));
-        assert_eq!(middle.command, Some(vec![0.1, 0.2]));
+        assert_eq!(middle.command, Some(Setpoint::Follow(vec![0.1, 0.2])));
         assert!(matches!(&middle.events[..], [GoalEvent::Feedback { goal: "g1", .. }]));
         assert_eq!(middle.state.output, vec![0.1, 0.2]);
         assert_eq!(middle.state.joint_names, NAMES);
@@ -181,7 +181,11 @@ mod node_goals {
         goals.tick(S / 2, at([0.1, 0.1]));
         assert_eq!(goals.cancel(|goal| *goal == "g1"), None, "only the goal followed is cancelled");
         assert!(matches!(goals.cancel(|goal| *goal == "g2"), Some(("g2", Outcome::Canceled { .. }))));
-        assert_eq!(goals.tick(S, at([0.12, 0.11])).command, Some(vec![0.1, 0.1]), "the hold, where it was");
+        assert_eq!(
+            goals.tick(S, at([0.12, 0.11])).command,
+            Some(Setpoint::Hold(vec![0.1, 0.1])),
+            "the hold, where it was"
+        );
         assert_eq!(goals.tick(S + S / 10, at([0.1, 0.1])).command, None, "once");
     }
 
@@ -249,5 +253,53 @@ mod devices {
         // Without an answer, the next goes out after the timeout.
         assert!(testbench.setpoint(50 * MS, vec![0.4; 4]).is_empty());
         assert_eq!(testbench.setpoint(45 * MS + SETPOINT_TIMEOUT_NS, vec![0.5; 4]).len(), 5);
+    }
+}
+
+mod simulated_arm {
+    //! sil_node's goals: the joint trajectory through the forward kinematics, and the hold.
+
+    use arm_hil::model::Robot;
+    use arm_hil::nodes::follower::goals::JointGoals;
+    use arm_hil::nodes::follower::spline::TrajectoryPoint;
+    use arm_hil::nodes::follower::{Constraints, Goal, JointState};
+    use arm_hil::nodes::load_trajectory;
+    use arm_hil::nodes::sil::joint_goals::{arm_follower, goal_trajectory, hold_trajectory, reachable, HOLD_S};
+    use arm_hil::sim::SilConfig;
+
+    const S: u64 = 1_000_000_000;
+
+    #[test]
+    fn a_goal_plays_from_where_the_platform_is_to_its_end_then_holds() {
+        let robot = Robot::new(SilConfig::default().robot).unwrap();
+        let start = load_trajectory(None, &robot).unwrap().waypoints()[0];
+        let theta = robot.inverse_kinematics(&start.x, None).unwrap();
+        let target: Vec<f64> = theta.iter().zip([0.05, -0.04, 0.03]).map(|(a, d)| a + d).collect();
+        assert!(reachable(&robot, &target, &start.x).is_ok());
+        assert!(reachable(&robot, &[3.0, 3.0, 3.0], &start.x).is_err(), "the arm does not assemble there");
+
+        let mut goals = JointGoals::new(arm_follower(&Constraints::default()).unwrap());
+        goals.observe(JointState { positions: theta.iter().copied().collect(), velocities: vec![0.0; 3] });
+        let names = ["joint1", "joint2", "joint3"].map(str::to_owned).to_vec();
+        let point = TrajectoryPoint {
+            time_s: 1.0,
+            positions: target.clone(),
+            velocities: Vec::new(),
+            accelerations: Vec::new(),
+        };
+        let goal = Goal { joint_names: names, points: vec![point], ..Goal::default() };
+        goals.accept((), &goal, 5 * S, |_| Ok(())).unwrap();
+        let trajectory = goal_trajectory(&robot, goals.follower(), 5 * S, &start.x, HOLD_S).unwrap();
+        let waypoints = trajectory.waypoints();
+        assert!((waypoints[0].x - start.x).norm() < 1e-9, "it starts where the platform is");
+        let end = waypoints[waypoints.len() - 2];
+        let at_target = robot.inverse_kinematics(&end.x, Some(&theta)).unwrap();
+        assert!(at_target.iter().zip(&target).all(|(a, b)| (a - b).abs() < 1e-9), "it ends at the goal's angles");
+        assert!((end.t - 1.0).abs() < 0.011, "its times count from now: {}", end.t);
+        let hold = waypoints[waypoints.len() - 1];
+        assert_eq!((hold.t - end.t, hold.x), (HOLD_S, end.x), "then the platform holds");
+
+        let held = hold_trajectory(&robot, &target, &start.x).unwrap();
+        assert_eq!(held.waypoints()[0].x, held.waypoints()[1].x);
     }
 }

@@ -57,7 +57,7 @@ fn follow_joint_trajectories(
         active: Box::new(move || active.get().is_ok()),
         reachable: Box::new(|_| Ok(())),
         now_ns: Box::new(move || now_ns(&clock)),
-        taking_over: Box::new(|| {}),
+        taking_over: Box::new(|_| Ok(())),
     };
     let server = FollowJointTrajectoryServer::serve(node, &pool.spawner(), goals, checks)?;
     let setpoints = Mutex::new(TestbenchSetpoints::default());
@@ -66,8 +66,8 @@ fn follow_joint_trajectories(
         let commander = commanding.get();
         let mut requests = setpoints.done(time_ns, event, &table);
         if let Some(actual) = setpoints.sample(event, &table) {
-            if let Some(positions) = server.step(time_ns, actual, commander.is_ok()) {
-                requests.extend(setpoints.setpoint(time_ns, positions));
+            if let Some(setpoint) = server.step(time_ns, actual, commander.is_ok()) {
+                requests.extend(setpoints.setpoint(time_ns, setpoint.positions().to_vec()));
             }
         }
         if requests.is_empty() {

@@ -53,6 +53,74 @@ impl HilReporter for NodeReporter {
     }
 }
 
+/// What hil_node's joint goals feed the loop through: its requests, and the withdrawals that
+/// take back what is queued.
+#[cfg(not(feature = "ros-doc-only"))]
+struct JointFeeding {
+    requests: std::sync::mpsc::Sender<FeedRequest>,
+    withdrawals: Arc<Withdrawals>,
+}
+
+/// Serves `~/follow_joint_trajectory` (and `~/controller_state`) while the loop runs: an
+/// accepted goal's trajectory, through the forward kinematics, takes the place of what is
+/// queued; each published frame is a control step; a hold withdraws what is queued, and the
+/// loop holds where the arm is.
+#[cfg(not(feature = "ros-doc-only"))]
+fn follow_joint_trajectories(
+    node: &mut r2r::Node,
+    pool: &LocalPool,
+    robot: &Robot,
+    constraints: &crate::nodes::follower::Constraints,
+    looping: Arc<AtomicBool>,
+    feeding: JointFeeding,
+) -> anyhow::Result<impl Fn(&Frame) + Send> {
+    use super::joint_trajectory_action::{FollowJointTrajectoryServer, NodeChecks};
+    use super::now_ns;
+    use crate::nodes::follower::goals::{JointGoals, Setpoint};
+    use crate::nodes::follower::JointState;
+    use crate::nodes::sil::joint_goals::{arm_follower, goal_trajectory, reachable};
+
+    let goals = Arc::new(Mutex::new(JointGoals::new(arm_follower(constraints).map_err(anyhow::Error::msg)?)));
+    // Where the platform is: the forward kinematics' root nearest it is the arm's.
+    let platform = Arc::new(Mutex::new(None));
+    let near = |platform: &Mutex<Option<crate::model::math::Vec3>>| platform.lock().ok().and_then(|x| *x);
+    let clock = node.get_ros_clock();
+    let (check_robot, check_platform, active) = (robot.clone(), platform.clone(), looping.clone());
+    let (start_robot, start_platform, start_clock) = (robot.clone(), platform.clone(), clock.clone());
+    let start_feeding = JointFeeding { requests: feeding.requests.clone(), withdrawals: feeding.withdrawals.clone() };
+    let checks = NodeChecks {
+        active: Box::new(move || active.load(Ordering::Relaxed)),
+        reachable: Box::new(move |positions| {
+            let near = near(&check_platform).ok_or("the HIL loop has not started yet")?;
+            reachable(&check_robot, positions, &near)
+        }),
+        now_ns: Box::new(move || now_ns(&clock)),
+        taking_over: Box::new(move |follower| {
+            let near = near(&start_platform).ok_or("the HIL loop has not started yet")?;
+            let trajectory = goal_trajectory(&start_robot, follower, now_ns(&start_clock), &near, 0.0)?;
+            let withdrawal = start_feeding.withdrawals.request();
+            let follow = FeedRequest::Follow { trajectory: Arc::new(trajectory), withdrawal };
+            start_feeding.requests.send(follow).map_err(|_| "the HIL loop's feeder has stopped".to_owned())
+        }),
+    };
+    let server = FollowJointTrajectoryServer::serve(node, &pool.spawner(), goals, checks)?;
+    let clock = node.get_ros_clock();
+    Ok(move |frame: &Frame| {
+        if let Ok(mut x) = platform.lock() {
+            *x = Some(frame.x);
+        }
+        let actual = JointState {
+            positions: frame.theta.iter().copied().collect(),
+            velocities: frame.theta_dot.iter().copied().collect(),
+        };
+        let active = looping.load(Ordering::Relaxed);
+        if let Some(Setpoint::Hold(_)) = server.step(now_ns(&clock), actual, active) {
+            let withdrawal = feeding.withdrawals.request();
+            let _ = feeding.requests.send(FeedRequest::Hold { withdrawal });
+        }
+    })
+}
+
 /// Runs the node until interrupted or shut down.
 pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let config = hil_node_config(&node_params(&node)).context("hil_node parameters")?;
@@ -98,6 +166,11 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let (frames_tx, frames) = sync_channel(1000);
     let status = Arc::new(Mutex::new(LoopStatus::default()));
     let (faults, rig_faults) = channel();
+    #[cfg(not(feature = "ros-doc-only"))]
+    let (feeding, constraints) = (
+        JointFeeding { requests: requests.clone(), withdrawals: withdrawals.clone() },
+        config.settings.constraints.clone(),
+    );
     let links = HilLinks { requests: feeder_requests, frames: frames_tx, status: status.clone(), withdrawals, faults };
     let node_reporter = NodeReporter { publisher: publisher.clone(), goals: follow_goals.clone() };
     let (autostart, auto_recover, recover_protective_stops) =
@@ -105,6 +178,11 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let managed = ManagedHil::new(config, robot.clone(), initial, links, Arc::new(node_reporter));
     let segments_looping = managed.looping();
 
+    // FollowJointTrajectory's types are control_msgs', which the doc-only type-check lacks.
+    #[cfg(not(feature = "ros-doc-only"))]
+    let follow_joints = follow_joint_trajectories(&mut node, &pool, &robot, &constraints, managed.looping(), feeding)?;
+    #[cfg(feature = "ros-doc-only")]
+    let follow_joints = |_: &Frame| {};
     let subscription = node.subscribe::<MultiDOFJointTrajectory>("~/trajectory", QosProfile::default())?;
     pool.spawner().spawn_local(subscription.for_each(move |message| {
         match segments_looping.load(Ordering::Relaxed) {
@@ -124,6 +202,10 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
             let published = publisher.with(|publisher, out, now| publisher.publish(out, now, Some(&event)));
             if let HilEvent::Frame(frame) = &event {
                 follow_goals(Ok(frame), published.unwrap_or(false));
+                // The joint goals' control steps, at the publish rate.
+                if published.unwrap_or(false) {
+                    follow_joints(frame);
+                }
             }
         });
     })?;

@@ -17,9 +17,9 @@ use r2r::trajectory_msgs::msg::JointTrajectoryPoint;
 use r2r::QosProfile;
 
 use super::seconds;
-use crate::nodes::follower::goals::{ControllerState, GoalEvent, JointGoals, Tick};
+use crate::nodes::follower::goals::{ControllerState, GoalEvent, JointGoals, Setpoint, Tick};
 use crate::nodes::follower::spline::TrajectoryPoint;
-use crate::nodes::follower::{ErrorCode, Goal, JointTolerance, Outcome};
+use crate::nodes::follower::{ErrorCode, Follower, Goal, JointTolerance, Outcome};
 
 type Action = FollowJointTrajectory::Action;
 /// r2r's handle of a goal.
@@ -36,14 +36,21 @@ pub struct FollowJointTrajectoryServer {
     state: Arc<Mutex<r2r::Publisher<JointTrajectoryControllerState>>>,
 }
 
+/// The device's own check of a point's positions: why it cannot take them, if it cannot.
+type PointCheck = Box<dyn Fn(&[f64]) -> Result<(), String>>;
+/// What the node does once the follower has taken a goal; why it could not, if it could not.
+type TakeOver = Box<dyn Fn(&Follower) -> Result<(), String>>;
+
 /// What a node gives the server: whether goals may come now (the node is active), the device's
 /// own check of a point, and the node's clock [ns].
 pub struct NodeChecks {
     pub active: Box<dyn Fn() -> bool>,
-    pub reachable: Box<dyn Fn(&[f64]) -> Result<(), String>>,
+    pub reachable: PointCheck,
     pub now_ns: Box<dyn Fn() -> u64>,
-    /// Called when a goal is accepted: the node stops what it played of its own.
-    pub taking_over: Box<dyn Fn()>,
+    /// Called with the follower when it has taken a goal: the node stops what it played of its
+    /// own (and a device that plays whole trajectories starts the goal's); an error ends the
+    /// goal as INVALID_GOAL.
+    pub taking_over: TakeOver,
 }
 
 impl FollowJointTrajectoryServer {
@@ -78,7 +85,9 @@ impl FollowJointTrajectoryServer {
                 };
                 let uuid = handle.uuid;
                 let accepted = match server_goals.lock() {
-                    Ok(mut goals) => goals.accept(handle.clone(), &goal, (checks.now_ns)(), &*checks.reachable),
+                    Ok(mut goals) => goals
+                        .accept(handle.clone(), &goal, (checks.now_ns)(), &*checks.reachable)
+                        .map(|replaced| (replaced, (checks.taking_over)(goals.follower()))),
                     Err(_) => continue,
                 };
                 match accepted {
@@ -86,12 +95,18 @@ impl FollowJointTrajectoryServer {
                         finish(handle, Outcome::Aborted { code: refusal.code, reason: refusal.reason });
                         continue;
                     }
-                    Ok(replaced) => {
-                        log::info!("~/follow_joint_trajectory: goal {uuid} of {} points", goal.points.len());
-                        (checks.taking_over)();
+                    Ok((replaced, started)) => {
                         if let Some((replaced, outcome)) = replaced {
                             finish(replaced, outcome);
                         }
+                        if let Err(reason) = started {
+                            let stopped = server_goals.lock().ok().and_then(|mut goals| goals.stop());
+                            if let Some((handle, _)) = stopped {
+                                finish(handle, Outcome::Aborted { code: ErrorCode::InvalidGoal, reason });
+                            }
+                            continue;
+                        }
+                        log::info!("~/follow_joint_trajectory: goal {uuid} of {} points", goal.points.len());
                     }
                 }
                 let cancel_goals = server_goals.clone();
@@ -118,7 +133,7 @@ impl FollowJointTrajectoryServer {
     /// A control step of the node at `now_ns` with its joints at `actual`, while the node is
     /// `active` (else the goal followed ends): answers the goal, publishes the controller's
     /// state and gives back what to command.
-    pub fn step(&self, now_ns: u64, actual: crate::nodes::follower::JointState, active: bool) -> Option<Vec<f64>> {
+    pub fn step(&self, now_ns: u64, actual: crate::nodes::follower::JointState, active: bool) -> Option<Setpoint> {
         let mut goals = self.goals.lock().ok()?;
         if !active {
             if let Some((goal, _)) = goals.stop() {

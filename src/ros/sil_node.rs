@@ -23,6 +23,64 @@ use crate::nodes::sil::{sil_node_config, SIL_NODE_PARAMS};
 use crate::nodes::trajectory_input::trajectory_from_points;
 use crate::nodes::{load_trajectory, trajectory_file};
 
+/// Serves `~/follow_joint_trajectory` (and `~/controller_state`): an accepted goal's trajectory
+/// is played through the forward kinematics once, in place of the run; each published frame is
+/// a control step; a hold plays the platform still where the joints are.
+#[cfg(not(feature = "ros-doc-only"))]
+fn follow_joint_trajectories(
+    node: &mut r2r::Node,
+    pool: &LocalPool,
+    robot: &Robot,
+    settings: &crate::nodes::sil::SilNodeSettings,
+    first: &crate::control::Trajectory,
+    requests: std::sync::mpsc::Sender<RunRequest>,
+) -> anyhow::Result<impl Fn(&SilEvent) + Send> {
+    use super::joint_trajectory_action::{FollowJointTrajectoryServer, NodeChecks};
+    use super::now_ns;
+    use crate::nodes::follower::goals::{JointGoals, Setpoint};
+    use crate::nodes::follower::JointState;
+    use crate::nodes::sil::joint_goals::{arm_follower, goal_trajectory, hold_trajectory, reachable, HOLD_S};
+
+    let goals = Arc::new(Mutex::new(JointGoals::new(arm_follower(&settings.constraints).map_err(anyhow::Error::msg)?)));
+    // Where the platform is: the forward kinematics' root nearest it is the arm's.
+    let platform = Arc::new(Mutex::new(first.waypoints()[0].x));
+    let near = |platform: &Mutex<crate::model::math::Vec3>| platform.lock().map(|x| *x).unwrap_or_default();
+    let clock = node.get_ros_clock();
+    let (check_robot, check_platform) = (robot.clone(), platform.clone());
+    let (start_robot, start_platform, start_clock, start_requests) =
+        (robot.clone(), platform.clone(), clock.clone(), requests.clone());
+    let checks = NodeChecks {
+        active: Box::new(|| true),
+        reachable: Box::new(move |positions| reachable(&check_robot, positions, &near(&check_platform))),
+        now_ns: Box::new(move || now_ns(&clock)),
+        taking_over: Box::new(move |follower| {
+            let (now, near) = (now_ns(&start_clock), near(&start_platform));
+            let trajectory = goal_trajectory(&start_robot, follower, now, &near, HOLD_S)?;
+            start_requests
+                .send(RunRequest::Play(Arc::new(trajectory)))
+                .map_err(|_| "the simulation has stopped".to_owned())
+        }),
+    };
+    let server = FollowJointTrajectoryServer::serve(node, &pool.spawner(), goals, checks)?;
+    let (robot, clock) = (robot.clone(), node.get_ros_clock());
+    Ok(move |event: &SilEvent| {
+        let SilEvent::Frame { frame, .. } = event else { return };
+        if let Ok(mut x) = platform.lock() {
+            *x = frame.x;
+        }
+        let actual = JointState {
+            positions: frame.theta.iter().copied().collect(),
+            velocities: frame.theta_dot.iter().copied().collect(),
+        };
+        if let Some(Setpoint::Hold(positions)) = server.step(now_ns(&clock), actual, true) {
+            match hold_trajectory(&robot, &positions, &frame.x) {
+                Ok(hold) => drop(requests.send(RunRequest::Play(Arc::new(hold)))),
+                Err(error) => log::error!("cannot hold the arm: {error}"),
+            }
+        }
+    })
+}
+
 /// Runs the node until interrupted.
 pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let (config, settings) = sil_node_config(&node_params(&node)).context("sil_node parameters")?;
@@ -61,6 +119,11 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     };
     #[cfg(feature = "ros-doc-only")]
     let follow_goals = |_: &SilEvent, _: bool| {};
+    // FollowJointTrajectory's types are control_msgs', which the doc-only type-check lacks.
+    #[cfg(not(feature = "ros-doc-only"))]
+    let follow_joints = follow_joint_trajectories(&mut node, &pool, &robot, &settings, &first, requests.clone())?;
+    #[cfg(feature = "ros-doc-only")]
+    let follow_joints = |_: &SilEvent| {};
     let subscription = node.subscribe::<MultiDOFJointTrajectory>("~/trajectory", QosProfile::default())?;
     let (message_robot, elbow, l_arm) = (robot.clone(), robot.elbow(), robot.params().l_arm);
     let refusals = publisher.clone();
@@ -87,6 +150,10 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
         run_sil(&robot, &config, &live, first, &run_requests, &runner_stop, &mut |event| {
             let published = publisher.with(|publisher, out, now| publisher.publish(out, now, Some(event)));
             follow_goals(event, published.unwrap_or(false));
+            // The joint goals' control steps, at the publish rate.
+            if published.unwrap_or(false) {
+                follow_joints(event);
+            }
         });
     })?;
     spin(node, pool, &stop)?;

@@ -63,13 +63,13 @@ fn follow_joint_trajectories(
         active: Box::new(move || active.get().is_ok()),
         reachable: Box::new(|positions| validate_command(&angles_command(positions)).map_err(|e| e.to_string())),
         now_ns: Box::new(move || now_ns(&clock)),
-        taking_over: Box::new(move || drop(play.send(PlayerRequest::Stop))),
+        taking_over: Box::new(move |_| play.send(PlayerRequest::Stop).map_err(|_| "the player has stopped".to_owned())),
     };
     let server = FollowJointTrajectoryServer::serve(node, &pool.spawner(), goals, checks)?;
     Ok(managed.observed_by(Arc::new(move |event, time_ns| {
         let Some(actual) = follower_state(event) else { return };
-        if let Some(positions) = server.step(time_ns, actual, commanding.get().is_ok()) {
-            send(&commanding, angles_command(&positions), "trajectory setpoint");
+        if let Some(setpoint) = server.step(time_ns, actual, commanding.get().is_ok()) {
+            send(&commanding, angles_command(setpoint.positions()), "trajectory setpoint");
         }
     })))
 }

@@ -30,11 +30,28 @@ pub struct ControllerState {
     pub output: Vec<f64>,
 }
 
+/// Positions to command, in the device's order [rad].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Setpoint {
+    /// The goal's trajectory at this step.
+    Follow(Vec<f64>),
+    /// Where the joints are to stay: after a cancel or a violation.
+    Hold(Vec<f64>),
+}
+
+impl Setpoint {
+    pub fn positions(&self) -> &[f64] {
+        match self {
+            Setpoint::Follow(positions) | Setpoint::Hold(positions) => positions,
+        }
+    }
+}
+
 /// What one control step gives.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tick<G> {
-    /// Positions to command now, in the device's order.
-    pub command: Option<Vec<f64>>,
+    /// What to command now.
+    pub command: Option<Setpoint>,
     /// For the goal being followed: its feedback, and its end.
     pub events: Vec<GoalEvent<G>>,
     pub state: ControllerState,
@@ -111,13 +128,13 @@ impl<G: Clone> JointGoals<G> {
         let mut command = None;
         let (reference, error) = match self.follower.update(now_ns, &actual) {
             Some(step) => {
-                command = Some(step.desired.positions.clone());
+                command = Some(Setpoint::Follow(step.desired.positions.clone()));
                 let error = difference(&step.desired, &actual);
                 match step.ended {
                     Some(outcome) => {
                         // A goal that did not succeed holds where the joints are.
                         if outcome != Outcome::Succeeded {
-                            command = self.follower.holding().map(<[f64]>::to_vec);
+                            command = self.follower.holding().map(|hold| Setpoint::Hold(hold.to_vec()));
                         }
                         if let Some(goal) = self.goal.take() {
                             events.push(GoalEvent::Finished { goal, outcome });
@@ -125,7 +142,8 @@ impl<G: Clone> JointGoals<G> {
                     }
                     None => {
                         if let Some(goal) = &self.goal {
-                            let state = self.state(now_ns, &step.desired, &actual, &error, &command);
+                            let output = command.as_ref().map(|command| command.positions().to_vec());
+                            let state = self.state(now_ns, &step.desired, &actual, &error, &output);
                             events.push(GoalEvent::Feedback { goal: goal.clone(), state });
                         }
                     }
@@ -135,7 +153,7 @@ impl<G: Clone> JointGoals<G> {
             None => {
                 let hold = self.follower.holding().map(<[f64]>::to_vec).unwrap_or_else(|| actual.positions.clone());
                 if std::mem::take(&mut self.hold_pending) {
-                    command = Some(hold.clone());
+                    command = Some(Setpoint::Hold(hold.clone()));
                 }
                 let reference =
                     Sample { velocities: vec![0.0; hold.len()], accelerations: vec![0.0; hold.len()], positions: hold };
@@ -143,8 +161,8 @@ impl<G: Clone> JointGoals<G> {
                 (reference, error)
             }
         };
-        if command.is_some() {
-            self.output = command.clone();
+        if let Some(command) = &command {
+            self.output = Some(command.positions().to_vec());
         }
         let state = self.state(now_ns, &reference, &actual, &error, &self.output);
         self.actual = Some(actual);

@@ -187,6 +187,12 @@ impl Follower {
         self.running.is_some()
     }
 
+    /// The running goal's trajectory and its start on the node's clock [ns]: what a device that
+    /// takes whole trajectories (the simulated arm) plays.
+    pub fn plan(&self) -> Option<(&Spline, u64)> {
+        self.running.as_ref().map(|running| (&running.spline, running.start_ns))
+    }
+
     /// Where the joints hold, when no goal runs and one has ended.
     pub fn holding(&self) -> Option<&[f64]> {
         self.holding.as_deref()

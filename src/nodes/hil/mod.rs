@@ -17,6 +17,7 @@ use crate::drivers::robotscara::RigConfig;
 use crate::drivers::{RigDevices, RigKind, RigSettings};
 use crate::hil::stepper::StepperConfig;
 use crate::hil::HilConfig;
+use crate::nodes::follower::Constraints;
 use crate::sim::SilConfig;
 
 /// The node's name, which its private topics are under.
@@ -41,6 +42,8 @@ node_parameters! {
             => "after a rig fault, configure and activate again once a second until the rig is back";
         read_only auto_recover_protective_stop: bool = false
             => "with auto_recover, activate again after a protective stop too; else the node waits inactive";
+        section constraints: Constraints = Constraints::default()
+            => "~/follow_joint_trajectory's default tolerances: goal_time [s], goal and trajectory [rad] per motor";
     }
     sections {
         "hil." => "the fixed-rate loop: rate, sensor timeout, real-time priority, protective stop bounds",
@@ -86,5 +89,6 @@ pub fn hil_node_config(params: &BTreeMap<String, ParamValue>) -> Result<HilNodeC
     if !(settings.publish_rate_hz > 0.0) {
         return Err(invalid(format!("publish_rate_hz must be > 0, got {}", settings.publish_rate_hz)));
     }
+    settings.constraints.tolerances(3).map_err(invalid)?;
     Ok(HilNodeConfig { sil, hil, rig, settings })
 }

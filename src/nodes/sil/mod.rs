@@ -2,6 +2,7 @@
 //! simulator to the real-time factor and hands every frame on, and its publisher
 //! ([`publisher`]), which decides what of it goes out.
 
+pub mod joint_goals;
 pub mod publisher;
 pub mod run;
 
@@ -10,6 +11,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::declare::node_parameters;
+use super::follower::Constraints;
 use super::param_server::ParamRange;
 use super::params::{only_groups, read_group, without_groups, ParamError, ParamValue};
 use crate::sim::SilConfig;
@@ -31,6 +33,8 @@ node_parameters! {
         read_only trajectory_file: String = String::new()
             => "trajectory CSV run at start; empty runs the built-in arc";
         read_only frame_id: String = "base_link".into() => "frame of every published point and path";
+        section constraints: Constraints = Constraints::default()
+            => "~/follow_joint_trajectory's default tolerances: goal_time [s], goal and trajectory [rad] per motor";
     }
     sections {
         "robot." => "robot model, SI units; see examples/sil.yaml",
@@ -57,5 +61,6 @@ pub fn sil_node_config(params: &BTreeMap<String, ParamValue>) -> Result<(SilConf
             ),
         });
     }
+    settings.constraints.tolerances(3).map_err(|message| ParamError::Invalid { prefix: String::new(), message })?;
     Ok((sil, settings))
 }

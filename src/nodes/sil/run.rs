@@ -45,6 +45,9 @@ pub enum RunEnd {
 pub enum RunRequest {
     /// Run this trajectory now, in place of the running one.
     Follow(Arc<Trajectory>),
+    /// Run this trajectory now, in place of the running one, once whatever `loop` says (a
+    /// FollowJointTrajectory goal and its hold).
+    Play(Arc<Trajectory>),
     /// End the running run; the simulation idles until the next trajectory.
     Stop,
 }
@@ -88,6 +91,8 @@ pub fn run_sil(
     };
     let mut clock_offset = 0.0;
     let mut trajectory = first;
+    // Whether the run is to end rather than repeat under `loop`.
+    let mut once = false;
     'runs: while !stop.load(Ordering::Relaxed) {
         events(&SilEvent::RunStarted(trajectory.clone()));
         let t0 = trajectory.start_time();
@@ -107,13 +112,14 @@ pub fn run_sil(
                 Ok(request) => {
                     clock_offset += simulation.time() - t0;
                     let (end, next) = match request {
-                        RunRequest::Follow(replacement) => (RunEnd::Replaced, Some(replacement)),
+                        RunRequest::Follow(replacement) => (RunEnd::Replaced, Some((replacement, false))),
+                        RunRequest::Play(replacement) => (RunEnd::Replaced, Some((replacement, true))),
                         RunRequest::Stop => (RunEnd::Stopped, None),
                     };
                     events(&SilEvent::RunEnded { stats: simulation.stats().clone(), end });
                     match next.or_else(|| idle(requests, stop)) {
                         Some(next) => {
-                            trajectory = next;
+                            (trajectory, once) = next;
                             continue 'runs;
                         }
                         None => return,
@@ -145,22 +151,23 @@ pub fn run_sil(
         }
         clock_offset += simulation.time() - t0;
         events(&SilEvent::RunEnded { stats: simulation.stats().clone(), end });
-        if live().repeat {
+        if live().repeat && !once {
             continue;
         }
         match idle(requests, stop) {
-            Some(next) => trajectory = next,
+            Some(next) => (trajectory, once) = next,
             None => return,
         }
     }
 }
 
-/// Waits for the next trajectory to run (a Stop while idle changes nothing); None once `stop`
-/// is set or the requests' sender is gone.
-fn idle(requests: &Receiver<RunRequest>, stop: &AtomicBool) -> Option<Arc<Trajectory>> {
+/// Waits for the next trajectory to run, and whether it runs once (a Stop while idle changes
+/// nothing); None once `stop` is set or the requests' sender is gone.
+fn idle(requests: &Receiver<RunRequest>, stop: &AtomicBool) -> Option<(Arc<Trajectory>, bool)> {
     loop {
         match requests.recv_timeout(Duration::from_millis(100)) {
-            Ok(RunRequest::Follow(next)) => return Some(next),
+            Ok(RunRequest::Follow(next)) => return Some((next, false)),
+            Ok(RunRequest::Play(next)) => return Some((next, true)),
             Ok(RunRequest::Stop) => {}
             Err(RecvTimeoutError::Timeout) if !stop.load(Ordering::Relaxed) => {}
             Err(_) => return None,

@@ -1,0 +1,96 @@
+//! The parallel arm's FollowJointTrajectory (sil_node, hil_node): the arm is commanded in joint
+//! space (its motors joint1..joint3) and its task-space controller follows the goal's joint
+//! trajectory mapped through the forward kinematics, sampled into the waypoints of a trajectory
+//! that sil_node's run loop plays once and hil_node's loop is fed. In sil_node the end of a goal,
+//! a cancel and a violation hold the platform where the joints are, as a stationary trajectory of
+//! [`HOLD_S`].
+
+use crate::control::{Trajectory, Waypoint};
+use crate::model::math::Vec3;
+use crate::model::Robot;
+use crate::nodes::follower::spline::Sample;
+use crate::nodes::follower::{self, Constraints, Follower};
+use crate::nodes::joints::JOINT_NAMES;
+
+/// The spacing of the waypoints sampled from a goal's trajectory [s].
+const SAMPLE_S: f64 = 0.01;
+
+/// How long the arm holds after a goal before the simulation idles, as after any run [s].
+pub const HOLD_S: f64 = 3600.0;
+
+/// The follower of the arm's three motors; their limits are a turn either way (the URDF's
+/// motors are continuous: the workspace check refuses what the arm cannot reach).
+pub fn arm_follower(constraints: &Constraints) -> Result<Follower, String> {
+    let joints = follower::Joints {
+        names: JOINT_NAMES[..3].iter().map(|name| (*name).to_owned()).collect(),
+        lower: vec![-std::f64::consts::PI; 3],
+        upper: vec![std::f64::consts::PI; 3],
+    };
+    Ok(Follower::new(joints, constraints.tolerances(3)?))
+}
+
+fn vec3(values: &[f64]) -> Vec3 {
+    Vec3::new(values[0], values[1], values[2])
+}
+
+/// The platform point [m] and velocity [m/s] at the joints' `sample`, the forward kinematics'
+/// root nearest `near` [m].
+fn platform(robot: &Robot, sample: &Sample, near: &Vec3) -> Result<(Vec3, Vec3), String> {
+    let rates = if sample.velocities.is_empty() { Vec3::zeros() } else { vec3(&sample.velocities) };
+    let motion = robot.motion_from_joints(&vec3(&sample.positions), &rates, near).map_err(|error| error.to_string())?;
+    Ok((motion.p, motion.p_dot))
+}
+
+/// Whether the arm assembles at motor angles `positions` [rad], the platform near `near` [m].
+pub fn reachable(robot: &Robot, positions: &[f64], near: &Vec3) -> Result<(), String> {
+    let sample = Sample { positions: positions.to_vec(), velocities: Vec::new(), accelerations: Vec::new() };
+    platform(robot, &sample, near).map(drop).map_err(|error| format!("the arm cannot take these angles: {error}"))
+}
+
+/// The task-space trajectory of the follower's running goal from `now_ns` on (its times from 0),
+/// then `hold_s` [s] still at its end: the platform through the forward kinematics every
+/// [`SAMPLE_S`], accelerations by central differences of the velocities. sil_node holds for
+/// [`HOLD_S`]; hil_node's loop holds its last reference itself.
+pub fn goal_trajectory(
+    robot: &Robot,
+    follower: &Follower,
+    now_ns: u64,
+    near: &Vec3,
+    hold_s: f64,
+) -> Result<Trajectory, String> {
+    let (spline, start_ns) = follower.plan().ok_or("no goal is being followed")?;
+    let from_s = (now_ns as f64 - start_ns as f64) * 1e-9;
+    let steps = ((spline.end_s() - from_s).max(0.0) / SAMPLE_S).ceil() as usize + 1;
+    let mut near = *near;
+    let mut points = Vec::with_capacity(steps + 1);
+    for step in 0..=steps {
+        let t = step as f64 * SAMPLE_S;
+        let (x, xd) = platform(robot, &spline.sample((from_s + t).clamp(0.0, spline.end_s())), &near)?;
+        near = x;
+        points.push((t, x, xd));
+    }
+    let mut waypoints: Vec<Waypoint> = points
+        .iter()
+        .enumerate()
+        .map(|(index, &(t, x, xd))| {
+            let before = points[index.saturating_sub(1)];
+            let after = points[(index + 1).min(points.len() - 1)];
+            let span = after.0 - before.0;
+            let xdd = if span > 0.0 { (after.2 - before.2) / span } else { Vec3::zeros() };
+            Waypoint { t, x, xd, xdd }
+        })
+        .collect();
+    let last = *waypoints.last().ok_or("the goal has no samples")?;
+    if hold_s > 0.0 {
+        waypoints.push(Waypoint { t: last.t + hold_s, x: last.x, xd: Vec3::zeros(), xdd: Vec3::zeros() });
+    }
+    Trajectory::with_robot_forearm(waypoints, robot).map_err(|error| format!("the arm cannot follow it: {error}"))
+}
+
+/// The platform held still where motor angles `positions` [rad] put it, for [`HOLD_S`].
+pub fn hold_trajectory(robot: &Robot, positions: &[f64], near: &Vec3) -> Result<Trajectory, String> {
+    let sample = Sample { positions: positions.to_vec(), velocities: Vec::new(), accelerations: Vec::new() };
+    let (x, _) = platform(robot, &sample, near)?;
+    let still = |t| Waypoint { t, x, xd: Vec3::zeros(), xdd: Vec3::zeros() };
+    Trajectory::with_robot_forearm(vec![still(0.0), still(HOLD_S)], robot).map_err(|error| error.to_string())
+}
