@@ -9,8 +9,10 @@ import re
 import subprocess
 import time
 import unittest
+import xml.etree.ElementTree as ET
 
 import rclpy
+import yaml
 from ament_index_python.packages import PackageNotFoundError, get_package_prefix
 from action_msgs.msg import GoalStatus
 from builtin_interfaces.msg import Duration
@@ -21,7 +23,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from test_nodes import LOGS, DriverTest, bag_messages, stop
+from test_nodes import LOGS, SHARE, DriverTest, bag_messages, launch, stop
 
 Result = FollowJointTrajectory.Result
 
@@ -67,13 +69,15 @@ class FollowJointTrajectoryTest(DriverTest):
         return done.result()
 
     def positions(self, seconds=0.5):
-        """The node's joints' positions, as /joint_states last says them within `seconds`."""
+        """The node's joints' positions, as /joint_states last says them within `seconds` (the
+        testbench publishes a joint a message)."""
         states = self.collect("/joint_states", JointState, seconds + 5.0,
                               until=lambda m: len(m) > 1 and m[-1][0] - m[0][0] > seconds)
-        named = [m for _, m in states if set(self.joints) <= set(m.name)]
-        self.assertTrue(named, f"no /joint_states with {self.joints}")
-        last = named[-1]
-        return [last.position[last.name.index(joint)] for joint in self.joints]
+        latest = {}
+        for _, message in states:
+            latest.update(zip(message.name, message.position))
+        self.assertTrue(set(self.joints) <= set(latest), f"no /joint_states of {self.joints}: {latest}")
+        return [latest[joint] for joint in self.joints]
 
     def assert_still(self, seconds=1.0, tolerance=0.01):
         """The joints do not move for `seconds`: nothing was commanded."""
@@ -83,9 +87,9 @@ class FollowJointTrajectoryTest(DriverTest):
         self.assertTrue(all(abs(a - b) < tolerance for a, b in zip(before, after)), f"moved: {before} -> {after}")
         return after
 
-    def check_the_action(self, targets, outside):
+    def check_the_action(self, targets, outside, margin=0.05):
         """The acceptance list on this node: `targets` are two reachable positions, `outside` one
-        beyond the joints' limits."""
+        beyond the joints' limits; a joint `margin` [rad] from where it was sent has not got there."""
         client = self.client()
         feedback = []
         states = []
@@ -124,7 +128,7 @@ class FollowJointTrajectoryTest(DriverTest):
         done = self.result_of(self.send(client, [(0.5, targets[0])], path_tolerance=1e-4))
         self.assertEqual(done.result.error_code, Result.PATH_TOLERANCE_VIOLATED, done.result.error_string)
         held = self.assert_still(1.0)
-        self.assertTrue(any(abs(a - b) > 0.05 for a, b in zip(held, targets[0])), "it went on to the goal")
+        self.assertTrue(any(abs(a - b) > margin for a, b in zip(held, targets[0])), "it went on to the goal")
 
         # A second goal preempts the first, which ends cancelled.
         first = self.send(client, [(3.0, targets[1])])
@@ -141,7 +145,7 @@ class FollowJointTrajectoryTest(DriverTest):
         self.assertTrue(cancelling.result().goals_canceling, "the cancel request was refused")
         self.assertEqual(self.result_of(handle).status, GoalStatus.STATUS_CANCELED)
         held = self.assert_still(1.0)
-        self.assertTrue(any(abs(a - b) > 0.05 for a, b in zip(held, targets[1])), "it went on to the goal")
+        self.assertTrue(any(abs(a - b) > margin for a, b in zip(held, targets[1])), "it went on to the goal")
 
         # `ros2 action send_goal`, as a user types it.
         points = ", ".join(f"{p}" for p in targets[1])
@@ -170,6 +174,81 @@ class Stm32FollowJointTrajectory(FollowJointTrajectoryTest):
     def test_a_goal_while_inactive_is_rejected(self):
         self.start_driver("stm32", "stm32.launch.py", "stm32_driver: link", "autostart:=false", "rsp:=false")
         self.check_rejected_while_inactive([0.3, -0.2])
+
+    def test_the_moveit_configuration_names_this_action_and_the_urdfs_joints(self):
+        moveit = SHARE / "moveit"
+        controllers = yaml.safe_load((moveit / "stm32_moveit_controllers.yaml").read_text())
+        urdf = ET.parse(SHARE / "urdf" / "stm32_arm.urdf").getroot()
+        limits = {joint.get("name"): (float(joint.find("limit").get("lower")), float(joint.find("limit").get("upper")))
+                  for joint in urdf.findall("joint") if joint.find("limit") is not None}
+        links = {link.get("name") for link in urdf.findall("link")}
+        srdf = ET.parse(moveit / "stm32_arm.srdf").getroot()
+        for chain in srdf.iter("chain"):
+            self.assertTrue({chain.get("base_link"), chain.get("tip_link")} <= links, ET.tostring(chain))
+        for state in srdf.iter("group_state"):
+            for joint in state.iter("joint"):
+                lower, upper = limits[joint.get("name")]
+                self.assertTrue(lower <= float(joint.get("value")) <= upper, ET.tostring(joint))
+        self.start_driver("stm32", "stm32.launch.py", "stm32_driver: link", "rsp:=false")
+        for name in controllers["moveit_simple_controller_manager"]["controller_names"]:
+            entry = controllers["moveit_simple_controller_manager"][name]
+            self.assertEqual(entry["type"], "FollowJointTrajectory")
+            client = ActionClient(self.node, FollowJointTrajectory, f"/{name}/{entry['action_ns']}")
+            self.assertTrue(client.wait_for_server(timeout_sec=20.0), f"/{name}/{entry['action_ns']} is not served")
+            client.destroy()
+            state = self.first(f"/{name}/controller_state", JointTrajectoryControllerState)
+            self.assertEqual(sorted(state.joint_names), sorted(entry["joints"]))
+            self.assertTrue(set(entry["joints"]) <= set(limits), entry["joints"])
+
+
+class ArduinoFollowJointTrajectory(FollowJointTrajectoryTest):
+    node_name, joints = "arduino_driver", ("finger_joint0", "finger_joint1", "finger_joint2", "finger_joint3")
+
+    def test_goals_move_the_fingers_with_joint_trajectory_controllers_semantics(self):
+        self.start_driver("rdscom", "arduino.launch.py", "arduino_driver: link", "rsp:=false")
+        self.check_the_action([[0.1, 0.5, 0.6, 0.4], [-0.1, 0.9, 0.3, 0.2]], [0.5, 0.0, 0.0, 0.0])
+
+    def test_a_goal_while_inactive_is_rejected(self):
+        self.start_driver("rdscom", "arduino.launch.py", "arduino_driver: link", "autostart:=false", "rsp:=false")
+        self.check_rejected_while_inactive([0.1, 0.5, 0.6, 0.4])
+
+
+class SilFollowJointTrajectory(FollowJointTrajectoryTest):
+    """The simulated parallel arm: commanded in joint space, its task-space controller follows the
+    goal's trajectory through the forward kinematics."""
+
+    node_name, joints = "sil_node", ("joint1", "joint2", "joint3")
+
+    def check_on_poses_of_its_own_trajectory(self):
+        """The acceptance list between two poses the arm takes on its own trajectory (its
+        workspace is narrow in joint space), as far apart as it goes in 3 s."""
+        states = self.collect("/joint_states", JointState, 3.0)
+        poses = [[m.position[m.name.index(joint)] for joint in self.joints] for _, m in states
+                 if set(self.joints) <= set(m.name)]
+        self.assertTrue(poses, f"no /joint_states from {self.node_name}")
+        distance = [max(abs(a - b) for a, b in zip(pose, poses[0])) for pose in poses]
+        apart = poses[distance.index(max(distance))]
+        self.assertGreater(max(distance), 0.05, "the arm hardly moves on its own trajectory")
+        self.check_the_action([poses[0], apart], [10.0, 0.0, 0.0], margin=max(distance) / 4)
+
+    def test_goals_move_the_simulated_arm_with_joint_trajectory_controllers_semantics(self):
+        launch("sil.launch.py", "rsp:=false")
+        self.check_on_poses_of_its_own_trajectory()
+
+
+class HilFollowJointTrajectory(SilFollowJointTrajectory):
+    """hil_node on the simulated rig: the goal's trajectory, through the forward kinematics,
+    takes the place of what the loop has queued."""
+
+    node_name = "hil_node"
+
+    def test_goals_move_the_simulated_arm_with_joint_trajectory_controllers_semantics(self):
+        launch("hil.launch.py", "hardware:=sim", "rsp:=false")
+        self.check_on_poses_of_its_own_trajectory()
+
+    def test_a_goal_while_inactive_is_rejected(self):
+        launch("hil.launch.py", "hardware:=sim", "rsp:=false", "autostart:=false")
+        self.check_rejected_while_inactive([0.0, 0.0, 0.0])
 
 
 def installed(package):
