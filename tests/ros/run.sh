@@ -3,6 +3,7 @@
 # underlay) at $ARM_HIL_ROS_ROOT in a workspace of its own ($ARM_HIL_ROS_WS, a temporary one
 # by default), then runs tests/ros/test_nodes.py in a network namespace that has only loopback.
 #   ARM_HIL_ROS_ROOT=/path/to/underlay bash tests/ros/run.sh [unittest names...]
+#   ARM_HIL_ROS_ROOT=/path/to/underlay bash tests/ros/run.sh --benchmark
 # ARM_HIL_ROS_ROOT holds install/setup.bash, and venv/ and cyclonedds_lo.xml when it is an
 # underlay built by tools/ros_underlay.sh; /opt/ros/jazzy or /opt/ros/humble work as well.
 set -euo pipefail
@@ -30,5 +31,9 @@ set +u
 . "$ws/install/setup.bash"
 set -u
 
+# `--benchmark` runs tests/ros/follow_benchmark.py (README, Performance) in place of the suite.
+script=test_nodes.py
+[ "${1:-}" != --benchmark ] || { script=follow_benchmark.py; shift; }
+
 # DDS stays on this machine: a fresh network namespace with nothing but lo.
-exec unshare --net -- bash -c 'ip link set lo up multicast on && exec python3 "$0/tests/ros/test_nodes.py" "${@:1}"' "$repo" "$@"
+exec unshare --net -- bash -c 'ip link set lo up multicast on && exec python3 "$0" "${@:1}"' "$repo/tests/ros/$script" "$@"

@@ -66,6 +66,10 @@ pub(crate) struct Stm32EmulatorArgs {
     /// Probability that a byte sent is lost
     #[arg(long, value_name = "P", default_value_t = 0.0)]
     drop_rate: f64,
+    /// Print each new joint target as a JSON line, {"unix_ns": when it arrived (to the
+    /// millisecond), "targets": [shoulder, elbow]}: when commands reach the device
+    #[arg(long)]
+    print_targets: bool,
 }
 
 #[derive(Debug, Args)]
@@ -116,16 +120,39 @@ fn run_rdscom(args: RdscomEmulatorArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Until Ctrl-C, prints the emulator's joint targets as they change, looking every millisecond.
+fn print_targets(emulator: &Stm32Emulator) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let mut last = emulator.stats().targets;
+    every_until_interrupted(Duration::from_millis(1), || {
+        let targets = emulator.stats().targets;
+        if targets != last {
+            let unix_ns = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_nanos();
+            writeln!(out, "{}", serde_json::json!({ "unix_ns": unix_ns as u64, "targets": targets }))?;
+            out.flush()?;
+            last = targets;
+        }
+        Ok(())
+    })
+}
+
 /// Runs until Ctrl-C.
 fn until_interrupted(mut failed: impl FnMut() -> Option<String>) -> anyhow::Result<()> {
+    every_until_interrupted(Duration::from_millis(200), || match failed() {
+        Some(failure) => anyhow::bail!("the emulator stopped: {failure}"),
+        None => Ok(()),
+    })
+}
+
+/// Runs `tick` every `period` until Ctrl-C, or until it fails.
+fn every_until_interrupted(period: Duration, mut tick: impl FnMut() -> anyhow::Result<()>) -> anyhow::Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     let stop_on_signal = stop.clone();
     ctrlc::set_handler(move || stop_on_signal.store(true, Ordering::Relaxed)).context("cannot handle Ctrl-C")?;
     while !stop.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(200));
-        if let Some(failure) = failed() {
-            anyhow::bail!("the emulator stopped: {failure}");
-        }
+        std::thread::sleep(period);
+        tick()?;
     }
     Ok(())
 }
@@ -140,7 +167,11 @@ fn run_stm32(args: Stm32EmulatorArgs) -> anyhow::Result<()> {
     let emulator = Stm32Emulator::start(config).context("cannot start the STM32 emulator")?;
     emulator.set_faults(Faults { bit_flip_rate: args.bit_flip_rate, drop_rate: args.drop_rate, silent: false });
     println!("{}", emulator.path().display());
-    until_interrupted(|| None)?;
+    if args.print_targets {
+        print_targets(&emulator)?;
+    } else {
+        until_interrupted(|| None)?;
+    }
     let stats = emulator.stop();
     log::info!("answered {} commands, sent {} telemetry packets", stats.commands, stats.telemetry_sent);
     Ok(())

@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""FollowJointTrajectory figures (README, Performance): per node, how long from a goal's
+acceptance to the first command at the device, and the RMS and largest joint error along a goal
+(the feedback's `error`), through the node's own `~/follow_joint_trajectory` and through
+joint_trajectory_controller (`control:=ros2_control`, where ros2_control is installed). A
+benchmark, not a test: it prints figures and asserts nothing.
+
+    tests/ros/run.sh --benchmark
+
+The latency is measured on the wall clock at both ends: the acceptance where the action server
+logs it, the command where `arm_hil emulate stm32 --print-targets` sees the target change
+(looking every millisecond). Only the STM32's emulator reports its targets, so the other nodes
+have the error figures alone.
+"""
+
+import json
+import math
+import re
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+import rclpy
+from action_msgs.msg import GoalStatus
+from builtin_interfaces.msg import Duration
+from control_msgs.action import FollowJointTrajectory
+from rclpy.action import ActionClient
+from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from test_follow_joint_trajectory import installed
+from test_nodes import EXECUTABLES, LOGS, RUNNING, launch, start_emulator, stop_all
+
+GOALS = 10
+STM32 = ("stm32_shoulder", "stm32_elbow")
+STM32_POSES = ([0.5, -0.3], [-0.3, 0.4])
+LOGGED = re.compile(r"\[INFO\] \[(\d+)\.(\d+)\] \[[^\]]*\]: (.*)")
+
+
+def stm32_emulator():
+    """The STM32 emulator printing its targets; its device path and the list its targets go to."""
+    process = subprocess.Popen([str(EXECUTABLES / "arm_hil"), "emulate", "stm32", "--print-targets"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True, text=True)
+    RUNNING.append(process)
+    path = process.stdout.readline().strip()
+    targets = []
+    threading.Thread(target=lambda: targets.extend(json.loads(line) for line in process.stdout), daemon=True).start()
+    return path, targets
+
+
+def accepted_at(log_path, *texts):
+    """Wall-clock times [ns] of the log lines holding every one of `texts`."""
+    times = []
+    for line in log_path.read_text().splitlines():
+        found = LOGGED.search(line)
+        if found and all(text in found.group(3) for text in texts):
+            times.append(int(found.group(1)) * 1_000_000_000 + int(found.group(2).ljust(9, "0")[:9]))
+    return times
+
+
+class Bench:
+    def __init__(self):
+        rclpy.init()
+        self.node = rclpy.create_node("arm_hil_follow_benchmark")
+
+    def goals(self, action, joints, poses, seconds=1.0):
+        """GOALS goals of `seconds` each, alternating between `poses`: each goal's id, its
+        feedback errors [rad] and whether it succeeded."""
+        client = ActionClient(self.node, FollowJointTrajectory, action)
+        if not client.wait_for_server(timeout_sec=30.0):
+            raise RuntimeError(f"{action} is not served")
+        runs = []
+        for index in range(GOALS):
+            point = JointTrajectoryPoint(positions=list(poses[index % 2]), time_from_start=Duration(sec=int(seconds)))
+            goal = FollowJointTrajectory.Goal(trajectory=JointTrajectory(joint_names=list(joints), points=[point]))
+            errors = []
+            sent = client.send_goal_async(goal, feedback_callback=lambda m: errors.extend(m.feedback.error.positions))
+            rclpy.spin_until_future_complete(self.node, sent, timeout_sec=10.0)
+            handle = sent.result()
+            done = handle.get_result_async()
+            rclpy.spin_until_future_complete(self.node, done, timeout_sec=seconds + 10.0)
+            runs.append((str(uuid.UUID(bytes=bytes(handle.goal_id.uuid))), errors,
+                         done.result().status == GoalStatus.STATUS_SUCCEEDED))
+            time.sleep(0.3)
+        client.destroy()
+        return runs
+
+    def poses_of(self, joints, seconds=3.0):
+        """Two poses the arm takes on its own trajectory, as far apart as it goes in `seconds`."""
+        poses = []
+        subscription = self.node.create_subscription(
+            JointState, "/joint_states",
+            lambda m: poses.append([m.position[m.name.index(j)] for j in joints]) if set(joints) <= set(m.name) else None,
+            50)
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            rclpy.spin_once(self.node, timeout_sec=0.05)
+        self.node.destroy_subscription(subscription)
+        distance = [max(abs(a - b) for a, b in zip(pose, poses[0])) for pose in poses]
+        return poses[0], poses[distance.index(max(distance))]
+
+
+def errors_line(runs):
+    errors = [e for _, run_errors, _ in runs for e in run_errors]
+    succeeded = sum(ok for _, _, ok in runs)
+    rms = math.sqrt(sum(e * e for e in errors) / len(errors)) if errors else float("nan")
+    largest = max((abs(e) for e in errors), default=float("nan"))
+    return f"{succeeded}/{len(runs)} succeeded, joint error RMS {rms * 1e3:.2f} mrad, max {largest * 1e3:.2f} mrad"
+
+
+def latency_line(accepted, targets):
+    """From each goal's acceptance to the first target at the device after it [ms]."""
+    delays = []
+    for when in accepted:
+        after = [target["unix_ns"] for target in targets if target["unix_ns"] >= when]
+        if after:
+            delays.append((after[0] - when) * 1e-6)
+    if not delays:
+        return "no target seen after an acceptance"
+    delays.sort()
+    return f"accepted -> first command at the device: median {delays[len(delays) // 2]:.1f} ms, max {delays[-1]:.1f} ms"
+
+
+def main():
+    bench = Bench()
+    figures = []
+
+    path, targets = stm32_emulator()
+    node = launch("stm32.launch.py", f"port:={path}", "rsp:=false")
+    time.sleep(3.0)
+    runs = bench.goals("/stm32_driver/follow_joint_trajectory", STM32, STM32_POSES)
+    # stm32_driver logs "~/follow_joint_trajectory: goal ID of N points" once it has taken a goal.
+    accepted = accepted_at(node.log_path, "follow_joint_trajectory: goal", " points")
+    figures.append(("stm32_driver, native", latency_line(accepted, targets), errors_line(runs)))
+    stop_all()
+
+    if all(installed(package) for package in ("controller_manager", "topic_based_ros2_control")):
+        path, targets = stm32_emulator()
+        node = launch("stm32.launch.py", f"port:={path}", "control:=ros2_control", "rsp:=true")
+        time.sleep(8.0)
+        runs = bench.goals("/joint_trajectory_controller/follow_joint_trajectory", STM32, STM32_POSES)
+        accepted = accepted_at(node.log_path, "Accepted new action goal")
+        figures.append(("stm32 via joint_trajectory_controller", latency_line(accepted, targets), errors_line(runs)))
+        stop_all()
+
+    _, path = start_emulator("rdscom")
+    launch("arduino.launch.py", f"port:={path}", "rsp:=false")
+    time.sleep(3.0)
+    fingers = ("finger_joint0", "finger_joint1", "finger_joint2", "finger_joint3")
+    runs = bench.goals("/arduino_driver/follow_joint_trajectory", fingers, ([0.1, 0.5, 0.6, 0.4], [-0.1, 0.9, 0.3, 0.2]))
+    figures.append(("arduino_driver, native", "", errors_line(runs)))
+    stop_all()
+
+    arm = ("joint1", "joint2", "joint3")
+    for name, file, arguments in [("sil_node", "sil.launch.py", []), ("hil_node", "hil.launch.py", ["hardware:=sim"])]:
+        launch(file, "rsp:=false", *arguments)
+        time.sleep(2.0)
+        poses = bench.poses_of(arm)
+        runs = bench.goals(f"/{name}/follow_joint_trajectory", arm, poses)
+        figures.append((f"{name}, native", "", errors_line(runs)))
+        stop_all()
+
+    print(f"FollowJointTrajectory, {GOALS} goals of 1 s each between two poses:")
+    for name, latency, errors in figures:
+        print(f"  {name}: {'; '.join(part for part in (latency, errors) if part)}")
+    print(f"logs of the started processes: {LOGS}")
+    bench.node.destroy_node()
+    rclpy.shutdown()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
