@@ -16,11 +16,12 @@ ACTIVE = ["joint_state_broadcaster", "joint_trajectory_controller"]
 INACTIVE = ["forward_position_controller"]
 
 
-def hardware_topics(robot, ns):
-    """The plugin's topics in the URDF `robot` (an ElementTree root) moved under the namespace."""
+def hardware_topics(robot, node):
+    """The plugin's topics in the URDF `robot` (an ElementTree root), relative to the node there,
+    as the full names under `node` (/NS/EXECUTABLE)."""
     for parameter in robot.iterfind("ros2_control/hardware/param"):
         if parameter.get("name") in ("joint_commands_topic", "joint_states_topic"):
-            parameter.text = ns + parameter.text
+            parameter.text = f"{node}/{parameter.text}"
 
 
 def node_remappings(executable, ns):

@@ -141,9 +141,10 @@ class Device:
 
 def ARM(**settings):  # noqa: N802 (a Device, as its callers read it)
     """The parallel arm (sil_node, hil_node): urdf/arm_hil.urdf, published at publish_rate_hz,
-    points in base_link, rviz/arm_hil.rviz (written for sil_node)."""
+    points in base_link, rviz/arm_hil.rviz (written for sil_node), its motors under ros2_control
+    with config/arm_controllers.yaml."""
     return Device(urdf="arm_hil.urdf", rate="publish_rate_hz", frames={"frame_id": "base_link"},
-                  rviz=("arm_hil.rviz", "sil_node"), **settings)
+                  rviz=("arm_hil.rviz", "sil_node"), controllers="arm_controllers.yaml", **settings)
 
 
 def BRIDGE(bag):  # noqa: N802 (a Device, as its callers read it)
@@ -211,7 +212,7 @@ def start(context, executable, overrides, device):
             namespace=namespace,
             output="screen",
             parameters=[{
-                "robot_description": robot_description(context, device, ns),
+                "robot_description": robot_description(context, device, f"{ns}/{executable}"),
                 "publish_frequency": rsp_frequency(float(effective(context, device.rate) or 250.0)),
                 "frame_prefix": prefix,
                 **sim_time,
@@ -240,7 +241,7 @@ def start(context, executable, overrides, device):
     actions = select(context, driver, optional)
     if ros2_control and actions[0] is driver:
         actions += control.controller_actions(SHARE, device.controllers, namespace, ns,
-                                              robot_description(context, device, ns))
+                                              robot_description(context, device, f"{ns}/{executable}"))
     return actions
 
 
@@ -259,11 +260,11 @@ def root_link(context, device):
     return next(link.get("name") for link in robot.iter("link") if link.get("name") not in children)
 
 
-def robot_description(context, device, ns):
+def robot_description(context, device, node):
     """The device's URDF, with the link lengths the launch arguments give and its ros2_control
-    hardware's topics under the namespace `ns`."""
+    hardware's topics under `node` (/NS/EXECUTABLE)."""
     robot = ET.parse(os.path.join(SHARE, "urdf", device.urdf)).getroot()
-    control.hardware_topics(robot, ns)
+    control.hardware_topics(robot, node)
     for argument, (link_name, joint_name, _, _) in device.lengths.items():
         length = float(value(context, argument))
         link = robot.find(f"link[@name='{link_name}']")

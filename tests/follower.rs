@@ -259,12 +259,15 @@ mod devices {
 mod simulated_arm {
     //! sil_node's goals: the joint trajectory through the forward kinematics, and the hold.
 
+    use arm_hil::model::math::Vec3;
     use arm_hil::model::Robot;
     use arm_hil::nodes::follower::goals::JointGoals;
     use arm_hil::nodes::follower::spline::TrajectoryPoint;
     use arm_hil::nodes::follower::{Constraints, Goal, JointState};
     use arm_hil::nodes::load_trajectory;
-    use arm_hil::nodes::sil::joint_goals::{arm_follower, goal_trajectory, hold_trajectory, reachable, HOLD_S};
+    use arm_hil::nodes::sil::joint_goals::{
+        arm_follower, goal_trajectory, hold_trajectory, reachable, JointCommands, HOLD_S,
+    };
     use arm_hil::sim::SilConfig;
 
     const S: u64 = 1_000_000_000;
@@ -301,5 +304,22 @@ mod simulated_arm {
 
         let held = hold_trajectory(&robot, &target, &start.x).unwrap();
         assert_eq!(held.waypoints()[0].x, held.waypoints()[1].x);
+    }
+
+    #[test]
+    fn a_stream_of_joint_commands_moves_the_platform_from_where_it_is_in_the_time_between_them() {
+        let robot = Robot::new(SilConfig::default().robot).unwrap();
+        let start = load_trajectory(None, &robot).unwrap().waypoints()[0];
+        let theta = robot.inverse_kinematics(&start.x, None).unwrap();
+        // The hardware plugin names every joint of the URDF's block; the node takes the motors'.
+        let names = ["joint1", "forearm_yaw", "joint2", "joint3"].map(str::to_owned);
+        let positions = [theta[0] + 0.01, 0.3, theta[1], theta[2]];
+        let mut commands = JointCommands::default();
+        let first = commands.trajectory(&robot, 10.0, (start.x, Vec3::zeros()), &names, &positions).unwrap();
+        assert_eq!(first.waypoints()[0].x, start.x, "from where the platform is");
+        assert_eq!(first.waypoints()[1].t, JointCommands::LONGEST_S, "the first takes the longest");
+        let next = commands.trajectory(&robot, 10.02, (start.x, Vec3::zeros()), &names, &positions).unwrap();
+        assert!((next.waypoints()[1].t - 0.02).abs() < 1e-9, "then the time since the one before");
+        assert!(commands.trajectory(&robot, 10.04, (start.x, Vec3::zeros()), &names[..3], &positions[..3]).is_err());
     }
 }

@@ -5,11 +5,13 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, sync_channel};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use anyhow::Context;
 use futures::executor::LocalPool;
 use futures::task::LocalSpawnExt;
 use futures::StreamExt;
+use r2r::sensor_msgs::msg::JointState;
 use r2r::trajectory_msgs::msg::MultiDOFJointTrajectory;
 use r2r::QosProfile;
 
@@ -18,6 +20,7 @@ use super::params::{nothing_at_run_time, serve_parameters};
 use super::publisher::NodePublisher;
 use super::{multi_dof_points, node_params, spin};
 use crate::hil::{LoopStatus, Withdrawals};
+use crate::model::math::Vec3;
 use crate::model::Robot;
 #[cfg(not(feature = "ros-doc-only"))]
 use crate::nodes::goals::GoalUpdate;
@@ -26,6 +29,7 @@ use crate::nodes::hil::managed::{HilLinks, HilReporter, ManagedHil};
 use crate::nodes::hil::publisher::{publish_loop, HilEvent, HilPublisher};
 use crate::nodes::hil::{hil_node_config, HIL_NODE_PARAMS};
 use crate::nodes::param_server::ParameterServer;
+use crate::nodes::sil::joint_goals::JointCommands;
 use crate::nodes::status::Level;
 use crate::nodes::{load_trajectory, trajectory_file};
 use crate::sim::Frame;
@@ -53,9 +57,8 @@ impl HilReporter for NodeReporter {
     }
 }
 
-/// What hil_node's joint goals feed the loop through: its requests, and the withdrawals that
-/// take back what is queued.
-#[cfg(not(feature = "ros-doc-only"))]
+/// What hil_node's joint goals and commands feed the loop through: its requests, and the
+/// withdrawals that take back what is queued.
 struct JointFeeding {
     requests: std::sync::mpsc::Sender<FeedRequest>,
     withdrawals: Arc<Withdrawals>,
@@ -121,6 +124,38 @@ fn follow_joint_trajectories(
     })
 }
 
+/// `~/joint_command` (sensor_msgs/JointState: the three motors' positions) while the loop runs,
+/// as ros2_control's topic-based hardware plugin streams its controllers' commands: each takes
+/// the place of what is queued with a move from where the platform is to where the command puts
+/// it ([`JointCommands`]).
+fn serve_joint_commands(
+    node: &mut r2r::Node,
+    pool: &LocalPool,
+    robot: &Robot,
+    motion: Arc<Mutex<Option<(Vec3, Vec3)>>>,
+    looping: Arc<AtomicBool>,
+    feeding: JointFeeding,
+) -> anyhow::Result<()> {
+    let subscription = node.subscribe::<JointState>("~/joint_command", QosProfile::default())?;
+    let (robot, started, mut commands) = (robot.clone(), Instant::now(), JointCommands::default());
+    pool.spawner().spawn_local(subscription.for_each(move |message| {
+        let now = motion.lock().ok().and_then(|motion| *motion).filter(|_| looping.load(Ordering::Relaxed));
+        let elapsed_s = started.elapsed().as_secs_f64();
+        let moved = now
+            .ok_or_else(|| "hil_node is not active".to_owned())
+            .and_then(|now| commands.trajectory(&robot, elapsed_s, now, &message.name, &message.position));
+        match moved {
+            Ok(trajectory) => {
+                let withdrawal = feeding.withdrawals.request();
+                let _ = feeding.requests.send(FeedRequest::Follow { trajectory: Arc::new(trajectory), withdrawal });
+            }
+            Err(error) => log::error!("~/joint_command refused: {error}"),
+        }
+        futures::future::ready(())
+    }))?;
+    Ok(())
+}
+
 /// Runs the node until interrupted or shut down.
 pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let config = hil_node_config(&node_params(&node)).context("hil_node parameters")?;
@@ -166,6 +201,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let (frames_tx, frames) = sync_channel(1000);
     let status = Arc::new(Mutex::new(LoopStatus::default()));
     let (faults, rig_faults) = channel();
+    let withdrawals_for_commands = withdrawals.clone();
     #[cfg(not(feature = "ros-doc-only"))]
     let (feeding, constraints) = (
         JointFeeding { requests: requests.clone(), withdrawals: withdrawals.clone() },
@@ -183,6 +219,9 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let follow_joints = follow_joint_trajectories(&mut node, &pool, &robot, &constraints, managed.looping(), feeding)?;
     #[cfg(feature = "ros-doc-only")]
     let follow_joints = |_: &Frame| {};
+    let motion = Arc::new(Mutex::new(None));
+    let command_feeding = JointFeeding { requests: requests.clone(), withdrawals: withdrawals_for_commands };
+    serve_joint_commands(&mut node, &pool, &robot, motion.clone(), managed.looping(), command_feeding)?;
     let subscription = node.subscribe::<MultiDOFJointTrajectory>("~/trajectory", QosProfile::default())?;
     pool.spawner().spawn_local(subscription.for_each(move |message| {
         match segments_looping.load(Ordering::Relaxed) {
@@ -201,6 +240,9 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
         publish_loop(&frames, &publisher_stop, figures, |event| {
             let published = publisher.with(|publisher, out, now| publisher.publish(out, now, Some(&event)));
             if let HilEvent::Frame(frame) = &event {
+                if let Ok(mut motion) = motion.lock() {
+                    *motion = Some((frame.x, frame.x_dot));
+                }
                 follow_goals(Ok(frame), published.unwrap_or(false));
                 // The joint goals' control steps, at the publish rate.
                 if published.unwrap_or(false) {

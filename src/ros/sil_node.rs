@@ -1,22 +1,26 @@
 //! sil_node: the SIL simulator as a ROS 2 node (see [`crate::nodes::sil`] for what it does).
 
 use std::sync::atomic::AtomicBool;
-use std::sync::mpsc::channel;
+use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use anyhow::Context;
 use futures::executor::LocalPool;
 use futures::task::LocalSpawnExt;
 use futures::StreamExt;
+use r2r::sensor_msgs::msg::JointState;
 use r2r::trajectory_msgs::msg::MultiDOFJointTrajectory;
 use r2r::QosProfile;
 
 use super::params::serve_parameters;
 use super::publisher::NodePublisher;
 use super::{multi_dof_points, node_params, ros_params, spin};
+use crate::model::math::Vec3;
 use crate::model::Robot;
 use crate::nodes::param_server::ParameterServer;
 use crate::nodes::params::to_params;
+use crate::nodes::sil::joint_goals::JointCommands;
 use crate::nodes::sil::publisher::SilPublisher;
 use crate::nodes::sil::run::{run_sil, RunRequest, SilEvent};
 use crate::nodes::sil::{sil_node_config, SIL_NODE_PARAMS};
@@ -32,8 +36,8 @@ fn follow_joint_trajectories(
     pool: &LocalPool,
     robot: &Robot,
     settings: &crate::nodes::sil::SilNodeSettings,
-    first: &crate::control::Trajectory,
-    requests: std::sync::mpsc::Sender<RunRequest>,
+    motion: Arc<Mutex<PlatformMotion>>,
+    requests: Sender<RunRequest>,
 ) -> anyhow::Result<impl Fn(&SilEvent) + Send> {
     use super::joint_trajectory_action::{FollowJointTrajectoryServer, NodeChecks};
     use super::now_ns;
@@ -43,12 +47,11 @@ fn follow_joint_trajectories(
 
     let goals = Arc::new(Mutex::new(JointGoals::new(arm_follower(&settings.constraints).map_err(anyhow::Error::msg)?)));
     // Where the platform is: the forward kinematics' root nearest it is the arm's.
-    let platform = Arc::new(Mutex::new(first.waypoints()[0].x));
-    let near = |platform: &Mutex<crate::model::math::Vec3>| platform.lock().map(|x| *x).unwrap_or_default();
+    let near = |motion: &Mutex<PlatformMotion>| motion.lock().map(|motion| motion.0).unwrap_or_default();
     let clock = node.get_ros_clock();
-    let (check_robot, check_platform) = (robot.clone(), platform.clone());
+    let (check_robot, check_platform) = (robot.clone(), motion.clone());
     let (start_robot, start_platform, start_clock, start_requests) =
-        (robot.clone(), platform.clone(), clock.clone(), requests.clone());
+        (robot.clone(), motion, clock.clone(), requests.clone());
     let checks = NodeChecks {
         active: Box::new(|| true),
         reachable: Box::new(move |positions| reachable(&check_robot, positions, &near(&check_platform))),
@@ -65,9 +68,6 @@ fn follow_joint_trajectories(
     let (robot, clock) = (robot.clone(), node.get_ros_clock());
     Ok(move |event: &SilEvent| {
         let SilEvent::Frame { frame, .. } = event else { return };
-        if let Ok(mut x) = platform.lock() {
-            *x = frame.x;
-        }
         let actual = JointState {
             positions: frame.theta.iter().copied().collect(),
             velocities: frame.theta_dot.iter().copied().collect(),
@@ -79,6 +79,33 @@ fn follow_joint_trajectories(
             }
         }
     })
+}
+
+/// Where the platform is [m] and how fast it moves [m/s], as the last frame says.
+type PlatformMotion = (Vec3, Vec3);
+
+/// `~/joint_command` (sensor_msgs/JointState: the three motors' positions), as ros2_control's
+/// topic-based hardware plugin streams its controllers' commands: each moves the platform from
+/// where it is to where the command puts it ([`JointCommands`]).
+fn serve_joint_commands(
+    node: &mut r2r::Node,
+    pool: &LocalPool,
+    robot: &Robot,
+    motion: Arc<Mutex<PlatformMotion>>,
+    requests: Sender<RunRequest>,
+) -> anyhow::Result<()> {
+    let subscription = node.subscribe::<JointState>("~/joint_command", QosProfile::default())?;
+    let (robot, started, mut commands) = (robot.clone(), Instant::now(), JointCommands::default());
+    pool.spawner().spawn_local(subscription.for_each(move |message| {
+        let now = motion.lock().map(|motion| *motion).unwrap_or_default();
+        let elapsed_s = started.elapsed().as_secs_f64();
+        match commands.trajectory(&robot, elapsed_s, now, &message.name, &message.position) {
+            Ok(trajectory) => drop(requests.send(RunRequest::Play(Arc::new(trajectory)))),
+            Err(error) => log::error!("~/joint_command refused: {error}"),
+        }
+        futures::future::ready(())
+    }))?;
+    Ok(())
 }
 
 /// Runs the node until interrupted.
@@ -120,8 +147,11 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     #[cfg(feature = "ros-doc-only")]
     let follow_goals = |_: &SilEvent, _: bool| {};
     // FollowJointTrajectory's types are control_msgs', which the doc-only type-check lacks.
+    let motion = Arc::new(Mutex::new((first.waypoints()[0].x, Vec3::zeros())));
+    serve_joint_commands(&mut node, &pool, &robot, motion.clone(), requests.clone())?;
     #[cfg(not(feature = "ros-doc-only"))]
-    let follow_joints = follow_joint_trajectories(&mut node, &pool, &robot, &settings, &first, requests.clone())?;
+    let follow_joints =
+        follow_joint_trajectories(&mut node, &pool, &robot, &settings, motion.clone(), requests.clone())?;
     #[cfg(feature = "ros-doc-only")]
     let follow_joints = |_: &SilEvent| {};
     let subscription = node.subscribe::<MultiDOFJointTrajectory>("~/trajectory", QosProfile::default())?;
@@ -148,6 +178,9 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let runner_stop = stop.clone();
     let runner = std::thread::Builder::new().name("sil".into()).spawn(move || {
         run_sil(&robot, &config, &live, first, &run_requests, &runner_stop, &mut |event| {
+            if let (SilEvent::Frame { frame, .. }, Ok(mut motion)) = (event, motion.lock()) {
+                *motion = (frame.x, frame.x_dot);
+            }
             let published = publisher.with(|publisher, out, now| publisher.publish(out, now, Some(event)));
             follow_goals(event, published.unwrap_or(false));
             // The joint goals' control steps, at the publish rate.

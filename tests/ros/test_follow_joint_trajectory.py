@@ -107,6 +107,7 @@ class FollowJointTrajectoryTest(DriverTest):
         self.assertTrue(feedback, "no feedback")
         self.assertEqual(list(feedback[-1].feedback.joint_names), list(self.joints))
         self.assertTrue(states and list(states[-1].joint_names) == list(self.joints), "no ~/controller_state")
+        time.sleep(1.0)  # the arm settles within goal tolerance
 
         # Refusals: each with its code, nothing commanded.
         unknown = [n if i else "no_such_joint" for i, n in enumerate(self.joints)]
@@ -122,7 +123,7 @@ class FollowJointTrajectoryTest(DriverTest):
             done = self.result_of(self.send(client, points, **arguments))
             self.assertEqual((done.status, done.result.error_code), (GoalStatus.STATUS_ABORTED, code),
                              f"{why}: {done.result.error_string}")
-            self.assert_still(0.5)
+            self.assert_still(0.5, tolerance=margin)
 
         # A path violation aborts, and the joints hold where they were.
         done = self.result_of(self.send(client, [(0.5, targets[0])], path_tolerance=1e-4))
@@ -282,27 +283,42 @@ class Ros2ControlBringup(FollowJointTrajectoryTest):
             self.assertLess(time.monotonic(), deadline, f"controllers not {states}: {said}")
             time.sleep(1.0)
 
-    def test_the_stm32_arm_under_joint_trajectory_controller_and_forward_position_controller(self):
-        bag = LOGS / "ros2_control_bag"
-        self.start_driver("stm32", "stm32.launch.py", "stm32_driver: link", "control:=ros2_control",
-                          "record:=true", f"bag:={bag}")
+    def check_controllers(self, joints, goal_target, forward_target, bag):
+        """Both controllers command the device: the broadcaster and JTC active, a goal to JTC's
+        action, a switch to forward_position_controller and a command, /joint_states recorded."""
+        self.joints = joints
         self.wait_controllers({"joint_state_broadcaster": "active", "joint_trajectory_controller": "active",
                                "forward_position_controller": "inactive"})
         client = self.client()
-        target = [0.4, -0.3]
-        done = self.result_of(self.send(client, [(1.5, target)]))
+        done = self.result_of(self.send(client, [(1.5, goal_target)]))
         self.assertEqual(done.result.error_code, Result.SUCCESSFUL, done.result.error_string)
         reached = self.positions()
-        self.assertTrue(all(abs(a - b) < 0.05 for a, b in zip(reached, target)), f"{reached} vs {target}")
+        self.assertTrue(all(abs(a - b) < 0.05 for a, b in zip(reached, goal_target)), f"{reached} vs {goal_target}")
         client.destroy()
 
         said = self.control("switch_controllers", "--deactivate", "joint_trajectory_controller",
                             "--activate", "forward_position_controller")
         self.wait_controllers({"joint_trajectory_controller": "inactive", "forward_position_controller": "active"})
-        target = [-0.2, 0.5]
-        self.publish("/forward_position_controller/commands", Float64MultiArray(data=target))
-        self.wait_joint_states(lambda m: all(abs(m.position[m.name.index(j)] - t) < 0.05
-                                             for j, t in zip(self.joints, target)), f"no move after {said}")
+        self.publish("/forward_position_controller/commands", Float64MultiArray(data=forward_target))
+        self.wait_joint_states(lambda m: set(joints) <= set(m.name) and all(
+            abs(m.position[m.name.index(j)] - t) < 0.05 for j, t in zip(joints, forward_target)),
+            f"no move after {said}")
         stop(self.launched)
         stamps = [t for topic, t, _ in bag_messages(bag, ["/joint_states"])]
         self.assertGreater(len(stamps), 50, "the recording lacks the broadcaster's /joint_states")
+
+    def test_the_stm32_arm_under_joint_trajectory_controller_and_forward_position_controller(self):
+        bag = LOGS / "ros2_control_stm32_bag"
+        self.start_driver("stm32", "stm32.launch.py", "stm32_driver: link", "control:=ros2_control",
+                          "record:=true", f"bag:={bag}")
+        self.check_controllers(("stm32_shoulder", "stm32_elbow"), [0.4, -0.3], [-0.2, 0.5], bag)
+
+    def test_the_simulated_arm_under_joint_trajectory_controller_and_forward_position_controller(self):
+        bag = LOGS / "ros2_control_sil_bag"
+        self.launched = launch("sil.launch.py", "control:=ros2_control", "record:=true", f"bag:={bag}")
+        # Two poses the arm takes on its own trajectory before the controllers hold it.
+        motors = ("joint1", "joint2", "joint3")
+        states = self.collect("/sil_node/hardware/joint_states", JointState, 2.0)
+        poses = [[m.position[m.name.index(j)] for j in motors] for _, m in states]
+        self.assertTrue(poses, "no joint states from sil_node to the hardware plugin")
+        self.check_controllers(motors, poses[0], poses[len(poses) // 2], bag)

@@ -3,7 +3,8 @@
 //! trajectory mapped through the forward kinematics, sampled into the waypoints of a trajectory
 //! that sil_node's run loop plays once and hil_node's loop is fed. In sil_node the end of a goal,
 //! a cancel and a violation hold the platform where the joints are, as a stationary trajectory of
-//! [`HOLD_S`].
+//! [`HOLD_S`]. Joint commands (ros2_control's, through its topic-based hardware plugin) are
+//! each a short move to where they put the platform ([`command_trajectory`]).
 
 use crate::control::{Trajectory, Waypoint};
 use crate::model::math::Vec3;
@@ -85,6 +86,69 @@ pub fn goal_trajectory(
         waypoints.push(Waypoint { t: last.t + hold_s, x: last.x, xd: Vec3::zeros(), xdd: Vec3::zeros() });
     }
     Trajectory::with_robot_forearm(waypoints, robot).map_err(|error| format!("the arm cannot follow it: {error}"))
+}
+
+/// The motors' positions in a joint command's `names` and `positions` [rad] (other joints, which
+/// the hardware plugin also names, are left out).
+fn motor_positions(names: &[String], positions: &[f64]) -> Result<Vec<f64>, String> {
+    if names.len() != positions.len() {
+        return Err(format!("{} names but {} positions", names.len(), positions.len()));
+    }
+    JOINT_NAMES[..3]
+        .iter()
+        .map(|motor| match names.iter().position(|name| name == motor) {
+            Some(index) if positions[index].is_finite() => Ok(positions[index]),
+            Some(index) => Err(format!("{motor} at {} is not a finite target", positions[index])),
+            None => Err(format!("{motor} is missing: a command names the three motors")),
+        })
+        .collect()
+}
+
+/// A stream of joint commands (ros2_control's hardware plugin sends its controllers' at their
+/// update rate): each is a move from where the platform is to where the command puts it, taking
+/// the time since the command before (at most [`JointCommands::LONGEST_S`]).
+#[derive(Debug, Default)]
+pub struct JointCommands {
+    /// When the last command came [s, the caller's clock].
+    last_s: Option<f64>,
+}
+
+impl JointCommands {
+    /// The longest a command's move takes [s]: the first, or one after a pause.
+    pub const LONGEST_S: f64 = 0.1;
+
+    /// The move of the command (`names`, `positions`) that came at `now_s` [s], the platform at
+    /// `x` [m] moving at `xd` [m/s].
+    pub fn trajectory(
+        &mut self,
+        robot: &Robot,
+        now_s: f64,
+        (x, xd): (Vec3, Vec3),
+        names: &[String],
+        positions: &[f64],
+    ) -> Result<Trajectory, String> {
+        let period_s = self.last_s.map_or(Self::LONGEST_S, |last| (now_s - last).clamp(0.001, Self::LONGEST_S));
+        self.last_s = Some(now_s);
+        command_trajectory(robot, &x, &xd, &motor_positions(names, positions)?, period_s)
+    }
+}
+
+/// A joint command (ros2_control's hardware plugin streams them): the platform from where it is,
+/// `x` [m] moving at `xd` [m/s], to where motor angles `positions` [rad] put it, reached at rest
+/// `period_s` [s] later (the time since the command before), then held for [`HOLD_S`].
+fn command_trajectory(
+    robot: &Robot,
+    x: &Vec3,
+    xd: &Vec3,
+    positions: &[f64],
+    period_s: f64,
+) -> Result<Trajectory, String> {
+    let sample = Sample { positions: positions.to_vec(), velocities: Vec::new(), accelerations: Vec::new() };
+    let (target, _) = platform(robot, &sample, x)?;
+    let at = |t, x, xd| Waypoint { t, x, xd, xdd: Vec3::zeros() };
+    let waypoints =
+        vec![at(0.0, *x, *xd), at(period_s, target, Vec3::zeros()), at(period_s + HOLD_S, target, Vec3::zeros())];
+    Trajectory::with_robot_forearm(waypoints, robot).map_err(|error| error.to_string())
 }
 
 /// The platform held still where motor angles `positions` [rad] put it, for [`HOLD_S`].
