@@ -266,7 +266,7 @@ mod simulated_arm {
     use arm_hil::nodes::follower::{Constraints, Goal, JointState};
     use arm_hil::nodes::load_trajectory;
     use arm_hil::nodes::sil::joint_goals::{
-        arm_follower, goal_trajectory, hold_trajectory, reachable, JointCommands, HOLD_S,
+        arm_follower, goal_trajectory, hold_trajectory, reachable, JointCommands, COMMAND_SPEED_M_S, HOLD_S,
     };
     use arm_hil::sim::SilConfig;
 
@@ -314,12 +314,24 @@ mod simulated_arm {
         // The hardware plugin names every joint of the URDF's block; the node takes the motors'.
         let names = ["joint1", "forearm_yaw", "joint2", "joint3"].map(str::to_owned);
         let positions = [theta[0] + 0.01, 0.3, theta[1], theta[2]];
-        let mut commands = JointCommands::default();
+        let mut commands = JointCommands::ramped(COMMAND_SPEED_M_S);
         let first = commands.trajectory(&robot, 10.0, (start.x, Vec3::zeros()), &names, &positions).unwrap();
         assert_eq!(first.waypoints()[0].x, start.x, "from where the platform is");
-        assert_eq!(first.waypoints()[1].t, JointCommands::LONGEST_S, "the first takes the longest");
-        let next = commands.trajectory(&robot, 10.02, (start.x, Vec3::zeros()), &names, &positions).unwrap();
+        let target = first.waypoints()[1].x;
+        let ramp_s = (target - start.x).norm() / COMMAND_SPEED_M_S;
+        assert_eq!(first.waypoints()[1].t, JointCommands::LONGEST_S.max(ramp_s), "the first takes the longest");
+        // From there, the same command arrives in the time since the one before.
+        let next = commands.trajectory(&robot, 10.02, (target, Vec3::zeros()), &names, &positions).unwrap();
         assert!((next.waypoints()[1].t - 0.02).abs() < 1e-9, "then the time since the one before");
-        assert!(commands.trajectory(&robot, 10.04, (start.x, Vec3::zeros()), &names[..3], &positions[..3]).is_err());
+        // A step far away becomes a ramp at the command speed.
+        let far = [theta[0] + 0.2, 0.3, theta[1], theta[2]];
+        let step = commands.trajectory(&robot, 10.04, (start.x, Vec3::zeros()), &names, &far).unwrap();
+        let far_s = (step.waypoints()[1].x - start.x).norm() / COMMAND_SPEED_M_S;
+        assert!(far_s > 0.02 && (step.waypoints()[1].t - far_s).abs() < 1e-9, "{far_s} s");
+        assert!(commands.trajectory(&robot, 10.06, (start.x, Vec3::zeros()), &names[..3], &positions[..3]).is_err());
+        // Unramped (sil_node), a step arrives in the time since the command before.
+        let mut unramped = JointCommands::default();
+        let first = unramped.trajectory(&robot, 0.0, (start.x, Vec3::zeros()), &names, &far).unwrap();
+        assert_eq!(first.waypoints()[1].t, JointCommands::LONGEST_S);
     }
 }

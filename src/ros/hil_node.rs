@@ -29,7 +29,7 @@ use crate::nodes::hil::managed::{HilLinks, HilReporter, ManagedHil};
 use crate::nodes::hil::publisher::{publish_loop, HilEvent, HilPublisher};
 use crate::nodes::hil::{hil_node_config, HIL_NODE_PARAMS};
 use crate::nodes::param_server::ParameterServer;
-use crate::nodes::sil::joint_goals::JointCommands;
+use crate::nodes::sil::joint_goals::{JointCommands, COMMAND_SPEED_M_S};
 use crate::nodes::status::Level;
 use crate::nodes::{load_trajectory, trajectory_file};
 use crate::sim::Frame;
@@ -126,8 +126,8 @@ fn follow_joint_trajectories(
 
 /// `~/joint_command` (sensor_msgs/JointState: the three motors' positions) while the loop runs,
 /// as ros2_control's topic-based hardware plugin streams its controllers' commands: each takes
-/// the place of what is queued with a move from where the platform is to where the command puts
-/// it ([`JointCommands`]).
+/// the place of what is queued with a move from where the loop's reference is to where the
+/// command puts the platform ([`JointCommands`]).
 fn serve_joint_commands(
     node: &mut r2r::Node,
     pool: &LocalPool,
@@ -137,7 +137,10 @@ fn serve_joint_commands(
     feeding: JointFeeding,
 ) -> anyhow::Result<()> {
     let subscription = node.subscribe::<JointState>("~/joint_command", QosProfile::default())?;
-    let (robot, started, mut commands) = (robot.clone(), Instant::now(), JointCommands::default());
+    let (robot, started) = (robot.clone(), Instant::now());
+    let mut commands = JointCommands::ramped(COMMAND_SPEED_M_S);
+    // The plugin streams commands: a refusal is said once, until the reason changes.
+    let mut refused = String::new();
     pool.spawner().spawn_local(subscription.for_each(move |message| {
         let now = motion.lock().ok().and_then(|motion| *motion).filter(|_| looping.load(Ordering::Relaxed));
         let elapsed_s = started.elapsed().as_secs_f64();
@@ -146,10 +149,15 @@ fn serve_joint_commands(
             .and_then(|now| commands.trajectory(&robot, elapsed_s, now, &message.name, &message.position));
         match moved {
             Ok(trajectory) => {
+                refused.clear();
                 let withdrawal = feeding.withdrawals.request();
                 let _ = feeding.requests.send(FeedRequest::Follow { trajectory: Arc::new(trajectory), withdrawal });
             }
-            Err(error) => log::error!("~/joint_command refused: {error}"),
+            Err(error) if error != refused => {
+                log::error!("~/joint_command refused: {error} (said once while it lasts)");
+                refused = error;
+            }
+            Err(_) => {}
         }
         futures::future::ready(())
     }))?;
@@ -240,8 +248,10 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
         publish_loop(&frames, &publisher_stop, figures, |event| {
             let published = publisher.with(|publisher, out, now| publisher.publish(out, now, Some(&event)));
             if let HilEvent::Frame(frame) = &event {
+                // A command's move starts where the loop's reference is: the platform lags it,
+                // and moves from the platform would hold it back there.
                 if let Ok(mut motion) = motion.lock() {
-                    *motion = Some((frame.x, frame.x_dot));
+                    *motion = Some((frame.x_ref, frame.xd_ref));
                 }
                 follow_goals(Ok(frame), published.unwrap_or(false));
                 // The joint goals' control steps, at the publish rate.

@@ -313,12 +313,19 @@ class Ros2ControlBringup(FollowJointTrajectoryTest):
                           "record:=true", f"bag:={bag}")
         self.check_controllers(("stm32_shoulder", "stm32_elbow"), [0.4, -0.3], [-0.2, 0.5], bag)
 
-    def test_the_simulated_arm_under_joint_trajectory_controller_and_forward_position_controller(self):
-        bag = LOGS / "ros2_control_sil_bag"
-        self.launched = launch("sil.launch.py", "control:=ros2_control", "record:=true", f"bag:={bag}")
+    def check_the_parallel_arm(self, node, *arguments):
+        bag = LOGS / f"ros2_control_{node}_bag"
+        self.launched = launch(*arguments, "control:=ros2_control", "record:=true", f"bag:={bag}")
         # Two poses the arm takes on its own trajectory before the controllers hold it.
         motors = ("joint1", "joint2", "joint3")
-        states = self.collect("/sil_node/hardware/joint_states", JointState, 2.0)
+        states = self.collect(f"/{node}/hardware/joint_states", JointState, 15.0,
+                              until=lambda m: len(m) > 1 and m[-1][0] - m[0][0] > 2.0)
         poses = [[m.position[m.name.index(j)] for j in motors] for _, m in states]
-        self.assertTrue(poses, "no joint states from sil_node to the hardware plugin")
+        self.assertTrue(poses, f"no joint states from {node} to the hardware plugin")
         self.check_controllers(motors, poses[0], poses[len(poses) // 2], bag)
+
+    def test_the_simulated_arm_under_joint_trajectory_controller_and_forward_position_controller(self):
+        self.check_the_parallel_arm("sil_node", "sil.launch.py")
+
+    def test_the_hil_loop_under_joint_trajectory_controller_and_forward_position_controller(self):
+        self.check_the_parallel_arm("hil_node", "hil.launch.py", "hardware:=sim")

@@ -106,16 +106,33 @@ fn motor_positions(names: &[String], positions: &[f64]) -> Result<Vec<f64>, Stri
 
 /// A stream of joint commands (ros2_control's hardware plugin sends its controllers' at their
 /// update rate): each is a move from where the platform is to where the command puts it, taking
-/// the time since the command before (at most [`JointCommands::LONGEST_S`]).
-#[derive(Debug, Default)]
+/// the time since the command before (at most [`JointCommands::LONGEST_S`]), or longer where the
+/// stream is ramped.
+#[derive(Debug)]
 pub struct JointCommands {
     /// When the last command came [s, the caller's clock].
     last_s: Option<f64>,
+    /// The fastest a move takes the platform [m/s].
+    top_speed_m_s: f64,
+}
+
+impl Default for JointCommands {
+    /// Moves as fast as the commands come: sil_node, whose simulation restarts from the
+    /// platform's state at each command, so a move must arrive before the next one.
+    fn default() -> Self {
+        JointCommands { last_s: None, top_speed_m_s: f64::INFINITY }
+    }
 }
 
 impl JointCommands {
     /// The longest a command's move takes [s]: the first, or one after a pause.
     pub const LONGEST_S: f64 = 0.1;
+
+    /// Moves at most `top_speed_m_s` fast: hil_node, whose loop tracks its reference and stops
+    /// the arm when the tracking error passes its bound.
+    pub fn ramped(top_speed_m_s: f64) -> JointCommands {
+        JointCommands { last_s: None, top_speed_m_s }
+    }
 
     /// The move of the command (`names`, `positions`) that came at `now_s` [s], the platform at
     /// `x` [m] moving at `xd` [m/s].
@@ -129,25 +146,34 @@ impl JointCommands {
     ) -> Result<Trajectory, String> {
         let period_s = self.last_s.map_or(Self::LONGEST_S, |last| (now_s - last).clamp(0.001, Self::LONGEST_S));
         self.last_s = Some(now_s);
-        command_trajectory(robot, &x, &xd, &motor_positions(names, positions)?, period_s)
+        let positions = motor_positions(names, positions)?;
+        command_trajectory(robot, &x, &xd, &positions, period_s, self.top_speed_m_s)
     }
 }
 
+/// hil_node's fastest joint-command move [m/s]: a step (forward_position_controller's commands
+/// are whatever the user sends) becomes a ramp the loop can track; its tracking-error bound
+/// would stop the arm otherwise.
+pub const COMMAND_SPEED_M_S: f64 = 0.05;
+
 /// A joint command (ros2_control's hardware plugin streams them): the platform from where it is,
 /// `x` [m] moving at `xd` [m/s], to where motor angles `positions` [rad] put it, reached at rest
-/// `period_s` [s] later (the time since the command before), then held for [`HOLD_S`].
+/// `period_s` [s] later (the time since the command before), or later at `top_speed_m_s`, then
+/// held for [`HOLD_S`].
 fn command_trajectory(
     robot: &Robot,
     x: &Vec3,
     xd: &Vec3,
     positions: &[f64],
     period_s: f64,
+    top_speed_m_s: f64,
 ) -> Result<Trajectory, String> {
     let sample = Sample { positions: positions.to_vec(), velocities: Vec::new(), accelerations: Vec::new() };
     let (target, _) = platform(robot, &sample, x)?;
+    let arrival_s = period_s.max((target - x).norm() / top_speed_m_s);
     let at = |t, x, xd| Waypoint { t, x, xd, xdd: Vec3::zeros() };
     let waypoints =
-        vec![at(0.0, *x, *xd), at(period_s, target, Vec3::zeros()), at(period_s + HOLD_S, target, Vec3::zeros())];
+        vec![at(0.0, *x, *xd), at(arrival_s, target, Vec3::zeros()), at(arrival_s + HOLD_S, target, Vec3::zeros())];
     Trajectory::with_robot_forearm(waypoints, robot).map_err(|error| error.to_string())
 }
 
