@@ -39,8 +39,8 @@
 # - yaml-cpp 0.8 is built into ROOT/install (rosbag2 needs it; Debian 12 has 0.7).
 # - ros2_control (ROS2_CONTROL=1): Jazzy takes ros2_control 4.19.0, the last Jazzy release before
 #   it needed sdformat_urdf (4.20 on, and so Gazebo's libraries), and the releases of its month
-#   (October 2024) of the rest: ros2_controllers 4.15.0 (its later ones include realtime_tools'
-#   .hpp headers of 2.10 on), realtime_tools 2.7.0, control_toolbox 3.3.0 (with ros/filters),
+#   (October 2024) of the rest: ros2_controllers 4.15.0 (4.19.0 includes realtime_tools' .hpp
+#   headers, which only its 2.10 on have), realtime_tools 2.7.0, control_toolbox 3.3.0 (with ros/filters),
 #   generate_parameter_library 0.3.9. Humble takes the
 #   heads of the humble branches. Both take topic_based_ros2_control 0.3.0, which builds against
 #   either hardware_interface, cpp_polyfills 1.0.2 (tl_expected and tcb_span), RSL 1.1.0.
