@@ -329,6 +329,11 @@ mod simulated_arm {
         let far_s = (step.waypoints()[1].x - start.x).norm() / COMMAND_SPEED_M_S;
         assert!(far_s > 0.02 && (step.waypoints()[1].t - far_s).abs() < 1e-9, "{far_s} s");
         assert!(commands.trajectory(&robot, 10.06, (start.x, Vec3::zeros()), &names[..3], &positions[..3]).is_err());
+        // A lasting refusal is said once, and again after a command got through.
+        assert_eq!(commands.refused("inactive".into()).as_deref(), Some("inactive"));
+        assert_eq!(commands.refused("inactive".into()), None);
+        commands.trajectory(&robot, 10.08, (target, Vec3::zeros()), &names, &positions).unwrap();
+        assert_eq!(commands.refused("inactive".into()).as_deref(), Some("inactive"));
         // Unramped (sil_node), a step arrives in the time since the command before.
         let mut unramped = JointCommands::default();
         let first = unramped.trajectory(&robot, 0.0, (start.x, Vec3::zeros()), &names, &far).unwrap();

@@ -139,8 +139,6 @@ fn serve_joint_commands(
     let subscription = node.subscribe::<JointState>("~/joint_command", QosProfile::default())?;
     let (robot, started) = (robot.clone(), Instant::now());
     let mut commands = JointCommands::ramped(COMMAND_SPEED_M_S);
-    // The plugin streams commands: a refusal is said once, until the reason changes.
-    let mut refused = String::new();
     pool.spawner().spawn_local(subscription.for_each(move |message| {
         let now = motion.lock().ok().and_then(|motion| *motion).filter(|_| looping.load(Ordering::Relaxed));
         let elapsed_s = started.elapsed().as_secs_f64();
@@ -149,15 +147,14 @@ fn serve_joint_commands(
             .and_then(|now| commands.trajectory(&robot, elapsed_s, now, &message.name, &message.position));
         match moved {
             Ok(trajectory) => {
-                refused.clear();
                 let withdrawal = feeding.withdrawals.request();
                 let _ = feeding.requests.send(FeedRequest::Follow { trajectory: Arc::new(trajectory), withdrawal });
             }
-            Err(error) if error != refused => {
-                log::error!("~/joint_command refused: {error} (said once while it lasts)");
-                refused = error;
+            Err(error) => {
+                if let Some(error) = commands.refused(error) {
+                    log::error!("~/joint_command refused: {error} (said once while it lasts)");
+                }
             }
-            Err(_) => {}
         }
         futures::future::ready(())
     }))?;

@@ -96,21 +96,16 @@ fn serve_joint_commands(
 ) -> anyhow::Result<()> {
     let subscription = node.subscribe::<JointState>("~/joint_command", QosProfile::default())?;
     let (robot, started, mut commands) = (robot.clone(), Instant::now(), JointCommands::default());
-    // The plugin streams commands: a refusal is said once, until the reason changes.
-    let mut refused = String::new();
     pool.spawner().spawn_local(subscription.for_each(move |message| {
         let now = motion.lock().map(|motion| *motion).unwrap_or_default();
         let elapsed_s = started.elapsed().as_secs_f64();
         match commands.trajectory(&robot, elapsed_s, now, &message.name, &message.position) {
-            Ok(trajectory) => {
-                refused.clear();
-                let _ = requests.send(RunRequest::Play(Arc::new(trajectory)));
+            Ok(trajectory) => drop(requests.send(RunRequest::Play(Arc::new(trajectory)))),
+            Err(error) => {
+                if let Some(error) = commands.refused(error) {
+                    log::error!("~/joint_command refused: {error} (said once while it lasts)");
+                }
             }
-            Err(error) if error != refused => {
-                log::error!("~/joint_command refused: {error} (said once while it lasts)");
-                refused = error;
-            }
-            Err(_) => {}
         }
         futures::future::ready(())
     }))?;

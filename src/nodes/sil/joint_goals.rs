@@ -114,13 +114,15 @@ pub struct JointCommands {
     last_s: Option<f64>,
     /// The fastest a move takes the platform [m/s].
     top_speed_m_s: f64,
+    /// Why the last command was refused, while commands keep being refused for it.
+    refused: String,
 }
 
 impl Default for JointCommands {
     /// Moves as fast as the commands come: sil_node, whose simulation restarts from the
     /// platform's state at each command, so a move must arrive before the next one.
     fn default() -> Self {
-        JointCommands { last_s: None, top_speed_m_s: f64::INFINITY }
+        JointCommands { last_s: None, top_speed_m_s: f64::INFINITY, refused: String::new() }
     }
 }
 
@@ -131,7 +133,7 @@ impl JointCommands {
     /// Moves at most `top_speed_m_s` fast: hil_node, whose loop tracks its reference and stops
     /// the arm when the tracking error passes its bound.
     pub fn ramped(top_speed_m_s: f64) -> JointCommands {
-        JointCommands { last_s: None, top_speed_m_s }
+        JointCommands { last_s: None, top_speed_m_s, refused: String::new() }
     }
 
     /// The move of the command (`names`, `positions`) that came at `now_s` [s], the platform at
@@ -147,7 +149,18 @@ impl JointCommands {
         let period_s = self.last_s.map_or(Self::LONGEST_S, |last| (now_s - last).clamp(0.001, Self::LONGEST_S));
         self.last_s = Some(now_s);
         let positions = motor_positions(names, positions)?;
-        command_trajectory(robot, &x, &xd, &positions, period_s, self.top_speed_m_s)
+        let trajectory = command_trajectory(robot, &x, &xd, &positions, period_s, self.top_speed_m_s)?;
+        self.refused.clear();
+        Ok(trajectory)
+    }
+
+    /// A command refused for `reason`: the reason to say, unless it was said for the command
+    /// before (the plugin streams commands at its update rate, so a lasting refusal is said once).
+    pub fn refused(&mut self, reason: String) -> Option<String> {
+        (reason != self.refused).then(|| {
+            self.refused.clone_from(&reason);
+            reason
+        })
     }
 }
 
