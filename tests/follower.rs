@@ -307,16 +307,16 @@ mod simulated_arm {
     }
 
     #[test]
-    fn a_stream_of_joint_commands_moves_the_platform_from_where_it_is_in_the_time_between_them() {
+    fn a_stream_of_joint_commands_moves_the_reference_in_the_time_between_them_or_at_the_command_speed() {
         let robot = Robot::new(SilConfig::default().robot).unwrap();
         let start = load_trajectory(None, &robot).unwrap().waypoints()[0];
         let theta = robot.inverse_kinematics(&start.x, None).unwrap();
         // The hardware plugin names every joint of the URDF's block; the node takes the motors'.
         let names = ["joint1", "forearm_yaw", "joint2", "joint3"].map(str::to_owned);
         let positions = [theta[0] + 0.01, 0.3, theta[1], theta[2]];
-        let mut commands = JointCommands::ramped(COMMAND_SPEED_M_S);
+        let mut commands = JointCommands::new(COMMAND_SPEED_M_S);
         let first = commands.trajectory(&robot, 10.0, (start.x, Vec3::zeros()), &names, &positions).unwrap();
-        assert_eq!(first.waypoints()[0].x, start.x, "from where the platform is");
+        assert_eq!(first.waypoints()[0].x, start.x, "from where the reference is");
         let target = first.waypoints()[1].x;
         let ramp_s = (target - start.x).norm() / COMMAND_SPEED_M_S;
         assert_eq!(first.waypoints()[1].t, JointCommands::LONGEST_S.max(ramp_s), "the first takes the longest");
@@ -334,9 +334,5 @@ mod simulated_arm {
         assert_eq!(commands.refused("inactive".into()), None);
         commands.trajectory(&robot, 10.08, (target, Vec3::zeros()), &names, &positions).unwrap();
         assert_eq!(commands.refused("inactive".into()).as_deref(), Some("inactive"));
-        // Unramped (sil_node), a step arrives in the time since the command before.
-        let mut unramped = JointCommands::default();
-        let first = unramped.trajectory(&robot, 0.0, (start.x, Vec3::zeros()), &names, &far).unwrap();
-        assert_eq!(first.waypoints()[1].t, JointCommands::LONGEST_S);
     }
 }

@@ -11,7 +11,7 @@ use arm_hil::model::math::Vec3;
 use arm_hil::model::{Branch, Robot};
 use arm_hil::nodes::goals::{GoalOutcome, GoalTracker, GoalUpdate};
 use arm_hil::nodes::params::{ParamError, ParamValue};
-use arm_hil::nodes::sil::run::{run_sil, GoalRuns, RunEnd, SilEvent};
+use arm_hil::nodes::sil::run::{run_sil, GoalRuns, RunEnd, RunRequest, SilEvent};
 use arm_hil::nodes::sil::{sil_node_config, SilNodeSettings};
 use arm_hil::nodes::trajectory_input::{trajectory_from_points, MultiDofPoint, TrajectoryMessageError};
 use arm_hil::nodes::{load_trajectory, trajectory_file, LoadTrajectoryError};
@@ -174,6 +174,52 @@ fn the_sil_loop_hands_every_frame_on_and_its_publisher_samples_them_at_the_publi
     let joint_states = bag.topics.iter().find(|topic| topic.name == "/joint_states").unwrap();
     assert_eq!(joint_states.count, samples as u64);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_steer_request_goes_on_with_the_running_arm_and_the_clock_runs_on() {
+    let robot = Robot::default();
+    let arc = short_arc(&robot);
+    let settings = SilNodeSettings { real_time_factor: 0.0, repeat: true, ..SilNodeSettings::default() };
+    let (requests, next) = channel();
+    let stop = AtomicBool::new(false);
+    let mut events = Vec::new();
+    let mut steered = false;
+    run_sil(&robot, &SilConfig::default(), &Mutex::new(settings), arc.clone(), &next, &stop, &mut |event| {
+        if let SilEvent::Frame { frame, .. } = event {
+            if frame.t >= 0.5 && !steered {
+                steered = true;
+                let still = |t| Waypoint { t, x: frame.x_ref, xd: Vec3::zeros(), xdd: Vec3::zeros() };
+                let hold = Trajectory::with_robot_forearm(vec![still(0.0), still(0.2)], &robot).unwrap();
+                requests.send(RunRequest::Steer(Arc::new(hold))).unwrap();
+            }
+        }
+        if matches!(event, SilEvent::RunEnded { end: RunEnd::Complete, .. }) {
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        events.push(event.clone());
+    });
+    let ends: Vec<_> = events
+        .iter()
+        .filter_map(|event| match event {
+            SilEvent::RunEnded { end, .. } => Some(end.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ends, [RunEnd::Replaced, RunEnd::Complete], "the arc is replaced, the hold runs once despite `loop`");
+    let frames: Vec<_> = events
+        .iter()
+        .filter_map(|event| match event {
+            SilEvent::Frame { frame, clock_s, .. } => Some((*clock_s, *frame)),
+            _ => None,
+        })
+        .collect();
+    let at_steer = 1 + frames.windows(2).position(|pair| pair[1].1.t < pair[0].1.t).expect("a run starts anew");
+    let ((clock_before, before), (clock_after, after)) = (frames[at_steer - 1], frames[at_steer]);
+    assert!(clock_after > clock_before && clock_after - clock_before < 0.01, "{clock_before} then {clock_after}");
+    assert!((after.x - before.x).norm() < 1e-3 && after.x_dot.norm() > 1e-3, "the arm goes on as it was");
+    let (_, last) = frames.last().unwrap();
+    assert!((last.t - 0.2).abs() < 1e-9, "the hold's time: {}", last.t);
 }
 
 /// Flattens a `/**: ros__parameters:` file into dotted names, as ROS does.

@@ -142,6 +142,33 @@ fn a_run_that_cannot_hold_the_arm_stops_with_when_and_why() {
 }
 
 #[test]
+fn a_steered_run_goes_on_from_the_moving_arm_on_the_new_trajectorys_time() {
+    let robot = Robot::default();
+    let config = SilConfig::default();
+    let mut simulation = Simulation::new(robot.clone(), default_arc(&robot), &config).unwrap();
+    let before = (&mut simulation).map(Result::unwrap).find(|frame| frame.t >= 1.0).unwrap();
+    assert!(before.x_dot.norm() > 0.01, "the arm moves along the arc");
+    // Hold where the controller's reference is, from t = 0 of the new trajectory.
+    let still = |t| Waypoint { t, x: before.x_ref, xd: Vec3::zeros(), xdd: Vec3::zeros() };
+    let hold = Arc::new(Trajectory::with_robot_forearm(vec![still(0.0), still(0.5)], &robot).unwrap());
+    simulation.steer(hold.clone());
+
+    let frames: Vec<_> = (&mut simulation).map(Result::unwrap).collect();
+    let first = frames[0];
+    assert!(first.t > 0.0 && first.t < 0.01, "time starts again from the trajectory's start: {}", first.t);
+    assert!((first.x - before.x).norm() < 1e-3, "no jump: {} from {}", first.x, before.x);
+    assert!((first.x_dot - before.x_dot).norm() < 0.05, "the arm still moves: {}", first.x_dot);
+    assert_eq!(first.x_ref, before.x_ref, "the reference is the new trajectory's");
+    let last = frames.last().unwrap();
+    assert!((last.t - 0.5).abs() < 1e-9 && (last.x - before.x_ref).norm() < 1e-3, "it ends held at {}", last.x);
+    assert_eq!(simulation.stats().frames, frames.len() as u64, "the figures are the new run's");
+
+    // A fresh run of the same trajectory starts the arm at rest.
+    let fresh = Simulation::new(robot.clone(), hold, &config).unwrap().next().unwrap().unwrap();
+    assert!(fresh.x_dot.norm() < 1e-3);
+}
+
+#[test]
 fn ideal_torques_hold_the_arm_at_rest_against_gravity() {
     let robot = Robot::default();
     let p = Vec3::new(0.15, 0.0, 0.2);

@@ -138,7 +138,7 @@ fn serve_joint_commands(
 ) -> anyhow::Result<()> {
     let subscription = node.subscribe::<JointState>("~/joint_command", QosProfile::default())?;
     let (robot, started) = (robot.clone(), Instant::now());
-    let mut commands = JointCommands::ramped(COMMAND_SPEED_M_S);
+    let mut commands = JointCommands::new(COMMAND_SPEED_M_S);
     pool.spawner().spawn_local(subscription.for_each(move |message| {
         let now = motion.lock().ok().and_then(|motion| *motion).filter(|_| looping.load(Ordering::Relaxed));
         let elapsed_s = started.elapsed().as_secs_f64();

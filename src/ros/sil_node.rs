@@ -16,16 +16,16 @@ use r2r::QosProfile;
 use super::params::serve_parameters;
 use super::publisher::NodePublisher;
 use super::{multi_dof_points, node_params, ros_params, spin};
-use crate::model::math::Vec3;
 use crate::model::Robot;
 use crate::nodes::param_server::ParameterServer;
 use crate::nodes::params::to_params;
-use crate::nodes::sil::joint_goals::JointCommands;
+use crate::nodes::sil::joint_goals::{JointCommands, COMMAND_SPEED_M_S};
 use crate::nodes::sil::publisher::SilPublisher;
 use crate::nodes::sil::run::{run_sil, RunRequest, SilEvent};
 use crate::nodes::sil::{sil_node_config, SIL_NODE_PARAMS};
 use crate::nodes::trajectory_input::trajectory_from_points;
 use crate::nodes::{load_trajectory, trajectory_file};
+use crate::sim::Frame;
 
 /// Serves `~/follow_joint_trajectory` (and `~/controller_state`): an accepted goal's trajectory
 /// is played through the forward kinematics once, in place of the run; each published frame is
@@ -36,7 +36,7 @@ fn follow_joint_trajectories(
     pool: &LocalPool,
     robot: &Robot,
     settings: &crate::nodes::sil::SilNodeSettings,
-    motion: Arc<Mutex<PlatformMotion>>,
+    last: Arc<Mutex<Frame>>,
     requests: Sender<RunRequest>,
 ) -> anyhow::Result<impl Fn(&SilEvent) + Send> {
     use super::joint_trajectory_action::{FollowJointTrajectoryServer, NodeChecks};
@@ -47,11 +47,11 @@ fn follow_joint_trajectories(
 
     let goals = Arc::new(Mutex::new(JointGoals::new(arm_follower(&settings.constraints).map_err(anyhow::Error::msg)?)));
     // Where the platform is: the forward kinematics' root nearest it is the arm's.
-    let near = |motion: &Mutex<PlatformMotion>| motion.lock().map(|motion| motion.0).unwrap_or_default();
+    let near = |last: &Mutex<Frame>| last.lock().map(|frame| frame.x).unwrap_or_default();
     let clock = node.get_ros_clock();
-    let (check_robot, check_platform) = (robot.clone(), motion.clone());
+    let (check_robot, check_platform) = (robot.clone(), last.clone());
     let (start_robot, start_platform, start_clock, start_requests) =
-        (robot.clone(), motion, clock.clone(), requests.clone());
+        (robot.clone(), last, clock.clone(), requests.clone());
     let checks = NodeChecks {
         active: Box::new(|| true),
         reachable: Box::new(move |positions| reachable(&check_robot, positions, &near(&check_platform))),
@@ -81,26 +81,24 @@ fn follow_joint_trajectories(
     })
 }
 
-/// Where the platform is [m] and how fast it moves [m/s], as the last frame says.
-type PlatformMotion = (Vec3, Vec3);
-
 /// `~/joint_command` (sensor_msgs/JointState: the three motors' positions), as ros2_control's
-/// topic-based hardware plugin streams its controllers' commands: each moves the platform from
-/// where it is to where the command puts it ([`JointCommands`]).
+/// topic-based hardware plugin streams its controllers' commands: the running simulation is
+/// steered along a move of its reference, from where the last frame's is, to where the command
+/// puts the platform ([`JointCommands`]).
 fn serve_joint_commands(
     node: &mut r2r::Node,
     pool: &LocalPool,
     robot: &Robot,
-    motion: Arc<Mutex<PlatformMotion>>,
+    last: Arc<Mutex<Frame>>,
     requests: Sender<RunRequest>,
 ) -> anyhow::Result<()> {
     let subscription = node.subscribe::<JointState>("~/joint_command", QosProfile::default())?;
-    let (robot, started, mut commands) = (robot.clone(), Instant::now(), JointCommands::default());
+    let (robot, started, mut commands) = (robot.clone(), Instant::now(), JointCommands::new(COMMAND_SPEED_M_S));
     pool.spawner().spawn_local(subscription.for_each(move |message| {
-        let now = motion.lock().map(|motion| *motion).unwrap_or_default();
+        let reference = last.lock().map(|frame| (frame.x_ref, frame.xd_ref)).unwrap_or_default();
         let elapsed_s = started.elapsed().as_secs_f64();
-        match commands.trajectory(&robot, elapsed_s, now, &message.name, &message.position) {
-            Ok(trajectory) => drop(requests.send(RunRequest::Play(Arc::new(trajectory)))),
+        match commands.trajectory(&robot, elapsed_s, reference, &message.name, &message.position) {
+            Ok(trajectory) => drop(requests.send(RunRequest::Steer(Arc::new(trajectory)))),
             Err(error) => {
                 if let Some(error) = commands.refused(error) {
                     log::error!("~/joint_command refused: {error} (said once while it lasts)");
@@ -151,11 +149,11 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     #[cfg(feature = "ros-doc-only")]
     let follow_goals = |_: &SilEvent, _: bool| {};
     // FollowJointTrajectory's types are control_msgs', which the doc-only type-check lacks.
-    let motion = Arc::new(Mutex::new((first.waypoints()[0].x, Vec3::zeros())));
-    serve_joint_commands(&mut node, &pool, &robot, motion.clone(), requests.clone())?;
+    let start = first.waypoints()[0].x;
+    let last = Arc::new(Mutex::new(Frame { x: start, x_ref: start, ..Frame::default() }));
+    serve_joint_commands(&mut node, &pool, &robot, last.clone(), requests.clone())?;
     #[cfg(not(feature = "ros-doc-only"))]
-    let follow_joints =
-        follow_joint_trajectories(&mut node, &pool, &robot, &settings, motion.clone(), requests.clone())?;
+    let follow_joints = follow_joint_trajectories(&mut node, &pool, &robot, &settings, last.clone(), requests.clone())?;
     #[cfg(feature = "ros-doc-only")]
     let follow_joints = |_: &SilEvent| {};
     let subscription = node.subscribe::<MultiDOFJointTrajectory>("~/trajectory", QosProfile::default())?;
@@ -182,8 +180,8 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let runner_stop = stop.clone();
     let runner = std::thread::Builder::new().name("sil".into()).spawn(move || {
         run_sil(&robot, &config, &live, first, &run_requests, &runner_stop, &mut |event| {
-            if let (SilEvent::Frame { frame, .. }, Ok(mut motion)) = (event, motion.lock()) {
-                *motion = (frame.x, frame.x_dot);
+            if let (SilEvent::Frame { frame, .. }, Ok(mut last)) = (event, last.lock()) {
+                *last = *frame;
             }
             let published = publisher.with(|publisher, out, now| publisher.publish(out, now, Some(event)));
             follow_goals(event, published.unwrap_or(false));

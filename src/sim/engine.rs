@@ -104,6 +104,9 @@ pub struct Simulation {
     controller: TaskSpaceController,
     estimator: Estimator,
     sensor: SimulatedSensor,
+    /// The elbow the sensor reads about [m]: the forearm of the run's first trajectory, kept
+    /// when the run is steered.
+    elbow: Vec3,
     /// The last commanded platform acceleration [m/s^2], the estimator's input.
     task_acceleration: Vec3,
     t: f64,
@@ -111,6 +114,8 @@ pub struct Simulation {
     /// The trajectory's reference sample at `t`, for the control tick and the frame there.
     reference: Reference,
     ticks_done: u64,
+    /// When control tick 0 fell [s, simulated]; ticks fall every `control_period` from it.
+    tick_origin: f64,
     control_period: f64,
     /// The output grid's period [s]; `None`: a frame per accepted step.
     frame_period: Option<f64>,
@@ -147,11 +152,13 @@ impl Simulation {
             controller: TaskSpaceController::new(config.controller.clone()),
             estimator,
             sensor: SimulatedSensor::new(&config.sensor).map_err(SimError::Config)?,
+            elbow: trajectory.elbow(),
             task_acceleration: Vec3::zeros(),
             t: t0,
             y: plant_state(&initial.theta, &initial.theta_dot),
             reference,
             ticks_done: 0,
+            tick_origin: t0,
             control_period: config.controller.period(),
             frame_period: config.run.frame_period(),
             last_step: None,
@@ -179,14 +186,31 @@ impl Simulation {
         self.t
     }
 
+    /// Goes on along `trajectory` from now, as a run of it that starts with the arm, its
+    /// controller and estimator as they are (a fresh run would start the arm at rest on the
+    /// trajectory's first waypoint and the filters afresh). Time is re-based so that now is the
+    /// trajectory's start: frames, statistics and the end come from it as in a fresh run, and
+    /// the control ticks keep their phase. The sensor keeps the run's forearm.
+    pub fn steer(&mut self, trajectory: Arc<Trajectory>) {
+        let start = trajectory.start_time();
+        self.tick_origin += start - self.t;
+        self.t = start;
+        self.sampler = ReferenceSampler::new();
+        self.reference = self.sampler.sample(&trajectory, start);
+        self.last_step = None;
+        self.integrator.invalidate();
+        self.stats = RunStats::default();
+        self.finished = trajectory.end_time() <= start;
+        self.trajectory = trajectory;
+    }
+
     fn tick_time(&self, tick: u64) -> f64 {
-        self.trajectory.start_time() + tick as f64 * self.control_period
+        self.tick_origin + tick as f64 * self.control_period
     }
 
     /// Reads the sensor, updates the estimate and sets the torque held until the next tick.
     fn control_tick(&mut self) -> Result<(), SimError> {
-        let elbow = self.trajectory.elbow();
-        let reading = self.sensor.measure(&self.plant.motion().p, &elbow);
+        let reading = self.sensor.measure(&self.plant.motion().p, &self.elbow);
         let estimate = self.estimator.update(&reading, self.control_period, &self.task_acceleration);
         let output = self
             .controller

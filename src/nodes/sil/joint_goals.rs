@@ -4,7 +4,8 @@
 //! that sil_node's run loop plays once and hil_node's loop is fed. In sil_node the end of a goal,
 //! a cancel and a violation hold the platform where the joints are, as a stationary trajectory of
 //! [`HOLD_S`]. Joint commands (ros2_control's, through its topic-based hardware plugin) are
-//! each a short move to where they put the platform ([`command_trajectory`]).
+//! each a short move of the controller's reference to where they put the platform ([`command_trajectory`]),
+//! which sil_node steers its running simulation along and hil_node feeds its loop.
 
 use crate::control::{Trajectory, Waypoint};
 use crate::model::math::Vec3;
@@ -105,9 +106,10 @@ fn motor_positions(names: &[String], positions: &[f64]) -> Result<Vec<f64>, Stri
 }
 
 /// A stream of joint commands (ros2_control's hardware plugin sends its controllers' at their
-/// update rate): each is a move from where the platform is to where the command puts it, taking
-/// the time since the command before (at most [`JointCommands::LONGEST_S`]), or longer where the
-/// stream is ramped.
+/// update rate): each is a move from where the loop's reference is to where the command puts the
+/// platform, taking the time since the command before (at most [`JointCommands::LONGEST_S`]), or
+/// longer at the stream's top speed. sil_node's simulation is steered along each move, hil_node's
+/// loop fed it.
 #[derive(Debug)]
 pub struct JointCommands {
     /// When the last command came [s, the caller's clock].
@@ -118,25 +120,16 @@ pub struct JointCommands {
     refused: String,
 }
 
-impl Default for JointCommands {
-    /// Moves as fast as the commands come: sil_node, whose simulation restarts from the
-    /// platform's state at each command, so a move must arrive before the next one.
-    fn default() -> Self {
-        JointCommands { last_s: None, top_speed_m_s: f64::INFINITY, refused: String::new() }
-    }
-}
-
 impl JointCommands {
     /// The longest a command's move takes [s]: the first, or one after a pause.
     pub const LONGEST_S: f64 = 0.1;
 
-    /// Moves at most `top_speed_m_s` fast: hil_node, whose loop tracks its reference and stops
-    /// the arm when the tracking error passes its bound.
-    pub fn ramped(top_speed_m_s: f64) -> JointCommands {
+    /// Moves at most `top_speed_m_s` fast ([`COMMAND_SPEED_M_S`] on both nodes).
+    pub fn new(top_speed_m_s: f64) -> JointCommands {
         JointCommands { last_s: None, top_speed_m_s, refused: String::new() }
     }
 
-    /// The move of the command (`names`, `positions`) that came at `now_s` [s], the platform at
+    /// The move of the command (`names`, `positions`) that came at `now_s` [s], the controller's reference at
     /// `x` [m] moving at `xd` [m/s].
     pub fn trajectory(
         &mut self,
@@ -164,13 +157,13 @@ impl JointCommands {
     }
 }
 
-/// hil_node's fastest joint-command move [m/s]: a step (forward_position_controller's commands
-/// are whatever the user sends) becomes a ramp the loop can track; its tracking-error bound
-/// would stop the arm otherwise.
+/// The fastest joint-command move [m/s]: a step (forward_position_controller's commands are
+/// whatever the user sends) becomes a ramp the controller can track; hil_node's tracking-error
+/// bound would stop the arm otherwise, and sil_node's divergence bound end its run.
 pub const COMMAND_SPEED_M_S: f64 = 0.05;
 
-/// A joint command (ros2_control's hardware plugin streams them): the platform from where it is,
-/// `x` [m] moving at `xd` [m/s], to where motor angles `positions` [rad] put it, reached at rest
+/// A joint command (ros2_control's hardware plugin streams them): the platform from where the
+/// reference is, `x` [m] moving at `xd` [m/s], to where motor angles `positions` [rad] put it, reached at rest
 /// `period_s` [s] later (the time since the command before), or later at `top_speed_m_s`, then
 /// held for [`HOLD_S`].
 fn command_trajectory(

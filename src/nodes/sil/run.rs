@@ -48,6 +48,9 @@ pub enum RunRequest {
     /// Run this trajectory now, in place of the running one, once whatever `loop` says (a
     /// FollowJointTrajectory goal and its hold).
     Play(Arc<Trajectory>),
+    /// Go on along this trajectory from now, once, the simulated arm as it is (a joint command:
+    /// the trajectory starts where the running reference is); started afresh if none runs.
+    Steer(Arc<Trajectory>),
     /// End the running run; the simulation idles until the next trajectory.
     Stop,
 }
@@ -95,28 +98,55 @@ pub fn run_sil(
     let mut once = false;
     'runs: while !stop.load(Ordering::Relaxed) {
         events(&SilEvent::RunStarted(trajectory.clone()));
-        let t0 = trajectory.start_time();
+        let mut t0 = trajectory.start_time();
         // Frame time `anchor_t` was due at wall time `anchor`; pacing restarts from the current
         // frame whenever the real-time factor changes.
         let (mut anchor, mut anchor_t, mut factor) = (Instant::now(), t0, live().real_time_factor);
         let mut simulation = match Simulation::new(robot.clone(), trajectory.clone(), config) {
             Ok(simulation) => simulation,
             Err(error) => {
+                // The node keeps serving: the next trajectory may start.
                 events(&SilEvent::RunEnded { stats: RunStats::default(), end: RunEnd::Failed(error) });
-                break;
+                match idle(requests, stop) {
+                    Some(next) => {
+                        (trajectory, once) = next;
+                        continue 'runs;
+                    }
+                    None => return,
+                }
             }
         };
         let mut end = RunEnd::Complete;
         while let Some(frame) = simulation.next() {
+            // A failed run ends before any request is served: a request waiting is taken as
+            // the simulation idles.
+            let frame = match frame {
+                Ok(frame) => frame,
+                Err(failure) => {
+                    end = RunEnd::Failed(failure);
+                    break;
+                }
+            };
             match requests.try_recv() {
                 Ok(request) => {
                     clock_offset += simulation.time() - t0;
-                    let (end, next) = match request {
-                        RunRequest::Follow(replacement) => (RunEnd::Replaced, Some((replacement, false))),
-                        RunRequest::Play(replacement) => (RunEnd::Replaced, Some((replacement, true))),
-                        RunRequest::Stop => (RunEnd::Stopped, None),
+                    events(&SilEvent::RunEnded { stats: simulation.stats().clone(), end: replaced_by(&request) });
+                    let next = match request {
+                        RunRequest::Steer(next) => {
+                            // The steered run starts when the simulation's state was due.
+                            if factor > 0.0 {
+                                anchor += Duration::from_secs_f64(((simulation.time() - anchor_t) / factor).max(0.0));
+                            }
+                            simulation.steer(next.clone());
+                            (trajectory, once) = (next, true);
+                            (t0, anchor_t) = (trajectory.start_time(), trajectory.start_time());
+                            events(&SilEvent::RunStarted(trajectory.clone()));
+                            continue;
+                        }
+                        RunRequest::Follow(next) => Some((next, false)),
+                        RunRequest::Play(next) => Some((next, true)),
+                        RunRequest::Stop => None,
                     };
-                    events(&SilEvent::RunEnded { stats: simulation.stats().clone(), end });
                     match next.or_else(|| idle(requests, stop)) {
                         Some(next) => {
                             (trajectory, once) = next;
@@ -131,13 +161,6 @@ pub fn run_sil(
             if stop.load(Ordering::Relaxed) {
                 return;
             }
-            let frame = match frame {
-                Ok(frame) => frame,
-                Err(failure) => {
-                    end = RunEnd::Failed(failure);
-                    break;
-                }
-            };
             let now = live();
             if now.real_time_factor != factor {
                 (anchor, anchor_t, factor) = (Instant::now(), frame.t, now.real_time_factor);
@@ -161,13 +184,21 @@ pub fn run_sil(
     }
 }
 
+/// How a request ends the running run.
+fn replaced_by(request: &RunRequest) -> RunEnd {
+    match request {
+        RunRequest::Follow(_) | RunRequest::Play(_) | RunRequest::Steer(_) => RunEnd::Replaced,
+        RunRequest::Stop => RunEnd::Stopped,
+    }
+}
+
 /// Waits for the next trajectory to run, and whether it runs once (a Stop while idle changes
 /// nothing); None once `stop` is set or the requests' sender is gone.
 fn idle(requests: &Receiver<RunRequest>, stop: &AtomicBool) -> Option<(Arc<Trajectory>, bool)> {
     loop {
         match requests.recv_timeout(Duration::from_millis(100)) {
             Ok(RunRequest::Follow(next)) => return Some((next, false)),
-            Ok(RunRequest::Play(next)) => return Some((next, true)),
+            Ok(RunRequest::Play(next) | RunRequest::Steer(next)) => return Some((next, true)),
             Ok(RunRequest::Stop) => {}
             Err(RecvTimeoutError::Timeout) if !stop.load(Ordering::Relaxed) => {}
             Err(_) => return None,
