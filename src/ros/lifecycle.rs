@@ -68,7 +68,8 @@ impl<M: Managed> Machine<M> {
                 log::warn!("publishing ~/transition_event failed: {error}");
             }
         }
-        let now = self.node.lifecycle().state();
+        // Where this transition left the node (bring-up takes two in a row).
+        let now = taken.edges.last().map_or_else(|| self.node.lifecycle().state(), |edge| edge.goal);
         match &taken.reason {
             Some(reason) => log::error!("{label} failed ({reason}): now {now}"),
             None => log::info!("{label}: now {now}"),
