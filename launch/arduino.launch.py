@@ -3,9 +3,13 @@
 
     ros2 launch arm_hil arduino.launch.py stream_rate_hz:=100   # an Arduino or Teensy found by USB id
     ros2 launch arm_hil arduino.launch.py port:=/dev/ttyACM0 rviz:=true proximal_length:=0.05
+    ros2 launch arm_hil arduino.launch.py control:=ros2_control   # controller_manager commands it
 
 arduino_driver is a managed node (`ros2 lifecycle`): by default the launch configures and
-activates it.
+activates it. It serves FollowJointTrajectory on /arduino_driver/follow_joint_trajectory; with
+control:=ros2_control, ros2_control's joint_trajectory_controller serves it instead, on
+/joint_trajectory_controller/follow_joint_trajectory (launch/control.py), and the node publishes
+every joint once a datastream round and takes each command as a setpoint of the four joints.
 
 `--show-args` lists every argument (launch/nodes.py has the bringup they share).
 """
@@ -35,4 +39,6 @@ def generate_launch_description():
             "distal_length": ("finger_distal", "finger_tip", 0.02, "distal phalanx"),
         },
         bag="arm_hil_arduino",
+        controllers="finger_controllers.yaml",
+        control_parameters={"ros2_control": True},
     ))

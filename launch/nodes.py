@@ -101,14 +101,14 @@ def effective(context, name):
     return file_parameters(value(context, "params_file")).get(name)
 
 
-def node(context, executable, overrides, namespace="", frames=None, remappings=()):
-    """The node with its parameter file, then the launch arguments given, then `frames`
-    (parameter: value)."""
+def node(context, executable, overrides, namespace="", fixed=None, remappings=()):
+    """The node with its parameter file, then the launch arguments given, then `fixed`
+    (parameter: value: its frames under a namespace, what ros2_control needs)."""
     parameters = {}
     for name, (kind, _) in [("use_sim_time", (bool, ""))] + list(overrides.items()):
         if given(context, name) is not None:
             parameters[name] = ParameterValue(LaunchConfiguration(argument(name)), value_type=kind)
-    parameters.update(frames or {})
+    parameters.update(fixed or {})
     return Node(
         package="arm_hil",
         executable=executable,
@@ -131,12 +131,14 @@ class Device:
     its topics are written for; config: the parameter file in config/ (default EXECUTABLE.yaml);
     bag: the name of the recording's folders; topics: what a recording takes besides the node's
     private topics; controllers: the controllers file in config/ of `control:=ros2_control`
-    (launch/control.py), whose hardware the URDF's ros2_control block names."""
+    (launch/control.py), whose hardware the URDF's ros2_control block names; control_parameters:
+    node parameter -> value under `control:=ros2_control`."""
 
     def __init__(self, bag, urdf=None, rate=None, frames=None, rviz=None, lengths=None, config=None,
-                 topics=("joint_states", "robot_description"), controllers=None):
+                 topics=("joint_states", "robot_description"), controllers=None, control_parameters=None):
         self.urdf, self.rate, self.frames, self.rviz, self.bag = urdf, rate, frames or {}, rviz, bag
         self.lengths, self.config, self.topics, self.controllers = lengths or {}, config, topics, controllers
+        self.control_parameters = control_parameters or {}
 
 
 def ARM(**settings):  # noqa: N802 (a Device, as its callers read it)
@@ -201,7 +203,8 @@ def start(context, executable, overrides, device):
             return [LogInfo(msg=f"control:=ros2_control needs {names}, not installed here: nothing started"),
                     Shutdown(reason=f"{names} not installed")]
     remappings = control.node_remappings(executable, ns) if ros2_control else []
-    driver = node(context, executable, overrides, namespace, frames, remappings)
+    fixed = {**frames, **device.control_parameters} if ros2_control else frames
+    driver = node(context, executable, overrides, namespace, fixed, remappings)
     optional = {}
     if device.urdf:
         sim_time = {"use_sim_time": ParameterValue(LaunchConfiguration("use_sim_time"), value_type=bool)} \

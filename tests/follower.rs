@@ -203,7 +203,7 @@ mod node_goals {
 mod devices {
     //! What each driver's control step reads from its device and sends it.
 
-    use arm_hil::drivers::rdscom::{DriverEvent as RdscomDriverEvent, RdscomEvent};
+    use arm_hil::drivers::rdscom::{DriverEvent as RdscomDriverEvent, RdscomEvent, RdscomLinkState};
     use arm_hil::nodes::arduino::{TestbenchSetpoints, SETPOINT_TIMEOUT_NS};
     use arm_hil::protocol::rdscom::{FrameType, Message, PrototypeTable, Value};
 
@@ -248,11 +248,35 @@ mod devices {
         assert!(testbench.setpoint(40 * MS, vec![0.3; 4]).is_empty());
         let control_done = table.by_name("ControlDone").unwrap().id;
         let done = received(control_done, vec![Value::Bool(true), Value::Int(20), Value::Int(4)]);
-        let next = testbench.done(45 * MS, &done, &table);
+        let next = testbench.heard(45 * MS, &done, &table);
         assert_eq!(next[1].values[2], Value::Float(0.3));
         // Without an answer, the next goes out after the timeout.
         assert!(testbench.setpoint(50 * MS, vec![0.4; 4]).is_empty());
         assert_eq!(testbench.setpoint(45 * MS + SETPOINT_TIMEOUT_NS, vec![0.5; 4]).len(), 5);
+    }
+
+    #[test]
+    fn ros2_control_commands_are_setpoints_sent_once_each_until_the_link_comes_up_anew() {
+        let table = PrototypeTable::document();
+        let joint_names: Vec<String> = (0..4).map(|joint| format!("finger_joint{joint}")).collect();
+        // The hardware plugin names the joints in the URDF's order, which need not be the motors'.
+        let names: Vec<String> = [3, 0, 1, 2].iter().map(|joint| joint_names[*joint].clone()).collect();
+        let mut testbench = TestbenchSetpoints::default();
+        let requests = testbench.command(0, &names, &[0.4, 0.1, 0.2, 0.3], &joint_names).unwrap();
+        let targets: Vec<&Value> = requests[..4].iter().map(|request| &request.values[2]).collect();
+        assert_eq!(targets, [&Value::Float(0.1), &Value::Float(0.2), &Value::Float(0.3), &Value::Float(0.4)]);
+        let control_done = table.by_name("ControlDone").unwrap().id;
+        let done = received(control_done, vec![Value::Bool(true), Value::Int(20), Value::Int(4)]);
+        assert!(testbench.heard(20 * MS, &done, &table).is_empty());
+        // The controllers repeat their command every cycle: the MCU holds it already.
+        assert!(testbench.command(20 * MS, &names, &[0.4, 0.1, 0.2, 0.3], &joint_names).unwrap().is_empty());
+        let up = RdscomDriverEvent::Link(RdscomEvent::StateChanged(RdscomLinkState::Up));
+        assert!(testbench.heard(30 * MS, &up, &table).is_empty());
+        assert_eq!(testbench.command(40 * MS, &names, &[0.4, 0.1, 0.2, 0.3], &joint_names).unwrap().len(), 5);
+        // Every joint is commanded, with a finite target.
+        let refused = testbench.command(60 * MS, &names[..3], &[0.4, 0.1, 0.2], &joint_names).unwrap_err();
+        assert_eq!(refused, "joint `finger_joint2` is missing: a command names every commanded joint");
+        assert!(testbench.command(60 * MS, &names, &[f64::NAN, 0.1, 0.2, 0.3], &joint_names).is_err());
     }
 }
 
@@ -328,11 +352,24 @@ mod simulated_arm {
         let step = commands.trajectory(&robot, 10.04, (start.x, Vec3::zeros()), &names, &far).unwrap();
         let far_s = (step.waypoints()[1].x - start.x).norm() / COMMAND_SPEED_M_S;
         assert!(far_s > 0.02 && (step.waypoints()[1].t - far_s).abs() < 1e-9, "{far_s} s");
-        assert!(commands.trajectory(&robot, 10.06, (start.x, Vec3::zeros()), &names[..3], &positions[..3]).is_err());
-        // A lasting refusal is said once, and again after a command got through.
-        assert_eq!(commands.refused("inactive".into()).as_deref(), Some("inactive"));
-        assert_eq!(commands.refused("inactive".into()), None);
-        commands.trajectory(&robot, 10.08, (target, Vec3::zeros()), &names, &positions).unwrap();
-        assert_eq!(commands.refused("inactive".into()).as_deref(), Some("inactive"));
+        let without_joint3 = commands.trajectory(&robot, 10.06, (start.x, Vec3::zeros()), &names[..3], &positions[..3]);
+        assert_eq!(without_joint3.unwrap_err(), "joint `joint3` is missing: a command names every commanded joint");
+    }
+}
+
+mod command_streams {
+    //! What every node does with a stream of commands it refuses.
+
+    use arm_hil::nodes::refusals::Refusals;
+
+    #[test]
+    fn a_lasting_refusal_is_said_once_and_again_after_a_command_got_through() {
+        let mut refusals = Refusals::default();
+        let inactive = || Err("the node is not active".to_owned());
+        assert_eq!(refusals.said(inactive()).as_deref(), Some("the node is not active"));
+        assert_eq!(refusals.said(inactive()), None);
+        assert_eq!(refusals.said(Err("NaN".into())).as_deref(), Some("NaN"), "another reason is said");
+        assert_eq!(refusals.said(Ok(())), None);
+        assert_eq!(refusals.said(inactive()).as_deref(), Some("the node is not active"));
     }
 }

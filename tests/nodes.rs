@@ -574,6 +574,65 @@ fn arduino_driver_samples_and_joint_commands() {
     }
 }
 
+/// The JointState messages arduino_driver publishes from a datastream of two rounds of every
+/// joint (and a lone sample of joint 1), configured with `ros2_control`.
+fn arduino_joint_states(ros2_control: bool) -> Vec<arm_hil::msg::JointState> {
+    use arm_hil::bag::metadata::BagDistro;
+    use arm_hil::bag::BagWriter;
+    use arm_hil::drivers::rdscom::{DriverEvent, RdscomEvent};
+    use arm_hil::nodes::arduino::topics::ArduinoTopics;
+    use arm_hil::nodes::arduino::ArduinoNodeConfig;
+    use arm_hil::outputs::{NodeName, Outputs, Publisher};
+    use arm_hil::protocol::rdscom::{FrameType, Message, PrototypeTable, Value};
+
+    let dir = std::env::temp_dir().join(format!("arm_hil_arduino_rounds_{ros2_control}_{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut out = Outputs::new(NodeName::new("arduino_driver"), BagWriter::create(&dir, BagDistro::Jazzy).unwrap());
+    let config = ArduinoNodeConfig { ros2_control, ..ArduinoNodeConfig::default() };
+    let mut topics = ArduinoTopics::advertise(&mut out, "/dev/ttyACM0", &config, PrototypeTable::document()).unwrap();
+    let joints = [1, 0, 1, 2, 3, 0, 1, 2, 3];
+    for (index, joint) in joints.into_iter().enumerate() {
+        let values = vec![Value::Int(joint), Value::Float(0.1 * index as f64)];
+        let message = Message { kind: FrameType::Response, prototype: 6, number: 0, values };
+        let event = DriverEvent::Link(RdscomEvent::Received(message));
+        topics.event(&mut out, index as u64 * 1_000_000, Some(&event)).unwrap();
+    }
+    out.into_sink().finish().unwrap();
+    let file = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| path.extension().is_some_and(|ext| ext == "mcap"));
+    let bytes = std::fs::read(file.unwrap()).unwrap();
+    let states = mcap::MessageStream::new(&bytes)
+        .unwrap()
+        .map(Result::unwrap)
+        .filter(|message| message.channel.topic == "/joint_states")
+        .map(|message| {
+            cdr_encoding::from_bytes::<arm_hil::msg::JointState, byteorder::LittleEndian>(&message.data[4..]).unwrap().0
+        })
+        .collect();
+    let _ = std::fs::remove_dir_all(&dir);
+    states
+}
+
+#[test]
+fn arduino_driver_publishes_a_joint_a_message_or_under_ros2_control_every_joint_once_a_round() {
+    let samples = arduino_joint_states(false);
+    assert_eq!(samples.len(), 9, "a message per sample");
+    assert_eq!(
+        (samples[0].name.as_slice(), samples[0].position.as_slice()),
+        (&["finger_joint1".to_owned()][..], &[0.0][..])
+    );
+    // ros2_control's topic-based hardware reads only the newest message of a cycle.
+    let rounds = arduino_joint_states(true);
+    assert_eq!(rounds.len(), 2, "a message when joint 3 ends a round in which every joint was heard");
+    let names: Vec<String> = (0..4).map(|joint| format!("finger_joint{joint}")).collect();
+    assert!(rounds.iter().all(|state| state.name == names && state.velocity.len() == 4 && state.effort.len() == 4));
+    let position = |index: usize| 0.1 * index as f64;
+    assert_eq!(rounds[0].position, vec![position(1), position(2), position(3), position(4)]);
+    assert_eq!(rounds[1].position, vec![position(5), position(6), position(7), position(8)]);
+}
+
 #[test]
 fn vr_bridge_parameters_pick_the_role_topics_and_transform() {
     use arm_hil::nodes::vr::{vr_node_config, VrMode};

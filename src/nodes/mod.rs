@@ -16,6 +16,7 @@ pub mod legacy;
 pub mod link_health;
 pub mod param_server;
 pub mod params;
+pub mod refusals;
 pub mod robot_state;
 pub mod sil;
 pub mod stm32;
@@ -43,6 +44,27 @@ pub enum LoadTrajectoryError {
     Arc(#[source] ArcError),
     #[error("{origin} is not a valid trajectory")]
     Invalid { origin: String, source: TrajectoryError },
+}
+
+/// The positions [rad] of `joints`, in their order, from a joint command's `names` and
+/// `positions`, as ros2_control's topic-based hardware sends them (every joint with a command
+/// interface, in the URDF's order; other joints named are left out): each must be there, finite.
+pub fn commanded_positions<J: AsRef<str>>(
+    joints: &[J],
+    names: &[String],
+    positions: &[f64],
+) -> Result<Vec<f64>, String> {
+    if names.len() != positions.len() {
+        return Err(format!("{} names but {} positions", names.len(), positions.len()));
+    }
+    joints
+        .iter()
+        .map(|joint| match names.iter().position(|name| name == joint.as_ref()) {
+            Some(index) if positions[index].is_finite() => Ok(positions[index]),
+            Some(index) => Err(format!("joint `{}`: {} is not a finite target", joint.as_ref(), positions[index])),
+            None => Err(format!("joint `{}` is missing: a command names every commanded joint", joint.as_ref())),
+        })
+        .collect()
 }
 
 /// The nodes' trajectory_file parameter as a path: empty means the built-in arc.

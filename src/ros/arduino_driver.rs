@@ -5,7 +5,7 @@
 
 use std::path::Path;
 use std::sync::mpsc::channel;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 use futures::executor::LocalPool;
@@ -18,19 +18,55 @@ use r2r::QosProfile;
 use super::lifecycle::{spin_managed, Supervisor};
 use super::params::{nothing_at_run_time, serve_parameters};
 use super::{node_params, now_ns, ros_outputs};
-use crate::drivers::rdscom::{prototype_table, RdscomCommander};
+use crate::drivers::rdscom::{prototype_table, DriverEvent, RdscomCommander, Request};
 use crate::nodes::arduino::topics::ArduinoTopics;
 use crate::nodes::arduino::{
-    arduino_node_config, requests_from_joint_command, send_line, Testbench, ARDUINO_NODE_PARAMS,
+    arduino_node_config, requests_from_joint_command, send_line, ArduinoNodeConfig, Testbench, TestbenchSetpoints,
+    ARDUINO_NODE_PARAMS,
 };
-use crate::nodes::managed_driver::{Commanding, ManagedDriver};
+use crate::nodes::follower::goals::Setpoint;
+use crate::nodes::follower::JointState as JointStateData;
+use crate::nodes::managed_driver::{Commanding, ManagedDriver, Observer};
 use crate::nodes::param_server::ParameterServer;
+use crate::nodes::refusals::Refusals;
+use crate::protocol::rdscom::PrototypeTable;
 
 /// Sends `line` if the node is active; says why not otherwise.
 fn send(commanding: &Commanding<RdscomCommander>, line: &str) {
     if let Err(error) = commanding.get().and_then(|commander| send_line(&commander, line)) {
         log::error!("`{line}` refused: {error}");
     }
+}
+
+/// What the running driver's events command: a setpoint waiting for the MCU's ControlDone goes
+/// out with it, and each round of the datastream is a control step of `follow` (none in the
+/// doc-only type-check).
+fn drive_setpoints(
+    setpoints: Arc<Mutex<TestbenchSetpoints>>,
+    commanding: Commanding<RdscomCommander>,
+    table: PrototypeTable,
+    follow: impl Fn(u64, JointStateData, bool) -> Option<Setpoint> + Send + Sync + 'static,
+) -> Observer<DriverEvent> {
+    Arc::new(move |event, time_ns| {
+        let Ok(mut setpoints) = setpoints.lock() else { return };
+        let commander = commanding.get();
+        let mut requests = setpoints.heard(time_ns, event, &table);
+        if let Some(actual) = setpoints.sample(event, &table) {
+            if let Some(setpoint) = follow(time_ns, actual, commander.is_ok()) {
+                requests.extend(setpoints.setpoint(time_ns, setpoint.positions().to_vec()));
+            }
+        }
+        if !requests.is_empty() {
+            if let Err(error) = commander.and_then(|commander| send_all(&commander, requests)) {
+                log::error!("setpoint refused: {error}");
+            }
+        }
+    })
+}
+
+/// Sends `requests` in order, stopping at the first refused.
+fn send_all(commander: &RdscomCommander, requests: Vec<Request>) -> Result<(), String> {
+    requests.into_iter().try_for_each(|request| commander.send(request).map_err(|error| error.to_string()))
 }
 
 /// Serves `~/follow_joint_trajectory` (and `~/controller_state`): each round of the datastream
@@ -41,45 +77,57 @@ fn follow_joint_trajectories(
     node: &mut r2r::Node,
     pool: &LocalPool,
     config: &crate::nodes::arduino::ArduinoNodeConfig,
-    managed: ManagedDriver<crate::nodes::arduino::Testbench, super::RosSink>,
-    table: crate::protocol::rdscom::PrototypeTable,
-) -> anyhow::Result<ManagedDriver<crate::nodes::arduino::Testbench, super::RosSink>> {
-    use std::sync::Mutex;
-
+    commanding: Commanding<RdscomCommander>,
+) -> anyhow::Result<impl Fn(u64, JointStateData, bool) -> Option<Setpoint> + Send + Sync + 'static> {
     use super::joint_trajectory_action::{FollowJointTrajectoryServer, NodeChecks};
-    use crate::nodes::arduino::{follower, TestbenchSetpoints};
+    use crate::nodes::arduino::follower;
     use crate::nodes::follower::goals::JointGoals;
 
     let goals = Arc::new(Mutex::new(JointGoals::new(follower(config).map_err(anyhow::Error::msg)?)));
-    let (commanding, clock) = (managed.commanding(), node.get_ros_clock());
-    let active = commanding.clone();
+    let clock = node.get_ros_clock();
     let checks = NodeChecks {
-        active: Box::new(move || active.get().is_ok()),
+        active: Box::new(move || commanding.get().is_ok()),
         reachable: Box::new(|_| Ok(())),
         now_ns: Box::new(move || now_ns(&clock)),
         taking_over: Box::new(|_| Ok(())),
     };
     let server = FollowJointTrajectoryServer::serve(node, &pool.spawner(), goals, checks)?;
-    let setpoints = Mutex::new(TestbenchSetpoints::default());
-    Ok(managed.observed_by(Arc::new(move |event, time_ns| {
-        let Ok(mut setpoints) = setpoints.lock() else { return };
-        let commander = commanding.get();
-        let mut requests = setpoints.done(time_ns, event, &table);
-        if let Some(actual) = setpoints.sample(event, &table) {
-            if let Some(setpoint) = server.step(time_ns, actual, commander.is_ok()) {
-                requests.extend(setpoints.setpoint(time_ns, setpoint.positions().to_vec()));
-            }
+    Ok(move |time_ns, actual, active| server.step(time_ns, actual, active))
+}
+
+/// `~/joint_command` (sensor_msgs/JointState): MotorControl requests as the message says, or
+/// under ros2_control a setpoint of the four positions paced by the MCU.
+fn serve_joint_commands(
+    node: &mut r2r::Node,
+    pool: &LocalPool,
+    config: &ArduinoNodeConfig,
+    commanding: Commanding<RdscomCommander>,
+    setpoints: Arc<Mutex<TestbenchSetpoints>>,
+) -> anyhow::Result<()> {
+    let (joint_names, ros2_control, clock) = (config.joint_names.clone(), config.ros2_control, node.get_ros_clock());
+    let joint_commands = node.subscribe::<JointState>("~/joint_command", QosProfile::default())?;
+    let mut refusals = Refusals::default();
+    pool.spawner().spawn_local(joint_commands.for_each(move |message| {
+        let requests = if ros2_control {
+            setpoints.lock().map_err(|_| "the setpoints are unavailable".to_owned()).and_then(|mut setpoints| {
+                setpoints.command(now_ns(&clock), &message.name, &message.position, &joint_names)
+            })
+        } else {
+            requests_from_joint_command(
+                &message.name,
+                &message.position,
+                &message.velocity,
+                &message.effort,
+                &joint_names,
+            )
+        };
+        let sent = requests.and_then(|requests| send_all(&commanding.get()?, requests));
+        if let Some(error) = refusals.said(sent) {
+            log::error!("~/joint_command refused: {error} (said once while it lasts)");
         }
-        if requests.is_empty() {
-            return;
-        }
-        let sent = commander.and_then(|commander| {
-            requests.into_iter().try_for_each(|request| commander.send(request).map_err(|error| error.to_string()))
-        });
-        if let Err(error) = sent {
-            log::error!("trajectory setpoint refused: {error}");
-        }
-    })))
+        futures::future::ready(())
+    }))?;
+    Ok(())
 }
 
 /// Runs the node until interrupted or shut down.
@@ -102,30 +150,16 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let commanding = managed.commanding();
 
     let pool = LocalPool::new();
+    let setpoints = Arc::new(Mutex::new(TestbenchSetpoints::default()));
     // FollowJointTrajectory's types are control_msgs', which the doc-only type-check lacks.
     #[cfg(not(feature = "ros-doc-only"))]
-    let managed = follow_joint_trajectories(&mut node, &pool, &config, managed, table.clone())?;
+    let follow = follow_joint_trajectories(&mut node, &pool, &config, commanding.clone())?;
+    #[cfg(feature = "ros-doc-only")]
+    let follow = |_: u64, _: JointStateData, _: bool| None;
+    let managed = managed.observed_by(drive_setpoints(setpoints.clone(), commanding.clone(), table, follow));
     let parameters = ParameterServer::new(node_params(&node), ARDUINO_NODE_PARAMS);
     serve_parameters(&mut node, &pool.spawner(), parameters, nothing_at_run_time())?;
-    let (joint_names, joint_commanding) = (config.joint_names.clone(), commanding.clone());
-    let joint_commands = node.subscribe::<JointState>("~/joint_command", QosProfile::default())?;
-    pool.spawner().spawn_local(joint_commands.for_each(move |message| {
-        let requests = requests_from_joint_command(
-            &message.name,
-            &message.position,
-            &message.velocity,
-            &message.effort,
-            &joint_names,
-        );
-        let sent = requests.and_then(|requests| {
-            let commander = joint_commanding.get()?;
-            requests.into_iter().try_for_each(|request| commander.send(request).map_err(|error| error.to_string()))
-        });
-        if let Err(error) = sent {
-            log::error!("~/joint_command refused: {error}");
-        }
-        futures::future::ready(())
-    }))?;
+    serve_joint_commands(&mut node, &pool, &config, commanding.clone(), setpoints)?;
     for (topic, line) in [("~/go", "go"), ("~/stop", "stop"), ("~/clear", "clear")] {
         let requests = node.subscribe::<Empty>(topic, QosProfile::default())?;
         let commanding = commanding.clone();

@@ -29,6 +29,7 @@ use crate::nodes::hil::managed::{HilLinks, HilReporter, ManagedHil};
 use crate::nodes::hil::publisher::{publish_loop, HilEvent, HilPublisher};
 use crate::nodes::hil::{hil_node_config, HIL_NODE_PARAMS};
 use crate::nodes::param_server::ParameterServer;
+use crate::nodes::refusals::Refusals;
 use crate::nodes::sil::joint_goals::{JointCommands, COMMAND_SPEED_M_S};
 use crate::nodes::status::Level;
 use crate::nodes::{load_trajectory, trajectory_file};
@@ -138,23 +139,19 @@ fn serve_joint_commands(
 ) -> anyhow::Result<()> {
     let subscription = node.subscribe::<JointState>("~/joint_command", QosProfile::default())?;
     let (robot, started) = (robot.clone(), Instant::now());
-    let mut commands = JointCommands::new(COMMAND_SPEED_M_S);
+    let (mut commands, mut refusals) = (JointCommands::new(COMMAND_SPEED_M_S), Refusals::default());
     pool.spawner().spawn_local(subscription.for_each(move |message| {
         let now = motion.lock().ok().and_then(|motion| *motion).filter(|_| looping.load(Ordering::Relaxed));
         let elapsed_s = started.elapsed().as_secs_f64();
         let moved = now
             .ok_or_else(|| "hil_node is not active".to_owned())
             .and_then(|now| commands.trajectory(&robot, elapsed_s, now, &message.name, &message.position));
-        match moved {
-            Ok(trajectory) => {
-                let withdrawal = feeding.withdrawals.request();
-                let _ = feeding.requests.send(FeedRequest::Follow { trajectory: Arc::new(trajectory), withdrawal });
-            }
-            Err(error) => {
-                if let Some(error) = commands.refused(error) {
-                    log::error!("~/joint_command refused: {error} (said once while it lasts)");
-                }
-            }
+        let fed = moved.map(|trajectory| {
+            let withdrawal = feeding.withdrawals.request();
+            let _ = feeding.requests.send(FeedRequest::Follow { trajectory: Arc::new(trajectory), withdrawal });
+        });
+        if let Some(error) = refusals.said(fed) {
+            log::error!("~/joint_command refused: {error} (said once while it lasts)");
         }
         futures::future::ready(())
     }))?;

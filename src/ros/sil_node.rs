@@ -19,6 +19,7 @@ use super::{multi_dof_points, node_params, ros_params, spin};
 use crate::model::Robot;
 use crate::nodes::param_server::ParameterServer;
 use crate::nodes::params::to_params;
+use crate::nodes::refusals::Refusals;
 use crate::nodes::sil::joint_goals::{JointCommands, COMMAND_SPEED_M_S};
 use crate::nodes::sil::publisher::SilPublisher;
 use crate::nodes::sil::run::{run_sil, RunRequest, SilEvent};
@@ -94,16 +95,15 @@ fn serve_joint_commands(
 ) -> anyhow::Result<()> {
     let subscription = node.subscribe::<JointState>("~/joint_command", QosProfile::default())?;
     let (robot, started, mut commands) = (robot.clone(), Instant::now(), JointCommands::new(COMMAND_SPEED_M_S));
+    let mut refusals = Refusals::default();
     pool.spawner().spawn_local(subscription.for_each(move |message| {
         let reference = last.lock().map(|frame| (frame.x_ref, frame.xd_ref)).unwrap_or_default();
         let elapsed_s = started.elapsed().as_secs_f64();
-        match commands.trajectory(&robot, elapsed_s, reference, &message.name, &message.position) {
-            Ok(trajectory) => drop(requests.send(RunRequest::Steer(Arc::new(trajectory)))),
-            Err(error) => {
-                if let Some(error) = commands.refused(error) {
-                    log::error!("~/joint_command refused: {error} (said once while it lasts)");
-                }
-            }
+        let steered = commands
+            .trajectory(&robot, elapsed_s, reference, &message.name, &message.position)
+            .map(|trajectory| drop(requests.send(RunRequest::Steer(Arc::new(trajectory)))));
+        if let Some(error) = refusals.said(steered) {
+            log::error!("~/joint_command refused: {error} (said once while it lasts)");
         }
         futures::future::ready(())
     }))?;

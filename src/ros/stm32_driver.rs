@@ -21,6 +21,7 @@ use crate::drivers::stm32::Stm32Commander;
 use crate::nodes::managed_driver::{Commanding, ManagedDriver};
 use crate::nodes::param_server::ParameterServer;
 use crate::nodes::params::to_params;
+use crate::nodes::refusals::Refusals;
 use crate::nodes::stm32::topics::Stm32Topics;
 use crate::nodes::stm32::trajectory::{play_trajectories, PlayerRequest};
 use crate::nodes::stm32::{
@@ -115,10 +116,12 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let joint_names = config.joint_names.clone();
     let targets = commanding.clone();
     let joint_commands = node.subscribe::<JointState>("~/joint_command", QosProfile::default())?;
+    let mut refusals = Refusals::default();
     pool.spawner().spawn_local(joint_commands.for_each(move |message| {
-        match targets_from_joint_state(&message.name, &message.position, &joint_names) {
-            Ok(command) => drop(send(&targets, command, "joint command")),
-            Err(error) => log::error!("~/joint_command refused: {error}"),
+        let sent = targets_from_joint_state(&message.name, &message.position, &joint_names)
+            .and_then(|command| targets.get()?.send(command).map_err(|error| error.to_string()));
+        if let Some(error) = refusals.said(sent) {
+            log::error!("~/joint_command refused: {error} (said once while it lasts)");
         }
         futures::future::ready(())
     }))?;

@@ -314,6 +314,12 @@ class Ros2ControlBringup(FollowJointTrajectoryTest):
                           "record:=true", f"bag:={bag}")
         self.check_controllers(("stm32_shoulder", "stm32_elbow"), [0.4, -0.3], [-0.2, 0.5], bag)
 
+    def test_the_finger_testbench_under_joint_trajectory_controller_and_forward_position_controller(self):
+        bag = LOGS / "ros2_control_arduino_bag"
+        self.start_driver("rdscom", "arduino.launch.py", "arduino_driver: link", "control:=ros2_control",
+                          "record:=true", f"bag:={bag}")
+        self.check_controllers(ArduinoFollowJointTrajectory.joints, [0.1, 0.5, 0.6, 0.4], [-0.1, 0.9, 0.3, 0.2], bag)
+
     def check_the_parallel_arm(self, node, *arguments):
         bag = LOGS / f"ros2_control_{node}_bag"
         self.launched = launch(*arguments, "control:=ros2_control", "record:=true", f"bag:={bag}")

@@ -13,6 +13,7 @@ use crate::drivers::rdscom::{
     parse_console_command, DriverEvent, RdscomCommander, RdscomConfig, RdscomDriver, RdscomEvent, RdscomLinkState,
     Request,
 };
+use crate::nodes::commanded_positions;
 use crate::nodes::declare::node_parameters;
 use crate::nodes::follower::{self, Constraints, Follower};
 use crate::nodes::link_health::LinkReport;
@@ -48,6 +49,8 @@ node_parameters! {
             => "after a device fault, configure and activate again once a second until the device is back";
         section constraints: Constraints = Constraints::default()
             => "~/follow_joint_trajectory's default tolerances: goal_time [s], goal and trajectory [rad] per joint";
+        read_only ros2_control: bool = false
+            => "commanded by ros2_control's topic-based hardware (control:=ros2_control sets it): joint_states once a datastream round, every joint in one message, and each ~/joint_command a setpoint of the four positions";
     }
 }
 
@@ -83,18 +86,42 @@ pub fn follower(config: &ArduinoNodeConfig) -> Result<Follower, String> {
     Ok(Follower::new(joints, config.constraints.tolerances(JOINT_LIMITS.len())?))
 }
 
-/// The testbench under `~/follow_joint_trajectory`: its joints' state from the datastream, which
-/// sends one joint a message (a whole state each time the last joint's sample completes a round
-/// in which every joint was heard), and its setpoints paced by the MCU: it runs its queue once
-/// ControlGo comes, so a setpoint goes out when the one before is done (ControlDone), or after
-/// [`SETPOINT_TIMEOUT_NS`] without an answer; meanwhile the newest waits.
+/// The testbench's joints' state from its datastream, which sends one joint a message: a whole
+/// state each time the last joint's sample ends a round in which every joint was heard.
 #[derive(Debug, Clone, Default)]
-pub struct TestbenchSetpoints {
+pub struct JointRounds {
     positions: [Option<f64>; 4],
     velocities: [f64; 4],
+}
+
+impl JointRounds {
+    /// Takes `sample`; the joints' state when it ends a round.
+    pub fn sample(&mut self, sample: &JointSample) -> Option<follower::JointState> {
+        *self.positions.get_mut(sample.joint)? = Some(sample.position);
+        self.velocities[sample.joint] = sample.velocity.unwrap_or(0.0);
+        if sample.joint != self.positions.len() - 1 {
+            return None;
+        }
+        let positions = self.positions.iter().copied().collect::<Option<Vec<f64>>>()?;
+        Some(follower::JointState { positions, velocities: self.velocities.to_vec() })
+    }
+}
+
+/// The testbench commanded by setpoints (`~/follow_joint_trajectory`'s control steps, and the
+/// joint commands of ros2_control's hardware): its joints' state a round at a time, and its
+/// setpoints paced by the MCU: it runs its queue once ControlGo comes, so a setpoint goes out
+/// when the one before is done (ControlDone), or after [`SETPOINT_TIMEOUT_NS`] without an
+/// answer; meanwhile the newest waits. A setpoint equal to the last sent is not sent again (the
+/// MCU holds it; ros2_control's controllers repeat theirs every cycle) until the link comes up
+/// anew.
+#[derive(Debug, Clone, Default)]
+pub struct TestbenchSetpoints {
+    rounds: JointRounds,
     /// When the setpoint the MCU runs was sent [ns].
     running_since_ns: Option<u64>,
     waiting: Option<Vec<f64>>,
+    /// The last setpoint sent since the link came up.
+    sent: Option<Vec<f64>>,
 }
 
 /// How long a setpoint may run without ControlDone before the next goes out [ns].
@@ -104,19 +131,16 @@ impl TestbenchSetpoints {
     /// Takes `event`'s sample, if it carries one; the joints' state when it ends a round.
     pub fn sample(&mut self, event: &DriverEvent, table: &PrototypeTable) -> Option<follower::JointState> {
         let DriverEvent::Link(RdscomEvent::Received(message)) = event else { return None };
-        let sample = joint_sample(message, table)?;
-        *self.positions.get_mut(sample.joint)? = Some(sample.position);
-        self.velocities[sample.joint] = sample.velocity.unwrap_or(0.0);
-        if sample.joint != self.positions.len() - 1 {
-            return None;
-        }
-        let positions = self.positions.iter().copied().collect::<Option<Vec<f64>>>()?;
-        Some(follower::JointState { positions, velocities: self.velocities.to_vec() })
+        self.rounds.sample(&joint_sample(message, table)?)
     }
 
-    /// The requests of `positions` to send at `now_ns`, or none while the MCU runs the last
-    /// setpoint (then these wait, replacing any that waited).
+    /// The requests of `positions` [rad, by motor id] to send at `now_ns`, or none while the
+    /// MCU runs the last setpoint (then these wait, replacing any that waited).
     pub fn setpoint(&mut self, now_ns: u64, positions: Vec<f64>) -> Vec<Request> {
+        if self.sent.as_ref() == Some(&positions) {
+            self.waiting = None;
+            return Vec::new();
+        }
         match self.running_since_ns {
             Some(since) if now_ns.saturating_sub(since) < SETPOINT_TIMEOUT_NS => {
                 self.waiting = Some(positions);
@@ -124,14 +148,36 @@ impl TestbenchSetpoints {
             }
             _ => {
                 self.running_since_ns = Some(now_ns);
-                setpoint_requests(&positions)
+                let requests = setpoint_requests(&positions);
+                self.sent = Some(positions);
+                requests
             }
         }
     }
 
-    /// When `event` says the MCU ran its queue (ControlDone): the waiting setpoint's requests.
-    pub fn done(&mut self, now_ns: u64, event: &DriverEvent, table: &PrototypeTable) -> Vec<Request> {
-        let DriverEvent::Link(RdscomEvent::Received(message)) = event else { return Vec::new() };
+    /// A joint command of ros2_control's topic-based hardware (`names`, `positions` [rad]) at
+    /// `now_ns`, the joints named `joint_names` by motor id: a setpoint of all four.
+    pub fn command(
+        &mut self,
+        now_ns: u64,
+        names: &[String],
+        positions: &[f64],
+        joint_names: &[String],
+    ) -> Result<Vec<Request>, String> {
+        Ok(self.setpoint(now_ns, commanded_positions(joint_names, names, positions)?))
+    }
+
+    /// What `event` changes: ControlDone (the MCU ran its queue) sends the waiting setpoint's
+    /// requests; a link that comes up (a new MCU, maybe) forgets what was sent.
+    pub fn heard(&mut self, now_ns: u64, event: &DriverEvent, table: &PrototypeTable) -> Vec<Request> {
+        let message = match event {
+            DriverEvent::Link(RdscomEvent::Received(message)) => message,
+            DriverEvent::Link(RdscomEvent::StateChanged(RdscomLinkState::Up)) => {
+                (self.sent, self.running_since_ns) = (None, None);
+                return Vec::new();
+            }
+            _ => return Vec::new(),
+        };
         if table.get(message.prototype).is_none_or(|prototype| prototype.name != "ControlDone") {
             return Vec::new();
         }

@@ -1,8 +1,8 @@
-//! arduino_driver's topics: /joint_states (one joint per message) and `~/temperature` from the
-//! MCU's datastream, `~/motor_event`, `~/control_done` and `~/device_error` from its other
+//! arduino_driver's topics: /joint_states (one joint per message, or under ros2_control every
+//! joint once a round) and `~/temperature` from the MCU's datastream, `~/motor_event`, `~/control_done` and `~/device_error` from its other
 //! messages, beside what every serial device publishes.
 
-use super::{joint_sample, motor_frame, track_link, ArduinoNodeConfig, JointSample};
+use super::{joint_sample, motor_frame, track_link, ArduinoNodeConfig, JointRounds, JointSample};
 use crate::drivers::rdscom::{DriverEvent, RdscomEvent};
 use crate::msg::interfaces::{ControlDone, DeviceError, MotorEvent, RdscomMessage};
 use crate::msg::{Header, JointState, Temperature};
@@ -21,6 +21,9 @@ pub struct ArduinoTopics {
     joint_names: Vec<String>,
     frame_prefix: String,
     table: PrototypeTable,
+    /// Under ros2_control, whose topic-based hardware reads only whole states: the round being
+    /// heard, published once every joint is.
+    rounds: Option<JointRounds>,
 }
 
 impl ArduinoTopics {
@@ -41,12 +44,13 @@ impl ArduinoTopics {
             joint_names: config.joint_names.clone(),
             frame_prefix: config.frame_prefix.clone(),
             table,
+            rounds: config.ros2_control.then(JointRounds::default),
         };
         SerialDeviceTopics::advertise(out, device, super::LINK_STATUS, port)
     }
 
     /// A message from the MCU: a joint's sample, or one of its events.
-    fn message<S: Sink>(&self, out: &mut Outputs<S>, time_ns: u64, message: &Message) -> Result<(), SinkError> {
+    fn message<S: Sink>(&mut self, out: &mut Outputs<S>, time_ns: u64, message: &Message) -> Result<(), SinkError> {
         match RdscomMessage::of(Header::at(time_ns, ""), message, &self.table) {
             Some(RdscomMessage::MotorEvent(event)) => out.publish(self.motor_event, time_ns, &event)?,
             Some(RdscomMessage::ControlDone(done)) => out.publish(self.control_done, time_ns, &done)?,
@@ -60,16 +64,28 @@ impl ArduinoTopics {
     }
 
     /// One joint's sample; samples of joints without a name are not published.
-    fn joint<S: Sink>(&self, out: &mut Outputs<S>, time_ns: u64, sample: &JointSample) -> Result<(), SinkError> {
+    fn joint<S: Sink>(&mut self, out: &mut Outputs<S>, time_ns: u64, sample: &JointSample) -> Result<(), SinkError> {
         let Some(name) = self.joint_names.get(sample.joint) else { return Ok(()) };
-        let state = JointState {
-            header: Header::at(time_ns, ""),
-            name: vec![name.clone()],
-            position: vec![sample.position],
-            velocity: vec![sample.velocity.unwrap_or(0.0)],
-            effort: vec![0.0],
+        let header = Header::at(time_ns, "");
+        let state = match &mut self.rounds {
+            None => Some(JointState {
+                header,
+                name: vec![name.clone()],
+                position: vec![sample.position],
+                velocity: vec![sample.velocity.unwrap_or(0.0)],
+                effort: vec![0.0],
+            }),
+            Some(rounds) => rounds.sample(sample).map(|round| JointState {
+                header,
+                name: self.joint_names.clone(),
+                effort: vec![0.0; round.positions.len()],
+                position: round.positions,
+                velocity: round.velocities,
+            }),
         };
-        out.publish(self.joint_states, time_ns, &state)?;
+        if let Some(state) = state {
+            out.publish(self.joint_states, time_ns, &state)?;
+        }
         match sample.temperature {
             Some(celsius) => {
                 let temperature = Temperature {
@@ -91,7 +107,7 @@ impl DeviceTopics for ArduinoTopics {
         track_link(health, event);
     }
 
-    fn publish<S: Sink>(&self, out: &mut Outputs<S>, time_ns: u64, event: &DriverEvent) -> Result<(), SinkError> {
+    fn publish<S: Sink>(&mut self, out: &mut Outputs<S>, time_ns: u64, event: &DriverEvent) -> Result<(), SinkError> {
         match event {
             DriverEvent::Link(RdscomEvent::Received(message)) => self.message(out, time_ns, message),
             _ => Ok(()),

@@ -10,6 +10,7 @@
 use crate::control::{Trajectory, Waypoint};
 use crate::model::math::Vec3;
 use crate::model::Robot;
+use crate::nodes::commanded_positions;
 use crate::nodes::follower::spline::Sample;
 use crate::nodes::follower::{self, Constraints, Follower};
 use crate::nodes::joints::JOINT_NAMES;
@@ -89,22 +90,6 @@ pub fn goal_trajectory(
     Trajectory::with_robot_forearm(waypoints, robot).map_err(|error| format!("the arm cannot follow it: {error}"))
 }
 
-/// The motors' positions in a joint command's `names` and `positions` [rad] (other joints, which
-/// the hardware plugin also names, are left out).
-fn motor_positions(names: &[String], positions: &[f64]) -> Result<Vec<f64>, String> {
-    if names.len() != positions.len() {
-        return Err(format!("{} names but {} positions", names.len(), positions.len()));
-    }
-    JOINT_NAMES[..3]
-        .iter()
-        .map(|motor| match names.iter().position(|name| name == motor) {
-            Some(index) if positions[index].is_finite() => Ok(positions[index]),
-            Some(index) => Err(format!("{motor} at {} is not a finite target", positions[index])),
-            None => Err(format!("{motor} is missing: a command names the three motors")),
-        })
-        .collect()
-}
-
 /// A stream of joint commands (ros2_control's hardware plugin sends its controllers' at their
 /// update rate): each is a move from where the loop's reference is to where the command puts the
 /// platform, taking the time since the command before (at most [`JointCommands::LONGEST_S`]), or
@@ -116,8 +101,6 @@ pub struct JointCommands {
     last_s: Option<f64>,
     /// The fastest a move takes the platform [m/s].
     top_speed_m_s: f64,
-    /// Why the last command was refused, while commands keep being refused for it.
-    refused: String,
 }
 
 impl JointCommands {
@@ -126,7 +109,7 @@ impl JointCommands {
 
     /// Moves at most `top_speed_m_s` fast ([`COMMAND_SPEED_M_S`] on both nodes).
     pub fn new(top_speed_m_s: f64) -> JointCommands {
-        JointCommands { last_s: None, top_speed_m_s, refused: String::new() }
+        JointCommands { last_s: None, top_speed_m_s }
     }
 
     /// The move of the command (`names`, `positions`) that came at `now_s` [s], the controller's reference at
@@ -141,19 +124,8 @@ impl JointCommands {
     ) -> Result<Trajectory, String> {
         let period_s = self.last_s.map_or(Self::LONGEST_S, |last| (now_s - last).clamp(0.001, Self::LONGEST_S));
         self.last_s = Some(now_s);
-        let positions = motor_positions(names, positions)?;
-        let trajectory = command_trajectory(robot, &x, &xd, &positions, period_s, self.top_speed_m_s)?;
-        self.refused.clear();
-        Ok(trajectory)
-    }
-
-    /// A command refused for `reason`: the reason to say, unless it was said for the command
-    /// before (the plugin streams commands at its update rate, so a lasting refusal is said once).
-    pub fn refused(&mut self, reason: String) -> Option<String> {
-        (reason != self.refused).then(|| {
-            self.refused.clone_from(&reason);
-            reason
-        })
+        let positions = commanded_positions(&JOINT_NAMES[..3], names, positions)?;
+        command_trajectory(robot, &x, &xd, &positions, period_s, self.top_speed_m_s)
     }
 }
 

@@ -81,7 +81,7 @@ impl DeviceTopics for Stm32Topics {
         track_link(health, event);
     }
 
-    fn publish<S: Sink>(&self, out: &mut Outputs<S>, time_ns: u64, event: &DriverEvent) -> Result<(), SinkError> {
+    fn publish<S: Sink>(&mut self, out: &mut Outputs<S>, time_ns: u64, event: &DriverEvent) -> Result<(), SinkError> {
         match event {
             DriverEvent::Link(LinkEvent::Telemetry(telemetry)) => self.telemetry(out, time_ns, telemetry),
             _ => Ok(()),

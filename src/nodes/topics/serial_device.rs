@@ -18,7 +18,7 @@ pub trait DeviceTopics {
     fn track_link(health: &mut LinkReport, event: &Self::Event);
 
     /// Publishes what `event` carries, received at `time_ns`.
-    fn publish<S: Sink>(&self, out: &mut Outputs<S>, time_ns: u64, event: &Self::Event) -> Result<(), SinkError>;
+    fn publish<S: Sink>(&mut self, out: &mut Outputs<S>, time_ns: u64, event: &Self::Event) -> Result<(), SinkError>;
 }
 
 /// A serial device node's topics: the device's own, its link's health and its status.
