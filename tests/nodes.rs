@@ -177,25 +177,31 @@ fn the_sil_loop_hands_every_frame_on_and_its_publisher_samples_them_at_the_publi
 }
 
 #[test]
-fn a_steer_request_goes_on_with_the_running_arm_and_the_clock_runs_on() {
+fn a_steered_run_goes_on_with_the_running_arm_and_the_clock_then_holds_its_end() {
+    use arm_hil::nodes::sil::joint_goals::HOLD_S;
     let robot = Robot::default();
     let arc = short_arc(&robot);
     let settings = SilNodeSettings { real_time_factor: 0.0, repeat: true, ..SilNodeSettings::default() };
     let (requests, next) = channel();
     let stop = AtomicBool::new(false);
-    let mut events = Vec::new();
-    let mut steered = false;
+    let (mut events, mut steered, mut runs) = (Vec::new(), false, Vec::new());
     run_sil(&robot, &SilConfig::default(), &Mutex::new(settings), arc.clone(), &next, &stop, &mut |event| {
-        if let SilEvent::Frame { frame, .. } = event {
-            if frame.t >= 0.5 && !steered {
+        match event {
+            SilEvent::Frame { frame, .. } if frame.t >= 0.5 && !steered => {
+                // A move of 2 mm up from the controller's reference, in 0.2 s.
                 steered = true;
-                let still = |t| Waypoint { t, x: frame.x_ref, xd: Vec3::zeros(), xdd: Vec3::zeros() };
-                let hold = Trajectory::with_robot_forearm(vec![still(0.0), still(0.2)], &robot).unwrap();
-                requests.send(RunRequest::Steer(Arc::new(hold))).unwrap();
+                let at = |t, x| Waypoint { t, x, xd: Vec3::zeros(), xdd: Vec3::zeros() };
+                let up = frame.x_ref + Vec3::new(0.0, 0.0, 0.002);
+                let waypoints = vec![at(0.0, frame.x_ref), at(0.2, up)];
+                let move_up = Trajectory::with_robot_forearm(waypoints, &robot).unwrap();
+                requests.send(RunRequest::Steer(Arc::new(move_up))).unwrap();
             }
-        }
-        if matches!(event, SilEvent::RunEnded { end: RunEnd::Complete, .. }) {
-            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            SilEvent::RunStarted(trajectory) => {
+                runs.push(trajectory.clone());
+                // The third run is the hold of the move's end, an hour long: enough seen.
+                stop.store(runs.len() == 3, std::sync::atomic::Ordering::Relaxed);
+            }
+            _ => {}
         }
         events.push(event.clone());
     });
@@ -206,7 +212,10 @@ fn a_steer_request_goes_on_with_the_running_arm_and_the_clock_runs_on() {
             _ => None,
         })
         .collect();
-    assert_eq!(ends, [RunEnd::Replaced, RunEnd::Complete], "the arc is replaced, the hold runs once despite `loop`");
+    assert_eq!(ends, [RunEnd::Replaced, RunEnd::Complete], "the arc is replaced, the move runs to its end");
+    let (move_up, held) = (runs[1].waypoints(), runs[2].waypoints());
+    assert!(held.iter().all(|waypoint| waypoint.x == move_up[1].x && waypoint.xd == Vec3::zeros()));
+    assert_eq!(held[1].t - held[0].t, HOLD_S, "then the simulation holds the move's end, despite `loop`");
     let frames: Vec<_> = events
         .iter()
         .filter_map(|event| match event {
@@ -219,7 +228,7 @@ fn a_steer_request_goes_on_with_the_running_arm_and_the_clock_runs_on() {
     assert!(clock_after > clock_before && clock_after - clock_before < 0.01, "{clock_before} then {clock_after}");
     assert!((after.x - before.x).norm() < 1e-3 && after.x_dot.norm() > 1e-3, "the arm goes on as it was");
     let (_, last) = frames.last().unwrap();
-    assert!((last.t - 0.2).abs() < 1e-9, "the hold's time: {}", last.t);
+    assert!((last.t - 0.2).abs() < 1e-9 && (last.x - move_up[1].x).norm() < 1e-3, "the move's end: {last:?}");
 }
 
 /// Flattens a `/**: ros__parameters:` file into dotted names, as ROS does.

@@ -28,9 +28,10 @@ use crate::nodes::trajectory_input::trajectory_from_points;
 use crate::nodes::{load_trajectory, trajectory_file};
 use crate::sim::Frame;
 
-/// Serves `~/follow_joint_trajectory` (and `~/controller_state`): an accepted goal's trajectory
-/// is played through the forward kinematics once, in place of the run; each published frame is
-/// a control step; a hold plays the platform still where the joints are.
+/// Serves `~/follow_joint_trajectory` (and `~/controller_state`): the simulation is steered along
+/// an accepted goal's trajectory through the forward kinematics, in place of the run; each
+/// published frame is a control step; a hold steers it onto the platform still where the joints
+/// are.
 #[cfg(not(feature = "ros-doc-only"))]
 fn follow_joint_trajectories(
     node: &mut r2r::Node,
@@ -61,7 +62,7 @@ fn follow_joint_trajectories(
             let (now, near) = (now_ns(&start_clock), near(&start_platform));
             let trajectory = goal_trajectory(&start_robot, follower, now, &near, HOLD_S)?;
             start_requests
-                .send(RunRequest::Play(Arc::new(trajectory)))
+                .send(RunRequest::Steer(Arc::new(trajectory)))
                 .map_err(|_| "the simulation has stopped".to_owned())
         }),
     };
@@ -75,7 +76,7 @@ fn follow_joint_trajectories(
         };
         if let Some(Setpoint::Hold(positions)) = server.step(now_ns(&clock), actual, true) {
             match hold_trajectory(&robot, &positions, &frame.x) {
-                Ok(hold) => drop(requests.send(RunRequest::Play(Arc::new(hold)))),
+                Ok(hold) => drop(requests.send(RunRequest::Steer(Arc::new(hold)))),
                 Err(error) => log::error!("cannot hold the arm: {error}"),
             }
         }

@@ -1,11 +1,11 @@
 //! The parallel arm's FollowJointTrajectory (sil_node, hil_node): the arm is commanded in joint
 //! space (its motors joint1..joint3) and its task-space controller follows the goal's joint
 //! trajectory mapped through the forward kinematics, sampled into the waypoints of a trajectory
-//! that sil_node's run loop plays once and hil_node's loop is fed. In sil_node the end of a goal,
-//! a cancel and a violation hold the platform where the joints are, as a stationary trajectory of
-//! [`HOLD_S`]. Joint commands (ros2_control's, through its topic-based hardware plugin) are
-//! each a short move of the controller's reference to where they put the platform ([`command_trajectory`]),
-//! which sil_node steers its running simulation along and hil_node feeds its loop.
+//! that sil_node steers its simulation along and hil_node's loop is fed. In sil_node the end of
+//! a goal, a cancel and a violation hold the platform where the joints are, as a stationary
+//! trajectory of [`HOLD_S`] (its run loop holds a steered trajectory's end after it, too). Joint
+//! commands (ros2_control's, through its topic-based hardware plugin) are each a short move of
+//! the controller's reference to where they put the platform ([`command_trajectory`]).
 
 use crate::control::{Trajectory, Waypoint};
 use crate::model::math::Vec3;
@@ -18,7 +18,8 @@ use crate::nodes::joints::JOINT_NAMES;
 /// The spacing of the waypoints sampled from a goal's trajectory [s].
 const SAMPLE_S: f64 = 0.01;
 
-/// How long the arm holds after a goal before the simulation idles, as after any run [s].
+/// How long a hold's trajectory lasts [s]; sil_node's run loop holds its end on after it, a
+/// run of this long after another.
 pub const HOLD_S: f64 = 3600.0;
 
 /// The follower of the arm's three motors; their limits are a turn either way (the URDF's

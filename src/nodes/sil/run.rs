@@ -7,8 +7,10 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::joint_goals::HOLD_S;
 use super::SilNodeSettings;
-use crate::control::Trajectory;
+use crate::control::{Trajectory, TrajectoryError, Waypoint};
+use crate::model::math::Vec3;
 use crate::model::Robot;
 use crate::msg::interfaces::{FollowCartesianTrajectoryFeedback, FollowCartesianTrajectoryResult};
 use crate::nodes::goals::{replaced_result, GoalOutcome, GoalTracker, GoalUpdate};
@@ -43,16 +45,24 @@ pub enum RunEnd {
 /// What the run loop is asked to do while the node runs.
 #[derive(Debug, Clone)]
 pub enum RunRequest {
-    /// Run this trajectory now, in place of the running one.
+    /// Run this trajectory now, in place of the running one, starting the arm at rest on its
+    /// first waypoint (and again at its end under `loop`).
     Follow(Arc<Trajectory>),
-    /// Run this trajectory now, in place of the running one, once whatever `loop` says (a
-    /// FollowJointTrajectory goal and its hold).
-    Play(Arc<Trajectory>),
-    /// Go on along this trajectory from now, once, the simulated arm as it is (a joint command:
-    /// the trajectory starts where the running reference is); started afresh if none runs.
+    /// Go on along this trajectory from now, the simulated arm as it is, then hold its end until
+    /// asked otherwise (a FollowJointTrajectory goal, a hold, a joint command: each starts where
+    /// the arm or its reference is); started afresh if none runs.
     Steer(Arc<Trajectory>),
     /// End the running run; the simulation idles until the next trajectory.
     Stop,
+}
+
+/// What follows a run that reaches its end.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Ending {
+    /// Its trajectory again, from the start, while `loop` is set; else idle.
+    AsLoopSays,
+    /// The simulation goes on holding the trajectory's end, a run of [`HOLD_S`] after another.
+    Hold,
 }
 
 /// The settings the run loop reads as it goes.
@@ -73,10 +83,11 @@ impl Pacing {
     }
 }
 
-/// Runs `first`, then every trajectory that `requests` asks for (a new one replaces the running
-/// one at once; [`RunRequest::Stop`] ends it), repeating when `settings.repeat`, until `stop` is
-/// set, handing every frame to `events`. `settings` is read as the run goes, so a parameter set while it runs takes effect at the
-/// next frame.
+/// Runs `first`, then every trajectory that `requests` asks for: a new one replaces the running
+/// one at once (started afresh, or steered into with the arm as it is), [`RunRequest::Stop`]
+/// ends it. A run started afresh repeats while `settings.repeat`; a steered one holds its end.
+/// Runs until `stop` is set, handing every frame to `events`. `settings` is read as the run
+/// goes, so a parameter set while it runs takes effect at the next frame.
 pub fn run_sil(
     robot: &Robot,
     config: &SilConfig,
@@ -93,28 +104,36 @@ pub fn run_sil(
             .unwrap_or_else(|_| Pacing::of(&SilNodeSettings::default()))
     };
     let mut clock_offset = 0.0;
-    let mut trajectory = first;
-    // Whether the run is to end rather than repeat under `loop`.
-    let mut once = false;
+    let (mut trajectory, mut ending) = (first, Ending::AsLoopSays);
+    // A simulation steered into the next run, and the wall time that run starts at.
+    let mut steered: Option<(Simulation, Instant)> = None;
     'runs: while !stop.load(Ordering::Relaxed) {
         events(&SilEvent::RunStarted(trajectory.clone()));
-        let mut t0 = trajectory.start_time();
+        let t0 = trajectory.start_time();
+        let (mut simulation, start) = match steered.take() {
+            Some(steered) => steered,
+            None => match Simulation::new(robot.clone(), trajectory.clone(), config) {
+                Ok(simulation) => (simulation, Instant::now()),
+                Err(error) => {
+                    // The node keeps serving: the next trajectory may start.
+                    events(&SilEvent::RunEnded { stats: RunStats::default(), end: RunEnd::Failed(error) });
+                    match idle(requests, stop) {
+                        Some(next) => {
+                            (trajectory, ending) = next;
+                            continue 'runs;
+                        }
+                        None => return,
+                    }
+                }
+            },
+        };
         // Frame time `anchor_t` was due at wall time `anchor`; pacing restarts from the current
         // frame whenever the real-time factor changes.
-        let (mut anchor, mut anchor_t, mut factor) = (Instant::now(), t0, live().real_time_factor);
-        let mut simulation = match Simulation::new(robot.clone(), trajectory.clone(), config) {
-            Ok(simulation) => simulation,
-            Err(error) => {
-                // The node keeps serving: the next trajectory may start.
-                events(&SilEvent::RunEnded { stats: RunStats::default(), end: RunEnd::Failed(error) });
-                match idle(requests, stop) {
-                    Some(next) => {
-                        (trajectory, once) = next;
-                        continue 'runs;
-                    }
-                    None => return,
-                }
-            }
+        let (mut anchor, mut anchor_t, mut factor) = (start, t0, live().real_time_factor);
+        // When the simulation's state was due: a steered run starts then.
+        let state_due = |simulation: &Simulation, anchor: Instant, anchor_t: f64, factor: f64| {
+            let ahead_s = if factor > 0.0 { ((simulation.time() - anchor_t) / factor).max(0.0) } else { 0.0 };
+            anchor + Duration::from_secs_f64(ahead_s)
         };
         let mut end = RunEnd::Complete;
         while let Some(frame) = simulation.next() {
@@ -133,23 +152,18 @@ pub fn run_sil(
                     events(&SilEvent::RunEnded { stats: simulation.stats().clone(), end: replaced_by(&request) });
                     let next = match request {
                         RunRequest::Steer(next) => {
-                            // The steered run starts when the simulation's state was due.
-                            if factor > 0.0 {
-                                anchor += Duration::from_secs_f64(((simulation.time() - anchor_t) / factor).max(0.0));
-                            }
+                            let start = state_due(&simulation, anchor, anchor_t, factor);
                             simulation.steer(next.clone());
-                            (trajectory, once) = (next, true);
-                            (t0, anchor_t) = (trajectory.start_time(), trajectory.start_time());
-                            events(&SilEvent::RunStarted(trajectory.clone()));
-                            continue;
+                            steered = Some((simulation, start));
+                            (trajectory, ending) = (next, Ending::Hold);
+                            continue 'runs;
                         }
-                        RunRequest::Follow(next) => Some((next, false)),
-                        RunRequest::Play(next) => Some((next, true)),
+                        RunRequest::Follow(next) => Some((next, Ending::AsLoopSays)),
                         RunRequest::Stop => None,
                     };
                     match next.or_else(|| idle(requests, stop)) {
                         Some(next) => {
-                            (trajectory, once) = next;
+                            (trajectory, ending) = next;
                             continue 'runs;
                         }
                         None => return,
@@ -173,32 +187,51 @@ pub fn run_sil(
             events(&SilEvent::Frame { frame, clock_s, publish_rate_hz: now.publish_rate_hz });
         }
         clock_offset += simulation.time() - t0;
+        let complete = end == RunEnd::Complete;
         events(&SilEvent::RunEnded { stats: simulation.stats().clone(), end });
-        if live().repeat && !once {
-            continue;
+        match ending {
+            Ending::Hold if complete => match held_end(&trajectory, robot) {
+                Ok(held) => {
+                    let start = state_due(&simulation, anchor, anchor_t, factor);
+                    trajectory = Arc::new(held);
+                    simulation.steer(trajectory.clone());
+                    steered = Some((simulation, start));
+                    continue;
+                }
+                Err(error) => log::error!("cannot hold the end of the run: {error}"),
+            },
+            Ending::AsLoopSays if live().repeat => continue,
+            Ending::Hold | Ending::AsLoopSays => {}
         }
         match idle(requests, stop) {
-            Some(next) => (trajectory, once) = next,
+            Some(next) => (trajectory, ending) = next,
             None => return,
         }
     }
 }
 
+/// The platform held still at the end of `trajectory`, for [`HOLD_S`].
+fn held_end(trajectory: &Trajectory, robot: &Robot) -> Result<Trajectory, TrajectoryError> {
+    let last = trajectory.waypoints()[trajectory.waypoints().len() - 1];
+    let still = |t| Waypoint { t, x: last.x, xd: Vec3::zeros(), xdd: Vec3::zeros() };
+    Trajectory::new(vec![still(0.0), still(HOLD_S)], trajectory.elbow(), trajectory.l_arm(), robot)
+}
+
 /// How a request ends the running run.
 fn replaced_by(request: &RunRequest) -> RunEnd {
     match request {
-        RunRequest::Follow(_) | RunRequest::Play(_) | RunRequest::Steer(_) => RunEnd::Replaced,
+        RunRequest::Follow(_) | RunRequest::Steer(_) => RunEnd::Replaced,
         RunRequest::Stop => RunEnd::Stopped,
     }
 }
 
-/// Waits for the next trajectory to run, and whether it runs once (a Stop while idle changes
+/// Waits for the next trajectory to run, and what follows its end (a Stop while idle changes
 /// nothing); None once `stop` is set or the requests' sender is gone.
-fn idle(requests: &Receiver<RunRequest>, stop: &AtomicBool) -> Option<(Arc<Trajectory>, bool)> {
+fn idle(requests: &Receiver<RunRequest>, stop: &AtomicBool) -> Option<(Arc<Trajectory>, Ending)> {
     loop {
         match requests.recv_timeout(Duration::from_millis(100)) {
-            Ok(RunRequest::Follow(next)) => return Some((next, false)),
-            Ok(RunRequest::Play(next) | RunRequest::Steer(next)) => return Some((next, true)),
+            Ok(RunRequest::Follow(next)) => return Some((next, Ending::AsLoopSays)),
+            Ok(RunRequest::Steer(next)) => return Some((next, Ending::Hold)),
             Ok(RunRequest::Stop) => {}
             Err(RecvTimeoutError::Timeout) if !stop.load(Ordering::Relaxed) => {}
             Err(_) => return None,
