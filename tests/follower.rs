@@ -290,7 +290,8 @@ mod simulated_arm {
     use arm_hil::nodes::follower::{Constraints, Goal, JointState};
     use arm_hil::nodes::load_trajectory;
     use arm_hil::nodes::sil::joint_goals::{
-        arm_follower, goal_trajectory, hold_trajectory, reachable, JointCommands, COMMAND_SPEED_M_S, HOLD_S,
+        arm_follower, goal_trajectory, hold_trajectory, reachable, JointCommands, HIL_COMMAND_SPEED_M_S, HOLD_S,
+        SIL_COMMAND_SPEED_M_S,
     };
     use arm_hil::sim::SilConfig;
 
@@ -331,29 +332,60 @@ mod simulated_arm {
     }
 
     #[test]
-    fn a_stream_of_joint_commands_moves_the_reference_in_the_time_between_them_or_at_the_command_speed() {
+    fn a_stream_of_joint_commands_is_followed_at_its_own_velocity_and_a_step_is_ramped() {
         let robot = Robot::new(SilConfig::default().robot).unwrap();
         let start = load_trajectory(None, &robot).unwrap().waypoints()[0];
         let theta = robot.inverse_kinematics(&start.x, None).unwrap();
         // The hardware plugin names every joint of the URDF's block; the node takes the motors'.
         let names = ["joint1", "forearm_yaw", "joint2", "joint3"].map(str::to_owned);
-        let positions = [theta[0] + 0.01, 0.3, theta[1], theta[2]];
-        let mut commands = JointCommands::new(COMMAND_SPEED_M_S);
-        let first = commands.trajectory(&robot, 10.0, (start.x, Vec3::zeros()), &names, &positions).unwrap();
-        assert_eq!(first.waypoints()[0].x, start.x, "from where the reference is");
-        let target = first.waypoints()[1].x;
-        let ramp_s = (target - start.x).norm() / COMMAND_SPEED_M_S;
-        assert_eq!(first.waypoints()[1].t, JointCommands::LONGEST_S.max(ramp_s), "the first takes the longest");
-        // From there, the same command arrives in the time since the one before.
-        let next = commands.trajectory(&robot, 10.02, (target, Vec3::zeros()), &names, &positions).unwrap();
-        assert!((next.waypoints()[1].t - 0.02).abs() < 1e-9, "then the time since the one before");
-        // A step far away becomes a ramp at the command speed.
-        let far = [theta[0] + 0.2, 0.3, theta[1], theta[2]];
-        let step = commands.trajectory(&robot, 10.04, (start.x, Vec3::zeros()), &names, &far).unwrap();
-        let far_s = (step.waypoints()[1].x - start.x).norm() / COMMAND_SPEED_M_S;
-        assert!(far_s > 0.02 && (step.waypoints()[1].t - far_s).abs() < 1e-9, "{far_s} s");
-        let without_joint3 = commands.trajectory(&robot, 10.06, (start.x, Vec3::zeros()), &names[..3], &positions[..3]);
+        let command = |joint1: f64| [theta[0] + joint1, 0.3, theta[1], theta[2]];
+        let mut commands = JointCommands::new(HIL_COMMAND_SPEED_M_S);
+        let first = commands.trajectory(&robot, 10.0, (start.x, Vec3::zeros()), &names, &command(0.001)).unwrap();
+        let [from, arrival, rest, hold] = first.waypoints() else { panic!("four waypoints") };
+        assert_eq!(from.x, start.x, "from where the controller's reference is");
+        assert_eq!((arrival.t, arrival.xd), (JointCommands::LONGEST_S, Vec3::zeros()), "the first takes the longest");
+        assert_eq!((rest.t - arrival.t, rest.x, hold.t - rest.t), (JointCommands::LONGEST_S, arrival.x, HOLD_S));
+
+        // A controller moving the joint steadily: each move arrives in the time since the command
+        // before, going on at the stream's velocity, and comes to rest half a period on.
+        let (first_target, reference) = (arrival.x, (arrival.x, Vec3::zeros()));
+        let next = commands.trajectory(&robot, 10.02, reference, &names, &command(0.002)).unwrap();
+        let [_, arrival, rest, _] = next.waypoints() else { panic!("four waypoints") };
+        let velocity = (arrival.x - first_target) / 0.02;
+        assert!((arrival.t - 0.02).abs() < 1e-9 && (arrival.xd - velocity).norm() < 1e-9, "{arrival:?}");
+        assert!((rest.x - (arrival.x + velocity * 0.01)).norm() < 1e-12 && rest.xd == Vec3::zeros());
+
+        // A step far away becomes a ramp at the command speed, arriving at rest.
+        let step = commands.trajectory(&robot, 10.04, (start.x, Vec3::zeros()), &names, &command(0.2)).unwrap();
+        let arrival = step.waypoints()[1];
+        let ramp_s = (arrival.x - start.x).norm() / HIL_COMMAND_SPEED_M_S;
+        assert!(ramp_s > 0.02 && (arrival.t - ramp_s).abs() < 1e-9 && arrival.xd == Vec3::zeros(), "{ramp_s} s");
+        let without_joint3 =
+            commands.trajectory(&robot, 10.06, (start.x, Vec3::zeros()), &names[..3], &command(0.0)[..3]);
         assert_eq!(without_joint3.unwrap_err(), "joint `joint3` is missing: a command names every commanded joint");
+    }
+
+    #[test]
+    fn the_simulated_arm_follows_a_far_step_command_at_sil_nodes_command_speed() {
+        use arm_hil::sim::Simulation;
+        use std::sync::Arc;
+
+        let robot = Robot::new(SilConfig::default().robot).unwrap();
+        let arc = Arc::new(load_trajectory(None, &robot).unwrap());
+        let mut simulation = Simulation::new(robot.clone(), arc.clone(), &SilConfig::default()).unwrap();
+        let before = (&mut simulation).map(Result::unwrap).find(|frame| frame.t >= 1.0).unwrap();
+        // A fifth of a radian on joint1, as forward_position_controller takes it at once.
+        let names = ["joint1", "joint2", "joint3"].map(str::to_owned);
+        let step = [before.theta[0] + 0.2, before.theta[1], before.theta[2]];
+        let mut commands = JointCommands::new(SIL_COMMAND_SPEED_M_S);
+        let reference = (before.x_ref, before.xd_ref);
+        let trajectory = Arc::new(commands.trajectory(&robot, 0.0, reference, &names, &step).unwrap());
+        let target = trajectory.waypoints()[1];
+        assert!((target.x - before.x).norm() > 0.02, "a far step: {} m", (target.x - before.x).norm());
+        simulation.steer(trajectory);
+        let settled = (&mut simulation).map(Result::unwrap).find(|frame| frame.t >= target.t + 0.5).unwrap();
+        assert!((settled.x - target.x).norm() < 1e-3, "at {} for {}", settled.x, target.x);
+        assert!(simulation.stats().max_error_m < 0.01, "tracked within {} m", simulation.stats().max_error_m);
     }
 }
 

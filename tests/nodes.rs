@@ -59,6 +59,13 @@ fn bad_parameters_are_refused_with_their_names() {
     assert!(message(&[("controller.kp", ParamValue::String("fast".into()))]).contains("invalid type"));
     assert!(message(&[("real_time_factor", ParamValue::Double(-1.0))]).contains("real_time_factor"));
     assert!(message(&[("controller.torque_limit", ParamValue::Double(-1.0))]).contains("torque_limit"));
+    for speed in [0.0, -0.1] {
+        let refused = message(&[("joint_command_speed_m_s", ParamValue::Double(speed))]);
+        assert!(refused.contains("joint_command_speed_m_s must be a speed > 0"), "{refused}");
+        let hil =
+            arm_hil::nodes::hil::hil_node_config(&params(&[("joint_command_speed_m_s", ParamValue::Double(speed))]));
+        assert!(hil.is_err_and(|error| error.to_string().contains("joint_command_speed_m_s")));
+    }
     let conflict = sil_node_config(&params(&[("robot", ParamValue::Bool(true)), ("robot.d", ParamValue::Double(0.5))]));
     assert!(matches!(conflict, Err(ParamError::Conflict { .. })), "{conflict:?}");
 }

@@ -30,7 +30,7 @@ use crate::nodes::hil::publisher::{publish_loop, HilEvent, HilPublisher};
 use crate::nodes::hil::{hil_node_config, HIL_NODE_PARAMS};
 use crate::nodes::param_server::ParameterServer;
 use crate::nodes::refusals::Refusals;
-use crate::nodes::sil::joint_goals::{JointCommands, COMMAND_SPEED_M_S};
+use crate::nodes::sil::joint_goals::JointCommands;
 use crate::nodes::status::Level;
 use crate::nodes::{load_trajectory, trajectory_file};
 use crate::sim::Frame;
@@ -135,11 +135,10 @@ fn serve_joint_commands(
     robot: &Robot,
     motion: Arc<Mutex<Option<(Vec3, Vec3)>>>,
     looping: Arc<AtomicBool>,
-    feeding: JointFeeding,
+    (feeding, mut commands): (JointFeeding, JointCommands),
 ) -> anyhow::Result<()> {
     let subscription = node.subscribe::<JointState>("~/joint_command", QosProfile::default())?;
-    let (robot, started) = (robot.clone(), Instant::now());
-    let (mut commands, mut refusals) = (JointCommands::new(COMMAND_SPEED_M_S), Refusals::default());
+    let (robot, started, mut refusals) = (robot.clone(), Instant::now(), Refusals::default());
     pool.spawner().spawn_local(subscription.for_each(move |message| {
         let now = motion.lock().ok().and_then(|motion| *motion).filter(|_| looping.load(Ordering::Relaxed));
         let elapsed_s = started.elapsed().as_secs_f64();
@@ -203,7 +202,8 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let (frames_tx, frames) = sync_channel(1000);
     let status = Arc::new(Mutex::new(LoopStatus::default()));
     let (faults, rig_faults) = channel();
-    let withdrawals_for_commands = withdrawals.clone();
+    let command_feeding = JointFeeding { requests: requests.clone(), withdrawals: withdrawals.clone() };
+    let commands = JointCommands::new(config.settings.joint_command_speed_m_s);
     #[cfg(not(feature = "ros-doc-only"))]
     let (feeding, constraints) = (
         JointFeeding { requests: requests.clone(), withdrawals: withdrawals.clone() },
@@ -222,8 +222,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     #[cfg(feature = "ros-doc-only")]
     let follow_joints = |_: &Frame| {};
     let motion = Arc::new(Mutex::new(None));
-    let command_feeding = JointFeeding { requests: requests.clone(), withdrawals: withdrawals_for_commands };
-    serve_joint_commands(&mut node, &pool, &robot, motion.clone(), managed.looping(), command_feeding)?;
+    serve_joint_commands(&mut node, &pool, &robot, motion.clone(), managed.looping(), (command_feeding, commands))?;
     let subscription = node.subscribe::<MultiDOFJointTrajectory>("~/trajectory", QosProfile::default())?;
     pool.spawner().spawn_local(subscription.for_each(move |message| {
         match segments_looping.load(Ordering::Relaxed) {

@@ -20,7 +20,7 @@ use crate::model::Robot;
 use crate::nodes::param_server::ParameterServer;
 use crate::nodes::params::to_params;
 use crate::nodes::refusals::Refusals;
-use crate::nodes::sil::joint_goals::{JointCommands, COMMAND_SPEED_M_S};
+use crate::nodes::sil::joint_goals::JointCommands;
 use crate::nodes::sil::publisher::SilPublisher;
 use crate::nodes::sil::run::{run_sil, RunRequest, SilEvent};
 use crate::nodes::sil::{sil_node_config, SIL_NODE_PARAMS};
@@ -93,9 +93,10 @@ fn serve_joint_commands(
     robot: &Robot,
     last: Arc<Mutex<Frame>>,
     requests: Sender<RunRequest>,
+    mut commands: JointCommands,
 ) -> anyhow::Result<()> {
     let subscription = node.subscribe::<JointState>("~/joint_command", QosProfile::default())?;
-    let (robot, started, mut commands) = (robot.clone(), Instant::now(), JointCommands::new(COMMAND_SPEED_M_S));
+    let (robot, started) = (robot.clone(), Instant::now());
     let mut refusals = Refusals::default();
     pool.spawner().spawn_local(subscription.for_each(move |message| {
         let reference = last.lock().map(|frame| (frame.x_ref, frame.xd_ref)).unwrap_or_default();
@@ -152,7 +153,8 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     // FollowJointTrajectory's types are control_msgs', which the doc-only type-check lacks.
     let start = first.waypoints()[0].x;
     let last = Arc::new(Mutex::new(Frame { x: start, x_ref: start, ..Frame::default() }));
-    serve_joint_commands(&mut node, &pool, &robot, last.clone(), requests.clone())?;
+    let commands = JointCommands::new(settings.joint_command_speed_m_s);
+    serve_joint_commands(&mut node, &pool, &robot, last.clone(), requests.clone(), commands)?;
     #[cfg(not(feature = "ros-doc-only"))]
     let follow_joints = follow_joint_trajectories(&mut node, &pool, &robot, &settings, last.clone(), requests.clone())?;
     #[cfg(feature = "ros-doc-only")]

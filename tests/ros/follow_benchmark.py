@@ -123,44 +123,62 @@ def latency_line(accepted, targets):
     return f"accepted -> first command at the device: median {delays[len(delays) // 2]:.1f} ms, max {delays[-1]:.1f} ms"
 
 
+JTC_ACTION = "/joint_trajectory_controller/follow_joint_trajectory"
+
+
+def controls():
+    """The paths to measure: the node's own action, and JTC's where ros2_control is installed."""
+    with_jtc = all(installed(package) for package in ("controller_manager", "topic_based_ros2_control"))
+    return ["native", "ros2_control"] if with_jtc else ["native"]
+
+
+def label(node, control):
+    return f"{node}, native" if control == "native" else f"{node} via joint_trajectory_controller"
+
+
+def launched(file, control, *arguments):
+    """`file` launched with `control:=`; the controllers are active some seconds after the start
+    (the controller manager reads the URDF from robot_state_publisher on Jazzy)."""
+    native = control == "native"
+    node = launch(file, f"control:={control}", "rsp:=false" if native else "rsp:=true", *arguments)
+    time.sleep(3.0 if native else 8.0)
+    return node
+
+
 def main():
     bench = Bench()
     figures = []
 
-    path, targets = stm32_emulator()
-    node = launch("stm32.launch.py", f"port:={path}", "rsp:=false")
-    time.sleep(3.0)
-    runs = bench.goals("/stm32_driver/follow_joint_trajectory", STM32, STM32_POSES)
-    # stm32_driver logs "~/follow_joint_trajectory: goal ID of N points" once it has taken a goal.
-    accepted = accepted_at(node.log_path, "follow_joint_trajectory: goal", " points")
-    figures.append(("stm32_driver, native", latency_line(accepted, targets), errors_line(runs)))
-    stop_all()
-
-    if all(installed(package) for package in ("controller_manager", "topic_based_ros2_control")):
+    for control in controls():
         path, targets = stm32_emulator()
-        node = launch("stm32.launch.py", f"port:={path}", "control:=ros2_control", "rsp:=true")
-        time.sleep(8.0)
-        runs = bench.goals("/joint_trajectory_controller/follow_joint_trajectory", STM32, STM32_POSES)
-        accepted = accepted_at(node.log_path, "Accepted new action goal")
-        figures.append(("stm32 via joint_trajectory_controller", latency_line(accepted, targets), errors_line(runs)))
+        node = launched("stm32.launch.py", control, f"port:={path}")
+        native = control == "native"
+        runs = bench.goals("/stm32_driver/follow_joint_trajectory" if native else JTC_ACTION, STM32, STM32_POSES)
+        # stm32_driver logs "~/follow_joint_trajectory: goal ID of N points" once it has taken a goal.
+        logged = ("follow_joint_trajectory: goal", " points") if native else ("Accepted new action goal",)
+        accepted = accepted_at(node.log_path, *logged)
+        figures.append((label("stm32_driver", control), latency_line(accepted, targets), errors_line(runs)))
         stop_all()
 
-    _, path = start_emulator("rdscom")
-    launch("arduino.launch.py", f"port:={path}", "rsp:=false")
-    time.sleep(3.0)
     fingers = ("finger_joint0", "finger_joint1", "finger_joint2", "finger_joint3")
-    runs = bench.goals("/arduino_driver/follow_joint_trajectory", fingers, ([0.1, 0.5, 0.6, 0.4], [-0.1, 0.9, 0.3, 0.2]))
-    figures.append(("arduino_driver, native", "", errors_line(runs)))
-    stop_all()
+    for control in controls():
+        _, path = start_emulator("rdscom")
+        launched("arduino.launch.py", control, f"port:={path}")
+        action = "/arduino_driver/follow_joint_trajectory" if control == "native" else JTC_ACTION
+        runs = bench.goals(action, fingers, ([0.1, 0.5, 0.6, 0.4], [-0.1, 0.9, 0.3, 0.2]))
+        figures.append((label("arduino_driver", control), "", errors_line(runs)))
+        stop_all()
 
     arm = ("joint1", "joint2", "joint3")
     for name, file, arguments in [("sil_node", "sil.launch.py", []), ("hil_node", "hil.launch.py", ["hardware:=sim"])]:
-        launch(file, "rsp:=false", *arguments)
-        time.sleep(2.0)
-        poses = bench.poses_of(arm)
-        runs = bench.goals(f"/{name}/follow_joint_trajectory", arm, poses)
-        figures.append((f"{name}, native", "", errors_line(runs)))
-        stop_all()
+        poses = None
+        for control in controls():
+            launched(file, control, *arguments)
+            # Two poses of the arm's own trajectory, seen before JTC holds it (the same each start).
+            poses = poses or bench.poses_of(arm)
+            runs = bench.goals(f"/{name}/follow_joint_trajectory" if control == "native" else JTC_ACTION, arm, poses)
+            figures.append((label(name, control), "", errors_line(runs)))
+            stop_all()
 
     print(f"FollowJointTrajectory, {GOALS} goals of 1 s each between two poses:")
     for name, latency, errors in figures:

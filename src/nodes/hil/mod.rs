@@ -18,6 +18,7 @@ use crate::drivers::{RigDevices, RigKind, RigSettings};
 use crate::hil::stepper::StepperConfig;
 use crate::hil::HilConfig;
 use crate::nodes::follower::Constraints;
+use crate::nodes::sil::joint_goals::{check_command_speed, HIL_COMMAND_SPEED_M_S};
 use crate::sim::SilConfig;
 
 /// The node's name, which its private topics are under.
@@ -44,6 +45,8 @@ node_parameters! {
             => "with auto_recover, activate again after a protective stop too; else the node waits inactive";
         section constraints: Constraints = Constraints::default()
             => "~/follow_joint_trajectory's default tolerances: goal_time [s], goal and trajectory [rad] per motor";
+        read_only joint_command_speed_m_s: f64 = HIL_COMMAND_SPEED_M_S
+            => "~/joint_command: fastest platform speed of a move [m/s]; a step becomes a ramp at it";
     }
     sections {
         "hil." => "the fixed-rate loop: rate, sensor timeout, real-time priority, protective stop bounds",
@@ -90,5 +93,6 @@ pub fn hil_node_config(params: &BTreeMap<String, ParamValue>) -> Result<HilNodeC
         return Err(invalid(format!("publish_rate_hz must be > 0, got {}", settings.publish_rate_hz)));
     }
     settings.constraints.tolerances(3).map_err(invalid)?;
+    check_command_speed(settings.joint_command_speed_m_s).map_err(invalid)?;
     Ok(HilNodeConfig { sil, hil, rig, settings })
 }

@@ -93,13 +93,12 @@ pub fn goal_trajectory(
 
 /// A stream of joint commands (ros2_control's hardware plugin sends its controllers' at their
 /// update rate): each is a move from where the loop's reference is to where the command puts the
-/// platform, taking the time since the command before (at most [`JointCommands::LONGEST_S`]), or
-/// longer at the stream's top speed. sil_node's simulation is steered along each move, hil_node's
-/// loop fed it.
+/// platform, in the time since the command before ([`command_trajectory`]). sil_node's
+/// simulation is steered along each move, hil_node's loop fed it.
 #[derive(Debug)]
 pub struct JointCommands {
-    /// When the last command came [s, the caller's clock].
-    last_s: Option<f64>,
+    /// When the last command came [s, the caller's clock], and where it put the platform [m].
+    last: Option<(f64, Vec3)>,
     /// The fastest a move takes the platform [m/s].
     top_speed_m_s: f64,
 }
@@ -108,13 +107,13 @@ impl JointCommands {
     /// The longest a command's move takes [s]: the first, or one after a pause.
     pub const LONGEST_S: f64 = 0.1;
 
-    /// Moves at most `top_speed_m_s` fast ([`COMMAND_SPEED_M_S`] on both nodes).
+    /// Moves at most `top_speed_m_s` fast (the node's `joint_command_speed_m_s`).
     pub fn new(top_speed_m_s: f64) -> JointCommands {
-        JointCommands { last_s: None, top_speed_m_s }
+        JointCommands { last: None, top_speed_m_s }
     }
 
-    /// The move of the command (`names`, `positions`) that came at `now_s` [s], the controller's reference at
-    /// `x` [m] moving at `xd` [m/s].
+    /// The move of the command (`names`, `positions`) that came at `now_s` [s], the controller's
+    /// reference at `x` [m] moving at `xd` [m/s].
     pub fn trajectory(
         &mut self,
         robot: &Robot,
@@ -123,36 +122,79 @@ impl JointCommands {
         names: &[String],
         positions: &[f64],
     ) -> Result<Trajectory, String> {
-        let period_s = self.last_s.map_or(Self::LONGEST_S, |last| (now_s - last).clamp(0.001, Self::LONGEST_S));
-        self.last_s = Some(now_s);
         let positions = commanded_positions(&JOINT_NAMES[..3], names, positions)?;
-        command_trajectory(robot, &x, &xd, &positions, period_s, self.top_speed_m_s)
+        let sample = Sample { positions, velocities: Vec::new(), accelerations: Vec::new() };
+        let (target, _) = platform(robot, &sample, &x)?;
+        // The stream's own velocity, from the command before unless it came before a pause.
+        let (period_s, stream_velocity) = match self.last {
+            Some((last_s, last_target)) if now_s - last_s <= Self::LONGEST_S => {
+                let period_s = (now_s - last_s).max(0.001);
+                (period_s, (target - last_target) / period_s)
+            }
+            _ => (Self::LONGEST_S, Vec3::zeros()),
+        };
+        self.last = Some((now_s, target));
+        let moving = Motion { x, xd, period_s, top_speed_m_s: self.top_speed_m_s };
+        command_trajectory(robot, &moving, &target, &stream_velocity)
     }
 }
 
-/// The fastest joint-command move [m/s]: a step (forward_position_controller's commands are
-/// whatever the user sends) becomes a ramp the controller can track; hil_node's tracking-error
-/// bound would stop the arm otherwise, and sil_node's divergence bound end its run.
-pub const COMMAND_SPEED_M_S: f64 = 0.05;
+/// sil_node's default fastest joint-command move [m/s]: a step (forward_position_controller's
+/// commands are whatever the user sends) becomes a ramp the simulated arm follows within its
+/// divergence bound; commands that move slower are followed as they come.
+pub const SIL_COMMAND_SPEED_M_S: f64 = 0.25;
 
-/// A joint command (ros2_control's hardware plugin streams them): the platform from where the
-/// reference is, `x` [m] moving at `xd` [m/s], to where motor angles `positions` [rad] put it, reached at rest
-/// `period_s` [s] later (the time since the command before), or later at `top_speed_m_s`, then
-/// held for [`HOLD_S`].
-fn command_trajectory(
-    robot: &Robot,
-    x: &Vec3,
-    xd: &Vec3,
-    positions: &[f64],
+/// hil_node's default fastest joint-command move [m/s], well inside what the loop tracks within
+/// its tracking-error bound (a step tripped its protective stop): the lab's arm is not rushed by
+/// a step; controllers that move it faster see it lag.
+pub const HIL_COMMAND_SPEED_M_S: f64 = 0.05;
+
+/// Checks a node's `joint_command_speed_m_s`.
+pub fn check_command_speed(speed_m_s: f64) -> Result<(), String> {
+    match speed_m_s.is_finite() && speed_m_s > 0.0 {
+        true => Ok(()),
+        false => Err(format!("joint_command_speed_m_s must be a speed > 0, got {speed_m_s}")),
+    }
+}
+
+/// Where a command's move starts: the controller's reference at `x` [m] moving at `xd` [m/s],
+/// `period_s` [s] after the command before, moves going at most `top_speed_m_s` [m/s].
+struct Motion {
+    x: Vec3,
+    xd: Vec3,
     period_s: f64,
     top_speed_m_s: f64,
+}
+
+/// A joint command's move to the platform point `target` [m] (ros2_control's hardware plugin
+/// streams commands): within reach at the top speed, it arrives `period_s` later going on at the
+/// stream's velocity `stream_velocity` [m/s] (at most the top speed), so that a controller's
+/// smooth motion is followed smoothly, and comes to rest half a period on if no command
+/// follows; farther (a step), it ramps there at the top speed and arrives at rest. Then the
+/// platform holds for [`HOLD_S`].
+fn command_trajectory(
+    robot: &Robot,
+    from: &Motion,
+    target: &Vec3,
+    stream_velocity: &Vec3,
 ) -> Result<Trajectory, String> {
-    let sample = Sample { positions: positions.to_vec(), velocities: Vec::new(), accelerations: Vec::new() };
-    let (target, _) = platform(robot, &sample, x)?;
-    let arrival_s = period_s.max((target - x).norm() / top_speed_m_s);
+    let ramp_s = (target - from.x).norm() / from.top_speed_m_s;
+    let (arrival_s, velocity) = if ramp_s <= from.period_s {
+        let speed = stream_velocity.norm();
+        let scale = if speed > from.top_speed_m_s { from.top_speed_m_s / speed } else { 1.0 };
+        (from.period_s, stream_velocity * scale)
+    } else {
+        (ramp_s, Vec3::zeros())
+    };
+    let rest_s = arrival_s + from.period_s;
+    let rest = target + velocity * (from.period_s / 2.0);
     let at = |t, x, xd| Waypoint { t, x, xd, xdd: Vec3::zeros() };
-    let waypoints =
-        vec![at(0.0, *x, *xd), at(arrival_s, target, Vec3::zeros()), at(arrival_s + HOLD_S, target, Vec3::zeros())];
+    let waypoints = vec![
+        at(0.0, from.x, from.xd),
+        at(arrival_s, *target, velocity),
+        at(rest_s, rest, Vec3::zeros()),
+        at(rest_s + HOLD_S, rest, Vec3::zeros()),
+    ];
     Trajectory::with_robot_forearm(waypoints, robot).map_err(|error| error.to_string())
 }
 

@@ -35,6 +35,8 @@ node_parameters! {
         read_only frame_id: String = "base_link".into() => "frame of every published point and path";
         section constraints: Constraints = Constraints::default()
             => "~/follow_joint_trajectory's default tolerances: goal_time [s], goal and trajectory [rad] per motor";
+        read_only joint_command_speed_m_s: f64 = joint_goals::SIL_COMMAND_SPEED_M_S
+            => "~/joint_command: fastest platform speed of a move [m/s]; a step becomes a ramp at it";
     }
     sections {
         "robot." => "robot model, SI units; see examples/sil.yaml",
@@ -61,6 +63,8 @@ pub fn sil_node_config(params: &BTreeMap<String, ParamValue>) -> Result<(SilConf
             ),
         });
     }
-    settings.constraints.tolerances(3).map_err(|message| ParamError::Invalid { prefix: String::new(), message })?;
+    let invalid = |message| ParamError::Invalid { prefix: String::new(), message };
+    settings.constraints.tolerances(3).map_err(invalid)?;
+    joint_goals::check_command_speed(settings.joint_command_speed_m_s).map_err(invalid)?;
     Ok((sil, settings))
 }
