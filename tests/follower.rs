@@ -256,7 +256,7 @@ mod devices {
     }
 
     #[test]
-    fn ros2_control_commands_are_setpoints_sent_once_each_until_the_link_comes_up_anew() {
+    fn ros2_control_commands_are_setpoints_sent_once_each_until_the_link_comes_up_anew_or_a_send_fails() {
         let table = PrototypeTable::document();
         let joint_names: Vec<String> = (0..4).map(|joint| format!("finger_joint{joint}")).collect();
         // The hardware plugin names the joints in the URDF's order, which need not be the motors'.
@@ -273,6 +273,9 @@ mod devices {
         let up = RdscomDriverEvent::Link(RdscomEvent::StateChanged(RdscomLinkState::Up));
         assert!(testbench.heard(30 * MS, &up, &table).is_empty());
         assert_eq!(testbench.command(40 * MS, &names, &[0.4, 0.1, 0.2, 0.3], &joint_names).unwrap().len(), 5);
+        // A setpoint the node could not send (inactive, say) goes out again with the next command.
+        testbench.unsent();
+        assert_eq!(testbench.command(50 * MS, &names, &[0.4, 0.1, 0.2, 0.3], &joint_names).unwrap().len(), 5);
         // Every joint is commanded, with a finite target.
         let refused = testbench.command(60 * MS, &names[..3], &[0.4, 0.1, 0.2], &joint_names).unwrap_err();
         assert_eq!(refused, "joint `finger_joint2` is missing: a command names every commanded joint");

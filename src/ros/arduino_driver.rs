@@ -58,6 +58,7 @@ fn drive_setpoints(
         }
         if !requests.is_empty() {
             if let Err(error) = commander.and_then(|commander| send_all(&commander, requests)) {
+                setpoints.unsent();
                 log::error!("setpoint refused: {error}");
             }
         }
@@ -122,6 +123,12 @@ fn serve_joint_commands(
             )
         };
         let sent = requests.and_then(|requests| send_all(&commanding.get()?, requests));
+        if sent.is_err() && ros2_control {
+            // Not sent: the next command goes out even if it is the same.
+            if let Ok(mut setpoints) = setpoints.lock() {
+                setpoints.unsent();
+            }
+        }
         if let Some(error) = refusals.said(sent) {
             log::error!("~/joint_command refused: {error} (said once while it lasts)");
         }

@@ -113,7 +113,7 @@ impl JointRounds {
 /// when the one before is done (ControlDone), or after [`SETPOINT_TIMEOUT_NS`] without an
 /// answer; meanwhile the newest waits. A setpoint equal to the last sent is not sent again (the
 /// MCU holds it; ros2_control's controllers repeat theirs every cycle) until the link comes up
-/// anew.
+/// anew or a send fails ([`TestbenchSetpoints::unsent`]).
 #[derive(Debug, Clone, Default)]
 pub struct TestbenchSetpoints {
     rounds: JointRounds,
@@ -167,13 +167,19 @@ impl TestbenchSetpoints {
         Ok(self.setpoint(now_ns, commanded_positions(joint_names, names, positions)?))
     }
 
+    /// The last setpoint's requests could not all be sent (the node is inactive, say): it is
+    /// forgotten, so that the next setpoint goes out whatever it is.
+    pub fn unsent(&mut self) {
+        (self.sent, self.running_since_ns) = (None, None);
+    }
+
     /// What `event` changes: ControlDone (the MCU ran its queue) sends the waiting setpoint's
     /// requests; a link that comes up (a new MCU, maybe) forgets what was sent.
     pub fn heard(&mut self, now_ns: u64, event: &DriverEvent, table: &PrototypeTable) -> Vec<Request> {
         let message = match event {
             DriverEvent::Link(RdscomEvent::Received(message)) => message,
             DriverEvent::Link(RdscomEvent::StateChanged(RdscomLinkState::Up)) => {
-                (self.sent, self.running_since_ns) = (None, None);
+                self.unsent();
                 return Vec::new();
             }
             _ => return Vec::new(),
