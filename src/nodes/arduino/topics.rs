@@ -1,6 +1,7 @@
 //! arduino_driver's topics: /joint_states (one joint per message, or under ros2_control every
-//! joint once a round) and `~/temperature` from the MCU's datastream, `~/motor_event`, `~/control_done` and `~/device_error` from its other
-//! messages, beside what every serial device publishes.
+//! joint once a round) and `~/temperature` from the MCU's datastream, `~/motor_event`,
+//! `~/control_done` and `~/device_error` from its other messages, beside what every serial
+//! device publishes.
 
 use super::{joint_sample, motor_frame, track_link, ArduinoNodeConfig, JointRounds, JointSample};
 use crate::drivers::rdscom::{DriverEvent, RdscomEvent};
