@@ -1154,6 +1154,9 @@ if __name__ == "__main__":
     from test_follow_joint_trajectory import *  # noqa: F401,F403 (their test classes)
 
     result = unittest.main(argv=[sys.argv[0], "-v", *sys.argv[1:]], exit=False).result
+    # The ros2 command line's daemon, which `ros2 lifecycle` and `ros2 control` start, ends with
+    # the suite too.
+    subprocess.run(["ros2", "daemon", "stop"], capture_output=True, timeout=30)
     failed = len(result.failures) + len(result.errors)
     print(f"ros: {result.testsRun - failed} passed, {failed} failed")
     print(f"logs of the started processes: {LOGS}")
