@@ -7,7 +7,7 @@
 //! commands (ros2_control's, through its topic-based hardware plugin) are each a short move of
 //! the controller's reference to where they put the platform ([`command_trajectory`]).
 
-use crate::control::{Trajectory, Waypoint};
+use crate::control::{Trajectory, TrajectoryError, Waypoint};
 use crate::model::math::Vec3;
 use crate::model::Robot;
 use crate::nodes::commanded_positions;
@@ -45,10 +45,18 @@ fn platform(robot: &Robot, sample: &Sample, near: &Vec3) -> Result<(Vec3, Vec3),
     Ok((motion.p, motion.p_dot))
 }
 
+/// Where motor angles `positions` [rad] put the platform [m], the forward kinematics' root
+/// nearest `near` [m].
+fn platform_point(robot: &Robot, positions: &[f64], near: &Vec3) -> Result<Vec3, String> {
+    let motion = robot.motion_from_joints(&vec3(positions), &Vec3::zeros(), near).map_err(|error| error.to_string())?;
+    Ok(motion.p)
+}
+
 /// Whether the arm assembles at motor angles `positions` [rad], the platform near `near` [m].
 pub fn reachable(robot: &Robot, positions: &[f64], near: &Vec3) -> Result<(), String> {
-    let sample = Sample { positions: positions.to_vec(), velocities: Vec::new(), accelerations: Vec::new() };
-    platform(robot, &sample, near).map(drop).map_err(|error| format!("the arm cannot take these angles: {error}"))
+    platform_point(robot, positions, near)
+        .map(drop)
+        .map_err(|error| format!("the arm cannot take these angles: {error}"))
 }
 
 /// The task-space trajectory of the follower's running goal from `now_ns` on (its times from 0),
@@ -122,9 +130,7 @@ impl JointCommands {
         names: &[String],
         positions: &[f64],
     ) -> Result<Trajectory, String> {
-        let positions = commanded_positions(&JOINT_NAMES[..3], names, positions)?;
-        let sample = Sample { positions, velocities: Vec::new(), accelerations: Vec::new() };
-        let (target, _) = platform(robot, &sample, &x)?;
+        let target = platform_point(robot, &commanded_positions(&JOINT_NAMES[..3], names, positions)?, &x)?;
         // The stream's own velocity, from the command before unless it came before a pause.
         let (period_s, stream_velocity) = match self.last {
             Some((last_s, last_target)) if now_s - last_s <= Self::LONGEST_S => {
@@ -200,8 +206,13 @@ fn command_trajectory(
 
 /// The platform held still where motor angles `positions` [rad] put it, for [`HOLD_S`].
 pub fn hold_trajectory(robot: &Robot, positions: &[f64], near: &Vec3) -> Result<Trajectory, String> {
-    let sample = Sample { positions: positions.to_vec(), velocities: Vec::new(), accelerations: Vec::new() };
-    let (x, _) = platform(robot, &sample, near)?;
+    let x = platform_point(robot, positions, near)?;
+    held_at(robot, x, (robot.elbow(), robot.params().l_arm)).map_err(|error| error.to_string())
+}
+
+/// The platform held still at `x` [m] for [`HOLD_S`], with the forearm (`elbow` [m], `l_arm`
+/// [m]) of the trajectory it holds after.
+pub fn held_at(robot: &Robot, x: Vec3, (elbow, l_arm): (Vec3, f64)) -> Result<Trajectory, TrajectoryError> {
     let still = |t| Waypoint { t, x, xd: Vec3::zeros(), xdd: Vec3::zeros() };
-    Trajectory::with_robot_forearm(vec![still(0.0), still(HOLD_S)], robot).map_err(|error| error.to_string())
+    Trajectory::new(vec![still(0.0), still(HOLD_S)], elbow, l_arm, robot)
 }

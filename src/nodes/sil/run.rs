@@ -7,10 +7,9 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::joint_goals::HOLD_S;
+use super::joint_goals::held_at;
 use super::SilNodeSettings;
-use crate::control::{Trajectory, TrajectoryError, Waypoint};
-use crate::model::math::Vec3;
+use crate::control::{Trajectory, TrajectoryError};
 use crate::model::Robot;
 use crate::msg::interfaces::{FollowCartesianTrajectoryFeedback, FollowCartesianTrajectoryResult};
 use crate::nodes::goals::{replaced_result, GoalOutcome, GoalTracker, GoalUpdate};
@@ -61,7 +60,8 @@ pub enum RunRequest {
 enum Ending {
     /// Its trajectory again, from the start, while `loop` is set; else idle.
     AsLoopSays,
-    /// The simulation goes on holding the trajectory's end, a run of [`HOLD_S`] after another.
+    /// The simulation goes on holding the trajectory's end, one run after another
+    /// ([`held_at`]: an hour each).
     Hold,
 }
 
@@ -190,7 +190,7 @@ pub fn run_sil(
         let complete = end == RunEnd::Complete;
         events(&SilEvent::RunEnded { stats: simulation.stats().clone(), end });
         match ending {
-            Ending::Hold if complete => match held_end(&trajectory, robot) {
+            Ending::Hold if complete => match held_end(robot, &trajectory) {
                 Ok(held) => {
                     let start = state_due(&simulation, anchor, anchor_t, factor);
                     trajectory = Arc::new(held);
@@ -210,11 +210,10 @@ pub fn run_sil(
     }
 }
 
-/// The platform held still at the end of `trajectory`, for [`HOLD_S`].
-fn held_end(trajectory: &Trajectory, robot: &Robot) -> Result<Trajectory, TrajectoryError> {
-    let last = trajectory.waypoints()[trajectory.waypoints().len() - 1];
-    let still = |t| Waypoint { t, x: last.x, xd: Vec3::zeros(), xdd: Vec3::zeros() };
-    Trajectory::new(vec![still(0.0), still(HOLD_S)], trajectory.elbow(), trajectory.l_arm(), robot)
+/// The platform held still at the end of `trajectory`, with its forearm.
+fn held_end(robot: &Robot, trajectory: &Trajectory) -> Result<Trajectory, TrajectoryError> {
+    let end = trajectory.waypoints()[trajectory.waypoints().len() - 1].x;
+    held_at(robot, end, (trajectory.elbow(), trajectory.l_arm()))
 }
 
 /// How a request ends the running run.
