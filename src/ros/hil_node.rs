@@ -5,22 +5,20 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, sync_channel};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use anyhow::Context;
 use futures::executor::LocalPool;
 use futures::task::LocalSpawnExt;
 use futures::StreamExt;
-use r2r::sensor_msgs::msg::JointState;
 use r2r::trajectory_msgs::msg::MultiDOFJointTrajectory;
 use r2r::QosProfile;
 
+use super::joint_commands::serve_joint_commands;
 use super::lifecycle::{serve_lifecycle, Supervisor};
 use super::params::{nothing_at_run_time, serve_parameters};
 use super::publisher::NodePublisher;
 use super::{multi_dof_points, node_params, spin};
 use crate::hil::{LoopStatus, Withdrawals};
-use crate::model::math::Vec3;
 use crate::model::Robot;
 #[cfg(not(feature = "ros-doc-only"))]
 use crate::nodes::goals::GoalUpdate;
@@ -29,7 +27,6 @@ use crate::nodes::hil::managed::{HilLinks, HilReporter, ManagedHil};
 use crate::nodes::hil::publisher::{publish_loop, HilEvent, HilPublisher};
 use crate::nodes::hil::{hil_node_config, HIL_NODE_PARAMS};
 use crate::nodes::param_server::ParameterServer;
-use crate::nodes::refusals::Refusals;
 use crate::nodes::sil::joint_goals::JointCommands;
 use crate::nodes::status::Level;
 use crate::nodes::{load_trajectory, trajectory_file};
@@ -125,38 +122,6 @@ fn follow_joint_trajectories(
     })
 }
 
-/// `~/joint_command` (sensor_msgs/JointState: the three motors' positions) while the loop runs,
-/// as ros2_control's topic-based hardware plugin streams its controllers' commands: each takes
-/// the place of what is queued with a move from where the loop's reference is to where the
-/// command puts the platform ([`JointCommands`]).
-fn serve_joint_commands(
-    node: &mut r2r::Node,
-    pool: &LocalPool,
-    robot: &Robot,
-    motion: Arc<Mutex<Option<(Vec3, Vec3)>>>,
-    looping: Arc<AtomicBool>,
-    (feeding, mut commands): (JointFeeding, JointCommands),
-) -> anyhow::Result<()> {
-    let subscription = node.subscribe::<JointState>("~/joint_command", QosProfile::default())?;
-    let (robot, started, mut refusals) = (robot.clone(), Instant::now(), Refusals::default());
-    pool.spawner().spawn_local(subscription.for_each(move |message| {
-        let now = motion.lock().ok().and_then(|motion| *motion).filter(|_| looping.load(Ordering::Relaxed));
-        let elapsed_s = started.elapsed().as_secs_f64();
-        let moved = now
-            .ok_or_else(|| "hil_node is not active".to_owned())
-            .and_then(|now| commands.trajectory(&robot, elapsed_s, now, &message.name, &message.position));
-        let fed = moved.map(|trajectory| {
-            let withdrawal = feeding.withdrawals.request();
-            let _ = feeding.requests.send(FeedRequest::Follow { trajectory: Arc::new(trajectory), withdrawal });
-        });
-        if let Some(error) = refusals.said(fed) {
-            log::error!("~/joint_command refused: {error} (said once while it lasts)");
-        }
-        futures::future::ready(())
-    }))?;
-    Ok(())
-}
-
 /// Runs the node until interrupted or shut down.
 pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let config = hil_node_config(&node_params(&node)).context("hil_node parameters")?;
@@ -221,8 +186,24 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let follow_joints = follow_joint_trajectories(&mut node, &pool, &robot, &constraints, managed.looping(), feeding)?;
     #[cfg(feature = "ros-doc-only")]
     let follow_joints = |_: &Frame| {};
+    // Joint commands take the place of what is queued while the loop runs, each a move from where
+    // the loop's reference is.
     let motion = Arc::new(Mutex::new(None));
-    serve_joint_commands(&mut node, &pool, &robot, motion.clone(), managed.looping(), (command_feeding, commands))?;
+    let (reference, looping) = (motion.clone(), managed.looping());
+    serve_joint_commands(
+        &mut node,
+        &pool,
+        &robot,
+        commands,
+        move || {
+            let now = reference.lock().ok().and_then(|motion| *motion).filter(|_| looping.load(Ordering::Relaxed));
+            now.ok_or_else(|| "hil_node is not active".to_owned())
+        },
+        move |trajectory| {
+            let withdrawal = command_feeding.withdrawals.request();
+            let _ = command_feeding.requests.send(FeedRequest::Follow { trajectory: Arc::new(trajectory), withdrawal });
+        },
+    )?;
     let subscription = node.subscribe::<MultiDOFJointTrajectory>("~/trajectory", QosProfile::default())?;
     pool.spawner().spawn_local(subscription.for_each(move |message| {
         match segments_looping.load(Ordering::Relaxed) {

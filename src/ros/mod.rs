@@ -8,6 +8,7 @@
 
 pub mod arduino_driver;
 pub mod hil_node;
+pub mod joint_commands;
 #[cfg(not(feature = "ros-doc-only"))]
 pub mod joint_trajectory_action;
 pub mod legacy_bridge;

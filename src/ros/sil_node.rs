@@ -1,25 +1,23 @@
 //! sil_node: the SIL simulator as a ROS 2 node (see [`crate::nodes::sil`] for what it does).
 
 use std::sync::atomic::AtomicBool;
-use std::sync::mpsc::{channel, Sender};
+use std::sync::mpsc::channel;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use anyhow::Context;
 use futures::executor::LocalPool;
 use futures::task::LocalSpawnExt;
 use futures::StreamExt;
-use r2r::sensor_msgs::msg::JointState;
 use r2r::trajectory_msgs::msg::MultiDOFJointTrajectory;
 use r2r::QosProfile;
 
+use super::joint_commands::serve_joint_commands;
 use super::params::serve_parameters;
 use super::publisher::NodePublisher;
 use super::{multi_dof_points, node_params, ros_params, spin};
 use crate::model::Robot;
 use crate::nodes::param_server::ParameterServer;
 use crate::nodes::params::to_params;
-use crate::nodes::refusals::Refusals;
 use crate::nodes::sil::joint_goals::JointCommands;
 use crate::nodes::sil::publisher::SilPublisher;
 use crate::nodes::sil::run::{run_sil, RunRequest, SilEvent};
@@ -39,7 +37,7 @@ fn follow_joint_trajectories(
     robot: &Robot,
     settings: &crate::nodes::sil::SilNodeSettings,
     last: Arc<Mutex<Frame>>,
-    requests: Sender<RunRequest>,
+    requests: std::sync::mpsc::Sender<RunRequest>,
 ) -> anyhow::Result<impl Fn(&SilEvent) + Send> {
     use super::joint_trajectory_action::{FollowJointTrajectoryServer, NodeChecks};
     use super::now_ns;
@@ -83,35 +81,6 @@ fn follow_joint_trajectories(
     })
 }
 
-/// `~/joint_command` (sensor_msgs/JointState: the three motors' positions), as ros2_control's
-/// topic-based hardware plugin streams its controllers' commands: the running simulation is
-/// steered along a move of its reference, from where the last frame's is, to where the command
-/// puts the platform ([`JointCommands`]).
-fn serve_joint_commands(
-    node: &mut r2r::Node,
-    pool: &LocalPool,
-    robot: &Robot,
-    last: Arc<Mutex<Frame>>,
-    requests: Sender<RunRequest>,
-    mut commands: JointCommands,
-) -> anyhow::Result<()> {
-    let subscription = node.subscribe::<JointState>("~/joint_command", QosProfile::default())?;
-    let (robot, started) = (robot.clone(), Instant::now());
-    let mut refusals = Refusals::default();
-    pool.spawner().spawn_local(subscription.for_each(move |message| {
-        let reference = last.lock().map(|frame| (frame.x_ref, frame.xd_ref)).unwrap_or_default();
-        let elapsed_s = started.elapsed().as_secs_f64();
-        let steered = commands
-            .trajectory(&robot, elapsed_s, reference, &message.name, &message.position)
-            .map(|trajectory| drop(requests.send(RunRequest::Steer(Arc::new(trajectory)))));
-        if let Some(error) = refusals.said(steered) {
-            log::error!("~/joint_command refused: {error} (said once while it lasts)");
-        }
-        futures::future::ready(())
-    }))?;
-    Ok(())
-}
-
 /// Runs the node until interrupted.
 pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let (config, settings) = sil_node_config(&node_params(&node)).context("sil_node parameters")?;
@@ -153,8 +122,16 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     // FollowJointTrajectory's types are control_msgs', which the doc-only type-check lacks.
     let start = first.waypoints()[0].x;
     let last = Arc::new(Mutex::new(Frame { x: start, x_ref: start, ..Frame::default() }));
-    let commands = JointCommands::new(settings.joint_command_speed_m_s);
-    serve_joint_commands(&mut node, &pool, &robot, last.clone(), requests.clone(), commands)?;
+    // Joint commands steer the running simulation, from where the last frame's reference is.
+    let (reference, steering) = (last.clone(), requests.clone());
+    serve_joint_commands(
+        &mut node,
+        &pool,
+        &robot,
+        JointCommands::new(settings.joint_command_speed_m_s),
+        move || Ok(reference.lock().map(|frame| (frame.x_ref, frame.xd_ref)).unwrap_or_default()),
+        move |trajectory| drop(steering.send(RunRequest::Steer(Arc::new(trajectory)))),
+    )?;
     #[cfg(not(feature = "ros-doc-only"))]
     let follow_joints = follow_joint_trajectories(&mut node, &pool, &robot, &settings, last.clone(), requests.clone())?;
     #[cfg(feature = "ros-doc-only")]
