@@ -25,7 +25,8 @@
 #
 # The distros differ in (worked out here, and chosen below):
 # - Jazzy builds rosidl_core and rosidl_dynamic_typesupport; Humble has neither.
-# - Cyclone DDS 0.10.x on Jazzy, 0.9.x on Humble.
+# - Cyclone DDS releases/0.10.x on both: Humble's ros2.repos moved from 0.9.x to it in August 2023
+#   (ros2/ros2 #1404), and Humble's binaries ship 0.10.x.
 # - pluginlib and class_loader have no jazzy branch: iron's is Jazzy's release; ros_environment,
 #   robot_state_publisher and kdl_parser take rolling's, which reads the distro from
 #   ROS_DISTRO_OVERRIDE. Humble has branches of its own for all of them.
@@ -51,17 +52,17 @@ root="${1:-$HOME/ros_$distro}"
 d="$distro"
 # Entries are OWNER/NAME:BRANCH[:PATH]; the same on both distros but for these:
 case "$distro" in
-  jazzy) dds=releases/0.10.x; only="ros2/rosidl_core:jazzy ros2/rosidl_dynamic_typesupport:jazzy"
+  jazzy) only="ros2/rosidl_core:jazzy ros2/rosidl_dynamic_typesupport:jazzy"
          old="ros/pluginlib:iron ros/class_loader:iron ros/ros_environment:rolling
               ros/robot_state_publisher:rolling ros/kdl_parser:rolling:kdl_parser" ;;
-  humble) dds=releases/0.9.x; only=""
+  humble) only=""
           old="ros/pluginlib:humble ros/class_loader:humble ros/ros_environment:humble
                ros/robot_state_publisher:humble ros/kdl_parser:humble:kdl_parser" ;;
   *) echo "DISTRO must be jazzy or humble" >&2; exit 1 ;;
 esac
 repos="
 ament/ament_cmake:$d ament/ament_index:$d ament/ament_package:$d ament/ament_lint:$d
-eclipse-cyclonedds/cyclonedds:$dds
+eclipse-cyclonedds/cyclonedds:releases/0.10.x
 ros2/rcutils:$d ros2/rcpputils:$d ros2/rcl:$d ros2/rcl_interfaces:$d ros2/rcl_logging:$d
 ros2/rmw:$d ros2/rmw_implementation:$d ros2/rmw_cyclonedds:$d ros2/rmw_dds_common:$d
 ros2/rosidl:$d ros2/rosidl_defaults:$d $only
