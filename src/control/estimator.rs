@@ -146,6 +146,15 @@ impl PositionVelocityKalman {
     }
 }
 
+/// Why [`Estimator::gated_update`] refused a reading: what the arm cannot have produced.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+pub enum ReadingRejected {
+    #[error("its range is {off_m:.4} m from the forearm's length")]
+    Range { off_m: f64 },
+    #[error("its point is {off_m:.4} m from where the arm is predicted")]
+    Point { off_m: f64 },
+}
+
 /// Turns spherical readings into a position/velocity estimate: range bias, then the point
 /// elbow + (l_arm + b) u(theta, phi), then the Kalman filter.
 #[derive(Debug, Clone)]
@@ -187,9 +196,45 @@ impl Estimator {
         kalman.estimate()
     }
 
+    /// [`Estimator::update`] for a reading the arm can have produced: its range within `gate_m`
+    /// [m] of the forearm's length with the estimated bias, and its point within `gate_m` of
+    /// where the filter predicts the arm after `dt` [s]. Else nothing changes (the bias
+    /// estimate included) and the reading is refused, saying how far off it was. The first
+    /// reading has no prediction to be held to; its range is held to the same gate.
+    pub fn gated_update(
+        &mut self,
+        reading: &SphericalReading,
+        dt: f64,
+        commanded_acceleration: &Vec3,
+        gate_m: f64,
+    ) -> Result<Estimate, ReadingRejected> {
+        let range_off = (reading.r - self.l_arm - self.bias.bias()).abs();
+        if !(range_off <= gate_m) {
+            return Err(ReadingRejected::Range { off_m: range_off });
+        }
+        if let Some(kalman) = &self.kalman {
+            let mut predicted = *kalman;
+            predicted.predict(dt, &self.acceleration(commanded_acceleration));
+            let point = self.elbow + spherical_direction(reading.theta, reading.phi) * (self.l_arm + self.bias.bias());
+            let off_m = (point - predicted.estimate().x).norm();
+            if !(off_m <= gate_m) {
+                return Err(ReadingRejected::Point { off_m });
+            }
+        }
+        Ok(self.update(reading, dt, commanded_acceleration))
+    }
+
+    fn acceleration(&self, commanded: &Vec3) -> Vec3 {
+        if self.config.use_commanded_acceleration {
+            *commanded
+        } else {
+            Vec3::zeros()
+        }
+    }
+
     /// One filter cycle without a reading: predict only. `None` before the first reading.
     pub fn predict(&mut self, dt: f64, commanded_acceleration: &Vec3) -> Option<Estimate> {
-        let acceleration = if self.config.use_commanded_acceleration { *commanded_acceleration } else { Vec3::zeros() };
+        let acceleration = self.acceleration(commanded_acceleration);
         let kalman = self.kalman.as_mut()?;
         kalman.predict(dt, &acceleration);
         Some(kalman.estimate())

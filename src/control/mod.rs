@@ -14,7 +14,7 @@ pub mod trajectory_csv;
 
 pub use controller::{clamp_torque, ControlOutput, ControllerConfig, TaskSpaceController};
 pub use estimator::{
-    Estimate, Estimator, EstimatorConfig, PositionVelocityKalman, RangeBiasEstimator, SphericalReading,
+    Estimate, Estimator, EstimatorConfig, PositionVelocityKalman, RangeBiasEstimator, ReadingRejected, SphericalReading,
 };
 pub use interpolation::{Reference, ReferenceSampler};
 pub use trajectory::{Trajectory, TrajectoryError, Waypoint, MAX_WAYPOINTS};

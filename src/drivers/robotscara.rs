@@ -8,7 +8,7 @@
 
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, TryLockError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -141,14 +141,21 @@ impl ReferenceRig {
         }
     }
 
-    fn send(&self, rates: StepRates, closing: bool) {
-        // A writer holding the lock is only copying the rates out: wait for it.
-        if let Ok(mut slot) = self.shared.command.lock() {
+    /// Leaves `rates` for the writer. Inside the loop's cycle (`from_cycle`) it never waits: a
+    /// writer holding the slot is copying the rates out, and the next cycle's rates, newer,
+    /// go instead; outside it (the stop, the close) it waits for the slot.
+    fn send(&self, rates: StepRates, closing: bool, from_cycle: bool) {
+        let slot = match from_cycle {
+            true => self.shared.command.try_lock().ok(),
+            false => self.shared.command.lock().ok(),
+        };
+        if let Some(mut slot) = slot {
             slot.sequence += 1;
             slot.rates = rates;
             slot.closing |= closing;
+            drop(slot);
+            self.shared.command_changed.notify_one();
         }
-        self.shared.command_changed.notify_one();
     }
 }
 
@@ -170,13 +177,17 @@ impl Hardware for ReferenceRig {
         self.check_failure()?;
         // No joint angles yet: the drives hold still.
         let Some(theta) = command.theta else {
-            self.send(StepRates::default(), false);
+            self.send(StepRates::default(), false, true);
             return Ok(());
         };
         let now = self.shared.elapsed();
         let field = {
-            let Ok(mut field) = self.shared.field.lock() else {
-                return Err(HardwareError::Link("the stepper writer failed".into()));
+            // The writer holds the field only while it credits a rate it sends: this cycle's
+            // command waits for the next cycle rather than for the writer.
+            let mut field = match self.shared.field.try_lock() {
+                Ok(field) => field,
+                Err(TryLockError::WouldBlock) => return Ok(()),
+                Err(TryLockError::Poisoned(_)) => return Err(HardwareError::Link("the stepper writer failed".into())),
             };
             // The rig holds the arm when the loop starts: the first torque is taken as the one
             // the drives already give.
@@ -188,7 +199,7 @@ impl Hardware for ReferenceRig {
         self.lag = Some(self.drive.config().electrical_lag(&field, &theta));
         let theta_dot = command.theta_dot.unwrap_or_default();
         let rates = self.drive.update(&command.tau, &theta, &theta_dot, &field, period);
-        self.send(rates, false);
+        self.send(rates, false, true);
         Ok(())
     }
 
@@ -197,7 +208,7 @@ impl Hardware for ReferenceRig {
     fn stop(&mut self) {
         self.drive.stop();
         self.lag = None;
-        self.send(StepRates::default(), false);
+        self.send(StepRates::default(), false, false);
     }
 
     fn electrical_lag(&self) -> Option<Vec3> {
@@ -222,7 +233,7 @@ impl Hardware for ReferenceRig {
 
 impl Drop for ReferenceRig {
     fn drop(&mut self) {
-        self.send(StepRates::default(), true);
+        self.send(StepRates::default(), true, false);
         self.shared.stop.store(true, Ordering::Relaxed);
         for thread in self.threads.drain(..) {
             let _ = thread.join();

@@ -9,7 +9,7 @@
 //! The arm has hard stops a little inside the edges of its workspace: an arm driven there stops
 //! dead and stays (as a crashed arm waits for a person), and the emulator says so, so that a
 //! test can tell whether the loop's protective stop came first. Faults can be injected: a motor
-//! that ignores its step rates, a sensor frozen at one reading.
+//! that ignores its step rates, a sensor frozen at one reading, garbled sensor lines.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -42,7 +42,13 @@ pub struct RigFaults {
     pub ignored_motor: Option<usize>,
     /// The sensor repeats the reading it took when this was set.
     pub sensor_frozen: bool,
+    /// Every n-th sensor line is garbled: its polar angle off by [`GARBLED_OFFSET_RAD`], a
+    /// reading the rig cannot produce (1: every line).
+    pub sensor_garbled_every: Option<u32>,
 }
+
+/// How far a garbled sensor line's polar angle is off [rad]: the point moves by some 20 cm.
+pub const GARBLED_OFFSET_RAD: f64 = 0.5;
 
 /// The arm driven by stepper motors.
 #[derive(Debug, Clone)]
@@ -271,12 +277,16 @@ impl Emulation {
                 next_sensor = (next_sensor + self.sensor_period).max(now);
                 if !self.control.sensor_silent.load(Ordering::Relaxed) {
                     let p = self.stepped.plant.motion().p;
-                    let frozen = self.control.faults.lock().is_ok_and(|faults| faults.sensor_frozen);
-                    let reading = match (frozen, self.frozen_reading) {
+                    let faults = self.control.faults.lock().map(|faults| *faults).unwrap_or_default();
+                    let mut reading = match (faults.sensor_frozen, self.frozen_reading) {
                         (true, Some(reading)) => reading,
                         _ => self.sensor.measure(&p, &self.elbow),
                     };
-                    self.frozen_reading = frozen.then_some(reading);
+                    self.frozen_reading = faults.sensor_frozen.then_some(reading);
+                    if faults.sensor_garbled_every.is_some_and(|n| (stats.sensor_lines + 1) % u64::from(n.max(1)) == 0)
+                    {
+                        reading.theta += GARBLED_OFFSET_RAD;
+                    }
                     line.clear();
                     encode_sensor_line(
                         &SensorLine { t: now, r: reading.r, theta: reading.theta, phi: reading.phi },

@@ -48,14 +48,14 @@ impl Withdrawals {
         self.requested.fetch_add(1, Ordering::AcqRel) + 1
     }
 
-    /// The newest withdrawal asked for, if the loop has not made it yet.
-    pub(super) fn pending(&self) -> Option<u64> {
+    /// The newest withdrawal asked for, if the loop has not made it yet (the loop's side).
+    pub fn pending(&self) -> Option<u64> {
         let requested = self.requested.load(Ordering::Acquire);
         (requested != self.done.load(Ordering::Relaxed)).then_some(requested)
     }
 
-    /// The loop made withdrawal `n` at trajectory time `t` [s].
-    pub(super) fn done(&self, n: u64, t: f64) {
+    /// The loop made withdrawal `n` at trajectory time `t` [s] (the loop's side).
+    pub fn done(&self, n: u64, t: f64) {
         self.done_at.store(t.to_bits(), Ordering::Relaxed);
         self.done.store(n, Ordering::Release);
     }

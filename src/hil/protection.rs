@@ -101,6 +101,9 @@ pub enum Bound {
     AssemblyHeight,
     JointLimit,
     Slip,
+    /// The inverse kinematics cannot place the estimated platform point: the loop has no
+    /// motion of the arm to check, so it stops.
+    EstimateOutOfReach,
 }
 
 impl Bound {
@@ -111,6 +114,7 @@ impl Bound {
             Bound::AssemblyHeight => "assembly_height",
             Bound::JointLimit => "joint_limit",
             Bound::Slip => "slip",
+            Bound::EstimateOutOfReach => "estimate_out_of_reach",
         }
     }
 }
@@ -135,6 +139,7 @@ impl std::fmt::Display for Trip {
             Bound::AssemblyHeight => "assembly height [m]",
             Bound::JointLimit => "joint angle past its limit's margin [rad]",
             Bound::Slip => "electrical lag [rad]",
+            Bound::EstimateOutOfReach => "the estimate's smallest reach margin [rad]",
         };
         write!(f, "{} ({what} {:.4}, bound {:.4}", self.bound.name(), self.value, self.limit)?;
         if let Some(joint) = self.joint {
@@ -168,14 +173,15 @@ impl Protection {
         Protection { config, lag_cycles: [0; 3] }
     }
 
-    /// The first bound this cycle passes, if any, in the order: slip, tracking error, joint
-    /// limits, reach, assembly.
+    /// The first bound this cycle passes, if any, in the order: slip, tracking error, then the
+    /// pose bounds ([`ProtectionConfig::check_pose`]) where the arm is and where it would come
+    /// to rest. A value that is not a number passes no bound: it trips.
     pub fn check(&mut self, robot: &Robot, view: &CycleView<'_>) -> Option<Trip> {
         let config = &self.config;
         if let Some(lag) = view.lag {
             for joint in 0..3 {
-                let past = lag[joint].abs() > config.max_lag_rad;
-                self.lag_cycles[joint] = if past { self.lag_cycles[joint] + 1 } else { 0 };
+                let within = lag[joint].abs() <= config.max_lag_rad;
+                self.lag_cycles[joint] = if within { 0 } else { self.lag_cycles[joint] + 1 };
                 if self.lag_cycles[joint] >= config.lag_cycles {
                     return Some(trip(Bound::Slip, lag[joint].abs(), config.max_lag_rad, Some(joint)));
                 }
@@ -183,30 +189,46 @@ impl Protection {
         }
         let motion = view.motion;
         let error = (motion.p - view.reference).norm();
-        if error > config.max_tracking_error_m {
+        if !(error <= config.max_tracking_error_m) {
             return Some(trip(Bound::TrackingError, error, config.max_tracking_error_m, None));
         }
+        if let Some(found) = config.check_pose(robot, &motion.theta, &motion.p) {
+            return Some(found);
+        }
         let stop_point = motion.p + motion.p_dot * (motion.p_dot.norm() / (2.0 * config.stopping_deceleration_m_s2));
-        let stop_theta = robot.inverse_kinematics(&stop_point, Some(&motion.theta)).ok();
-        for theta in std::iter::once(motion.theta).chain(stop_theta) {
-            if let Some(found) = past_joint_limit(&theta, config) {
-                return Some(found);
-            }
+        match robot.inverse_kinematics(&stop_point, Some(&motion.theta)) {
+            Ok(stop_theta) => config.check_pose(robot, &stop_theta, &stop_point),
+            // Out of reach: its margin is none.
+            Err(_) => Some(trip(Bound::ReachMargin, 0.0, config.min_reach_margin_rad, None)),
         }
-        for point in [motion.p, stop_point] {
-            let reach = robot.reach_margins(&point).map_or((0.0, 0), |margins| (margins.min(), margins.imin()));
-            if reach.0 < config.min_reach_margin_rad {
-                return Some(trip(Bound::ReachMargin, reach.0, config.min_reach_margin_rad, Some(reach.1)));
-            }
+    }
+}
+
+impl ProtectionConfig {
+    /// The first bound the arm at joint angles `theta` [rad] with its platform at `p` [m]
+    /// passes, if any, in the order: joint limits, reach, assembly. The loop checks it every
+    /// cycle; a node checks every point of a goal with it before accepting the goal.
+    pub fn check_pose(&self, robot: &Robot, theta: &Vec3, p: &Vec3) -> Option<Trip> {
+        if let Some(found) = past_joint_limit(theta, self) {
+            return Some(found);
         }
-        for theta in [Some(motion.theta), stop_theta] {
-            let height = theta.and_then(|theta| robot.assembly_height(&theta).ok()).unwrap_or(0.0);
-            if height < config.min_assembly_height_m {
-                return Some(trip(Bound::AssemblyHeight, height, config.min_assembly_height_m, None));
-            }
+        let reach = robot.reach_margins(p).map_or((0.0, 0), |margins| (margins.min(), margins.imin()));
+        if !(reach.0 >= self.min_reach_margin_rad) {
+            return Some(trip(Bound::ReachMargin, reach.0, self.min_reach_margin_rad, Some(reach.1)));
+        }
+        let height = robot.assembly_height(theta).unwrap_or(0.0);
+        if !(height >= self.min_assembly_height_m) {
+            return Some(trip(Bound::AssemblyHeight, height, self.min_assembly_height_m, None));
         }
         None
     }
+}
+
+/// The estimated platform point `p` [m] out of the inverse kinematics' reach: its smallest reach
+/// margin (none: 0) against the reach bound.
+pub fn estimate_out_of_reach(robot: &Robot, p: &Vec3, config: &ProtectionConfig) -> Trip {
+    let margin = robot.reach_margins(p).map_or(0.0, |margins| margins.min());
+    trip(Bound::EstimateOutOfReach, margin, config.min_reach_margin_rad, None)
 }
 
 /// A bound passed at joint index `joint` (0-based; reported 1-based).
@@ -222,8 +244,9 @@ fn past_joint_limit(theta: &Vec3, config: &ProtectionConfig) -> Option<Trip> {
         let lower = config.joint_lower_rad.map(|limits| limits[joint] + margin);
         let upper = config.joint_upper_rad.map(|limits| limits[joint] - margin);
         match (lower, upper) {
-            (Some(lower), _) if value < lower => Some(trip(Bound::JointLimit, value, lower, Some(joint))),
-            (_, Some(upper)) if value > upper => Some(trip(Bound::JointLimit, value, upper, Some(joint))),
+            (Some(lower), _) if !(value >= lower) => Some(trip(Bound::JointLimit, value, lower, Some(joint))),
+            (_, Some(upper)) if !(value <= upper) => Some(trip(Bound::JointLimit, value, upper, Some(joint))),
+            _ if value.is_nan() => Some(trip(Bound::JointLimit, value, f64::NAN, Some(joint))),
             _ => None,
         }
     })

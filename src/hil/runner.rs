@@ -12,12 +12,12 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::feed::{FeedItem, Withdrawals};
-use super::protection::{CycleView, Protection, ProtectionConfig, Trip};
+use super::protection::{estimate_out_of_reach, CycleView, Protection, ProtectionConfig, Trip};
 use super::realtime;
 use super::ring::{RingSample, TrajectoryRing, RING_CAPACITY};
 use super::stats::{LoopStats, LoopStatus};
 use super::{ActuatorCommand, Hardware, HardwareError, SensorInput};
-use crate::control::{Estimate, Estimator, Reference, TaskSpaceController, Waypoint};
+use crate::control::{Estimate, Estimator, ReadingRejected, Reference, TaskSpaceController, Waypoint};
 use crate::model::math::Vec3;
 use crate::model::{ModelError, Robot};
 use crate::sim::{Frame, SilConfig};
@@ -38,6 +38,14 @@ pub struct HilConfig {
     pub low_water: usize,
     /// Hand every n-th cycle's frame to the frame sink. Default 1.
     pub frame_every: u32,
+    /// Farthest a sensor reading may put the arm from where the estimator predicts it, and its
+    /// range from the forearm's length [m]: a reading farther off is one the rig cannot
+    /// produce (a garbled line), rejected and counted. Default 0.02 (the arm cannot move 2 cm
+    /// between two readings; the noise is a fraction of a millimetre).
+    pub reading_gate_m: f64,
+    /// Readings rejected in a row that end the run as a fault. Default 25 (0.1 s of the
+    /// sensor's 250 Hz).
+    pub max_rejected_readings: u32,
     /// The protective stop's bounds.
     pub protection: ProtectionConfig,
 }
@@ -51,6 +59,8 @@ impl Default for HilConfig {
             realtime_priority: Some(50),
             low_water: 500,
             frame_every: 1,
+            reading_gate_m: 0.02,
+            max_rejected_readings: 25,
             protection: ProtectionConfig::default(),
         }
     }
@@ -62,15 +72,16 @@ impl HilConfig {
             ("rate_hz", self.rate_hz),
             ("sensor_timeout_s", self.sensor_timeout_s),
             ("startup_timeout_s", self.startup_timeout_s),
+            ("reading_gate_m", self.reading_gate_m),
         ] {
             if !(value.is_finite() && value > 0.0) {
                 return Err(format!("hil.{name} must be finite and > 0, got {value}"));
             }
         }
-        if self.frame_every == 0 || self.low_water > RING_CAPACITY {
+        if self.frame_every == 0 || self.max_rejected_readings == 0 || self.low_water > RING_CAPACITY {
             return Err(format!(
-                "hil.frame_every must be > 0 and hil.low_water <= {RING_CAPACITY}, got {} and {}",
-                self.frame_every, self.low_water
+                "hil.frame_every and max_rejected_readings must be > 0 and hil.low_water <= {RING_CAPACITY}, got {}, {} and {}",
+                self.frame_every, self.max_rejected_readings, self.low_water
             ));
         }
         self.protection.validate()
@@ -108,6 +119,8 @@ pub enum HilError {
     SensorLost { t: f64, silent_s: f64 },
     #[error("sensor reading at t = {t:.3} s is not finite")]
     NonFiniteReading { t: f64 },
+    #[error("{count} sensor readings in a row the rig cannot produce, the last at t = {t:.3} s: {last}")]
+    ImplausibleReadings { t: f64, count: u32, last: ReadingRejected },
     #[error("controller output at t = {t:.3} s is not finite")]
     NonFiniteTorque { t: f64 },
     #[error("hardware failed at t = {t:.3} s: {error}")]
@@ -292,6 +305,7 @@ impl HilLoop {
         let mut last_reading_at = 0.0;
         let mut was_low = false;
         let mut seen_reading = false;
+        let mut rejected_in_row = 0;
         // Until the arm's start is known, the feed waits: its samples count from there.
         let mut awaiting_arm = self.start == Start::WhereTheArmIs;
         loop {
@@ -322,10 +336,24 @@ impl HilLoop {
                     if ![reading.r, reading.theta, reading.phi].iter().all(|value| value.is_finite()) {
                         return (Err(HilError::NonFiniteReading { t: now }), now);
                     }
-                    stats.sensor_readings += 1;
-                    last_reading_at = now;
-                    seen_reading = true;
-                    Some(self.estimator.update(&reading, step, &task_acceleration))
+                    match self.estimator.gated_update(&reading, step, &task_acceleration, self.config.reading_gate_m) {
+                        Ok(estimate) => {
+                            (rejected_in_row, last_reading_at, seen_reading) = (0, now, true);
+                            stats.sensor_readings += 1;
+                            Some(estimate)
+                        }
+                        Err(last) => {
+                            stats.rejected_readings += 1;
+                            rejected_in_row += 1;
+                            if rejected_in_row >= self.config.max_rejected_readings {
+                                return (
+                                    Err(HilError::ImplausibleReadings { t: now, count: rejected_in_row, last }),
+                                    now,
+                                );
+                            }
+                            self.estimator.predict(step, &task_acceleration)
+                        }
+                    }
                 }
                 None => self.estimator.predict(step, &task_acceleration),
             };
@@ -369,8 +397,13 @@ impl HilLoop {
                     };
                     self.record_tracking(stats, &estimate, &reference.x, step);
                     self.offer_frame(stats, trajectory_time, &estimate, &reference, &output.tau);
-                    // The command that would follow a tripped bound is never written.
-                    if let Some(trip) = self.protect(stats, &reference.x) {
+                    // The command that would follow a tripped bound is never written; an estimate
+                    // the inverse kinematics cannot place leaves no motion to check: it trips too.
+                    let tripped = match output.used_fallback {
+                        true => Some(estimate_out_of_reach(&self.robot, &estimate.x, &self.config.protection)),
+                        false => self.protect(stats, &reference.x),
+                    };
+                    if let Some(trip) = tripped {
                         return (Err(HilError::ProtectiveStop { t: now, trip }), now);
                     }
                     ActuatorCommand { tau: output.tau, theta, theta_dot }

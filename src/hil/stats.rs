@@ -20,6 +20,8 @@ pub struct LoopStats {
     error_time: f64,
     pub max_error_m: f64,
     pub sensor_readings: u64,
+    /// Readings the rig cannot produce, rejected by the estimator's gate.
+    pub rejected_readings: u64,
     pub starved_cycles: u64,
     pub low_water_events: u64,
     pub frames_dropped: u64,
@@ -47,6 +49,7 @@ impl LoopStats {
             error_time: 0.0,
             max_error_m: 0.0,
             sensor_readings: 0,
+            rejected_readings: 0,
             starved_cycles: 0,
             low_water_events: 0,
             frames_dropped: 0,
@@ -109,6 +112,8 @@ pub struct LoopStatus {
     pub max_error_m: f64,
     pub error_from_truth: bool,
     pub sensor_readings: u64,
+    /// Readings the rig cannot produce, rejected by the estimator's gate.
+    pub rejected_readings: u64,
     pub starved_cycles: u64,
 }
 
@@ -127,6 +132,7 @@ impl LoopStats {
             max_error_m: self.max_error_m,
             error_from_truth: self.error_from_truth,
             sensor_readings: self.sensor_readings,
+            rejected_readings: self.rejected_readings,
             starved_cycles: self.starved_cycles,
         }
     }

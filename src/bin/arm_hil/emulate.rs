@@ -86,6 +86,10 @@ pub(crate) struct RigArgs {
     /// Fault: the sensor repeats one reading, from --faults-after on
     #[arg(long)]
     freeze_sensor: bool,
+    /// Fault: every N-th sensor line is garbled (its polar angle 0.5 rad off, a reading the rig
+    /// cannot produce), from --faults-after on; 1 garbles every line
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    garble_sensor: Option<u32>,
     /// When the faults begin [s after the emulator starts]
     #[arg(long, value_name = "S", default_value_t = 1.0)]
     faults_after: f64,
@@ -242,6 +246,7 @@ fn run_rig(args: RigArgs) -> anyhow::Result<()> {
     let faults = RigFaults {
         ignored_motor: args.ignore_motor.map(|joint| usize::from(joint) - 1),
         sensor_frozen: args.freeze_sensor,
+        sensor_garbled_every: args.garble_sensor,
     };
     let faults_after = Duration::from_secs_f64(args.faults_after);
     println!("sensor {}", emulator.sensor_path().display());

@@ -164,6 +164,8 @@ struct Summary {
     skipped_periods: u64,
     duration_s: f64,
     sensor_readings: u64,
+    /// Readings the rig cannot produce, rejected by the estimator's gate.
+    rejected_readings: u64,
     starved_cycles: u64,
     ik_fallbacks: u64,
     error_from_truth: bool,
@@ -201,6 +203,7 @@ impl Summary {
             skipped_periods: stats.skipped_periods,
             duration_s: report.duration_s,
             sensor_readings: stats.sensor_readings,
+            rejected_readings: stats.rejected_readings,
             starved_cycles: stats.starved_cycles,
             ik_fallbacks: stats.ik_fallbacks,
             error_from_truth: stats.error_from_truth,

@@ -179,6 +179,7 @@ fn loop_status(status: &mut Status, snapshot: &LoopStatus, overruns_before: u64)
         ("jitter_max_us", format!("{:.1}", snapshot.jitter_max_us)),
         ("rms_error_m", format!("{:.6}", snapshot.rms_error_m)),
         ("sensor_readings", snapshot.sensor_readings.to_string()),
+        ("rejected_readings", snapshot.rejected_readings.to_string()),
         ("starved_cycles", snapshot.starved_cycles.to_string()),
     ];
     status.set(level, message, values);
