@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""FollowJointTrajectory figures (README, Performance): per node, how long from a goal's
+"""FollowJointTrajectory figures (docs/performance.md): per node, how long from a goal's
 acceptance to the first command at the device, and the RMS and largest joint error along a goal
 (the feedback's `error`), through the node's own `~/follow_joint_trajectory` and through
 joint_trajectory_controller (`control:=ros2_control`, where ros2_control is installed). A

@@ -31,7 +31,7 @@ set +u
 . "$ws/install/setup.bash"
 set -u
 
-# `--benchmark` runs tests/ros/follow_benchmark.py (README, Performance) in place of the suite.
+# `--benchmark` runs tests/ros/follow_benchmark.py (docs/performance.md) in place of the suite.
 script=test_nodes.py
 [ "${1:-}" != --benchmark ] || { script=follow_benchmark.py; shift; }
 
