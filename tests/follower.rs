@@ -3,20 +3,24 @@
 //! the hold at the end.
 
 use arm_hil::nodes::follower::spline::TrajectoryPoint;
-use arm_hil::nodes::follower::{ErrorCode, Follower, Goal, JointState, JointTolerance, Joints, Outcome, Tolerances};
+use arm_hil::nodes::follower::{
+    ErrorCode, Follower, Goal, GoalLimits, JointState, JointTolerance, Joints, Outcome, Plan, Tolerances,
+};
 
 const S: u64 = 1_000_000_000;
 
-/// The STM32 arm's two joints, limits as urdf/stm32_arm.urdf gives them (+-pi/2).
+/// The STM32 arm's two joints, limits as urdf/stm32_arm.urdf gives them (+-pi/2, 6 rad/s), a
+/// goal done within 0.01 rad and stopped (0.01 rad/s).
 fn follower() -> Follower {
     let joints = Joints {
         names: vec!["stm32_shoulder".into(), "stm32_elbow".into()],
         lower: vec![-std::f64::consts::FRAC_PI_2; 2],
         upper: vec![std::f64::consts::FRAC_PI_2; 2],
+        max_velocity: vec![6.0; 2],
     };
-    let tolerance = JointTolerance { position: 0.01, velocity: 0.0 };
+    let tolerance = JointTolerance { position: 0.01, velocity: 0.01 };
     let defaults = Tolerances { path: vec![JointTolerance::default(); 2], goal: vec![tolerance; 2], goal_time_s: 0.5 };
-    Follower::new(joints, defaults)
+    Follower::new(joints, defaults, GoalLimits { max_points: 100, max_duration_s: 60.0 })
 }
 
 fn at(positions: [f64; 2]) -> JointState {
@@ -33,8 +37,12 @@ fn goal(names: [&str; 2], points: Vec<TrajectoryPoint>) -> Goal {
 
 const NAMES: [&str; 2] = ["stm32_shoulder", "stm32_elbow"];
 
-fn any(_: &[f64]) -> Result<(), String> {
+fn any(_: &Plan) -> Result<(), String> {
     Ok(())
+}
+
+fn moving(positions: [f64; 2], velocities: [f64; 2]) -> JointState {
+    JointState { positions: positions.to_vec(), velocities: velocities.to_vec() }
 }
 
 #[test]
@@ -127,15 +135,110 @@ fn a_new_goal_replaces_the_running_one_and_cancel_holds() {
 }
 
 #[test]
-fn a_future_stamp_waits_at_the_start() {
+fn a_future_stamp_delays_the_first_point_which_is_reached_from_the_state_at_receipt() {
     let mut follower = follower();
     let mut later = goal(NAMES, vec![point(1.0, [0.4, 0.0])]);
     later.stamp_ns = 5 * S;
     follower.accept(&later, 4 * S, &at([0.1, 0.0]), any).unwrap();
-    let before = follower.update(4 * S + S / 2, &at([0.1, 0.0])).unwrap();
-    assert_eq!(before.desired.positions, vec![0.1, 0.0]);
-    let halfway = follower.update(5 * S + S / 2, &at([0.25, 0.0])).unwrap();
-    assert!((halfway.desired.positions[0] - 0.25).abs() < 1e-12);
+    // One segment from the receipt (4 s) to the point's time (6 s), as joint_trajectory_controller's first.
+    let quarter = follower.update(4 * S + S / 2, &at([0.1, 0.0])).unwrap();
+    assert!((quarter.desired.positions[0] - 0.175).abs() < 1e-12, "{:?}", quarter.desired);
+    let three_quarters = follower.update(5 * S + S / 2, &at([0.25, 0.0])).unwrap();
+    assert!((three_quarters.desired.positions[0] - 0.325).abs() < 1e-12);
+}
+
+#[test]
+fn a_past_stamp_never_jumps_points_due_before_the_receipt_are_skipped() {
+    let mut follower = follower();
+    let mut late = goal(NAMES, vec![point(0.5, [0.3, 0.0]), point(2.0, [0.3, 0.3])]);
+    late.stamp_ns = 9 * S;
+    // Received 1 s after its stamp: the first point is past; the joints go from where they are
+    // to the second, due 1 s from now.
+    follower.accept(&late, 10 * S, &at([0.0, 0.0]), any).unwrap();
+    let first = follower.update(10 * S, &at([0.0, 0.0])).unwrap();
+    assert_eq!(first.desired.positions, vec![0.0, 0.0], "the first sample is where the joints are");
+    let halfway = follower.update(10 * S + S / 2, &at([0.0, 0.0])).unwrap();
+    assert!((halfway.desired.positions[0] - 0.15).abs() < 1e-12 && (halfway.desired.positions[1] - 0.15).abs() < 1e-12);
+    // So close to its end that the way left is faster than the joints go: refused.
+    let mut hurried = goal(NAMES, vec![point(0.5, [0.5, 0.0]), point(1.0, [1.0, 0.0])]);
+    hurried.stamp_ns = 10 * S - S + S / 1000;
+    let refused = follower.accept(&hurried, 10 * S, &at([0.0, 0.0]), any).unwrap_err();
+    assert_eq!(refused.code, ErrorCode::InvalidGoal);
+    assert!(
+        refused.reason.contains("faster than its limit") && refused.reason.contains("due before its receipt"),
+        "{}",
+        refused.reason
+    );
+}
+
+#[test]
+fn a_goals_cost_is_bounded_before_anything_is_allocated() {
+    let mut follower = follower();
+    let refused =
+        |follower: &mut Follower, goal: &Goal| follower.accept(goal, 100 * S, &at([0.0, 0.0]), any).unwrap_err();
+    // The far goal: its own position, two billion seconds away.
+    let far = goal(NAMES, vec![point(2e9, [0.0, 0.0])]);
+    let refusal = refused(&mut follower, &far);
+    assert!(refusal.code == ErrorCode::InvalidGoal && refusal.reason.contains("max_duration_s"), "{}", refusal.reason);
+    // A stamp far in the future is as far.
+    let mut delayed = goal(NAMES, vec![point(1.0, [0.0, 0.0])]);
+    delayed.stamp_ns = 100 * S + 61 * S;
+    assert!(refused(&mut follower, &delayed).reason.contains("max_duration_s"));
+    let many = goal(NAMES, (1..=101).map(|k| point(k as f64 * 0.01, [0.0, 0.0])).collect());
+    assert!(refused(&mut follower, &many).reason.contains("max_points"));
+    let mut crowd = goal(NAMES, vec![point(1.0, [0.0, 0.0])]);
+    crowd.joint_names = (0..1_000_000).map(|k| format!("j{k}")).collect();
+    assert_eq!(refused(&mut follower, &crowd).code, ErrorCode::InvalidJoints, "checked by count first");
+    let at_once = goal(NAMES, vec![point(0.0, [0.1, 0.0])]);
+    assert!(refused(&mut follower, &at_once).reason.contains("ends at its receipt"));
+}
+
+#[test]
+fn speeds_and_limits_are_checked_all_along_the_trajectory() {
+    let mut follower = follower();
+    let refused = |follower: &mut Follower, goal: &Goal| follower.accept(goal, 0, &at([0.0, 0.0]), any).unwrap_err();
+    let hasty = goal(NAMES, vec![point(0.1, [1.0, 0.0])]);
+    assert!(refused(&mut follower, &hasty).reason.contains("10.000 rad/s"), "1 rad in 0.1 s");
+    // Points at the limit, but a cubic through them with these velocities overshoots it.
+    let mut overshoot = point(1.0, [1.5, 0.0]);
+    overshoot.velocities = vec![3.0, 0.0];
+    let mut end = point(2.0, [1.5, 0.0]);
+    end.velocities = vec![0.0, 0.0];
+    let reason = refused(&mut follower, &goal(NAMES, vec![overshoot, end])).reason;
+    assert!(reason.contains("outside"), "{reason}");
+    assert!(!follower.is_running());
+}
+
+#[test]
+fn a_goal_is_done_only_with_the_joints_within_tolerance_and_stopped() {
+    let mut follower = follower();
+    follower.accept(&goal(NAMES, vec![point(1.0, [0.3, 0.3])]), 0, &at([0.0, 0.0]), any).unwrap();
+    let moving_through = follower.update(S, &moving([0.3, 0.3], [0.2, 0.0])).unwrap();
+    assert_eq!(moving_through.ended, None, "at the goal, still moving");
+    let late = follower.update(2 * S, &moving([0.3, 0.3], [0.2, 0.0])).unwrap();
+    match late.ended {
+        Some(Outcome::Aborted { code: ErrorCode::GoalToleranceViolated, reason }) => {
+            assert!(reason.contains("moving at 0.2000 rad/s"), "{reason}")
+        }
+        other => panic!("a goal tolerance violation, not {other:?}"),
+    }
+    follower.accept(&goal(NAMES, vec![point(1.0, [0.3, 0.3])]), 2 * S, &at([0.3, 0.3]), any).unwrap();
+    assert_eq!(follower.update(3 * S, &moving([0.3, 0.3], [0.005, 0.0])).unwrap().ended, Some(Outcome::Succeeded));
+    follower.accept(&goal(NAMES, vec![point(1.0, [0.3, 0.3])]), 3 * S, &at([0.3, 0.3]), any).unwrap();
+    let blind = follower.update(4 * S, &moving([f64::NAN, 0.3], [0.0, 0.0])).unwrap();
+    assert_eq!(blind.ended, None, "a position that is not a number is within no tolerance");
+}
+
+#[test]
+fn a_refused_goal_leaves_the_running_one_running() {
+    let mut follower = follower();
+    follower.accept(&goal(NAMES, vec![point(2.0, [0.5, 0.5])]), 0, &at([0.0, 0.0]), any).unwrap();
+    let checked_out = follower.accept(&goal(NAMES, vec![point(1.0, [0.1, 0.1])]), S, &at([0.2, 0.2]), |_| {
+        Err("the device's own check".into())
+    });
+    assert!(checked_out.is_err());
+    let going_on = follower.update(S, &at([0.25, 0.25])).unwrap();
+    assert!((going_on.desired.positions[0] - 0.25).abs() < 1e-12, "the first goal goes on: {:?}", going_on.desired);
 }
 
 mod node_goals {
@@ -156,7 +259,7 @@ mod node_goals {
     fn each_step_commands_the_setpoint_and_feeds_the_goal_back_until_it_ends() {
         let mut goals = JointGoals::new(follower());
         goals.observe(at([0.0, 0.0]));
-        assert_eq!(goals.accept("g1", &goal(NAMES, vec![point(1.0, [0.2, 0.4])]), 0, any), Ok(None));
+        assert_eq!(goals.accept("g1", &goal(NAMES, vec![point(1.0, [0.2, 0.4])]), 0, any), Ok(((), None)));
         let middle = goals.tick(S / 2, at([0.1, 0.2]));
         assert_eq!(middle.command, Some(Setpoint::Follow(vec![0.1, 0.2])));
         assert!(matches!(&middle.events[..], [GoalEvent::Feedback { goal: "g1", .. }]));
@@ -176,7 +279,7 @@ mod node_goals {
         let mut goals = JointGoals::new(follower());
         goals.observe(at([0.0, 0.0]));
         goals.accept("g1", &goal(NAMES, vec![point(2.0, [0.5, 0.5])]), 0, any).unwrap();
-        let replaced = goals.accept("g2", &goal(NAMES, vec![point(2.0, [0.5, 0.5])]), 0, any).unwrap();
+        let ((), replaced) = goals.accept("g2", &goal(NAMES, vec![point(2.0, [0.5, 0.5])]), 0, any).unwrap();
         assert!(matches!(replaced, Some(("g1", Outcome::Canceled { .. }))));
         goals.tick(S / 2, at([0.1, 0.1]));
         assert_eq!(goals.cancel(|goal| *goal == "g1"), None, "only the goal followed is cancelled");
@@ -191,12 +294,13 @@ mod node_goals {
 
     #[test]
     fn the_constraints_parameters_give_one_value_for_every_joint_or_one_per_joint() {
-        let every = Constraints { goal_time: 0.5, goal: vec![0.03], trajectory: vec![0.0] }.tolerances(2).unwrap();
-        assert_eq!(every.goal, vec![JointTolerance { position: 0.03, velocity: 0.0 }; 2]);
+        let every = Constraints { goal_time: 0.5, goal: vec![0.03], ..Constraints::default() }.tolerances(2).unwrap();
+        assert_eq!(every.goal, vec![JointTolerance { position: 0.03, velocity: 0.01 }; 2], "stopped within 0.01 rad/s");
         assert_eq!(every.goal_time_s, 0.5);
         let each = Constraints { goal: vec![0.01, 0.02], ..Constraints::default() }.tolerances(2).unwrap();
         assert_eq!(each.goal[1].position, 0.02);
         assert!(Constraints { goal: vec![0.01, 0.02, 0.03], ..Constraints::default() }.tolerances(2).is_err());
+        assert!(Constraints { goal: vec![f64::NAN], ..Constraints::default() }.tolerances(2).is_err());
     }
 }
 
@@ -290,11 +394,10 @@ mod simulated_arm {
     use arm_hil::model::Robot;
     use arm_hil::nodes::follower::goals::JointGoals;
     use arm_hil::nodes::follower::spline::TrajectoryPoint;
-    use arm_hil::nodes::follower::{Constraints, Goal, JointState};
+    use arm_hil::nodes::follower::{Constraints, Goal, GoalLimits, JointState};
     use arm_hil::nodes::load_trajectory;
     use arm_hil::nodes::sil::joint_goals::{
-        arm_follower, goal_trajectory, hold_trajectory, reachable, JointCommands, HIL_COMMAND_SPEED_M_S, HOLD_S,
-        SIL_COMMAND_SPEED_M_S,
+        arm_follower, goal_trajectory, held_at, JointCommands, HIL_COMMAND_SPEED_M_S, HOLD_S, SIL_COMMAND_SPEED_M_S,
     };
     use arm_hil::sim::SilConfig;
 
@@ -306,21 +409,21 @@ mod simulated_arm {
         let start = load_trajectory(None, &robot).unwrap().waypoints()[0];
         let theta = robot.inverse_kinematics(&start.x, None).unwrap();
         let target: Vec<f64> = theta.iter().zip([0.05, -0.04, 0.03]).map(|(a, d)| a + d).collect();
-        assert!(reachable(&robot, &target, &start.x).is_ok());
-        assert!(reachable(&robot, &[3.0, 3.0, 3.0], &start.x).is_err(), "the arm does not assemble there");
-
-        let mut goals = JointGoals::new(arm_follower(&Constraints::default()).unwrap());
+        let mut goals = JointGoals::new(arm_follower(&Constraints::default(), &GoalLimits::default()).unwrap());
         goals.observe(JointState { positions: theta.iter().copied().collect(), velocities: vec![0.0; 3] });
         let names = ["joint1", "joint2", "joint3"].map(str::to_owned).to_vec();
-        let point = TrajectoryPoint {
-            time_s: 1.0,
-            positions: target.clone(),
-            velocities: Vec::new(),
-            accelerations: Vec::new(),
+        let to = |time_s: f64, positions: Vec<f64>| {
+            let point = TrajectoryPoint { time_s, positions, velocities: Vec::new(), accelerations: Vec::new() };
+            Goal { joint_names: names.clone(), points: vec![point], ..Goal::default() }
         };
-        let goal = Goal { joint_names: names, points: vec![point], ..Goal::default() };
-        goals.accept((), &goal, 5 * S, |_| Ok(())).unwrap();
-        let trajectory = goal_trajectory(&robot, goals.follower(), 5 * S, &start.x, HOLD_S).unwrap();
+        let path = |plan: &_| goal_trajectory(&robot, plan, &start.x, HOLD_S);
+        let apart = goals.accept((), &to(4.0, vec![3.0; 3]), 5 * S, path).unwrap_err();
+        assert!(
+            apart.reason.contains("cannot take the goal's angles"),
+            "the arm does not assemble there: {}",
+            apart.reason
+        );
+        let (trajectory, _) = goals.accept((), &to(1.0, target.clone()), 5 * S, path).unwrap();
         let waypoints = trajectory.waypoints();
         assert!((waypoints[0].x - start.x).norm() < 1e-9, "it starts where the platform is");
         let end = waypoints[waypoints.len() - 2];
@@ -330,8 +433,8 @@ mod simulated_arm {
         let hold = waypoints[waypoints.len() - 1];
         assert_eq!((hold.t - end.t, hold.x), (HOLD_S, end.x), "then the platform holds");
 
-        let held = hold_trajectory(&robot, &target, &start.x).unwrap();
-        assert_eq!(held.waypoints()[0].x, held.waypoints()[1].x);
+        let held = held_at(&robot, end.x, (robot.elbow(), robot.params().l_arm)).unwrap();
+        assert_eq!((held.waypoints()[0].x, held.waypoints()[1].x), (end.x, end.x));
     }
 
     #[test]
@@ -343,7 +446,7 @@ mod simulated_arm {
         let names = ["joint1", "forearm_yaw", "joint2", "joint3"].map(str::to_owned);
         let command = |joint1: f64| [theta[0] + joint1, 0.3, theta[1], theta[2]];
         let mut commands = JointCommands::new(HIL_COMMAND_SPEED_M_S);
-        let first = commands.trajectory(&robot, 10.0, (start.x, Vec3::zeros()), &names, &command(0.001)).unwrap();
+        let first = commands.trajectory(&robot, 10.0, Ok((start.x, Vec3::zeros())), &names, &command(0.001)).unwrap();
         let [from, arrival, rest, hold] = first.waypoints() else { panic!("four waypoints") };
         assert_eq!(from.x, start.x, "from where the controller's reference is");
         assert_eq!((arrival.t, arrival.xd), (JointCommands::LONGEST_S, Vec3::zeros()), "the first takes the longest");
@@ -352,19 +455,19 @@ mod simulated_arm {
         // A controller moving the joint steadily: each move arrives in the time since the command
         // before, going on at the stream's velocity, and comes to rest half a period on.
         let (first_target, reference) = (arrival.x, (arrival.x, Vec3::zeros()));
-        let next = commands.trajectory(&robot, 10.02, reference, &names, &command(0.002)).unwrap();
+        let next = commands.trajectory(&robot, 10.02, Ok(reference), &names, &command(0.002)).unwrap();
         let [_, arrival, rest, _] = next.waypoints() else { panic!("four waypoints") };
         let velocity = (arrival.x - first_target) / 0.02;
         assert!((arrival.t - 0.02).abs() < 1e-9 && (arrival.xd - velocity).norm() < 1e-9, "{arrival:?}");
         assert!((rest.x - (arrival.x + velocity * 0.01)).norm() < 1e-12 && rest.xd == Vec3::zeros());
 
         // A step far away becomes a ramp at the command speed, arriving at rest.
-        let step = commands.trajectory(&robot, 10.04, (start.x, Vec3::zeros()), &names, &command(0.2)).unwrap();
+        let step = commands.trajectory(&robot, 10.04, Ok((start.x, Vec3::zeros())), &names, &command(0.2)).unwrap();
         let arrival = step.waypoints()[1];
         let ramp_s = (arrival.x - start.x).norm() / HIL_COMMAND_SPEED_M_S;
         assert!(ramp_s > 0.02 && (arrival.t - ramp_s).abs() < 1e-9 && arrival.xd == Vec3::zeros(), "{ramp_s} s");
         let without_joint3 =
-            commands.trajectory(&robot, 10.06, (start.x, Vec3::zeros()), &names[..3], &command(0.0)[..3]);
+            commands.trajectory(&robot, 10.06, Ok((start.x, Vec3::zeros())), &names[..3], &command(0.0)[..3]);
         assert_eq!(without_joint3.unwrap_err(), "joint `joint3` is missing: a command names every commanded joint");
     }
 
@@ -382,7 +485,7 @@ mod simulated_arm {
         let step = [before.theta[0] + 0.2, before.theta[1], before.theta[2]];
         let mut commands = JointCommands::new(SIL_COMMAND_SPEED_M_S);
         let reference = (before.x_ref, before.xd_ref);
-        let trajectory = Arc::new(commands.trajectory(&robot, 0.0, reference, &names, &step).unwrap());
+        let trajectory = Arc::new(commands.trajectory(&robot, 0.0, Ok(reference), &names, &step).unwrap());
         let target = trajectory.waypoints()[1];
         assert!((target.x - before.x).norm() > 0.02, "a far step: {} m", (target.x - before.x).norm());
         simulation.steer(trajectory);

@@ -35,7 +35,12 @@ fn stm32_node(port: &str, bag: &std::path::Path) -> (ManagedDriver<Stm32Arm, Bag
     let mut out = Outputs::new(NodeName::new("stm32_driver"), BagWriter::create(bag, BagDistro::Jazzy).unwrap());
     let topics =
         Stm32Topics::advertise(&mut out, port, config.joint_names.clone(), config.imu_frame_id.clone()).unwrap();
-    let arm = Stm32Arm { port: port.to_owned(), link: config.link.clone(), config: Arc::new(Mutex::new(config)) };
+    let arm = Stm32Arm {
+        port: port.to_owned(),
+        link: config.link.clone(),
+        config: Arc::new(Mutex::new(config)),
+        angles: Mutex::new(None),
+    };
     let (faults, device_faults) = channel();
     (ManagedDriver::new(arm, (topics, out), faults, Arc::new(wall_clock_ns)), device_faults)
 }

@@ -1,7 +1,7 @@
 //! hil_node under the lifecycle, without ROS: the loop through every transition on the simulated
 //! rig, and the lab's rig's emulator (real pseudo-terminals) losing its sensor mid-run.
 
-use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
+use std::sync::mpsc::{channel, sync_channel, Receiver};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -11,8 +11,8 @@ use arm_hil::hil::stepper::StepperConfig;
 use arm_hil::hil::{HilConfig, LoopStatus, Withdrawals};
 use arm_hil::model::math::Vec3;
 use arm_hil::model::Robot;
-use arm_hil::nodes::hil::feeder::FeedRequest;
-use arm_hil::nodes::hil::managed::{HilLinks, HilReporter, ManagedHil};
+use arm_hil::nodes::hil::feeder::{feed_requests, FeedRequests};
+use arm_hil::nodes::hil::managed::{HilLinks, HilReporter, LoopEnd, ManagedHil};
 use arm_hil::nodes::hil::publisher::RUNNING;
 use arm_hil::nodes::hil::{HilNodeConfig, HilNodeSettings};
 use arm_hil::nodes::lifecycle::{Fault, State, Supervised};
@@ -33,7 +33,7 @@ impl HilReporter for Reports {
         self.0.lock().unwrap().push((Level::Ok, RUNNING.to_owned()));
     }
 
-    fn loop_stopped(&self, _failure: Option<&str>) {}
+    fn loop_stopped(&self, _end: &LoopEnd) {}
 }
 
 impl Reports {
@@ -50,7 +50,7 @@ struct Node {
     frames: Receiver<Frame>,
     faults: Receiver<Fault>,
     reports: Arc<Reports>,
-    _requests: Sender<FeedRequest>,
+    _requests: FeedRequests,
 }
 
 impl Node {
@@ -74,7 +74,7 @@ impl Node {
             ..HilNodeSettings::default()
         };
         let config = HilNodeConfig { sil, hil, rig: RigSettings::default(), settings };
-        let (requests, feeder_requests) = channel();
+        let (requests, feeder_requests) = feed_requests();
         let (frames_tx, frames) = sync_channel(100_000);
         let (faults_tx, faults) = channel();
         let links = HilLinks {

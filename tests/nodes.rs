@@ -9,9 +9,10 @@ use arm_hil::control::arc::ArcSpec;
 use arm_hil::control::{Trajectory, TrajectoryError, Waypoint};
 use arm_hil::model::math::Vec3;
 use arm_hil::model::{Branch, Robot};
-use arm_hil::nodes::goals::{GoalOutcome, GoalTracker, GoalUpdate};
+use arm_hil::nodes::goals::{GoalOutcome, GoalUpdate, TakesCartesianGoals};
 use arm_hil::nodes::params::{ParamError, ParamValue};
-use arm_hil::nodes::sil::run::{run_sil, GoalRuns, RunEnd, RunRequest, SilEvent};
+use arm_hil::nodes::sil::commands::{SilCommands, REQUEST_DEPTH};
+use arm_hil::nodes::sil::run::{run_sil, RunEnd, RunRequest, SilEvent};
 use arm_hil::nodes::sil::{sil_node_config, SilNodeSettings};
 use arm_hil::nodes::trajectory_input::{trajectory_from_points, MultiDofPoint, TrajectoryMessageError};
 use arm_hil::nodes::{load_trajectory, trajectory_file, LoadTrajectoryError};
@@ -415,7 +416,7 @@ fn hil_node_feeds_the_initial_trajectory_then_segments_then_a_goal_in_place_of_w
     use arm_hil::nodes::hil::feeder::{FeedRequest, Feeder};
     let robot = Robot::default();
     let initial = goal_trajectory(&robot, &[(0.0, [0.15, 0.0, 0.2]), (1.0, [0.151, 0.0, 0.2])]);
-    let mut feeder = Feeder::new(&initial, robot.clone());
+    let mut feeder = Feeder::new(&initial, robot.clone(), Default::default());
     let take = |feeder: &mut Feeder| {
         let item = feeder.front().copied();
         feeder.sent();
@@ -437,19 +438,36 @@ fn hil_node_feeds_the_initial_trajectory_then_segments_then_a_goal_in_place_of_w
     assert_eq!(std::iter::from_fn(|| take(&mut feeder)).collect::<Vec<_>>(), [FeedItem::Withdrawn(8)]);
 }
 
+/// hil_node's commands, fed to the loop through `requests` and `withdrawals`.
+fn hil_commands<C: Clone>(
+    robot: &Robot,
+    hil: arm_hil::hil::HilConfig,
+    requests: arm_hil::nodes::hil::feeder::FeedRequests,
+    withdrawals: Arc<arm_hil::hil::Withdrawals>,
+) -> arm_hil::nodes::hil::commands::HilCommands<(), C> {
+    use arm_hil::nodes::hil::{HilNodeConfig, HilNodeSettings};
+    let config =
+        HilNodeConfig { sil: SilConfig::default(), hil, rig: Default::default(), settings: HilNodeSettings::default() };
+    arm_hil::nodes::hil::commands::HilCommands::new(&config, robot.clone(), requests, withdrawals).unwrap()
+}
+
 #[test]
 fn a_hil_goal_starts_only_where_the_arm_holds() {
-    use arm_hil::hil::Withdrawals;
-    use arm_hil::nodes::hil::goals::HilGoals;
+    use arm_hil::hil::{HilConfig, Withdrawals};
+    use arm_hil::nodes::hil::feeder::feed_requests;
     let robot = Robot::default();
-    let mut goals = HilGoals::<()>::new(Arc::new(Withdrawals::default()));
+    let (requests, _queue) = feed_requests();
+    let mut commands = hil_commands::<u32>(&robot, HilConfig::default(), requests, Arc::new(Withdrawals::default()));
     let here = [0.15, 0.0, 0.2];
     let goal = goal_trajectory(&robot, &[(0.0, here), (1.0, [0.151, 0.0, 0.2])]);
-    assert!(goals.admit(&goal).unwrap_err().contains("not started"));
-    assert_eq!(goals.frame(&hil_frame(5.0, here, [0.16, 0.0, 0.2])), None, "no goal yet");
-    assert!(goals.admit(&goal).unwrap_err().contains("0.0100 m from the arm's reference"));
-    assert_eq!(goals.frame(&hil_frame(5.001, here, [0.152, 0.0, 0.2])), None);
-    goals.admit(&goal).unwrap();
+    assert!(commands.follow_cartesian_goal(1, goal.clone()).unwrap_err().contains("not active"));
+    commands.loop_started();
+    assert!(commands.follow_cartesian_goal(1, goal.clone()).unwrap_err().contains("first frame"));
+    let answers = commands.frame(&hil_frame(5.0, here, [0.16, 0.0, 0.2]), true, 0);
+    assert!(answers.cartesian.is_empty(), "no goal yet");
+    assert!(commands.follow_cartesian_goal(1, goal.clone()).unwrap_err().contains("0.0100 m from the arm's reference"));
+    commands.frame(&hil_frame(5.001, here, [0.152, 0.0, 0.2]), true, 0);
+    assert_eq!(commands.follow_cartesian_goal(1, goal), Ok(None));
 }
 
 /// The HIL loop on the simulated rig, fed by hil_node's feeder, with its goals followed
@@ -457,8 +475,7 @@ fn a_hil_goal_starts_only_where_the_arm_holds() {
 #[test]
 fn hil_goals_run_on_the_loop_complete_with_a_result_and_a_cancel_holds_the_arm() {
     use arm_hil::hil::{FrameChannel, HilConfig, HilLoop, SimulatedRig, Withdrawals, FEED_DEPTH};
-    use arm_hil::nodes::hil::feeder::{run_feeder, Feeder};
-    use arm_hil::nodes::hil::goals::HilGoals;
+    use arm_hil::nodes::hil::feeder::{feed_requests, run_feeder, Feeder};
     let robot = Robot::default();
     let config = SilConfig::default();
     let spec = ArcSpec { from_deg: [65.0, -150.0], to_deg: [65.0, -149.0], ..ArcSpec::default() };
@@ -466,60 +483,56 @@ fn hil_goals_run_on_the_loop_complete_with_a_result_and_a_cancel_holds_the_arm()
         Trajectory::with_robot_forearm(spec.waypoints(&robot.elbow(), robot.params().l_arm).unwrap(), &robot).unwrap();
     let rig = SimulatedRig::new(robot.clone(), &config, &initial.waypoints()[0], robot.elbow()).unwrap();
     let (feed, samples) = std::sync::mpsc::sync_channel(FEED_DEPTH);
-    let (requests, feeder_requests) = channel();
-    let feeder = Feeder::new(&initial, robot.clone());
+    let (requests, feeder_requests) = feed_requests();
+    let hil_config = HilConfig { realtime_priority: None, ..Default::default() };
+    let feeder = Feeder::new(&initial, robot.clone(), hil_config.protection.clone());
     let stop = Arc::new(AtomicBool::new(false));
     let feeder_stop = stop.clone();
     let feeding = std::thread::spawn(move || run_feeder(feeder, feeder_requests, feed, &feeder_stop));
     let (frames_tx, frames) = std::sync::mpsc::sync_channel(20_000);
     let withdrawals = Arc::new(Withdrawals::default());
-    let hil_config = HilConfig { realtime_priority: None, ..Default::default() };
+    let mut commands = hil_commands::<u32>(&robot, hil_config.clone(), requests, withdrawals.clone());
     let hil = HilLoop::new(hil_config, &config, robot.elbow(), 0.45, Box::new(rig), samples, stop.clone())
         .unwrap()
         .with_frames(Box::new(FrameChannel(frames_tx)))
-        .with_withdrawals(withdrawals.clone());
+        .with_withdrawals(withdrawals);
+    commands.loop_started();
     let running = std::thread::spawn(move || hil.run());
 
-    let mut goals = HilGoals::new(withdrawals);
     let end = initial.end_time();
     let mut frame = frames.recv().unwrap();
     while frame.t < end + 0.1 {
-        assert_eq!(goals.frame(&frame), None);
+        assert!(commands.frame(&frame, true, 0).cartesian.is_empty());
         frame = frames.recv().unwrap();
     }
     let hold = frame.x_ref;
     let step = |dx: f64| [hold.x + dx, hold.y, hold.z];
     let first = goal_trajectory(&robot, &[(0.0, step(0.0)), (0.3, step(0.001)), (0.6, step(0.002))]);
-    goals.admit(&first).unwrap();
-    let (request, _) = goals.serve(1, first);
-    requests.send(request).unwrap();
+    assert_eq!(commands.follow_cartesian_goal(1, first), Ok(None));
     let mut updates = Vec::new();
     let mut cancelled_at = None;
     while cancelled_at.is_none() || updates.iter().all(|update| !matches!(update, GoalUpdate::Finished(2, ..))) {
         let frame = frames.recv_timeout(std::time::Duration::from_secs(2)).expect("a frame");
-        let Some(update) = goals.frame(&frame) else { continue };
-        match &update {
-            GoalUpdate::Finished(1, ..) => {
-                let second = goal_trajectory(&robot, &[(0.0, step(0.002)), (2.0, step(0.0))]);
-                goals.admit(&second).unwrap();
-                let (request, replaced) = goals.serve(2, second);
-                assert!(replaced.is_none());
-                requests.send(request).unwrap();
+        for update in commands.frame(&frame, true, 0).cartesian {
+            match &update {
+                GoalUpdate::Finished(1, ..) => {
+                    let second = goal_trajectory(&robot, &[(0.0, step(0.002)), (2.0, step(0.0))]);
+                    assert_eq!(commands.follow_cartesian_goal(2, second), Ok(None));
+                }
+                GoalUpdate::Feedback(2, feedback) if feedback.progress > 0.1 && cancelled_at.is_none() => {
+                    assert!(commands.cancel_cartesian_goal(&|goal| *goal == 2));
+                    cancelled_at = Some(frame.t);
+                }
+                _ => {}
             }
-            GoalUpdate::Feedback(2, feedback) if feedback.progress > 0.1 && cancelled_at.is_none() => {
-                requests.send(goals.cancel()).unwrap();
-                cancelled_at = Some(frame.t);
-            }
-            _ => {}
+            updates.push(update);
         }
-        updates.push(update);
     }
     let held: Vec<Vec3> = (0..200).map(|_| frames.recv().unwrap().x_ref).collect();
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     running.join().unwrap().outcome.unwrap();
-    drop(requests);
+    drop(commands);
     feeding.join().unwrap();
-
     let finished: Vec<_> = updates
         .iter()
         .filter_map(|update| match update {
@@ -683,44 +696,37 @@ fn every_shipped_parameter_file_is_read_by_its_node() {
 #[test]
 fn a_goal_gets_feedback_from_its_own_run_and_a_result_when_the_run_completes_or_is_stopped() {
     let robot = Robot::default();
-    let settings = Mutex::new(SilNodeSettings {
-        real_time_factor: 0.0,
-        publish_rate_hz: 100.0,
-        repeat: false,
-        ..SilNodeSettings::default()
-    });
-    let (requests, next) = channel();
+    let settings =
+        SilNodeSettings { real_time_factor: 0.0, publish_rate_hz: 100.0, repeat: false, ..SilNodeSettings::default() };
+    let (requests, next) = std::sync::mpsc::sync_channel(REQUEST_DEPTH);
     let stop = AtomicBool::new(false);
-    let mut goals = GoalRuns::default();
+    let start = short_arc(&robot).waypoints()[0].x;
+    let mut commands = SilCommands::<(), u32>::new(&settings, robot.clone(), start, requests).unwrap();
     let (first_goal, second_goal) = (short_arc(&robot), short_arc(&robot));
-    let (request, replaced) = goals.serve(1, first_goal);
-    assert_eq!(replaced, None);
-    requests.send(request).unwrap();
+    assert_eq!(commands.follow_cartesian_goal(1, first_goal), Ok(None));
     let (mut ends, mut feedback, mut finished) = (Vec::new(), Vec::new(), Vec::new());
+    let settings = Mutex::new(settings);
     run_sil(&robot, &SilConfig::default(), &settings, short_arc(&robot), &next, &stop, &mut |event| {
         if let SilEvent::RunEnded { end, .. } = event {
             ends.push(end.clone());
         }
         // Feedback goes with every frame here; the node gives it with each published one.
-        match goals.update(event, true) {
-            Some(GoalUpdate::Feedback(goal, update)) => {
-                if goal == 2 && !feedback.iter().any(|(goal, _)| *goal == 2) {
-                    requests.send(goals.cancel()).unwrap();
-                }
-                feedback.push((goal, update));
-            }
-            Some(GoalUpdate::Finished(goal, outcome, result)) => {
-                finished.push((goal, outcome, result));
-                match goal {
-                    1 => {
-                        let (request, replaced) = goals.serve(2, second_goal.clone());
-                        assert_eq!(replaced, None);
-                        requests.send(request).unwrap();
+        for update in commands.event(event, true, 0).cartesian {
+            match update {
+                GoalUpdate::Feedback(goal, update) => {
+                    if goal == 2 && !feedback.iter().any(|(goal, _)| *goal == 2) {
+                        assert!(commands.cancel_cartesian_goal(&|goal| *goal == 2));
                     }
-                    _ => stop.store(true, std::sync::atomic::Ordering::Relaxed),
+                    feedback.push((goal, update));
+                }
+                GoalUpdate::Finished(goal, outcome, result) => {
+                    finished.push((goal, outcome, result));
+                    match goal {
+                        1 => assert_eq!(commands.follow_cartesian_goal(2, second_goal.clone()), Ok(None)),
+                        _ => stop.store(true, std::sync::atomic::Ordering::Relaxed),
+                    }
                 }
             }
-            None => {}
         }
     });
     assert_eq!(ends, [RunEnd::Replaced, RunEnd::Complete, RunEnd::Stopped], "the start-up run gave way to goal 1");
@@ -737,9 +743,13 @@ fn a_goal_gets_feedback_from_its_own_run_and_a_result_when_the_run_completes_or_
 #[test]
 fn a_new_goal_replaces_the_one_served_which_is_answered_at_once() {
     let robot = Robot::default();
-    let mut goals = GoalRuns::default();
-    assert_eq!(goals.serve("a", short_arc(&robot)).1, None);
-    let (replaced, result) = goals.serve("b", short_arc(&robot)).1.expect("goal a is answered");
+    let (requests, _next) = std::sync::mpsc::sync_channel(REQUEST_DEPTH);
+    let start = short_arc(&robot).waypoints()[0].x;
+    let mut commands =
+        SilCommands::<(), &str>::new(&SilNodeSettings::default(), robot.clone(), start, requests).unwrap();
+    assert_eq!(commands.follow_cartesian_goal("a", short_arc(&robot)), Ok(None));
+    let (replaced, result) =
+        commands.follow_cartesian_goal("b", short_arc(&robot)).unwrap().expect("goal a is answered");
     assert_eq!(replaced, "a");
     assert!(!result.success);
     assert_eq!(result.message, "replaced by a new goal");

@@ -30,7 +30,7 @@ use foxglove::websocket::ws_protocol::client::ClientMessage;
 pub type Target = fn(&[u8]);
 
 /// The targets, by name, as `fuzz_targets/` and the corpus folders name them.
-pub const TARGETS: [(&str, Target); 10] = [
+pub const TARGETS: [(&str, Target); 11] = [
     ("port5555_request", port5555_request),
     ("stm32_packet", stm32_packet),
     ("rdscom_frame", rdscom_frame),
@@ -41,6 +41,7 @@ pub const TARGETS: [(&str, Target); 10] = [
     ("bag_info", bag_info),
     ("live_client_message", live_client_message),
     ("console_command", console_command),
+    ("follow_joint_trajectory_goal", follow_joint_trajectory_goal),
 ];
 
 /// Splits `data` as a port or a socket delivers it: the first byte sets the size of every read
@@ -313,6 +314,113 @@ pub fn console_command(data: &[u8]) {
     }
 }
 
+/// A FollowJointTrajectory goal as a client can send it, through a motion node's acceptance:
+/// the first byte picks the node (even: the STM32 arm's two joints, odd: the parallel arm's
+/// three motors, its goal through the forward kinematics and the protective stop's bounds),
+/// the rest is the goal (see [`goal_from_bytes`]). An accepted goal's plan starts where the
+/// joints are, ends within the goal limits, and keeps every joint within its limits and speed
+/// (sampled at each point and between); its setpoints are finite and within the limits.
+pub fn follow_joint_trajectory_goal(data: &[u8]) {
+    use arm_hil::hil::protection::ProtectionConfig;
+    use arm_hil::nodes::follower::goals::JointGoals;
+    use arm_hil::nodes::follower::{Constraints, GoalLimits, JointState};
+    use arm_hil::nodes::sil::joint_goals::{arm_follower, goal_trajectory};
+    use arm_hil::nodes::stm32::{follower, Stm32NodeConfig};
+
+    let Some((&which, bytes)) = data.split_first() else { return };
+    let arm = which % 2 == 1;
+    let robot = arm_hil::model::Robot::default();
+    let (follower, actual) = match arm {
+        false => (follower(&Stm32NodeConfig::default()).expect("the defaults"), STM32_AT.to_vec()),
+        true => {
+            (arm_follower(&Constraints::default(), &GoalLimits::default()).expect("the defaults"), arm_at(&robot).1)
+        }
+    };
+    let joints = follower.joints().clone();
+    let goal = goal_from_bytes(bytes, &joints.names);
+    let now_ns = 1_000_000_000_000;
+    let mut goals = JointGoals::new(follower);
+    goals.observe(JointState { positions: actual.clone(), velocities: vec![0.0; actual.len()] });
+    let accepted = goals.accept((), &goal, now_ns, |plan| {
+        let spline = plan.spline();
+        let start = spline.sample(0.0);
+        assert_eq!(start.positions, actual, "a plan starts where the joints are");
+        assert!(spline.end_s() <= GoalLimits::default().max_duration_s, "a plan within the goal limits");
+        assert!(goal.points.len() <= GoalLimits::default().max_points as usize);
+        if arm {
+            let trajectory = goal_trajectory(&robot, plan, &arm_at(&robot).0, 0.0)?;
+            assert!(
+                trajectory.waypoints().len() <= (spline.end_s() / 0.01) as usize + 3,
+                "samples bounded by the plan"
+            );
+            arm_hil::nodes::hil::feeder::check_path(&robot, &ProtectionConfig::default(), trajectory.waypoints())?;
+        }
+        Ok(())
+    });
+    let Ok(((), _)) = accepted else { return };
+    let end_s = goals.follower().plan().map_or(0.0, |plan| plan.spline().end_s());
+    for k in 0..=16 {
+        let t_ns = now_ns + (end_s * 1e9 * f64::from(k) / 16.0) as u64;
+        let tick = goals.tick(t_ns, JointState { positions: actual.clone(), velocities: vec![0.0; actual.len()] });
+        if let Some(command) = tick.command {
+            for (joint, position) in command.positions().iter().enumerate() {
+                assert!(
+                    position.is_finite() && (joints.lower[joint]..=joints.upper[joint]).contains(position),
+                    "a setpoint outside the limits: {position}"
+                );
+            }
+        }
+    }
+}
+
+/// Where the STM32 arm's joints are when a goal comes [rad].
+const STM32_AT: [f64; 2] = [0.1, -0.2];
+
+/// Where the parallel arm is when a goal comes: the built-in arc's start [m], and its motors'
+/// angles [rad].
+fn arm_at(robot: &arm_hil::model::Robot) -> (arm_hil::model::math::Vec3, Vec<f64>) {
+    let start = arm_hil::control::arc::ArcSpec::default().waypoints(&robot.elbow(), robot.params().l_arm);
+    let x = start.expect("the built-in arc")[0].x;
+    (x, robot.inverse_kinematics(&x, None).expect("reachable").iter().copied().collect())
+}
+
+/// A goal from bytes: a byte of joint names (each a further byte picking one of `names`, or
+/// another), a little-endian u16 of points (up to 65 535), a u64 header stamp [ns] and an f64
+/// goal time tolerance; then per point a time and a position per name (f64 each), and eight
+/// bytes whose lowest bits say whether velocities and accelerations follow. Missing bytes read
+/// as zeros.
+fn goal_from_bytes(bytes: &[u8], names: &[String]) -> arm_hil::nodes::follower::Goal {
+    use arm_hil::nodes::follower::spline::TrajectoryPoint;
+    use arm_hil::nodes::follower::Goal;
+    let mut rest = bytes.iter().copied();
+    let mut take = |n: usize| -> [u8; 8] {
+        let mut value = [0u8; 8];
+        value.iter_mut().take(n).for_each(|b| *b = rest.next().unwrap_or(0));
+        value
+    };
+    let count = usize::from(take(1)[0]);
+    let choices: Vec<u8> = (0..count).map(|_| take(1)[0]).collect();
+    let joint_names = choices
+        .iter()
+        .map(|&choice| names.get(usize::from(choice)).cloned().unwrap_or_else(|| format!("joint_{choice}")))
+        .collect::<Vec<_>>();
+    let points = usize::from(u16::from_le_bytes([take(1)[0], take(1)[0]]));
+    let stamp_ns = u64::from_le_bytes(take(8));
+    let goal_time_tolerance_s = f64::from_le_bytes(take(8));
+    let mut values = |n: usize| (0..n).map(|_| f64::from_le_bytes(take(8))).collect::<Vec<f64>>();
+    let points = (0..points)
+        .map(|_| {
+            let time_s = values(1)[0];
+            let positions = values(count);
+            let flags = values(1)[0].to_bits() as u8;
+            let velocities = if flags & 1 == 1 { values(count) } else { Vec::new() };
+            let accelerations = if flags & 2 == 2 { values(count) } else { Vec::new() };
+            TrajectoryPoint { time_s, positions, velocities, accelerations }
+        })
+        .collect();
+    Goal { joint_names, points, stamp_ns, goal_time_tolerance_s, ..Goal::default() }
+}
+
 /// Valid inputs for each target, from the package's own encoders: the corpora start here.
 pub fn seeds(target: &str) -> Vec<Vec<u8>> {
     match target {
@@ -354,8 +462,32 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
         .iter()
         .map(|(which, line)| [&[*which][..], line.as_bytes()].concat())
         .collect(),
+        "follow_joint_trajectory_goal" => goal_seeds(),
         _ => Vec::new(),
     }
+}
+
+/// Goals for both nodes: a short move of every joint, in order, over one and two seconds.
+fn goal_seeds() -> Vec<Vec<u8>> {
+    [(0u8, 2u8), (1, 3)]
+        .into_iter()
+        .map(|(which, joints)| {
+            let mut bytes = vec![which, joints];
+            bytes.extend(0..joints);
+            bytes.extend(2u16.to_le_bytes());
+            bytes.extend(0u64.to_le_bytes());
+            bytes.extend(0f64.to_le_bytes());
+            let at = if which == 0 { STM32_AT.to_vec() } else { arm_at(&arm_hil::model::Robot::default()).1 };
+            for (time, step) in [(1.0f64, 0.01f64), (2.0, 0.02)] {
+                bytes.extend(time.to_le_bytes());
+                for start in &at {
+                    bytes.extend((start + step).to_le_bytes());
+                }
+                bytes.extend([0; 8]);
+            }
+            bytes
+        })
+        .collect()
 }
 
 fn with_read_size(size: u8, stream: &[u8]) -> Vec<u8> {

@@ -1,7 +1,8 @@
 //! The FollowCartesianTrajectory goals a node serves, without ROS: what a node does with an
 //! accepted goal and how its run answers it. sil_node and hil_node follow goals differently
 //! (a simulation restarted on the goal's trajectory; a loop that withdraws what it has queued
-//! and holds), so each has its [`GoalTracker`]; the action server is the same for both.
+//! and holds), each through its own commands ([`crate::nodes::sil::commands`],
+//! [`crate::nodes::hil::commands`]); the action server is the same for both.
 
 use std::sync::Arc;
 
@@ -12,6 +13,7 @@ use crate::msg::interfaces::{
     FollowCartesianTrajectoryFeedback, FollowCartesianTrajectoryGoal, FollowCartesianTrajectoryResult,
 };
 use crate::msg::Vector3;
+use crate::nodes::follower::goals::{ControllerState, GoalEvent};
 use crate::sim::{Frame, RunStats};
 
 /// How an action goal ended (the action's terminal states).
@@ -29,36 +31,61 @@ pub enum GoalUpdate<G> {
     Finished(G, GoalOutcome, FollowCartesianTrajectoryResult),
 }
 
-/// One goal served at a time by a node; `G` is the node's handle of a goal. The node's run
-/// loop answers the goal (feedback, result) through methods of its own.
-pub trait GoalTracker<G> {
-    /// What the node's run loop is asked, to follow a goal or to stop.
-    type Request;
-
-    /// Why `trajectory` cannot be followed now, if it cannot; the goal is then refused.
-    fn admit(&self, trajectory: &Trajectory) -> Result<(), String>;
-
-    /// Serves `handle`, whose `trajectory` the run loop is to follow, with the request that
-    /// starts it. The goal served until now, if any, is returned with its result: a new goal
-    /// replaces it.
-    fn serve(
+/// What `~/follow_cartesian_trajectory`'s server asks of a node: one goal served at a time,
+/// `G` being the node's handle of a goal. The node's run answers the goal (feedback, result)
+/// through its own methods.
+pub trait TakesCartesianGoals<G> {
+    /// Follows `trajectory` for `handle` in place of the goal served, which comes back with its
+    /// result; or why the node cannot follow it now (the goal is then refused).
+    fn follow_cartesian_goal(
         &mut self,
         handle: G,
         trajectory: Arc<Trajectory>,
-    ) -> (Self::Request, Option<(G, FollowCartesianTrajectoryResult)>);
+    ) -> Result<Option<(G, FollowCartesianTrajectoryResult)>, String>;
 
-    /// The request that stops the goal served, which its run then ends as cancelled.
-    fn cancel(&mut self) -> Self::Request;
-
-    /// The goal served, if any.
-    fn handle(&self) -> Option<&G>;
+    /// Stops the goal served if `is_it` says it is the one (its run then ends it as
+    /// cancelled); whether it was.
+    fn cancel_cartesian_goal(&mut self, is_it: &dyn Fn(&G) -> bool) -> bool;
 }
 
-/// The result of a goal that a new goal replaced before its run ended.
-pub fn replaced_result() -> FollowCartesianTrajectoryResult {
+/// What a node answers after its run's events, a frame or a stop: FollowJointTrajectory goals'
+/// feedback and ends (`J` their handles), the controller's state, FollowCartesianTrajectory
+/// goals' feedback and ends (`C` their handles).
+#[derive(Debug)]
+pub struct Answers<J, C> {
+    pub joint: Vec<GoalEvent<J>>,
+    pub state: Option<ControllerState>,
+    pub cartesian: Vec<GoalUpdate<C>>,
+}
+
+/// Which command has the arm of sil_node or hil_node: each that takes it over ends the goals of
+/// the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommandSource {
+    JointGoal,
+    CartesianGoal,
+    JointCommands,
+    /// sil_node's `~/trajectory`, a trajectory run afresh.
+    Trajectory,
+}
+
+impl CommandSource {
+    pub fn name(self) -> &'static str {
+        match self {
+            CommandSource::JointGoal => "a FollowJointTrajectory goal",
+            CommandSource::CartesianGoal => "a FollowCartesianTrajectory goal",
+            CommandSource::JointCommands => "~/joint_command",
+            CommandSource::Trajectory => "a ~/trajectory message",
+        }
+    }
+}
+
+/// The result of a goal that a new goal or another command took the arm from, `by`, before its
+/// run ended.
+pub fn overtaken_result(by: &str) -> FollowCartesianTrajectoryResult {
     FollowCartesianTrajectoryResult {
         success: false,
-        message: "replaced by a new goal".into(),
+        message: format!("replaced by {by}"),
         ..FollowCartesianTrajectoryResult::default()
     }
 }

@@ -44,6 +44,8 @@ pub trait SerialDevice: Send + Sync + 'static {
     fn unavailable(event: &Self::Event) -> Option<String>;
     /// Logs what the node logs of `event` (the rest is on its topics).
     fn log(&self, event: &Self::Event);
+    /// Takes note of `event` (where the device is, say), as every event arrives.
+    fn heard(&self, _event: &Self::Event) {}
     /// Asks the device, once it answers, for what the node publishes (a datastream, say).
     fn configured(&self, commander: &Self::Commander) -> Result<(), String>;
     /// Sends what the device needs before commands flow.
@@ -94,7 +96,11 @@ pub struct ManagedDriver<D: SerialDevice, S> {
     /// Set when the process is to end: configure stops waiting.
     interrupt: &'static AtomicBool,
     observer: Observer<D::Event>,
+    stopping: Stopping,
 }
+
+/// What hears that the node stops commanding, and why (its goal followed ends then).
+pub type Stopping = Box<dyn FnMut(&str) + Send>;
 
 /// What else sees the device's events while the driver runs, at their time [ns] (the node's
 /// trajectory follower, say).
@@ -120,7 +126,16 @@ impl<D: SerialDevice, S: Sink + Send + 'static> ManagedDriver<D, S> {
             now_ns,
             interrupt: &NEVER,
             observer: Arc::new(|_, _| {}),
+            stopping: Box::new(|_| {}),
         }
+    }
+
+    /// `stopping` hears, before the device is told to hold, every transition that ends the
+    /// node's commanding (deactivate, cleanup, shutdown, error processing), named: the goal the
+    /// node follows ends then.
+    pub fn stopping_with(mut self, stopping: Stopping) -> ManagedDriver<D, S> {
+        self.stopping = stopping;
+        self
     }
 
     /// `observer` sees every event the running driver sends, as it arrives.
@@ -195,6 +210,7 @@ impl<D: SerialDevice, S: Sink + Send + 'static> ManagedDriver<D, S> {
         let pump = std::thread::Builder::new().name("device-events".into()).spawn(move || {
             let published = pump_events(D::events(&driver), &pump_stop, topics, out, &*now_ns, |event| {
                 device.log(event);
+                device.heard(event);
                 observer(event, now_ns());
                 if let Some(reason) = D::lost(event) {
                     let _ = faults.send(Fault::Device(reason));
@@ -229,6 +245,16 @@ impl<D: SerialDevice, S: Sink + Send + 'static> ManagedDriver<D, S> {
 
 impl<D: SerialDevice, S: Sink + Send + 'static> Managed for ManagedDriver<D, S> {
     fn on(&mut self, step: Step) -> Outcome {
+        let stopping = match step {
+            Step::Deactivate => Some("the node was deactivated"),
+            Step::Cleanup => Some("the node was cleaned up"),
+            Step::Shutdown => Some("the node was shut down"),
+            Step::Recover => Some("the device failed"),
+            Step::Configure | Step::Activate => None,
+        };
+        if let Some(why) = stopping {
+            (self.stopping)(why);
+        }
         match step {
             Step::Configure => self.configure(),
             Step::Activate => {

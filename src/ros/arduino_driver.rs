@@ -17,14 +17,14 @@ use r2r::QosProfile;
 
 use super::lifecycle::{spin_managed, Supervisor};
 use super::params::{nothing_at_run_time, serve_parameters};
-use super::{node_params, now_ns, ros_outputs};
+use super::{end_joint_goal, node_params, now_ns, ros_outputs, JointGoalHandle};
 use crate::drivers::rdscom::{prototype_table, DriverEvent, RdscomCommander, Request};
 use crate::nodes::arduino::topics::ArduinoTopics;
 use crate::nodes::arduino::{
-    arduino_node_config, requests_from_joint_command, send_line, ArduinoNodeConfig, Testbench, TestbenchSetpoints,
-    ARDUINO_NODE_PARAMS,
+    arduino_node_config, follower, requests_from_joint_command, send_line, ArduinoNodeConfig, Testbench,
+    TestbenchSetpoints, ARDUINO_NODE_PARAMS,
 };
-use crate::nodes::follower::goals::Setpoint;
+use crate::nodes::follower::goals::{DeviceGoals, Setpoint};
 use crate::nodes::follower::JointState as JointStateData;
 use crate::nodes::managed_driver::{Commanding, ManagedDriver, Observer};
 use crate::nodes::param_server::ParameterServer;
@@ -70,30 +70,35 @@ fn send_all(commander: &RdscomCommander, requests: Vec<Request>) -> Result<(), S
     requests.into_iter().try_for_each(|request| commander.send(request).map_err(|error| error.to_string()))
 }
 
-/// Serves `~/follow_joint_trajectory` (and `~/controller_state`): each round of the datastream
-/// (every joint heard) is a control step whose setpoint goes out as the four joints' position
-/// controls and ControlGo, once the MCU has run the one before.
+/// The node's FollowJointTrajectory goals and `~/joint_command` stream.
+type Goals = Arc<Mutex<DeviceGoals<JointGoalHandle>>>;
+
+/// Serves `~/follow_joint_trajectory` (and `~/controller_state`) on the node's `goals`: each
+/// round of the datastream (every joint heard) while active is a control step whose setpoint
+/// goes out as the four joints' position controls and ControlGo, once the MCU has run the one
+/// before.
 #[cfg(not(feature = "ros-doc-only"))]
 fn follow_joint_trajectories(
     node: &mut r2r::Node,
     pool: &LocalPool,
-    config: &crate::nodes::arduino::ArduinoNodeConfig,
+    goals: Goals,
     commanding: Commanding<RdscomCommander>,
 ) -> anyhow::Result<impl Fn(u64, JointStateData, bool) -> Option<Setpoint> + Send + Sync + 'static> {
-    use super::joint_trajectory_action::{FollowJointTrajectoryServer, NodeChecks};
-    use crate::nodes::arduino::follower;
-    use crate::nodes::follower::goals::JointGoals;
+    use super::joint_trajectory_action::FollowJointTrajectoryServer;
 
-    let goals = Arc::new(Mutex::new(JointGoals::new(follower(config).map_err(anyhow::Error::msg)?)));
     let clock = node.get_ros_clock();
-    let checks = NodeChecks {
-        active: Box::new(move || commanding.get().is_ok()),
-        reachable: Box::new(|_| Ok(())),
-        now_ns: Box::new(move || now_ns(&clock)),
-        taking_over: Box::new(|_| Ok(())),
-    };
-    let server = FollowJointTrajectoryServer::serve(node, &pool.spawner(), goals, checks)?;
-    Ok(move |time_ns, actual, active| server.step(time_ns, actual, active))
+    let (active, now) = (Box::new(move || commanding.get().is_ok()), Box::new(move || now_ns(&clock)));
+    let server = FollowJointTrajectoryServer::serve(node, &pool.spawner(), goals.clone(), active, now)?;
+    Ok(move |time_ns, actual, active| {
+        let mut goals = goals.lock().ok()?;
+        if !active {
+            goals.goals.observe(actual);
+            return None;
+        }
+        let tick = goals.goals.tick(time_ns, actual);
+        drop(goals);
+        server.answer(tick)
+    })
 }
 
 /// `~/joint_command` (sensor_msgs/JointState): MotorControl requests as the message says, or
@@ -103,7 +108,7 @@ fn serve_joint_commands(
     pool: &LocalPool,
     config: &ArduinoNodeConfig,
     commanding: Commanding<RdscomCommander>,
-    setpoints: Arc<Mutex<TestbenchSetpoints>>,
+    (setpoints, goals): (Arc<Mutex<TestbenchSetpoints>>, Goals),
 ) -> anyhow::Result<()> {
     let (joint_names, ros2_control, clock) = (config.joint_names.clone(), config.ros2_control, node.get_ros_clock());
     let joint_commands = node.subscribe::<JointState>("~/joint_command", QosProfile::default())?;
@@ -122,7 +127,17 @@ fn serve_joint_commands(
                 &joint_names,
             )
         };
-        let sent = requests.and_then(|requests| send_all(&commanding.get()?, requests));
+        let sent = requests.and_then(|requests| {
+            let commander = commanding.get();
+            let mut goals = goals.lock().map_err(|_| "the node's goals are unavailable".to_owned())?;
+            let values: Vec<f64> =
+                message.position.iter().chain(&message.velocity).chain(&message.effort).copied().collect();
+            goals.offer_command(&values, commander.is_ok())?;
+            send_all(&commander?, requests)?;
+            // The command has the joints: the goal followed ends.
+            end_joint_goal(goals.command_sent());
+            Ok(())
+        });
         if sent.is_err() && ros2_control {
             // Not sent: the next command goes out even if it is the same.
             if let Ok(mut setpoints) = setpoints.lock() {
@@ -158,15 +173,21 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
 
     let pool = LocalPool::new();
     let setpoints = Arc::new(Mutex::new(TestbenchSetpoints::default()));
+    let goals: Goals =
+        Arc::new(Mutex::new(DeviceGoals::new(follower(&config).map_err(anyhow::Error::msg)?, Box::new(|| {}))));
     // FollowJointTrajectory's types are control_msgs', which the doc-only type-check lacks.
     #[cfg(not(feature = "ros-doc-only"))]
-    let follow = follow_joint_trajectories(&mut node, &pool, &config, commanding.clone())?;
+    let follow = follow_joint_trajectories(&mut node, &pool, goals.clone(), commanding.clone())?;
     #[cfg(feature = "ros-doc-only")]
     let follow = |_: u64, _: JointStateData, _: bool| None;
-    let managed = managed.observed_by(drive_setpoints(setpoints.clone(), commanding.clone(), table, follow));
+    let stopping = goals.clone();
+    let managed =
+        managed.observed_by(drive_setpoints(setpoints.clone(), commanding.clone(), table, follow)).stopping_with(
+            Box::new(move |why| end_joint_goal(stopping.lock().ok().and_then(|mut goals| goals.stopped(why)))),
+        );
     let parameters = ParameterServer::new(node_params(&node), ARDUINO_NODE_PARAMS);
     serve_parameters(&mut node, &pool.spawner(), parameters, nothing_at_run_time())?;
-    serve_joint_commands(&mut node, &pool, &config, commanding.clone(), setpoints)?;
+    serve_joint_commands(&mut node, &pool, &config, commanding.clone(), (setpoints, goals))?;
     for (topic, line) in [("~/go", "go"), ("~/stop", "stop"), ("~/clear", "clear")] {
         let requests = node.subscribe::<Empty>(topic, QosProfile::default())?;
         let commanding = commanding.clone();

@@ -10,31 +10,20 @@ use futures::StreamExt;
 use r2r::sensor_msgs::msg::JointState;
 use r2r::QosProfile;
 
-use crate::control::Trajectory;
-use crate::model::math::Vec3;
-use crate::model::Robot;
 use crate::nodes::refusals::Refusals;
-use crate::nodes::sil::joint_goals::JointCommands;
 
-/// Serves `~/joint_command`: each command becomes a move of the controller's reference, from
-/// where `reference` says it is (position [m], velocity [m/s], or why the node takes no command)
-/// to where the command puts the platform ([`JointCommands`]), handed to `take`; a refusal is
-/// logged once while it lasts.
+/// Serves `~/joint_command`: each command's names and positions go to `take` with the time it
+/// came [s since the node started], which follows it or says why not; a refusal is logged once
+/// while it lasts.
 pub fn serve_joint_commands(
     node: &mut r2r::Node,
     pool: &LocalPool,
-    robot: &Robot,
-    mut commands: JointCommands,
-    reference: impl Fn() -> Result<(Vec3, Vec3), String> + 'static,
-    mut take: impl FnMut(Trajectory) + 'static,
+    mut take: impl FnMut(f64, &[String], &[f64]) -> Result<(), String> + 'static,
 ) -> anyhow::Result<()> {
     let subscription = node.subscribe::<JointState>("~/joint_command", QosProfile::default())?;
-    let (robot, started, mut refusals) = (robot.clone(), Instant::now(), Refusals::default());
+    let (started, mut refusals) = (Instant::now(), Refusals::default());
     pool.spawner().spawn_local(subscription.for_each(move |message| {
-        let elapsed_s = started.elapsed().as_secs_f64();
-        let taken = reference()
-            .and_then(|reference| commands.trajectory(&robot, elapsed_s, reference, &message.name, &message.position))
-            .map(&mut take);
+        let taken = take(started.elapsed().as_secs_f64(), &message.name, &message.position);
         if let Some(error) = refusals.said(taken) {
             log::error!("~/joint_command refused: {error} (said once while it lasts)");
         }

@@ -1,7 +1,8 @@
 //! `~/follow_joint_trajectory` (control_msgs/action/FollowJointTrajectory) and
 //! `~/controller_state` (control_msgs/msg/JointTrajectoryControllerState) of the motion nodes.
-//! What a goal does is the node's [`JointGoals`] (its follower); this module converts the
-//! messages and moves goals, feedback, results and the controller's state in and out of r2r.
+//! What a goal does is the node's to decide ([`TakesJointGoals`], over its follower); this module
+//! converts the messages and moves goals, feedback, results and the controller's state in and
+//! out of r2r.
 //!
 //! Built with the `ros` feature but not `ros-doc-only`: r2r's doc-only bindings have no
 //! control_msgs.
@@ -17,58 +18,40 @@ use r2r::trajectory_msgs::msg::JointTrajectoryPoint;
 use r2r::QosProfile;
 
 use super::seconds;
-use crate::nodes::follower::goals::{ControllerState, GoalEvent, JointGoals, Setpoint, Tick};
+use crate::nodes::follower::goals::{ControllerState, GoalEvent, Setpoint, TakesJointGoals, Tick};
 use crate::nodes::follower::spline::TrajectoryPoint;
-use crate::nodes::follower::{ErrorCode, Follower, Goal, JointTolerance, Outcome};
+use crate::nodes::follower::{ErrorCode, Goal, JointTolerance, Outcome};
 
 type Action = FollowJointTrajectory::Action;
 /// r2r's handle of a goal.
 pub type Handle = r2r::ActionServerGoal<Action>;
-/// The node's goals, shared by the action server and the node's control steps.
-pub type Goals = Arc<Mutex<JointGoals<Handle>>>;
 
-/// What the node's steps need to answer goals and publish the controller's state.
+/// What the node's control steps answer goals through, and publish the controller's state on.
 #[derive(Clone)]
 pub struct FollowJointTrajectoryServer {
-    goals: Goals,
     /// Behind a mutex: the steps come from the node's device thread, and r2r's publisher is
     /// Send, not Sync.
     state: Arc<Mutex<r2r::Publisher<JointTrajectoryControllerState>>>,
 }
 
-/// The device's own check of a point's positions: why it cannot take them, if it cannot.
-type PointCheck = Box<dyn Fn(&[f64]) -> Result<(), String>>;
-/// What the node does once the follower has taken a goal; why it could not, if it could not.
-type TakeOver = Box<dyn Fn(&Follower) -> Result<(), String>>;
-
-/// What a node gives the server: whether goals may come now (the node is active), the device's
-/// own check of a point, and the node's clock [ns].
-pub struct NodeChecks {
-    pub active: Box<dyn Fn() -> bool>,
-    pub reachable: PointCheck,
-    pub now_ns: Box<dyn Fn() -> u64>,
-    /// Called with the follower when it has taken a goal: the node stops what it played of its
-    /// own (and a device that plays whole trajectories starts the goal's); an error ends the
-    /// goal as INVALID_GOAL.
-    pub taking_over: TakeOver,
-}
-
 impl FollowJointTrajectoryServer {
     /// Serves `~/follow_joint_trajectory` and advertises `~/controller_state` on `node`: a goal
-    /// while the node is inactive is rejected; one the follower refuses is aborted at once with
-    /// its error code, nothing commanded; an accepted goal replaces the one followed (cancelled).
-    pub fn serve(
+    /// while the node is not `active` is rejected; the node's `goals` take the rest, on the
+    /// node's clock `now_ns`: one refused is aborted at once with its error code, nothing
+    /// commanded; an accepted goal replaces the one followed (cancelled).
+    pub fn serve<M: TakesJointGoals<Handle> + Send + 'static>(
         node: &mut r2r::Node,
         spawner: &LocalSpawner,
-        goals: Goals,
-        checks: NodeChecks,
+        goals: Arc<Mutex<M>>,
+        active: Box<dyn Fn() -> bool>,
+        now_ns: Box<dyn Fn() -> u64>,
     ) -> anyhow::Result<FollowJointTrajectoryServer> {
         let state = node.create_publisher("~/controller_state", QosProfile::default())?;
         let mut incoming = node.create_action_server::<Action>("~/follow_joint_trajectory")?;
-        let (server_goals, cancel_spawner) = (goals.clone(), spawner.clone());
+        let cancel_spawner = spawner.clone();
         spawner.spawn_local(async move {
             while let Some(request) = incoming.next().await {
-                if !(checks.active)() {
+                if !active() {
                     log::warn!("~/follow_joint_trajectory: goal {} rejected: the node is not active", request.uuid);
                     if let Err(error) = request.reject() {
                         log::error!("could not reject a goal: {error}");
@@ -84,10 +67,8 @@ impl FollowJointTrajectoryServer {
                     }
                 };
                 let uuid = handle.uuid;
-                let accepted = match server_goals.lock() {
-                    Ok(mut goals) => goals
-                        .accept(handle.clone(), &goal, (checks.now_ns)(), &*checks.reachable)
-                        .map(|replaced| (replaced, (checks.taking_over)(goals.follower()))),
+                let accepted = match goals.lock() {
+                    Ok(mut goals) => goals.accept_joint_goal(handle.clone(), &goal, now_ns()),
                     Err(_) => continue,
                 };
                 match accepted {
@@ -95,24 +76,19 @@ impl FollowJointTrajectoryServer {
                         finish(handle, Outcome::Aborted { code: refusal.code, reason: refusal.reason });
                         continue;
                     }
-                    Ok((replaced, started)) => {
+                    Ok(replaced) => {
                         if let Some((replaced, outcome)) = replaced {
                             finish(replaced, outcome);
-                        }
-                        if let Err(reason) = started {
-                            let stopped = server_goals.lock().ok().and_then(|mut goals| goals.stop());
-                            if let Some((handle, _)) = stopped {
-                                finish(handle, Outcome::Aborted { code: ErrorCode::InvalidGoal, reason });
-                            }
-                            continue;
                         }
                         log::info!("~/follow_joint_trajectory: goal {uuid} of {} points", goal.points.len());
                     }
                 }
-                let cancel_goals = server_goals.clone();
+                let cancel_goals = goals.clone();
                 let watched = cancel_spawner.spawn_local(cancels.for_each(move |cancel| {
-                    let cancelled =
-                        cancel_goals.lock().ok().and_then(|mut goals| goals.cancel(|goal| goal.uuid == uuid));
+                    let cancelled = cancel_goals
+                        .lock()
+                        .ok()
+                        .and_then(|mut goals| goals.cancel_joint_goal(&|goal| goal.uuid == uuid));
                     match cancelled {
                         Some((goal, outcome)) => {
                             cancel.accept();
@@ -127,42 +103,42 @@ impl FollowJointTrajectoryServer {
                 }
             }
         })?;
-        Ok(FollowJointTrajectoryServer { goals, state: Arc::new(Mutex::new(state)) })
+        Ok(FollowJointTrajectoryServer { state: Arc::new(Mutex::new(state)) })
     }
 
-    /// A control step of the node at `now_ns` with its joints at `actual`, while the node is
-    /// `active` (else the goal followed ends): answers the goal, publishes the controller's
-    /// state and gives back what to command.
-    pub fn step(&self, now_ns: u64, actual: crate::nodes::follower::JointState, active: bool) -> Option<Setpoint> {
-        let mut goals = self.goals.lock().ok()?;
-        if !active {
-            if let Some((goal, _)) = goals.stop() {
-                finish(goal, Outcome::Canceled { reason: "the node was deactivated".into() });
-            }
-            goals.observe(actual);
-            return None;
-        }
-        let Tick { command, events, state } = goals.tick(now_ns, actual);
-        drop(goals);
-        for event in events {
-            match event {
-                GoalEvent::Feedback { goal, state } => {
-                    if let Err(error) = goal.publish_feedback(feedback(&state)) {
-                        log::warn!("feedback to goal {}: {error}", goal.uuid);
-                    }
-                }
-                GoalEvent::Finished { goal, outcome } => finish(goal, outcome),
-            }
-        }
-        if let Some(Err(error)) = self.state.lock().ok().map(|publisher| publisher.publish(&controller_state(&state))) {
+    /// Answers a control step: feedback to the goal followed or its end, and the controller's
+    /// state; gives back what to command.
+    pub fn answer(&self, tick: Tick<Handle>) -> Option<Setpoint> {
+        let Tick { command, events, state } = tick;
+        answer_goals(events);
+        self.publish_state(&state);
+        command
+    }
+
+    /// Publishes the controller's `state` on `~/controller_state`.
+    pub fn publish_state(&self, state: &ControllerState) {
+        if let Some(Err(error)) = self.state.lock().ok().map(|publisher| publisher.publish(&controller_state(state))) {
             log::warn!("~/controller_state: {error}");
         }
-        command
+    }
+}
+
+/// Sends goals their feedback, or ends them.
+pub fn answer_goals(events: Vec<GoalEvent<Handle>>) {
+    for event in events {
+        match event {
+            GoalEvent::Feedback { goal, state } => {
+                if let Err(error) = goal.publish_feedback(feedback(&state)) {
+                    log::warn!("feedback to goal {}: {error}", goal.uuid);
+                }
+            }
+            GoalEvent::Finished { goal, outcome } => finish(goal, outcome),
+        }
     }
 }
 
 /// Ends `goal` with `outcome`'s status, code and text.
-fn finish(mut goal: Handle, outcome: Outcome) {
+pub fn finish(mut goal: Handle, outcome: Outcome) {
     let result = |code: ErrorCode, text: &str| FollowJointTrajectory::Result {
         error_code: code as i32,
         error_string: text.to_owned(),

@@ -36,6 +36,28 @@ use r2r::trajectory_msgs::msg::MultiDOFJointTrajectory;
 use r2r::{ParameterValue, QosProfile, ServiceRequest, WrappedServiceTypeSupport};
 
 use crate::nodes::params::{ParamValue, ROS_PARAMETERS};
+
+/// r2r's handles of FollowJointTrajectory and FollowCartesianTrajectory goals, which the nodes'
+/// commands hold (none in the doc-only type-check, whose bindings lack control_msgs and this
+/// package's own action).
+#[cfg(not(feature = "ros-doc-only"))]
+pub type JointGoalHandle = joint_trajectory_action::Handle;
+#[cfg(not(feature = "ros-doc-only"))]
+pub type CartesianGoalHandle = trajectory_action::Goal;
+#[cfg(feature = "ros-doc-only")]
+pub type JointGoalHandle = ();
+#[cfg(feature = "ros-doc-only")]
+pub type CartesianGoalHandle = ();
+
+/// Ends a FollowJointTrajectory goal with `outcome` (nothing to end in the doc-only type-check).
+#[cfg(not(feature = "ros-doc-only"))]
+pub fn end_joint_goal(ended: Option<(JointGoalHandle, crate::nodes::follower::Outcome)>) {
+    if let Some((goal, outcome)) = ended {
+        joint_trajectory_action::finish(goal, outcome);
+    }
+}
+#[cfg(feature = "ros-doc-only")]
+pub fn end_joint_goal(_: Option<(JointGoalHandle, crate::nodes::follower::Outcome)>) {}
 use crate::nodes::trajectory_input::MultiDofPoint;
 use crate::outputs::{Durability, NodeName, Outputs, Qos, Sink, SinkError, TopicId, TopicSpec};
 

@@ -16,8 +16,9 @@ use r2r::QosProfile;
 
 use super::lifecycle::{spin_managed, Supervisor};
 use super::params::serve_parameters;
-use super::{node_params, now_ns, ros_outputs, ros_params, seconds};
+use super::{end_joint_goal, node_params, now_ns, ros_outputs, ros_params, seconds, JointGoalHandle};
 use crate::drivers::stm32::Stm32Commander;
+use crate::nodes::follower::goals::DeviceGoals;
 use crate::nodes::managed_driver::{Commanding, ManagedDriver};
 use crate::nodes::param_server::ParameterServer;
 use crate::nodes::params::to_params;
@@ -25,8 +26,8 @@ use crate::nodes::refusals::Refusals;
 use crate::nodes::stm32::topics::Stm32Topics;
 use crate::nodes::stm32::trajectory::{play_trajectories, PlayerRequest};
 use crate::nodes::stm32::{
-    command_for_parameter, stm32_node_config, targets_from_joint_state, targets_from_joint_trajectory, Stm32Arm,
-    STM32_NODE_PARAMS,
+    command_for_parameter, follower, stm32_node_config, targets_from_joint_state, targets_from_joint_trajectory,
+    Stm32Arm, STM32_NODE_PARAMS,
 };
 use crate::protocol::stm32::Command;
 
@@ -41,35 +42,35 @@ fn send(commanding: &Commanding<Stm32Commander>, command: Command, what: &str) -
     }
 }
 
-/// Serves `~/follow_joint_trajectory` (and `~/controller_state`): each telemetry packet is a
-/// control step whose setpoint goes out as both joints' angles; an accepted goal stops the
-/// `~/joint_trajectory` playing.
+/// The node's FollowJointTrajectory goals and `~/joint_command` stream.
+type Goals = Arc<Mutex<DeviceGoals<JointGoalHandle>>>;
+
+/// Serves `~/follow_joint_trajectory` (and `~/controller_state`) on the node's `goals`: each
+/// telemetry packet while active is a control step whose setpoint goes out as both joints'
+/// angles.
 #[cfg(not(feature = "ros-doc-only"))]
 fn follow_joint_trajectories(
     node: &mut r2r::Node,
     pool: &LocalPool,
-    config: &crate::nodes::stm32::Stm32NodeConfig,
+    goals: Goals,
     managed: ManagedDriver<Stm32Arm, super::RosSink>,
-    play: std::sync::mpsc::Sender<PlayerRequest>,
 ) -> anyhow::Result<ManagedDriver<Stm32Arm, super::RosSink>> {
-    use super::joint_trajectory_action::{FollowJointTrajectoryServer, NodeChecks};
-    use crate::drivers::stm32::validate_command;
-    use crate::nodes::follower::goals::JointGoals;
-    use crate::nodes::stm32::{angles_command, follower, follower_state};
+    use super::joint_trajectory_action::FollowJointTrajectoryServer;
+    use crate::nodes::stm32::{angles_command, follower_state};
 
-    let goals = Arc::new(Mutex::new(JointGoals::new(follower(config).map_err(anyhow::Error::msg)?)));
     let (commanding, clock) = (managed.commanding(), node.get_ros_clock());
     let active = commanding.clone();
-    let checks = NodeChecks {
-        active: Box::new(move || active.get().is_ok()),
-        reachable: Box::new(|positions| validate_command(&angles_command(positions)).map_err(|e| e.to_string())),
-        now_ns: Box::new(move || now_ns(&clock)),
-        taking_over: Box::new(move |_| play.send(PlayerRequest::Stop).map_err(|_| "the player has stopped".to_owned())),
-    };
-    let server = FollowJointTrajectoryServer::serve(node, &pool.spawner(), goals, checks)?;
+    let (active, now) = (Box::new(move || active.get().is_ok()), Box::new(move || now_ns(&clock)));
+    let server = FollowJointTrajectoryServer::serve(node, &pool.spawner(), goals.clone(), active, now)?;
     Ok(managed.observed_by(Arc::new(move |event, time_ns| {
         let Some(actual) = follower_state(event) else { return };
-        if let Some(setpoint) = server.step(time_ns, actual, commanding.get().is_ok()) {
+        let Ok(mut goals) = goals.lock() else { return };
+        if commanding.get().is_err() {
+            return goals.goals.observe(actual);
+        }
+        let tick = goals.goals.tick(time_ns, actual);
+        drop(goals);
+        if let Some(setpoint) = server.answer(tick) {
             send(&commanding, angles_command(setpoint.positions()), "trajectory setpoint");
         }
     })))
@@ -81,7 +82,12 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let (joint_names, imu_frame_id) = (config.joint_names.clone(), config.imu_frame_id.clone());
     let topics = ros_outputs(&mut node, |out| Stm32Topics::advertise(out, &config.port, joint_names, imu_frame_id))?;
     let shared_config = Arc::new(Mutex::new(config.clone()));
-    let arm = Stm32Arm { port: config.port.clone(), link: config.link.clone(), config: shared_config.clone() };
+    let arm = Stm32Arm {
+        port: config.port.clone(),
+        link: config.link.clone(),
+        config: shared_config.clone(),
+        angles: Mutex::new(None),
+    };
     let (faults, device_faults) = channel();
     let clock = node.get_ros_clock();
     let managed =
@@ -90,9 +96,17 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
 
     let pool = LocalPool::new();
     let (play, played) = channel();
+    let stop_playing = play.clone();
+    let taking_over = Box::new(move || drop(stop_playing.send(PlayerRequest::Stop)));
+    let goals: Goals =
+        Arc::new(Mutex::new(DeviceGoals::new(follower(&config).map_err(anyhow::Error::msg)?, taking_over)));
     // FollowJointTrajectory's types are control_msgs', which the doc-only type-check lacks.
     #[cfg(not(feature = "ros-doc-only"))]
-    let managed = follow_joint_trajectories(&mut node, &pool, &config, managed, play.clone())?;
+    let managed = follow_joint_trajectories(&mut node, &pool, goals.clone(), managed)?;
+    let stopping = goals.clone();
+    let managed = managed.stopping_with(Box::new(move |why| {
+        end_joint_goal(stopping.lock().ok().and_then(|mut goals| goals.stopped(why)));
+    }));
     let mut declared = to_params(&config);
     declared.extend(ros_params(&node));
     let parameters_commanding = commanding.clone();
@@ -113,13 +127,19 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
         }),
     )?;
 
-    let joint_names = config.joint_names.clone();
-    let targets = commanding.clone();
+    let (joint_names, targets, command_goals) = (config.joint_names.clone(), commanding.clone(), goals);
     let joint_commands = node.subscribe::<JointState>("~/joint_command", QosProfile::default())?;
     let mut refusals = Refusals::default();
     pool.spawner().spawn_local(joint_commands.for_each(move |message| {
-        let sent = targets_from_joint_state(&message.name, &message.position, &joint_names)
-            .and_then(|command| targets.get()?.send(command).map_err(|error| error.to_string()));
+        let sent = targets_from_joint_state(&message.name, &message.position, &joint_names).and_then(|command| {
+            let commander = targets.get();
+            let mut goals = command_goals.lock().map_err(|_| "the node's goals are unavailable".to_owned())?;
+            goals.offer_command(&message.position, commander.is_ok())?;
+            commander?.send(command).map_err(|error| error.to_string())?;
+            // The command has the joints: the goal followed ends.
+            end_joint_goal(goals.command_sent());
+            Ok(())
+        });
         if let Some(error) = refusals.said(sent) {
             log::error!("~/joint_command refused: {error} (said once while it lasts)");
         }

@@ -1,13 +1,12 @@
 //! The FollowCartesianTrajectory action server of sil_node and hil_node. What a goal means (its
-//! trajectory, its feedback, its result) is the node's [`GoalTracker`]
-//! ([`crate::nodes::sil::GoalRuns`], [`crate::nodes::hil::HilGoals`]); this module moves it in
-//! and out of r2r.
+//! trajectory, its feedback, its result) is the node's commands' to decide
+//! ([`TakesCartesianGoals`]: [`crate::nodes::sil::commands`], [`crate::nodes::hil::commands`]);
+//! this module moves it in and out of r2r.
 //!
 //! Built with the `ros` feature but not `ros-doc-only`: the action type is this package's own,
 //! which r2r generates only where the package is installed (CMakeLists.txt), not among the
 //! bindings the doc-only type-check has.
 
-use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 
 use futures::executor::LocalSpawner;
@@ -19,7 +18,7 @@ use serde::Serialize;
 
 use crate::model::Robot;
 use crate::msg::interfaces::{FollowCartesianTrajectoryGoal, FollowCartesianTrajectoryResult};
-use crate::nodes::goals::{GoalOutcome, GoalTracker, GoalUpdate};
+use crate::nodes::goals::{GoalOutcome, GoalUpdate, TakesCartesianGoals};
 
 type Action = FollowCartesianTrajectory::Action;
 /// r2r's handle of a goal, which the node's tracker holds.
@@ -31,19 +30,12 @@ fn convert<From: Serialize, To: DeserializeOwned>(value: &From) -> anyhow::Resul
     Ok(serde_json::from_value(serde_json::to_value(value)?)?)
 }
 
-/// Serves `~/follow_cartesian_trajectory` on `node`: a goal the tracker admits is served, and
-/// the tracker's request for it goes to the node's run loop through `requests`; a cancelled
-/// goal's stop request follows the same way. The run loop answers the goal with [`deliver`].
-pub fn serve<T, R>(
-    node: &mut r2r::Node,
-    spawner: &LocalSpawner,
-    robot: Robot,
-    goals: Arc<Mutex<T>>,
-    requests: Sender<R>,
-) -> anyhow::Result<()>
+/// Serves `~/follow_cartesian_trajectory` on `node`: a goal's trajectory, validated for
+/// `robot`, goes to the node's `goals`, which follow it or say why not (the goal is then
+/// aborted); a cancel goes to them too. The node's run answers the goal with [`deliver`].
+pub fn serve<T>(node: &mut r2r::Node, spawner: &LocalSpawner, robot: Robot, goals: Arc<Mutex<T>>) -> anyhow::Result<()>
 where
-    T: GoalTracker<Goal, Request = R> + Send + 'static,
-    R: Send + 'static,
+    T: TakesCartesianGoals<Goal> + Send + 'static,
 {
     let mut incoming = node.create_action_server::<Action>("~/follow_cartesian_trajectory")?;
     let cancel_spawner = spawner.clone();
@@ -57,45 +49,36 @@ where
                     continue;
                 }
             };
-            let admitted = goal.and_then(|goal| Ok(goal.trajectory(&robot)?)).and_then(|trajectory| {
-                let admitted = goals.lock().map_err(|_| anyhow::anyhow!("goals unavailable"))?.admit(&trajectory);
-                admitted.map_err(anyhow::Error::msg)?;
-                Ok(trajectory)
+            let followed = goal.and_then(|goal| Ok(goal.trajectory(&robot)?)).and_then(|trajectory| {
+                let waypoints = trajectory.waypoints().len();
+                let mut goals = goals.lock().map_err(|_| anyhow::anyhow!("goals unavailable"))?;
+                let replaced =
+                    goals.follow_cartesian_goal(handle.clone(), Arc::new(trajectory)).map_err(anyhow::Error::msg)?;
+                Ok((waypoints, replaced))
             });
-            let trajectory = match admitted {
-                Ok(trajectory) => Arc::new(trajectory),
+            match followed {
+                Ok((waypoints, replaced)) => {
+                    log::info!("~/follow_cartesian_trajectory: goal {} of {waypoints} waypoints", handle.uuid);
+                    if let Some((mut replaced, result)) = replaced {
+                        finish(&mut replaced, GoalOutcome::Aborted, result);
+                    }
+                }
                 Err(error) => {
                     log::warn!("~/follow_cartesian_trajectory: goal {} refused: {error:#}", handle.uuid);
                     finish(&mut handle, GoalOutcome::Aborted, FollowCartesianTrajectoryResult::refused(error));
                     continue;
                 }
-            };
-            log::info!(
-                "~/follow_cartesian_trajectory: goal {} of {} waypoints",
-                handle.uuid,
-                trajectory.waypoints().len()
-            );
-            let served = goals.lock().ok().map(|mut goals| goals.serve(handle.clone(), trajectory));
-            let Some((start, replaced)) = served else { continue };
-            if let Some((mut replaced, result)) = replaced {
-                finish(&mut replaced, GoalOutcome::Aborted, result);
             }
-            let _ = requests.send(start);
-            let (cancel_goals, stop) = (goals.clone(), requests.clone());
-            let uuid = handle.uuid;
+            let (cancel_goals, uuid) = (goals.clone(), handle.uuid);
             let watched = cancel_spawner.spawn_local(async move {
                 while let Some(cancel) = cancels.next().await {
-                    let stopping = cancel_goals
+                    let cancelled = cancel_goals
                         .lock()
                         .ok()
-                        .filter(|goals| goals.handle().is_some_and(|goal| goal.uuid == uuid))
-                        .map(|mut goals| goals.cancel());
-                    match stopping {
-                        Some(request) => {
-                            cancel.accept();
-                            let _ = stop.send(request);
-                        }
-                        None => cancel.reject(),
+                        .is_some_and(|mut goals| goals.cancel_cartesian_goal(&|goal| goal.uuid == uuid));
+                    match cancelled {
+                        true => cancel.accept(),
+                        false => cancel.reject(),
                     }
                 }
             });
@@ -105,6 +88,11 @@ where
         }
     })?;
     Ok(())
+}
+
+/// Answers the goals: feedback, or their end with its result.
+pub fn deliver_all(updates: Vec<GoalUpdate<Goal>>) {
+    updates.into_iter().for_each(deliver);
 }
 
 /// Sends the goal its feedback, or ends it with its result.

@@ -15,7 +15,7 @@ use crate::drivers::rdscom::{
 };
 use crate::nodes::commanded_positions;
 use crate::nodes::declare::node_parameters;
-use crate::nodes::follower::{self, Constraints, Follower};
+use crate::nodes::follower::{self, Constraints, Follower, GoalLimits};
 use crate::nodes::link_health::LinkReport;
 use crate::nodes::managed_driver::SerialDevice;
 use crate::nodes::params::{read_group, without_groups, ParamError, ParamValue};
@@ -48,7 +48,9 @@ node_parameters! {
         read_only auto_recover: bool = false
             => "after a device fault, configure and activate again once a second until the device is back";
         section constraints: Constraints = Constraints::default()
-            => "~/follow_joint_trajectory's default tolerances: goal_time [s], goal and trajectory [rad] per joint";
+            => "~/follow_joint_trajectory's default tolerances: goal_time [s], goal and trajectory [rad] per joint, stopped_velocity_tolerance [rad/s]";
+        section goal_limits: GoalLimits = GoalLimits::default()
+            => "~/follow_joint_trajectory's bounds on a goal: max_points, max_duration_s [s] from its receipt";
         read_only ros2_control: bool = false
             => "commanded by ros2_control's topic-based hardware (control:=ros2_control sets it): joint_states once a datastream round, every joint in one message, and each ~/joint_command a setpoint of the four positions";
     }
@@ -62,7 +64,7 @@ pub fn arduino_node_config(params: &BTreeMap<String, ParamValue>) -> Result<Ardu
     if config.joint_names.len() != JOINT_LIMITS.len() {
         return Err(invalid(format!("joint_names must name {} joints", JOINT_LIMITS.len())));
     }
-    config.constraints.tolerances(JOINT_LIMITS.len()).map_err(invalid)?;
+    follower(&config).map_err(invalid)?;
     Ok(config)
 }
 
@@ -75,15 +77,33 @@ pub const JOINT_LIMITS: [(f64, f64); 4] = [
     (0.0, std::f64::consts::FRAC_PI_2),
 ];
 
-/// The follower of `~/follow_joint_trajectory`: the four joints within their limits, with the
-/// node's constraints.
+/// The fastest a joint may be asked to move [rad/s], and the largest effort a joint may be
+/// commanded [N m]: urdf/finger_testbench.urdf's limits.
+pub const MAX_VELOCITY_RAD_S: f64 = 3.0;
+pub const MAX_EFFORT_NM: f64 = 1.0;
+
+/// Why `value` commanded of `motor` in control `mode` (0 position, 1 velocity, 2 effort) is
+/// beyond the joint's limits, if it is. A value that is not a number is beyond every limit.
+fn beyond_limits(motor: usize, mode: i64, value: f64) -> Option<String> {
+    let (lower, upper, unit) = match mode {
+        0 => (JOINT_LIMITS[motor].0, JOINT_LIMITS[motor].1, "rad"),
+        1 => (-MAX_VELOCITY_RAD_S, MAX_VELOCITY_RAD_S, "rad/s"),
+        _ => (-MAX_EFFORT_NM, MAX_EFFORT_NM, "N m"),
+    };
+    (!(lower..=upper).contains(&value)).then(|| format!("{value} {unit} is outside [{lower}, {upper}] {unit}"))
+}
+
+/// The follower of `~/follow_joint_trajectory`: the four joints within their limits and speed,
+/// with the node's constraints and goal limits.
 pub fn follower(config: &ArduinoNodeConfig) -> Result<Follower, String> {
     let joints = follower::Joints {
         names: config.joint_names.clone(),
         lower: JOINT_LIMITS.iter().map(|(lower, _)| *lower).collect(),
         upper: JOINT_LIMITS.iter().map(|(_, upper)| *upper).collect(),
+        max_velocity: vec![MAX_VELOCITY_RAD_S; JOINT_LIMITS.len()],
     };
-    Ok(Follower::new(joints, config.constraints.tolerances(JOINT_LIMITS.len())?))
+    config.goal_limits.validate()?;
+    Ok(Follower::new(joints, config.constraints.tolerances(JOINT_LIMITS.len())?, config.goal_limits.clone()))
 }
 
 /// The testbench's joints' state from its datastream, which sends one joint a message: a whole
@@ -135,8 +155,16 @@ impl TestbenchSetpoints {
     }
 
     /// The requests of `positions` [rad, by motor id] to send at `now_ns`, or none while the
-    /// MCU runs the last setpoint (then these wait, replacing any that waited).
+    /// MCU runs the last setpoint (then these wait, replacing any that waited). A setpoint is
+    /// held within the joints' limits: the follower's interpolation may pass a point at a limit
+    /// by a hair.
     pub fn setpoint(&mut self, now_ns: u64, positions: Vec<f64>) -> Vec<Request> {
+        if positions.iter().any(|position| position.is_nan()) {
+            log::error!("a setpoint that is not a number was not sent: {positions:?}");
+            return Vec::new();
+        }
+        let positions: Vec<f64> =
+            positions.iter().zip(JOINT_LIMITS).map(|(position, (lower, upper))| position.clamp(lower, upper)).collect();
         if self.sent.as_ref() == Some(&positions) {
             self.waiting = None;
             return Vec::new();
@@ -164,7 +192,14 @@ impl TestbenchSetpoints {
         positions: &[f64],
         joint_names: &[String],
     ) -> Result<Vec<Request>, String> {
-        Ok(self.setpoint(now_ns, commanded_positions(joint_names, names, positions)?))
+        let positions = commanded_positions(joint_names, names, positions)?;
+        let beyond = positions.iter().enumerate().find_map(|(motor, position)| {
+            beyond_limits(motor, 0, *position).map(|why| format!("joint `{}`: {why}", joint_names[motor]))
+        });
+        match beyond {
+            Some(why) => Err(why),
+            None => Ok(self.setpoint(now_ns, positions)),
+        }
     }
 
     /// The last setpoint's requests could not all be sent (the node is inactive, say): it is
@@ -253,8 +288,9 @@ pub fn track_link(health: &mut LinkReport, event: &DriverEvent) {
 
 /// MotorControl requests from a JointState command: the one non-empty array among position,
 /// velocity and effort picks the control mode; every named joint gets a control, all but the
-/// first simultaneous with the one before. A NaN or infinite value refuses the whole command
-/// before any of it is sent, rather than moving the joints named before it.
+/// first simultaneous with the one before. A NaN or infinite value, or one beyond the joint's
+/// limits, refuses the whole command before any of it is sent, rather than moving the joints
+/// named before it.
 pub fn requests_from_joint_command(
     names: &[String],
     position: &[f64],
@@ -279,6 +315,9 @@ pub fn requests_from_joint_command(
             let motor = joint_names.iter().position(|joint| joint == name).ok_or(format!("unknown joint `{name}`"))?;
             if !value.is_finite() {
                 return Err(format!("joint `{name}`: {value} is not a finite target"));
+            }
+            if let Some(why) = beyond_limits(motor, mode, *value) {
+                return Err(format!("joint `{name}`: {why}"));
             }
             Ok(motor_control(motor, mode, *value, index > 0))
         })

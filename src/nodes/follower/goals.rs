@@ -4,7 +4,8 @@
 //! gives them in its update. `G` is the node's handle of a goal (r2r's, in the nodes).
 
 use super::spline::Sample;
-use super::{ErrorCode, Follower, Goal, JointState, Outcome, Refusal};
+use super::{ErrorCode, Follower, Goal, JointState, Outcome, Plan, Refusal};
+use crate::nodes::follower::stream_gate::StreamGate;
 
 /// What the goal being followed hears from a step.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,25 +84,40 @@ impl<G: Clone> JointGoals<G> {
     }
 
     /// Takes `goal` (its handle `handle`) at `now_ns`, from the joints' last state: refused as
-    /// [`Follower::accept`] refuses, or when the device has not said where its joints are yet.
-    /// The goal it replaces comes back with its outcome.
-    pub fn accept(
+    /// [`Follower::validate`] refuses, when the device has not said where its joints are yet,
+    /// or when the node's `check` of the plan fails (INVALID_GOAL, its reason). Only then does
+    /// it replace the goal followed, which comes back with its outcome; `check`'s value too
+    /// (what the node starts the goal with).
+    pub fn accept<T>(
         &mut self,
         handle: G,
         goal: &Goal,
         now_ns: u64,
-        reachable: impl Fn(&[f64]) -> Result<(), String>,
-    ) -> Result<Option<(G, Outcome)>, Refusal> {
-        let Some(actual) = &self.actual else {
-            return Err(Refusal {
-                code: ErrorCode::InvalidGoal,
-                reason: "the device has not reported its joints' state yet".into(),
-            });
+        check: impl FnOnce(&Plan) -> Result<T, String>,
+    ) -> Result<(T, Option<(G, Outcome)>), Refusal> {
+        let Some(actual) = self.actual.clone() else {
+            return Err(Refusal::new(ErrorCode::InvalidGoal, "the device has not reported its joints' state yet"));
         };
-        let replaced = self.follower.accept(goal, now_ns, actual, reachable)?;
+        self.accept_from(handle, goal, now_ns, &actual, check)
+    }
+
+    /// [`JointGoals::accept`] with the first segment from `start` rather than from the joints'
+    /// last state: where a controller's reference is, for a device whose controller tracks one
+    /// (the parallel arm), so that a goal never steps it.
+    pub fn accept_from<T>(
+        &mut self,
+        handle: G,
+        goal: &Goal,
+        now_ns: u64,
+        start: &JointState,
+        check: impl FnOnce(&Plan) -> Result<T, String>,
+    ) -> Result<(T, Option<(G, Outcome)>), Refusal> {
+        let plan = self.follower.validate(goal, now_ns, start)?;
+        let started = check(&plan).map_err(|reason| Refusal::new(ErrorCode::InvalidGoal, reason))?;
+        let replaced = self.follower.start(plan);
         let previous = self.goal.replace(handle);
         self.hold_pending = false;
-        Ok(previous.zip(replaced))
+        Ok((started, previous.zip(replaced)))
     }
 
     /// Cancels the goal followed if `is_it` says it is the one: the joints hold where they are
@@ -110,15 +126,25 @@ impl<G: Clone> JointGoals<G> {
         if !self.goal.as_ref().is_some_and(is_it) {
             return None;
         }
-        self.stop()
-    }
-
-    /// Ends the goal followed, if any, as cancelled: the node stops commanding (deactivated).
-    pub fn stop(&mut self) -> Option<(G, Outcome)> {
         let actual = self.actual.as_ref()?;
         let outcome = self.follower.cancel(actual)?;
         self.hold_pending = true;
         self.goal.take().map(|goal| (goal, outcome))
+    }
+
+    /// Ends the goal followed, if any, as `outcome`, commanding nothing more: the node stopped
+    /// commanding (deactivated, a fault, a protective stop: the device holds by itself), or
+    /// another command took the joints over. A hold still to be commanded is dropped too.
+    pub fn end(&mut self, outcome: Outcome) -> Option<(G, Outcome)> {
+        self.hold_pending = false;
+        let outcome = self.follower.end(outcome)?;
+        self.goal.take().map(|goal| (goal, outcome))
+    }
+
+    /// Whether a goal is followed or its hold is still to be commanded: the node's joints are
+    /// this follower's to command.
+    pub fn commanding(&self) -> bool {
+        self.goal.is_some() || self.hold_pending
     }
 
     /// A control step at `now_ns` with the joints at `actual`: the goal's setpoint (or the hold,
@@ -199,5 +225,64 @@ fn difference(desired: &Sample, actual: &JointState) -> JointState {
     JointState {
         positions: minus(&desired.positions, &actual.positions),
         velocities: minus(&desired.velocities, &actual.velocities),
+    }
+}
+
+/// What `~/follow_joint_trajectory`'s server asks of a motion node: goals and cancels in, each
+/// answered at once (refused, or accepted with the goal it replaced); the node's control steps
+/// answer the rest ([`Tick`]).
+pub trait TakesJointGoals<G> {
+    /// Takes `goal` (handle `handle`) received at `now_ns`: refused whole, or followed in place
+    /// of the goal followed, which comes back with its outcome.
+    fn accept_joint_goal(&mut self, handle: G, goal: &Goal, now_ns: u64) -> Result<Option<(G, Outcome)>, Refusal>;
+    /// Cancels the goal followed if `is_it` says it is the one.
+    fn cancel_joint_goal(&mut self, is_it: &dyn Fn(&G) -> bool) -> Option<(G, Outcome)>;
+}
+
+/// The commands of a device that takes setpoints (stm32_driver, arduino_driver): its
+/// FollowJointTrajectory goals and its `~/joint_command` stream. A goal that takes over stops
+/// what the node played of its own (`taking_over`) and closes the stream; a command that goes
+/// out ends the goal followed; a stop ends it and closes the stream.
+pub struct DeviceGoals<G> {
+    pub goals: JointGoals<G>,
+    stream: StreamGate,
+    taking_over: Box<dyn Fn() + Send>,
+}
+
+impl<G: Clone> DeviceGoals<G> {
+    pub fn new(follower: Follower, taking_over: Box<dyn Fn() + Send>) -> DeviceGoals<G> {
+        DeviceGoals { goals: JointGoals::new(follower), stream: StreamGate::default(), taking_over }
+    }
+
+    /// A `~/joint_command` of `positions` that came while the node takes commands (`taking`) or
+    /// not: whether it is to go out ([`StreamGate::offer`]).
+    pub fn offer_command(&mut self, positions: &[f64], taking: bool) -> Result<(), String> {
+        self.stream.offer(positions, taking)
+    }
+
+    /// A `~/joint_command` went out: it has the joints, and the goal followed ends.
+    pub fn command_sent(&mut self) -> Option<(G, Outcome)> {
+        self.goals.end(Outcome::Canceled { reason: "replaced by ~/joint_command".into() })
+    }
+
+    /// The node stops commanding (`why`): the goal followed ends, aborted, and the stream's
+    /// command in force is not followed again.
+    pub fn stopped(&mut self, why: &str) -> Option<(G, Outcome)> {
+        self.stream.close();
+        let reason = format!("{why}: the joints hold where they are");
+        self.goals.end(Outcome::Aborted { code: ErrorCode::InvalidGoal, reason })
+    }
+}
+
+impl<G: Clone> TakesJointGoals<G> for DeviceGoals<G> {
+    fn accept_joint_goal(&mut self, handle: G, goal: &Goal, now_ns: u64) -> Result<Option<(G, Outcome)>, Refusal> {
+        let ((), replaced) = self.goals.accept(handle, goal, now_ns, |_| Ok(()))?;
+        self.stream.close();
+        (self.taking_over)();
+        Ok(replaced)
+    }
+
+    fn cancel_joint_goal(&mut self, is_it: &dyn Fn(&G) -> bool) -> Option<(G, Outcome)> {
+        self.goals.cancel(is_it)
     }
 }

@@ -1,13 +1,17 @@
 //! FollowJointTrajectory without ROS: one follower that every motion node (sil_node, hil_node,
 //! stm32_driver, arduino_driver) runs a goal through, with ros2_control's
-//! joint_trajectory_controller's semantics: a goal is validated before anything moves (its
-//! joints, times, limits and the device's own check), timed from its header stamp, interpolated
-//! from the device's state ([`spline`]), watched against its path and goal tolerances; a new
-//! goal replaces the running one, and cancel, a violation or the end holds the joints where
-//! they are. The node converts messages and applies the setpoints; the follower decides.
+//! joint_trajectory_controller's semantics: a goal is validated whole before anything moves (its
+//! cost against the node's [`GoalLimits`] first, then its joints, times, limits and speeds, then
+//! the device's own check of the [`Plan`]), timed from its header stamp with its first segment
+//! from the joints' state at receipt, interpolated ([`spline`]), watched against its path and
+//! goal tolerances, and done only with the joints within tolerance and stopped; a new goal
+//! replaces the running one only once it is known valid, and cancel, a violation or the end
+//! holds the joints where they are. The node converts messages and applies the setpoints; the
+//! follower decides.
 
 pub mod goals;
 pub mod spline;
+pub mod stream_gate;
 
 use serde::{Deserialize, Serialize};
 use spline::{Sample, Spline, TrajectoryPoint};
@@ -31,7 +35,7 @@ pub struct Refusal {
 }
 
 impl Refusal {
-    fn new(code: ErrorCode, reason: impl Into<String>) -> Refusal {
+    pub fn new(code: ErrorCode, reason: impl Into<String>) -> Refusal {
         Refusal { code, reason: reason.into() }
     }
 }
@@ -39,11 +43,13 @@ impl Refusal {
 /// How a goal ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
-    /// Every joint within goal tolerance at the end.
+    /// Every joint within goal tolerance and stopped at the end.
     Succeeded,
-    /// A path or goal tolerance was violated; the joints hold where they were.
+    /// A tolerance was violated, or the node stopped commanding (deactivated, a fault, a
+    /// protective stop, shut down): the joints hold where they were.
     Aborted { code: ErrorCode, reason: String },
-    /// Cancelled, or replaced by a new goal; the joints hold (or follow the new goal).
+    /// Cancelled, or replaced by a new goal or another command; the joints hold (or follow
+    /// what replaced it).
     Canceled { reason: String },
 }
 
@@ -80,43 +86,91 @@ pub struct Constraints {
     pub goal: Vec<f64>,
     /// Position tolerance along the trajectory [rad]; 0 checks nothing.
     pub trajectory: Vec<f64>,
+    /// The fastest a joint may still move when its goal is done [rad/s]: the goal tolerance's
+    /// velocity where a goal gives none; 0 checks nothing. As joint_trajectory_controller's.
+    pub stopped_velocity_tolerance: f64,
 }
 
 impl Default for Constraints {
     fn default() -> Self {
-        Constraints { goal_time: 1.0, goal: vec![0.02], trajectory: vec![0.0] }
+        Constraints { goal_time: 1.0, goal: vec![0.02], trajectory: vec![0.0], stopped_velocity_tolerance: 0.01 }
     }
 }
 
 impl Constraints {
     /// These constraints as the tolerances of a device of `joints` joints.
     pub fn tolerances(&self, joints: usize) -> Result<Tolerances, String> {
-        let per_joint = |values: &[f64], name: &str| match values {
-            [every] => Ok(vec![JointTolerance { position: *every, velocity: 0.0 }; joints]),
-            values if values.len() == joints => {
-                Ok(values.iter().map(|&position| JointTolerance { position, velocity: 0.0 }).collect())
-            }
-            values => {
-                Err(format!("constraints.{name} holds {} values: one, or one per joint ({joints})", values.len()))
+        if !(self.stopped_velocity_tolerance >= 0.0 && self.stopped_velocity_tolerance.is_finite()) {
+            return Err(format!(
+                "constraints.stopped_velocity_tolerance must be 0 or more, got {}",
+                self.stopped_velocity_tolerance
+            ));
+        }
+        let per_joint = |values: &[f64], name: &str, velocity: f64| {
+            let tolerance = |position: f64| JointTolerance { position, velocity };
+            match values {
+                _ if values.iter().any(|value| value.is_nan()) => {
+                    Err(format!("constraints.{name} holds a value that is not a number"))
+                }
+                [every] => Ok(vec![tolerance(*every); joints]),
+                values if values.len() == joints => Ok(values.iter().map(|&position| tolerance(position)).collect()),
+                values => {
+                    Err(format!("constraints.{name} holds {} values: one, or one per joint ({joints})", values.len()))
+                }
             }
         };
         if !(self.goal_time >= 0.0) {
             return Err(format!("constraints.goal_time must be 0 or more, got {}", self.goal_time));
         }
         Ok(Tolerances {
-            path: per_joint(&self.trajectory, "trajectory")?,
-            goal: per_joint(&self.goal, "goal")?,
+            path: per_joint(&self.trajectory, "trajectory", 0.0)?,
+            goal: per_joint(&self.goal, "goal", self.stopped_velocity_tolerance)?,
             goal_time_s: self.goal_time,
         })
     }
 }
 
-/// The device's actuated joints, in its own order, with their limits [rad].
+/// The most a goal may cost a node, checked before anything is allocated for it: its
+/// `goal_limits.*` parameters. What exceeds them is refused as INVALID_GOAL, saying which.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GoalLimits {
+    /// The most points a goal may hold. Default 10 000 (a planner's trajectory holds tens to
+    /// hundreds).
+    pub max_points: u32,
+    /// The longest a goal may last, from its receipt to its last point, a future header stamp
+    /// included [s]. Default 600.
+    pub max_duration_s: f64,
+}
+
+impl Default for GoalLimits {
+    fn default() -> Self {
+        GoalLimits { max_points: 10_000, max_duration_s: 600.0 }
+    }
+}
+
+impl GoalLimits {
+    pub fn validate(&self) -> Result<(), String> {
+        match self.max_points > 0 && self.max_duration_s.is_finite() && self.max_duration_s > 0.0 {
+            true => Ok(()),
+            false => Err(format!(
+                "goal_limits.max_points and max_duration_s must be > 0, got {} and {}",
+                self.max_points, self.max_duration_s
+            )),
+        }
+    }
+}
+
+/// The device's actuated joints, in its own order, with their limits.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Joints {
     pub names: Vec<String>,
+    /// [rad]
     pub lower: Vec<f64>,
+    /// [rad]
     pub upper: Vec<f64>,
+    /// The fastest each joint may be asked to move [rad/s].
+    pub max_velocity: Vec<f64>,
 }
 
 /// A FollowJointTrajectory goal, as the message carries it.
@@ -124,7 +178,7 @@ pub struct Joints {
 pub struct Goal {
     pub joint_names: Vec<String>,
     pub points: Vec<TrajectoryPoint>,
-    /// The trajectory's start on the node's clock [ns]; 0 starts it now.
+    /// The trajectory's start on the node's clock [ns]; 0 starts it at its receipt.
     pub stamp_ns: u64,
     /// Named joints' tolerances; joints not named take the node's defaults.
     pub path_tolerance: Vec<(String, JointTolerance)>,
@@ -150,20 +204,38 @@ pub struct Step {
     pub ended: Option<Outcome>,
 }
 
-/// A goal being followed.
+/// A goal validated and timed, not yet followed: the trajectory from the joints' state at
+/// receipt (its time 0, at `start_ns` on the node's clock) through the goal's points, in the
+/// device's order. A node checks it further (the arm's workspace, say) before it replaces the
+/// goal followed.
 #[derive(Debug, Clone, PartialEq)]
-struct Running {
+pub struct Plan {
     spline: Spline,
     start_ns: u64,
     tolerances: Tolerances,
 }
+
+impl Plan {
+    pub fn spline(&self) -> &Spline {
+        &self.spline
+    }
+
+    /// When the trajectory starts, its receipt [ns, the node's clock].
+    pub fn start_ns(&self) -> u64 {
+        self.start_ns
+    }
+}
+
+/// How finely a plan's segments are sampled for its speed and limit checks.
+const CHECKS_PER_SEGMENT: usize = 8;
 
 /// The follower of one device.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Follower {
     joints: Joints,
     defaults: Tolerances,
-    running: Option<Running>,
+    limits: GoalLimits,
+    running: Option<Plan>,
     /// Where the joints hold between goals, once a goal has ended.
     holding: Option<Vec<f64>>,
 }
@@ -173,9 +245,9 @@ fn finite(values: &[f64]) -> bool {
 }
 
 impl Follower {
-    /// The follower of `joints`, with the node's default tolerances.
-    pub fn new(joints: Joints, defaults: Tolerances) -> Follower {
-        Follower { joints, defaults, running: None, holding: None }
+    /// The follower of `joints`, with the node's default tolerances and goal limits.
+    pub fn new(joints: Joints, defaults: Tolerances, limits: GoalLimits) -> Follower {
+        Follower { joints, defaults, limits, running: None, holding: None }
     }
 
     pub fn joints(&self) -> &Joints {
@@ -187,10 +259,10 @@ impl Follower {
         self.running.is_some()
     }
 
-    /// The running goal's trajectory and its start on the node's clock [ns]: what a device that
-    /// takes whole trajectories (the simulated arm) plays.
-    pub fn plan(&self) -> Option<(&Spline, u64)> {
-        self.running.as_ref().map(|running| (&running.spline, running.start_ns))
+    /// The running goal's plan: what a device that takes whole trajectories (the simulated arm)
+    /// plays.
+    pub fn plan(&self) -> Option<&Plan> {
+        self.running.as_ref()
     }
 
     /// Where the joints hold, when no goal runs and one has ended.
@@ -198,27 +270,49 @@ impl Follower {
         self.holding.as_deref()
     }
 
-    /// Takes `goal` at `now_ns` from the joints' state `actual`, refusing it (nothing moves)
-    /// when it names unknown, missing or repeated joints, has no points, times that do not
-    /// increase, a value that is not finite, a position outside the joints' limits or one that
-    /// `reachable` refuses (the device's own check, given the positions in its order), or ends
-    /// before now. A goal that was running is replaced: its outcome comes back.
+    /// Takes `goal` at `now_ns` from the joints' state `actual`: [`Follower::validate`], then
+    /// the device's `check` of the plan, and only then the goal replaces the one running, whose
+    /// outcome comes back. A refused goal leaves the running one as it was.
     pub fn accept(
         &mut self,
         goal: &Goal,
         now_ns: u64,
         actual: &JointState,
-        reachable: impl Fn(&[f64]) -> Result<(), String>,
+        check: impl FnOnce(&Plan) -> Result<(), String>,
     ) -> Result<Option<Outcome>, Refusal> {
-        let order = self.order(&goal.joint_names)?;
-        if goal.points.is_empty() {
-            return Err(Refusal::new(ErrorCode::InvalidGoal, "the trajectory has no points"));
+        let plan = self.validate(goal, now_ns, actual)?;
+        check(&plan).map_err(|reason| Refusal::new(ErrorCode::InvalidGoal, reason))?;
+        Ok(self.start(plan))
+    }
+
+    /// Follows `plan` in place of the running goal, whose outcome comes back.
+    pub fn start(&mut self, plan: Plan) -> Option<Outcome> {
+        let replaced =
+            self.running.replace(plan).map(|_| Outcome::Canceled { reason: "replaced by a new goal".into() });
+        self.holding = None;
+        replaced
+    }
+
+    /// Checks `goal` received at `now_ns` with the joints at `actual`, cheapest first, and
+    /// plans it. Refused (nothing moves): more points than the limits allow; joints unknown,
+    /// missing or repeated; no points; a value that is not finite; times that do not increase;
+    /// an end before its receipt, or further from it than the limits allow; a position outside
+    /// the joints' limits or a speed over theirs anywhere along the trajectory.
+    pub fn validate(&self, goal: &Goal, now_ns: u64, actual: &JointState) -> Result<Plan, Refusal> {
+        let joints = self.joints.names.len();
+        if goal.points.len() > self.limits.max_points as usize {
+            return Err(Refusal::new(
+                ErrorCode::InvalidGoal,
+                format!("{} points, more than goal_limits.max_points ({})", goal.points.len(), self.limits.max_points),
+            ));
         }
-        let mut points = Vec::with_capacity(goal.points.len());
+        let order = self.order(&goal.joint_names)?;
+        let Some(last) = goal.points.last() else {
+            return Err(Refusal::new(ErrorCode::InvalidGoal, "the trajectory has no points"));
+        };
         let mut previous = f64::NEG_INFINITY;
         for (index, point) in goal.points.iter().enumerate() {
             let invalid = |reason: String| Refusal::new(ErrorCode::InvalidGoal, format!("point {index}: {reason}"));
-            let joints = goal.joint_names.len();
             if point.positions.len() != joints
                 || !(point.velocities.is_empty() || point.velocities.len() == joints)
                 || !(point.accelerations.is_empty() || point.accelerations.len() == joints)
@@ -233,34 +327,65 @@ impl Follower {
                 return Err(invalid(format!("time_from_start {} s does not follow {} s", point.time_s, previous)));
             }
             previous = point.time_s;
+        }
+        // The goal's times from its receipt: a stamp in the future delays it, one in the past
+        // brings it forward (0: it starts at its receipt).
+        let offset_s = match goal.stamp_ns {
+            0 => 0.0,
+            stamp => (stamp as f64 - now_ns as f64) * 1e-9,
+        };
+        let end_s = offset_s + last.time_s;
+        if !(end_s > 0.0) {
+            return Err(match goal.stamp_ns {
+                0 => Refusal::new(ErrorCode::InvalidGoal, "the trajectory ends at its receipt: nothing to move to"),
+                _ => Refusal::new(ErrorCode::OldHeaderTimestamp, format!("the trajectory ended {:.3} s ago", -end_s)),
+            });
+        }
+        if !(end_s <= self.limits.max_duration_s) {
+            return Err(Refusal::new(
+                ErrorCode::InvalidGoal,
+                format!(
+                    "the trajectory ends {end_s:.3} s after its receipt, later than goal_limits.max_duration_s ({} s)",
+                    self.limits.max_duration_s
+                ),
+            ));
+        }
+        // Points due at or before the receipt are past: the first segment runs from the joints'
+        // state then to the first point still to come (joint_trajectory_controller's first
+        // segment), never a jump.
+        let due = |point: &TrajectoryPoint| offset_s + point.time_s;
+        let mut points = Vec::with_capacity(goal.points.len());
+        for point in goal.points.iter().filter(|point| due(point) > 0.0) {
             let reorder = |values: &[f64]| match values.is_empty() {
                 true => Vec::new(),
                 false => order.iter().map(|&from| values[from]).collect(),
             };
-            let ordered = TrajectoryPoint {
-                time_s: point.time_s,
+            points.push(TrajectoryPoint {
+                time_s: due(point),
                 positions: reorder(&point.positions),
                 velocities: reorder(&point.velocities),
                 accelerations: reorder(&point.accelerations),
+            });
+        }
+        let skipped = goal.points.len() - points.len();
+        let state_ok = actual.positions.len() == joints && finite(&actual.positions) && finite(&actual.velocities);
+        if !state_ok {
+            return Err(Refusal::new(ErrorCode::InvalidGoal, "the joints' state is not known: nothing can start"));
+        }
+        let start = TrajectoryPoint {
+            time_s: 0.0,
+            positions: actual.positions.clone(),
+            velocities: actual.velocities.clone(),
+            accelerations: Vec::new(),
+        };
+        let spline = Spline::new(start, &points);
+        self.check_limits(&spline).map_err(|reason| {
+            let skipped = match skipped {
+                0 => String::new(),
+                n => format!(" ({n} points were due before its receipt ({:.3} s after the stamp))", -offset_s),
             };
-            for (joint, position) in ordered.positions.iter().enumerate() {
-                let (lower, upper) = (self.joints.lower[joint], self.joints.upper[joint]);
-                if !(lower..=upper).contains(position) {
-                    let name = &self.joints.names[joint];
-                    return Err(invalid(format!("{name} at {position} rad is outside [{lower}, {upper}]")));
-                }
-            }
-            reachable(&ordered.positions).map_err(invalid)?;
-            points.push(ordered);
-        }
-        let start_ns = if goal.stamp_ns == 0 { now_ns } else { goal.stamp_ns };
-        let end_ns = start_ns.saturating_add((previous * 1e9) as u64);
-        if end_ns < now_ns {
-            return Err(Refusal::new(
-                ErrorCode::OldHeaderTimestamp,
-                format!("the trajectory ended {:.3} s ago", (now_ns - end_ns) as f64 * 1e-9),
-            ));
-        }
+            Refusal::new(ErrorCode::InvalidGoal, format!("{reason}{skipped}"))
+        })?;
         let tolerances = Tolerances {
             path: self.tolerances(&goal.path_tolerance, &self.defaults.path)?,
             goal: self.tolerances(&goal.goal_tolerance, &self.defaults.goal)?,
@@ -270,32 +395,59 @@ impl Follower {
                 self.defaults.goal_time_s
             },
         };
-        // The trajectory starts where the joints are, at its stamp (JTC's first segment).
-        let start = TrajectoryPoint {
-            time_s: 0.0,
-            positions: actual.positions.clone(),
-            velocities: actual.velocities.clone(),
-            accelerations: Vec::new(),
-        };
-        let replaced = self.running.take().map(|_| Outcome::Canceled { reason: "replaced by a new goal".into() });
-        self.running = Some(Running { spline: Spline::new(start, &points), start_ns, tolerances });
-        self.holding = None;
-        Ok(replaced)
+        Ok(Plan { spline, start_ns: now_ns, tolerances })
+    }
+
+    /// Why `spline` leaves the joints' limits or goes faster than they may, if it does: its
+    /// points, and [`CHECKS_PER_SEGMENT`] samples inside each segment (a cubic or quintic may
+    /// overshoot its ends).
+    fn check_limits(&self, spline: &Spline) -> Result<(), String> {
+        let mut sample_times = spline.times().zip(spline.times().skip(1)).flat_map(|(from, to)| {
+            (1..=CHECKS_PER_SEGMENT).map(move |k| from + (to - from) * k as f64 / CHECKS_PER_SEGMENT as f64)
+        });
+        sample_times.try_for_each(|t| {
+            // Just inside the segment's end, where its own polynomial still holds.
+            let sample = spline.sample(t - 1e-9 * t.max(1.0));
+            (0..self.joints.names.len()).try_for_each(|joint| {
+                let (name, position, velocity) =
+                    (&self.joints.names[joint], sample.positions[joint], sample.velocities[joint]);
+                let (lower, upper) = (self.joints.lower[joint], self.joints.upper[joint]);
+                if !(lower..=upper).contains(&position) {
+                    return Err(format!("{name} at {position:.4} rad at {t:.3} s is outside [{lower}, {upper}]"));
+                }
+                let top = self.joints.max_velocity[joint];
+                match velocity.abs() <= top * (1.0 + 1e-9) {
+                    true => Ok(()),
+                    false => Err(format!(
+                        "{name} would move at {:.3} rad/s at {t:.3} s, faster than its limit {top} rad/s",
+                        velocity.abs()
+                    )),
+                }
+            })
+        })
     }
 
     /// Each of the device's joints' index in `names`: every joint named once, no other.
     fn order(&self, names: &[String]) -> Result<Vec<usize>, Refusal> {
         let invalid = |reason: String| Refusal::new(ErrorCode::InvalidJoints, reason);
+        let joints = &self.joints.names;
+        if names.len() != joints.len() {
+            return Err(invalid(format!(
+                "{} joints named; this device has {}: {}",
+                names.len(),
+                joints.len(),
+                joints.join(", ")
+            )));
+        }
         for (index, name) in names.iter().enumerate() {
-            if !self.joints.names.contains(name) {
-                return Err(invalid(format!("unknown joint {name}; this device has {}", self.joints.names.join(", "))));
+            if !joints.contains(name) {
+                return Err(invalid(format!("unknown joint {name}; this device has {}", joints.join(", "))));
             }
             if names[..index].contains(name) {
                 return Err(invalid(format!("{name} is named twice")));
             }
         }
-        self.joints
-            .names
+        joints
             .iter()
             .map(|joint| {
                 names.iter().position(|name| name == joint).ok_or_else(|| invalid(format!("{joint} is missing")))
@@ -310,10 +462,16 @@ impl Follower {
         defaults: &[JointTolerance],
     ) -> Result<Vec<JointTolerance>, Refusal> {
         let mut tolerances = defaults.to_vec();
+        if given.len() > self.joints.names.len() {
+            return Err(Refusal::new(ErrorCode::InvalidJoints, "more tolerances than joints"));
+        }
         for (name, tolerance) in given {
             let Some(joint) = self.joints.names.iter().position(|joint| joint == name) else {
                 return Err(Refusal::new(ErrorCode::InvalidJoints, format!("a tolerance names unknown joint {name}")));
             };
+            if tolerance.position.is_nan() || tolerance.velocity.is_nan() {
+                return Err(Refusal::new(ErrorCode::InvalidGoal, format!("{name}'s tolerance is not a number")));
+            }
             let pick = |given: f64, default: f64| if given == 0.0 { default } else { given };
             tolerances[joint] = JointTolerance {
                 position: pick(tolerance.position, defaults[joint].position),
@@ -330,21 +488,29 @@ impl Follower {
         Some(Outcome::Canceled { reason: "cancelled".into() })
     }
 
+    /// Ends the running goal as `outcome` without a step: the node stopped commanding or
+    /// another command took the joints over. None if no goal ran.
+    pub fn end(&mut self, outcome: Outcome) -> Option<Outcome> {
+        self.running.take()?;
+        self.holding = None;
+        Some(outcome)
+    }
+
     /// The running goal at `now_ns` with the joints at `actual`: the setpoint, the error, and
-    /// its outcome once it ends (then the joints hold). None when no goal runs.
+    /// its outcome once it ends (then the joints hold). None when no goal runs. A value that
+    /// is not a number is outside every tolerance.
     pub fn update(&mut self, now_ns: u64, actual: &JointState) -> Option<Step> {
         let running = self.running.as_ref()?;
         let t = now_ns.saturating_sub(running.start_ns) as f64 * 1e-9;
-        // Before its stamp the trajectory waits at its start.
-        let desired = running.spline.sample(t.max(0.0));
+        let desired = running.spline.sample(t);
         let error: Vec<f64> = desired.positions.iter().zip(&actual.positions).map(|(d, a)| d - a).collect();
         let velocity_error: Vec<f64> = desired.velocities.iter().zip(&actual.velocities).map(|(d, a)| d - a).collect();
         let outside = |tolerances: &[JointTolerance]| {
             (0..error.len()).find(|&joint| {
                 let tolerance = tolerances[joint];
-                let position = tolerance.position > 0.0 && error[joint].abs() > tolerance.position;
-                let velocity =
-                    tolerance.velocity > 0.0 && velocity_error.get(joint).is_some_and(|e| e.abs() > tolerance.velocity);
+                let position = tolerance.position > 0.0 && !(error[joint].abs() <= tolerance.position);
+                let velocity = tolerance.velocity > 0.0
+                    && velocity_error.get(joint).is_some_and(|e| !(e.abs() <= tolerance.velocity));
                 position || velocity
             })
         };
@@ -361,9 +527,10 @@ impl Follower {
                     Some(Outcome::Aborted {
                         code: ErrorCode::GoalToleranceViolated,
                         reason: format!(
-                            "{} is {:.4} rad from its goal {:.3} s after the trajectory's end",
+                            "{} is {:.4} rad from its goal, moving at {:.4} rad/s, {:.3} s after the trajectory's end",
                             self.joints.names[joint],
                             error[joint],
+                            actual.velocities.get(joint).copied().unwrap_or(0.0),
                             t - end_s
                         ),
                     })

@@ -68,17 +68,18 @@ pub struct Spline {
 }
 
 impl Spline {
-    /// The trajectory through `points` (times increasing, the first at or after 0) from `start`,
-    /// the joints' state at time 0.
+    /// The trajectory through `points` (times increasing, the first after 0) from `start`, the
+    /// joints' state at time 0.
     pub fn new(start: TrajectoryPoint, points: &[TrajectoryPoint]) -> Spline {
         let mut all = Vec::with_capacity(points.len() + 1);
         all.push(TrajectoryPoint { time_s: 0.0, ..start });
-        // A first point at time 0 replaces the start state.
-        all.extend(points.iter().filter(|point| point.time_s > 0.0).cloned());
-        if points.first().is_some_and(|first| first.time_s <= 0.0) {
-            all[0] = TrajectoryPoint { time_s: 0.0, ..points[0].clone() };
-        }
+        all.extend(points.iter().cloned());
         Spline { points: all }
+    }
+
+    /// The times of its points, the start's (0) first [s].
+    pub fn times(&self) -> impl Iterator<Item = f64> + Clone + '_ {
+        self.points.iter().map(|point| point.time_s)
     }
 
     /// The time of the last point [s].
@@ -102,7 +103,8 @@ impl Spline {
                 accelerations: vec![0.0; joints],
             };
         }
-        let index = self.points.iter().rposition(|point| point.time_s <= t).unwrap_or(0);
+        // The segment holding t: the last point at or before it (the start before time 0).
+        let index = self.points.partition_point(|point| point.time_s <= t).saturating_sub(1);
         let (a, b) = (&self.points[index], &self.points[index + 1]);
         let (duration, s) = (b.time_s - a.time_s, (t - a.time_s).max(0.0));
         let mut sample = Sample {
@@ -172,10 +174,9 @@ mod tests {
     }
 
     #[test]
-    fn past_the_end_the_last_point_holds_at_rest_and_a_first_point_at_zero_is_the_start() {
-        let spline =
-            Spline::new(point(0.0, 5.0, None, None), &[point(0.0, 0.0, None, None), point(1.0, 1.0, None, None)]);
-        assert!(close(spline.sample(0.0).positions[0], 0.0));
+    fn past_the_end_the_last_point_holds_at_rest() {
+        let spline = Spline::new(point(0.0, 5.0, None, None), &[point(1.0, 1.0, None, None)]);
+        assert!(close(spline.sample(0.0).positions[0], 5.0));
         let after = spline.sample(3.0);
         assert_eq!((after.positions[0], after.velocities[0]), (1.0, 0.0));
         assert_eq!(spline.end_s(), 1.0);

@@ -1,23 +1,63 @@
-//! How hil_node's trajectory segments (`~/trajectory`) and action goals reach the running
-//! loop: a pure [`Feeder`] queue, and the thread that moves it into the loop's feed.
+//! How hil_node's trajectory segments (`~/trajectory`), goals and commands reach the running
+//! loop: a pure [`Feeder`] queue, bounded, and the thread that moves it into the loop's feed,
+//! which takes requests through a bounded queue of its own ([`feed_requests`]).
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender, SyncSender, TryRecvError, TrySendError};
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::control::{Trajectory, Waypoint};
+use crate::hil::protection::ProtectionConfig;
 use crate::hil::FeedItem;
 use crate::model::math::Vec3;
 use crate::model::Robot;
 use crate::nodes::trajectory_input::MultiDofPoint;
+
+/// The most samples the feeder holds for the loop: a long trajectory of the port-5555 size.
+pub const MAX_QUEUED_SAMPLES: usize = crate::control::MAX_WAYPOINTS;
+
+/// The most requests that wait for the feeder; more are refused (a flood of segments, say).
+pub const REQUEST_DEPTH: usize = 64;
+
+/// How finely [`check_path`] samples the way between two waypoints.
+const CHECKS_PER_SEGMENT: usize = 8;
+
+/// Why the arm along `waypoints` would pass a bound of the protective stop, if it would: the way
+/// the loop takes from the first (where its reference is) through the others, a straight line
+/// between each two as its ring interpolates them, checked at every waypoint after the first and
+/// [`CHECKS_PER_SEGMENT`] points of each line, each pose (inverse kinematics from the one before)
+/// as the loop checks the arm (docs/hil.md): what would trip the stop is refused before anything
+/// moves. A line between two reachable waypoints can leave the workspace.
+pub fn check_path(robot: &Robot, bounds: &ProtectionConfig, waypoints: &[Waypoint]) -> Result<(), String> {
+    let Some(first) = waypoints.first() else { return Ok(()) };
+    let mut previous = robot.inverse_kinematics(&first.x, None).ok();
+    for pair in waypoints.windows(2) {
+        for k in 1..=CHECKS_PER_SEGMENT {
+            let s = k as f64 / CHECKS_PER_SEGMENT as f64;
+            let (x, at) = (pair[0].x.lerp(&pair[1].x, s), pair[0].t + (pair[1].t - pair[0].t) * s - first.t);
+            let theta = robot
+                .inverse_kinematics(&x, previous.as_ref())
+                .map_err(|error| format!("at {at:.3} s the arm cannot be placed: {error}"))?;
+            if let Some(trip) = bounds.check_pose(robot, &theta, &x) {
+                return Err(format!("at {at:.3} s the arm would pass a bound of the protective stop: {trip}"));
+            }
+            previous = Some(theta);
+        }
+    }
+    Ok(())
+}
 
 /// Why a segment was not appended.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SegmentError {
     #[error("point {index}: {reason}")]
     Point { index: usize, reason: String },
+    #[error("{points} points would not fit beside the {queued} queued (at most {MAX_QUEUED_SAMPLES})")]
+    Full { queued: usize, points: usize },
+    #[error("{0}")]
+    Bounds(String),
 }
 
 /// Turns a trajectory segment into samples timed from the segment's start, continuing from
@@ -58,6 +98,73 @@ pub fn segment_after(points: &[MultiDofPoint], last: &Vec3, robot: &Robot) -> Re
 /// does not jump to a goal, it starts it where the arm is.
 pub const GOAL_START_TOLERANCE_M: f64 = 0.005;
 
+/// The sending end of the feeder's requests: at most [`REQUEST_DEPTH`] wait at a time.
+#[derive(Debug, Clone)]
+pub struct FeedRequests {
+    sender: Sender<FeedRequest>,
+    waiting: Arc<AtomicUsize>,
+}
+
+/// The feeder's end of its requests.
+#[derive(Debug)]
+pub struct RequestQueue {
+    receiver: Receiver<FeedRequest>,
+    waiting: Arc<AtomicUsize>,
+}
+
+/// A bounded queue of requests for the feeder.
+pub fn feed_requests() -> (FeedRequests, RequestQueue) {
+    let (sender, receiver) = channel();
+    let waiting = Arc::new(AtomicUsize::new(0));
+    (FeedRequests { sender, waiting: waiting.clone() }, RequestQueue { receiver, waiting })
+}
+
+impl FeedRequests {
+    /// Whether a request can be sent now: a sender checks before it claims anything (a
+    /// withdrawal) for the request.
+    pub fn room(&self) -> Result<(), String> {
+        match self.waiting.load(Ordering::Acquire) < REQUEST_DEPTH {
+            true => Ok(()),
+            false => Err(format!("{REQUEST_DEPTH} requests already wait for the HIL loop's feeder")),
+        }
+    }
+
+    /// Sends `request`, if there is room.
+    pub fn send(&self, request: FeedRequest) -> Result<(), String> {
+        self.room()?;
+        self.waiting.fetch_add(1, Ordering::AcqRel);
+        self.sender.send(request).map_err(|_| {
+            self.waiting.fetch_sub(1, Ordering::AcqRel);
+            "the HIL loop's feeder has stopped".to_owned()
+        })
+    }
+}
+
+impl RequestQueue {
+    fn taken(&self, request: FeedRequest) -> FeedRequest {
+        self.waiting.fetch_sub(1, Ordering::AcqRel);
+        request
+    }
+
+    fn try_recv(&self) -> Result<FeedRequest, TryRecvError> {
+        self.receiver.try_recv().map(|request| self.taken(request))
+    }
+
+    /// The next request waiting, if any.
+    pub fn try_take(&self) -> Option<FeedRequest> {
+        self.try_recv().ok()
+    }
+
+    fn recv_timeout(&self, timeout: Duration) -> Result<FeedRequest, RecvTimeoutError> {
+        self.receiver.recv_timeout(timeout).map(|request| self.taken(request))
+    }
+
+    /// Drops every request waiting (made while no loop ran); how many.
+    pub fn drop_waiting(&self) -> usize {
+        std::iter::from_fn(|| self.try_take()).count()
+    }
+}
+
 /// What hil_node's feeder is asked.
 #[derive(Debug, Clone)]
 pub enum FeedRequest {
@@ -76,17 +183,19 @@ pub enum FeedRequest {
 #[derive(Debug)]
 pub struct Feeder {
     robot: Robot,
+    bounds: ProtectionConfig,
     queue: VecDeque<FeedItem>,
     /// The last position queued [m]: where a segment continues from.
     last: Vec3,
 }
 
 impl Feeder {
-    /// Queues `initial`, run at its own times.
-    pub fn new(initial: &Trajectory, robot: Robot) -> Feeder {
+    /// Queues `initial`, run at its own times; segments are held to the protective stop's
+    /// `bounds`.
+    pub fn new(initial: &Trajectory, robot: Robot, bounds: ProtectionConfig) -> Feeder {
         let queue: VecDeque<FeedItem> = initial.waypoints().iter().map(|&sample| FeedItem::Sample(sample)).collect();
         let last = initial.waypoints().last().map_or(Vec3::zeros(), |last| last.x);
-        Feeder { robot, queue, last }
+        Feeder { robot, bounds, queue, last }
     }
 
     /// The feeder of a loop that resumes holding where the arm is: nothing queued; segments
@@ -110,7 +219,13 @@ impl Feeder {
     pub fn request(&mut self, request: FeedRequest) -> Result<(), SegmentError> {
         match request {
             FeedRequest::Append(points) => {
+                if self.queue.len() + points.len() > MAX_QUEUED_SAMPLES {
+                    return Err(SegmentError::Full { queued: self.queue.len(), points: points.len() });
+                }
                 let samples = segment_after(&points, &self.last, &self.robot)?;
+                let from = Waypoint { t: 0.0, x: self.last, ..Waypoint::default() };
+                let way: Vec<Waypoint> = std::iter::once(from).chain(samples.iter().copied()).collect();
+                check_path(&self.robot, &self.bounds, &way).map_err(SegmentError::Bounds)?;
                 self.queue.push_back(FeedItem::Segment);
                 self.queue_samples(samples);
             }
@@ -152,10 +267,10 @@ const IDLE_WAIT: Duration = Duration::from_millis(50);
 /// feeder and its requests back for the next loop.
 pub fn run_feeder(
     mut feeder: Feeder,
-    requests: Receiver<FeedRequest>,
+    requests: RequestQueue,
     feed: SyncSender<FeedItem>,
     stop: &AtomicBool,
-) -> (Feeder, Receiver<FeedRequest>) {
+) -> (Feeder, RequestQueue) {
     while !stop.load(Ordering::Relaxed) {
         let request = match feeder.front() {
             Some(&item) => match feed.try_send(item) {

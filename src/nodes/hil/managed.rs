@@ -10,12 +10,12 @@
 //! the node goes to inactive, its status an error naming the bound, until activated again.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, Sender, SyncSender};
+use std::sync::mpsc::{sync_channel, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::feeder::{run_feeder, FeedRequest, Feeder};
+use super::feeder::{run_feeder, Feeder, RequestQueue};
 use super::publisher::loop_failure;
 use super::HilNodeConfig;
 use crate::control::Trajectory;
@@ -35,14 +35,33 @@ pub trait HilReporter: Send + Sync + 'static {
     fn status(&self, level: Level, message: String);
     /// A loop started.
     fn loop_started(&self);
-    /// The loop stopped, asked to (`failure` None) or failing: the goal it ran is over.
-    fn loop_stopped(&self, failure: Option<&str>);
+    /// The loop stopped, the motors holding: whatever it ran is over.
+    fn loop_stopped(&self, end: &LoopEnd);
+}
+
+/// Why a loop ended, as what it ran hears it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LoopEnd {
+    /// The node stopped it: a transition (deactivate, cleanup, shutdown) or the process ending.
+    Asked(String),
+    /// A bound of the protective stop tripped (the cause).
+    ProtectiveStop(String),
+    /// The rig failed, or control did (the cause).
+    Fault(String),
+}
+
+impl LoopEnd {
+    pub fn reason(&self) -> &str {
+        match self {
+            LoopEnd::Asked(reason) | LoopEnd::ProtectiveStop(reason) | LoopEnd::Fault(reason) => reason,
+        }
+    }
 }
 
 /// What the node's loop exchanges with the rest of the node, for every loop it runs.
 pub struct HilLinks {
     /// Segments and goals for the loop's feeder.
-    pub requests: Receiver<FeedRequest>,
+    pub requests: RequestQueue,
     /// The loop's frames, for publishing.
     pub frames: SyncSender<Frame>,
     /// The loop's figures, refreshed once a second.
@@ -55,7 +74,7 @@ pub struct HilLinks {
 struct RunningLoop {
     stop: Arc<AtomicBool>,
     run: JoinHandle<(HilReport, Box<dyn Hardware>)>,
-    feeder: JoinHandle<(Feeder, Receiver<FeedRequest>)>,
+    feeder: JoinHandle<(Feeder, RequestQueue)>,
 }
 
 /// hil_node's rig and loop under the lifecycle.
@@ -64,11 +83,13 @@ pub struct ManagedHil {
     /// The run's starting trajectory: run by the first activation.
     initial: Trajectory,
     /// The feeder between loops; None while a loop runs.
-    feeder: Option<(Feeder, Receiver<FeedRequest>)>,
+    feeder: Option<(Feeder, RequestQueue)>,
     /// Whether a loop has run: later ones start where the arm is.
     resumed: bool,
     hardware: Option<Box<dyn Hardware>>,
     running: Option<RunningLoop>,
+    /// Why the node stops the running loop, for what the loop ran.
+    stopping_for: Arc<Mutex<String>>,
     frames: SyncSender<Frame>,
     status: Arc<Mutex<LoopStatus>>,
     withdrawals: Arc<Withdrawals>,
@@ -88,7 +109,7 @@ impl ManagedHil {
         links: HilLinks,
         reporter: Arc<dyn HilReporter>,
     ) -> ManagedHil {
-        let feeder = Feeder::new(&initial, robot.clone());
+        let feeder = Feeder::new(&initial, robot.clone(), config.hil.protection.clone());
         ManagedHil {
             config,
             initial,
@@ -96,6 +117,7 @@ impl ManagedHil {
             resumed: false,
             hardware: None,
             running: None,
+            stopping_for: Arc::default(),
             frames: links.frames,
             status: links.status,
             withdrawals: links.withdrawals,
@@ -144,7 +166,7 @@ impl ManagedHil {
         let (Some(hardware), Some((feeder, requests))) = (self.hardware.take(), self.feeder.take()) else {
             return Outcome::Error("the rig is not open".into());
         };
-        let stale = requests.try_iter().count();
+        let stale = requests.drop_waiting();
         if stale > 0 {
             log::warn!("{stale} trajectory requests made while inactive dropped");
         }
@@ -169,7 +191,7 @@ impl ManagedHil {
             .name("hil-feed".into())
             .spawn(move || run_feeder(feeder, requests, feed, &feeder_stop));
         let (reporter, faults, looping) = (self.reporter.clone(), self.faults.clone(), self.looping.clone());
-        let protective_stop = self.protective_stop.clone();
+        let (protective_stop, stopping_for) = (self.protective_stop.clone(), self.stopping_for.clone());
         if let Ok(mut last) = protective_stop.lock() {
             *last = None;
         }
@@ -178,19 +200,23 @@ impl ManagedHil {
             let (report, hardware) = hil.run_and_release();
             looping.store(false, Ordering::Relaxed);
             match &report.outcome {
-                Ok(()) => reporter.loop_stopped(None),
+                Ok(()) => {
+                    let why = stopping_for.lock().map(|why| why.clone()).unwrap_or_default();
+                    reporter.loop_stopped(&LoopEnd::Asked(why));
+                }
                 Err(error) => {
                     let cause = loop_failure(error);
                     reporter.status(Level::Error, cause.clone());
-                    reporter.loop_stopped(Some(&cause));
                     match error.protective_stop() {
                         Some(_) => {
+                            reporter.loop_stopped(&LoopEnd::ProtectiveStop(cause.clone()));
                             if let Ok(mut last) = protective_stop.lock() {
                                 *last = Some(cause.clone());
                             }
                             let _ = faults.send(Fault::ProtectiveStop(error.to_string()));
                         }
                         None => {
+                            reporter.loop_stopped(&LoopEnd::Fault(cause.clone()));
                             let _ = faults.send(Fault::Device(cause));
                         }
                     }
@@ -208,9 +234,12 @@ impl ManagedHil {
         }
     }
 
-    /// Ends the loop, if one runs: the motors stop, the rig stays open.
-    fn stop_loop(&mut self) -> Outcome {
+    /// Ends the loop, if one runs, for `why`: the motors stop, the rig stays open.
+    fn stop_loop(&mut self, why: &str) -> Outcome {
         let Some(running) = self.running.take() else { return Outcome::Success };
+        if let Ok(mut stopping_for) = self.stopping_for.lock() {
+            *stopping_for = why.to_owned();
+        }
         running.stop.store(true, Ordering::Relaxed);
         let (Ok((_, hardware)), Ok(feeder)) = (running.run.join(), running.feeder.join()) else {
             return Outcome::Error("a loop thread panicked".into());
@@ -220,9 +249,9 @@ impl ManagedHil {
         Outcome::Success
     }
 
-    /// Ends the loop and closes the rig.
-    fn release(&mut self) -> Outcome {
-        let outcome = self.stop_loop();
+    /// Ends the loop for `why` and closes the rig.
+    fn release(&mut self, why: &str) -> Outcome {
+        let outcome = self.stop_loop(why);
         self.hardware = None;
         outcome
     }
@@ -234,7 +263,7 @@ impl Managed for ManagedHil {
             Step::Configure => self.configure(),
             Step::Activate => self.activate(),
             Step::Deactivate => {
-                let outcome = self.stop_loop();
+                let outcome = self.stop_loop("hil_node was deactivated");
                 let stopped = self.protective_stop.lock().ok().and_then(|last| last.clone());
                 match (&outcome, stopped) {
                     (Outcome::Success, Some(cause)) => self.reporter.status(Level::Error, format!("inactive: {cause}")),
@@ -246,20 +275,21 @@ impl Managed for ManagedHil {
                 outcome
             }
             Step::Cleanup | Step::Shutdown => {
-                let outcome = self.release();
+                let why = if step == Step::Cleanup { "hil_node was cleaned up" } else { "hil_node was shut down" };
+                let outcome = self.release(why);
                 if outcome == Outcome::Success {
                     self.reporter.status(Level::Ok, "unconfigured: rig closed".into());
                 }
                 outcome
             }
             // After a fault: its cause stays on the status until the node is configured again.
-            Step::Recover => self.release(),
+            Step::Recover => self.release("hil_node is recovering from a fault"),
         }
     }
 }
 
 impl Drop for ManagedHil {
     fn drop(&mut self) {
-        let _ = self.release();
+        let _ = self.release("hil_node is ending");
     }
 }

@@ -2,6 +2,7 @@
 //! the running loop ([`feeder`]), how a goal's run answers it ([`goals`]), the node's rig and
 //! loop under the lifecycle ([`managed`]), and what it publishes ([`publisher`]).
 
+pub mod commands;
 pub mod feeder;
 pub mod goals;
 pub mod managed;
@@ -17,8 +18,8 @@ use crate::drivers::robotscara::RigConfig;
 use crate::drivers::{RigDevices, RigKind, RigSettings};
 use crate::hil::stepper::StepperConfig;
 use crate::hil::HilConfig;
-use crate::nodes::follower::Constraints;
-use crate::nodes::sil::joint_goals::{check_command_speed, HIL_COMMAND_SPEED_M_S};
+use crate::nodes::follower::{Constraints, GoalLimits};
+use crate::nodes::sil::joint_goals::{arm_follower, check_command_speed, HIL_COMMAND_SPEED_M_S};
 use crate::sim::SilConfig;
 
 /// The node's name, which its private topics are under.
@@ -44,7 +45,9 @@ node_parameters! {
         read_only auto_recover_protective_stop: bool = false
             => "with auto_recover, activate again after a protective stop too; else the node waits inactive";
         section constraints: Constraints = Constraints::default()
-            => "~/follow_joint_trajectory's default tolerances: goal_time [s], goal and trajectory [rad] per motor";
+            => "~/follow_joint_trajectory's default tolerances: goal_time [s], goal and trajectory [rad] per motor, stopped_velocity_tolerance [rad/s]";
+        section goal_limits: GoalLimits = GoalLimits::default()
+            => "~/follow_joint_trajectory's bounds on a goal: max_points, max_duration_s [s] from its receipt";
         read_only joint_command_speed_m_s: f64 = HIL_COMMAND_SPEED_M_S
             => "~/joint_command: fastest platform speed of a move [m/s]; a step becomes a ramp at it";
     }
@@ -92,7 +95,7 @@ pub fn hil_node_config(params: &BTreeMap<String, ParamValue>) -> Result<HilNodeC
     if !(settings.publish_rate_hz > 0.0) {
         return Err(invalid(format!("publish_rate_hz must be > 0, got {}", settings.publish_rate_hz)));
     }
-    settings.constraints.tolerances(3).map_err(invalid)?;
+    arm_follower(&settings.constraints, &settings.goal_limits).map_err(invalid)?;
     check_command_speed(settings.joint_command_speed_m_s).map_err(invalid)?;
     Ok(HilNodeConfig { sil, hil, rig, settings })
 }

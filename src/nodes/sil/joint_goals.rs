@@ -12,7 +12,8 @@ use crate::model::math::Vec3;
 use crate::model::Robot;
 use crate::nodes::commanded_positions;
 use crate::nodes::follower::spline::Sample;
-use crate::nodes::follower::{self, Constraints, Follower};
+use crate::nodes::follower::stream_gate::StreamGate;
+use crate::nodes::follower::{self, Constraints, Follower, GoalLimits, JointState, Plan};
 use crate::nodes::joints::JOINT_NAMES;
 
 /// The spacing of the waypoints sampled from a goal's trajectory [s].
@@ -22,15 +23,23 @@ const SAMPLE_S: f64 = 0.01;
 /// run of this long after another.
 pub const HOLD_S: f64 = 3600.0;
 
+/// The fastest the arm's motors may be asked to turn by a goal [rad/s]: well above what the
+/// built-in arc asks of them, and slow enough that the platform keeps within reach of the
+/// controller (see [`arm_follower`]).
+pub const MOTOR_MAX_VELOCITY_RAD_S: f64 = 2.0;
+
 /// The follower of the arm's three motors; their limits are a turn either way (the URDF's
-/// motors are continuous: the workspace check refuses what the arm cannot reach).
-pub fn arm_follower(constraints: &Constraints) -> Result<Follower, String> {
+/// motors are continuous: the workspace check refuses what the arm cannot reach) and
+/// [`MOTOR_MAX_VELOCITY_RAD_S`].
+pub fn arm_follower(constraints: &Constraints, limits: &GoalLimits) -> Result<Follower, String> {
     let joints = follower::Joints {
         names: JOINT_NAMES[..3].iter().map(|name| (*name).to_owned()).collect(),
         lower: vec![-std::f64::consts::PI; 3],
         upper: vec![std::f64::consts::PI; 3],
+        max_velocity: vec![MOTOR_MAX_VELOCITY_RAD_S; 3],
     };
-    Ok(Follower::new(joints, constraints.tolerances(3)?))
+    limits.validate()?;
+    Ok(Follower::new(joints, constraints.tolerances(3)?, limits.clone()))
 }
 
 fn vec3(values: &[f64]) -> Vec3 {
@@ -52,32 +61,33 @@ fn platform_point(robot: &Robot, positions: &[f64], near: &Vec3) -> Result<Vec3,
     Ok(motion.p)
 }
 
-/// Whether the arm assembles at motor angles `positions` [rad], the platform near `near` [m].
-pub fn reachable(robot: &Robot, positions: &[f64], near: &Vec3) -> Result<(), String> {
-    platform_point(robot, positions, near)
-        .map(drop)
-        .map_err(|error| format!("the arm cannot take these angles: {error}"))
+/// The motors' state where the controller's reference (`x` [m], `xd` [m/s]) puts them, the
+/// inverse kinematics' root nearest `near` [rad]: where a goal's first segment starts, so that
+/// the goal continues the controller's reference rather than stepping it to the estimated arm.
+pub fn reference_joints(robot: &Robot, (x, xd): (Vec3, Vec3), near: &[f64]) -> Result<JointState, String> {
+    let motion = robot
+        .motion_from_task(&x, &xd, Some(&vec3(near)), 0.0)
+        .map_err(|error| format!("the controller's reference cannot be placed: {error}"))?;
+    Ok(JointState {
+        positions: motion.theta.iter().copied().collect(),
+        velocities: motion.theta_dot.iter().copied().collect(),
+    })
 }
 
-/// The task-space trajectory of the follower's running goal from `now_ns` on (its times from 0),
-/// then `hold_s` [s] still at its end: the platform through the forward kinematics every
-/// [`SAMPLE_S`], accelerations by central differences of the velocities. sil_node holds for
-/// [`HOLD_S`]; hil_node's loop holds its last reference itself.
-pub fn goal_trajectory(
-    robot: &Robot,
-    follower: &Follower,
-    now_ns: u64,
-    near: &Vec3,
-    hold_s: f64,
-) -> Result<Trajectory, String> {
-    let (spline, start_ns) = follower.plan().ok_or("no goal is being followed")?;
-    let from_s = (now_ns as f64 - start_ns as f64) * 1e-9;
-    let steps = ((spline.end_s() - from_s).max(0.0) / SAMPLE_S).ceil() as usize + 1;
+/// The task-space trajectory of a goal's `plan` (its times from its receipt, 0), then `hold_s`
+/// [s] still at its end: the platform through the forward kinematics every [`SAMPLE_S`], each
+/// root the one nearest the last (the first nearest `near` [m], where the platform is),
+/// accelerations by central differences of the velocities. Refused where the arm cannot
+/// assemble. sil_node holds for [`HOLD_S`]; hil_node's loop holds its last reference itself.
+pub fn goal_trajectory(robot: &Robot, plan: &Plan, near: &Vec3, hold_s: f64) -> Result<Trajectory, String> {
+    let spline = plan.spline();
+    let steps = (spline.end_s() / SAMPLE_S).ceil() as usize + 1;
     let mut near = *near;
     let mut points = Vec::with_capacity(steps + 1);
     for step in 0..=steps {
         let t = step as f64 * SAMPLE_S;
-        let (x, xd) = platform(robot, &spline.sample((from_s + t).clamp(0.0, spline.end_s())), &near)?;
+        let (x, xd) = platform(robot, &spline.sample(t.min(spline.end_s())), &near)
+            .map_err(|error| format!("the arm cannot take the goal's angles at {t:.2} s: {error}"))?;
         near = x;
         points.push((t, x, xd));
     }
@@ -102,13 +112,15 @@ pub fn goal_trajectory(
 /// A stream of joint commands (ros2_control's hardware plugin sends its controllers' at their
 /// update rate): each is a move from where the loop's reference is to where the command puts the
 /// platform, in the time since the command before ([`command_trajectory`]). sil_node's
-/// simulation is steered along each move, hil_node's loop fed it.
+/// simulation is steered along each move, hil_node's loop fed it. After a stop, or once another
+/// command took the arm over, the command then in force is not followed again ([`StreamGate`]).
 #[derive(Debug)]
 pub struct JointCommands {
     /// When the last command came [s, the caller's clock], and where it put the platform [m].
     last: Option<(f64, Vec3)>,
     /// The fastest a move takes the platform [m/s].
     top_speed_m_s: f64,
+    gate: StreamGate,
 }
 
 impl JointCommands {
@@ -117,20 +129,30 @@ impl JointCommands {
 
     /// Moves at most `top_speed_m_s` fast (the node's `joint_command_speed_m_s`).
     pub fn new(top_speed_m_s: f64) -> JointCommands {
-        JointCommands { last: None, top_speed_m_s }
+        JointCommands { last: None, top_speed_m_s, gate: StreamGate::default() }
+    }
+
+    /// The arm stopped, or another command took it over: the stream starts afresh, and its
+    /// command in force now is not followed again.
+    pub fn taken_over(&mut self) {
+        self.last = None;
+        self.gate.close();
     }
 
     /// The move of the command (`names`, `positions`) that came at `now_s` [s], the controller's
-    /// reference at `x` [m] moving at `xd` [m/s].
+    /// reference at `x` [m] moving at `xd` [m/s], or why the node takes no command now.
     pub fn trajectory(
         &mut self,
         robot: &Robot,
         now_s: f64,
-        (x, xd): (Vec3, Vec3),
+        reference: Result<(Vec3, Vec3), String>,
         names: &[String],
         positions: &[f64],
     ) -> Result<Trajectory, String> {
-        let target = platform_point(robot, &commanded_positions(&JOINT_NAMES[..3], names, positions)?, &x)?;
+        let motors = commanded_positions(&JOINT_NAMES[..3], names, positions)?;
+        self.gate.offer(&motors, reference.is_ok())?;
+        let (x, xd) = reference?;
+        let target = platform_point(robot, &motors, &x)?;
         // The stream's own velocity, from the command before unless it came before a pause.
         let (period_s, stream_velocity) = match self.last {
             Some((last_s, last_target)) if now_s - last_s <= Self::LONGEST_S => {
@@ -202,12 +224,6 @@ fn command_trajectory(
         at(rest_s + HOLD_S, rest, Vec3::zeros()),
     ];
     Trajectory::with_robot_forearm(waypoints, robot).map_err(|error| error.to_string())
-}
-
-/// The platform held still where motor angles `positions` [rad] put it, for [`HOLD_S`].
-pub fn hold_trajectory(robot: &Robot, positions: &[f64], near: &Vec3) -> Result<Trajectory, String> {
-    let x = platform_point(robot, positions, near)?;
-    held_at(robot, x, (robot.elbow(), robot.params().l_arm)).map_err(|error| error.to_string())
 }
 
 /// The platform held still at `x` [m] for [`HOLD_S`], with the forearm (`elbow` [m], `l_arm`

@@ -2,6 +2,7 @@
 //! simulator to the real-time factor and hands every frame on, and its publisher
 //! ([`publisher`]), which decides what of it goes out.
 
+pub mod commands;
 pub mod joint_goals;
 pub mod publisher;
 pub mod run;
@@ -11,7 +12,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::declare::node_parameters;
-use super::follower::Constraints;
+use super::follower::{Constraints, GoalLimits};
 use super::param_server::ParamRange;
 use super::params::{only_groups, read_group, without_groups, ParamError, ParamValue};
 use crate::sim::SilConfig;
@@ -34,7 +35,9 @@ node_parameters! {
             => "trajectory CSV run at start; empty runs the built-in arc";
         read_only frame_id: String = "base_link".into() => "frame of every published point and path";
         section constraints: Constraints = Constraints::default()
-            => "~/follow_joint_trajectory's default tolerances: goal_time [s], goal and trajectory [rad] per motor";
+            => "~/follow_joint_trajectory's default tolerances: goal_time [s], goal and trajectory [rad] per motor, stopped_velocity_tolerance [rad/s]";
+        section goal_limits: GoalLimits = GoalLimits::default()
+            => "~/follow_joint_trajectory's bounds on a goal: max_points, max_duration_s [s] from its receipt";
         read_only joint_command_speed_m_s: f64 = joint_goals::SIL_COMMAND_SPEED_M_S
             => "~/joint_command: fastest platform speed of a move [m/s]; a step becomes a ramp at it";
     }
@@ -64,7 +67,7 @@ pub fn sil_node_config(params: &BTreeMap<String, ParamValue>) -> Result<(SilConf
         });
     }
     let invalid = |message| ParamError::Invalid { prefix: String::new(), message };
-    settings.constraints.tolerances(3).map_err(invalid)?;
+    joint_goals::arm_follower(&settings.constraints, &settings.goal_limits).map_err(invalid)?;
     joint_goals::check_command_speed(settings.joint_command_speed_m_s).map_err(invalid)?;
     Ok((sil, settings))
 }

@@ -1,6 +1,6 @@
 //! sil_node's run loop: trajectories run one after another (or again, with `loop`), paced to
-//! the real-time factor, every frame handed on as a [`SilEvent`]; and the action goal served
-//! through those events ([`GoalRuns`]).
+//! the real-time factor, every frame handed on as a [`SilEvent`] (which the node's commands
+//! answer their goals from: [`crate::nodes::sil::commands`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
@@ -11,8 +11,6 @@ use super::joint_goals::held_at;
 use super::SilNodeSettings;
 use crate::control::{Trajectory, TrajectoryError};
 use crate::model::Robot;
-use crate::msg::interfaces::{FollowCartesianTrajectoryFeedback, FollowCartesianTrajectoryResult};
-use crate::nodes::goals::{replaced_result, GoalOutcome, GoalTracker, GoalUpdate};
 use crate::sim::{Frame, RunStats, SilConfig, SimError, Simulation};
 
 /// What the run loop reports.
@@ -234,83 +232,6 @@ fn idle(requests: &Receiver<RunRequest>, stop: &AtomicBool) -> Option<(Arc<Traje
             Ok(RunRequest::Stop) => {}
             Err(RecvTimeoutError::Timeout) if !stop.load(Ordering::Relaxed) => {}
             Err(_) => return None,
-        }
-    }
-}
-
-/// The FollowCartesianTrajectory goal a node serves, followed through its run loop's events:
-/// the goal's run is the one that starts its trajectory (the same `Arc`); its samples become
-/// feedback and its end the result. `G` is the node's handle of the goal.
-#[derive(Debug)]
-pub struct GoalRuns<G> {
-    goal: Option<ServedGoal<G>>,
-}
-
-#[derive(Debug)]
-struct ServedGoal<G> {
-    handle: G,
-    trajectory: Arc<Trajectory>,
-    running: bool,
-}
-
-impl<G> Default for GoalRuns<G> {
-    fn default() -> Self {
-        GoalRuns { goal: None }
-    }
-}
-
-impl<G> GoalTracker<G> for GoalRuns<G> {
-    type Request = RunRequest;
-
-    /// The simulation starts any trajectory afresh.
-    fn admit(&self, _: &Trajectory) -> Result<(), String> {
-        Ok(())
-    }
-
-    fn serve(
-        &mut self,
-        handle: G,
-        trajectory: Arc<Trajectory>,
-    ) -> (RunRequest, Option<(G, FollowCartesianTrajectoryResult)>) {
-        let request = RunRequest::Follow(trajectory.clone());
-        let replaced = self.goal.replace(ServedGoal { handle, trajectory, running: false });
-        (request, replaced.map(|goal| (goal.handle, replaced_result())))
-    }
-
-    fn cancel(&mut self) -> RunRequest {
-        RunRequest::Stop
-    }
-
-    fn handle(&self) -> Option<&G> {
-        self.goal.as_ref().map(|goal| &goal.handle)
-    }
-}
-
-impl<G: Clone> GoalRuns<G> {
-    /// What `event` means for the goal served, if anything: feedback with each frame that was
-    /// `published` (feedback goes at the publish rate), the result at the run's end.
-    pub fn update(&mut self, event: &SilEvent, published: bool) -> Option<GoalUpdate<G>> {
-        let goal = self.goal.as_mut()?;
-        match event {
-            SilEvent::RunStarted(trajectory) => {
-                goal.running = Arc::ptr_eq(trajectory, &goal.trajectory);
-                None
-            }
-            SilEvent::Frame { frame, .. } if goal.running && published => Some(GoalUpdate::Feedback(
-                goal.handle.clone(),
-                FollowCartesianTrajectoryFeedback::at(&goal.trajectory, frame),
-            )),
-            SilEvent::RunEnded { stats, end } if goal.running => {
-                let (outcome, failure) = match end {
-                    RunEnd::Complete => (GoalOutcome::Succeeded, None),
-                    RunEnd::Replaced => (GoalOutcome::Aborted, Some("replaced by a new trajectory".to_owned())),
-                    RunEnd::Stopped => (GoalOutcome::Canceled, Some("cancelled".to_owned())),
-                    RunEnd::Failed(error) => (GoalOutcome::Aborted, Some(error.to_string())),
-                };
-                let handle = self.goal.take()?.handle;
-                Some(GoalUpdate::Finished(handle, outcome, FollowCartesianTrajectoryResult::of_run(stats, failure)))
-            }
-            SilEvent::Frame { .. } | SilEvent::RunEnded { .. } | SilEvent::Refused(_) => None,
         }
     }
 }

@@ -17,7 +17,7 @@ use crate::drivers::stm32::{
     ANGLE_LIMIT,
 };
 use crate::nodes::declare::node_parameters;
-use crate::nodes::follower::{self, Constraints, Follower};
+use crate::nodes::follower::{self, Constraints, Follower, GoalLimits};
 use crate::nodes::link_health::LinkReport;
 use crate::nodes::managed_driver::SerialDevice;
 use crate::nodes::param_server::ParamRange;
@@ -85,7 +85,9 @@ node_parameters! {
         read_only auto_recover: bool = false
             => "after a device fault, configure and activate again once a second until the device is back";
         section constraints: Constraints = Constraints::default()
-            => "~/follow_joint_trajectory's default tolerances: goal_time [s], goal and trajectory [rad] per joint";
+            => "~/follow_joint_trajectory's default tolerances: goal_time [s], goal and trajectory [rad] per joint, stopped_velocity_tolerance [rad/s]";
+        section goal_limits: GoalLimits = GoalLimits::default()
+            => "~/follow_joint_trajectory's bounds on a goal: max_points, max_duration_s [s] from its receipt";
     }
     entries {
         runtime "pid.shoulder.kp", range(KP) => "shoulder proportional gain, sent to the firmware",
@@ -124,19 +126,25 @@ pub fn stm32_node_config(params: &BTreeMap<String, ParamValue>) -> Result<Stm32N
         return Err(invalid(format!("joint_names must name 2 joints, got {}", config.joint_names.len())));
     }
     config.setup_commands().map_err(invalid)?;
-    config.constraints.tolerances(2).map_err(invalid)?;
+    follower(&config).map_err(invalid)?;
     Ok(config)
 }
 
+/// The fastest the servos may be asked to turn [rad/s], urdf/stm32_arm.urdf's velocity limit.
+pub const MAX_VELOCITY_RAD_S: f64 = 6.0;
+
 /// The follower of `~/follow_joint_trajectory`: the shoulder and elbow within the firmware's
-/// angle limits (urdf/stm32_arm.urdf's), with the node's constraints.
+/// angle limits and the servos' speed (urdf/stm32_arm.urdf's), with the node's constraints and
+/// goal limits.
 pub fn follower(config: &Stm32NodeConfig) -> Result<Follower, String> {
     let joints = follower::Joints {
         names: config.joint_names.clone(),
         lower: vec![-ANGLE_LIMIT; 2],
         upper: vec![ANGLE_LIMIT; 2],
+        max_velocity: vec![MAX_VELOCITY_RAD_S; 2],
     };
-    Ok(Follower::new(joints, config.constraints.tolerances(2)?))
+    config.goal_limits.validate()?;
+    Ok(Follower::new(joints, config.constraints.tolerances(2)?, config.goal_limits.clone()))
 }
 
 /// The joints' state in `event`, for the follower: telemetry with angles.
@@ -146,9 +154,18 @@ pub fn follower_state(event: &DriverEvent) -> Option<follower::JointState> {
     Some(follower::JointState { positions: positions.to_vec(), velocities: velocities.to_vec() })
 }
 
-/// The follower's setpoint (shoulder, elbow) [rad] as the command that moves both joints.
+/// The follower's setpoint (shoulder, elbow) [rad] as the command that moves both joints, each
+/// angle the wire's nearest within the firmware's limits (the nearest f32 to pi/2 lies past
+/// pi/2: a setpoint at the limit would be refused).
 pub fn angles_command(positions: &[f64]) -> Command {
-    Command::SetJointAngles { shoulder: positions[0] as f32, elbow: positions[1] as f32 }
+    let wire = |angle: f64| {
+        let near = angle.clamp(-ANGLE_LIMIT, ANGLE_LIMIT) as f32;
+        match f64::from(near).abs() > ANGLE_LIMIT {
+            true => near - near.signum() * f32::EPSILON,
+            false => near,
+        }
+    };
+    Command::SetJointAngles { shoulder: wire(positions[0]), elbow: wire(positions[1]) }
 }
 
 /// Roll and pitch [rad] (yaw unknown, taken as 0) as a quaternion (x, y, z, w):
@@ -263,12 +280,14 @@ pub fn command_for_parameter(
 }
 
 /// The arm on its port as a managed node drives it, with the gains and mode the parameters hold
-/// now: configure waits for telemetry; activate sends the gains and mode; deactivate sends
-/// nothing.
+/// now: configure waits for telemetry; activate sends the gains and mode; deactivate holds the
+/// joints where the latest telemetry puts them.
 pub struct Stm32Arm {
     pub port: String,
     pub link: Stm32Config,
     pub config: Arc<Mutex<Stm32NodeConfig>>,
+    /// The joints' angles in the latest telemetry [rad]: where deactivate holds them.
+    pub angles: Mutex<Option<[f64; 2]>>,
 }
 
 impl SerialDevice for Stm32Arm {
@@ -334,9 +353,21 @@ impl SerialDevice for Stm32Arm {
         setup.into_iter().try_for_each(|command| commander.send(command).map_err(|error| error.to_string()))
     }
 
-    /// Nothing to send: in position mode the servos hold the last target, and the driver's
-    /// telemetry polls keep the firmware's watchdog fed.
-    fn deactivate(&self, _: &Stm32Commander) -> Result<(), String> {
-        Ok(())
+    fn heard(&self, event: &DriverEvent) {
+        let Some(state) = follower_state(event) else { return };
+        if let (Ok(mut angles), &[shoulder, elbow]) = (self.angles.lock(), state.positions.as_slice()) {
+            *angles = Some([shoulder, elbow]);
+        }
+    }
+
+    /// The joints' targets where they are now, so that a target still to be reached is not
+    /// (in position mode the servos hold their last target; the driver's telemetry polls keep
+    /// the firmware's watchdog fed). Nothing known of them yet: nothing to send.
+    fn deactivate(&self, commander: &Stm32Commander) -> Result<(), String> {
+        let angles = self.angles.lock().ok().and_then(|angles| *angles);
+        match angles {
+            Some(angles) => commander.send(angles_command(&angles)).map_err(|error| error.to_string()),
+            None => Ok(()),
+        }
     }
 }

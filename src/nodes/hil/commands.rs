@@ -1,0 +1,274 @@
+//! Every command that moves hil_node's arm, in one place: FollowJointTrajectory goals,
+//! FollowCartesianTrajectory goals, `~/joint_command` streams and `~/trajectory` segments.
+//! Each is checked whole before it reaches the loop (its cost, its speed, every pose against
+//! the protective stop's bounds); each that takes the arm over (a goal, a joint command, a
+//! hold) ends the goal it overtakes and closes the joint command stream; the loop's frames
+//! answer the goals, and the loop's end ends them all, so that after any stop the arm holds
+//! until a new command. One value behind one lock in the node: the order of commands is the
+//! order they take effect in.
+
+use std::sync::Arc;
+
+use super::feeder::{check_path, FeedRequest, FeedRequests, GOAL_START_TOLERANCE_M};
+use super::goals::HilGoals;
+use super::managed::LoopEnd;
+use super::HilNodeConfig;
+use crate::control::Trajectory;
+use crate::hil::protection::ProtectionConfig;
+use crate::hil::Withdrawals;
+use crate::model::math::Vec3;
+use crate::model::Robot;
+use crate::msg::interfaces::FollowCartesianTrajectoryResult;
+use crate::nodes::follower::goals::{GoalEvent, JointGoals, Setpoint, TakesJointGoals};
+use crate::nodes::follower::{ErrorCode, Goal, JointState, Outcome, Refusal};
+use crate::nodes::goals::{Answers, CommandSource, GoalUpdate, TakesCartesianGoals};
+use crate::nodes::sil::joint_goals::{arm_follower, goal_trajectory, reference_joints, JointCommands};
+use crate::nodes::trajectory_input::MultiDofPoint;
+use crate::sim::Frame;
+
+/// hil_node's commands: `J` and `C` are the node's handles of FollowJointTrajectory and
+/// FollowCartesianTrajectory goals.
+pub struct HilCommands<J, C> {
+    robot: Robot,
+    bounds: ProtectionConfig,
+    joint_goals: JointGoals<J>,
+    cartesian: HilGoals<C>,
+    commands: JointCommands,
+    requests: FeedRequests,
+    withdrawals: Arc<Withdrawals>,
+    /// The withdrawal of the joint goals' latest request (a goal's start, or its hold).
+    joint_claim: Option<u64>,
+    /// The loop's reference (position [m], velocity [m/s]) at its latest frame; None while no
+    /// loop runs and until its first frame.
+    reference: Option<(Vec3, Vec3)>,
+    /// The motors' angles at the latest frame [rad]: which of the inverse kinematics' roots is
+    /// the arm's.
+    theta: [f64; 3],
+    looping: bool,
+    /// Goals ended when a command of the other kind took the arm over, answered with the next
+    /// frame.
+    overtaken_joint: Vec<GoalEvent<J>>,
+    overtaken_cartesian: Vec<GoalUpdate<C>>,
+}
+
+impl<J: Clone, C: Clone> HilCommands<J, C> {
+    /// The commands of the node configured by `config`, fed to the loop through `requests` and
+    /// `withdrawals`.
+    pub fn new(
+        config: &HilNodeConfig,
+        robot: Robot,
+        requests: FeedRequests,
+        withdrawals: Arc<Withdrawals>,
+    ) -> Result<HilCommands<J, C>, String> {
+        let settings = &config.settings;
+        let follower = arm_follower(&settings.constraints, &settings.goal_limits)?;
+        Ok(HilCommands {
+            robot,
+            bounds: config.hil.protection.clone(),
+            joint_goals: JointGoals::new(follower),
+            cartesian: HilGoals::new(withdrawals.clone()),
+            commands: JointCommands::new(settings.joint_command_speed_m_s),
+            requests,
+            withdrawals,
+            joint_claim: None,
+            reference: None,
+            theta: [0.0; 3],
+            looping: false,
+            overtaken_joint: Vec::new(),
+            overtaken_cartesian: Vec::new(),
+        })
+    }
+
+    /// Whether commands are taken (a loop runs and has sent a frame): the loop's reference,
+    /// position [m] and velocity [m/s], or why not.
+    pub fn taking(&self) -> Result<(Vec3, Vec3), String> {
+        match (self.looping, self.reference) {
+            (true, Some(reference)) => Ok(reference),
+            (true, None) => Err("the HIL loop has not sent its first frame yet".into()),
+            (false, _) => Err("hil_node is not active".into()),
+        }
+    }
+
+    /// Takes the arm for `source` with `request`, given the withdrawal that starts it: checks
+    /// that the feeder has room before anything is claimed. The withdrawal comes back.
+    fn claim(&mut self, source: CommandSource, request: impl FnOnce(u64) -> FeedRequest) -> Result<u64, String> {
+        self.requests.room()?;
+        let withdrawal = self.withdrawals.request();
+        self.requests.send(request(withdrawal))?;
+        self.overtake(source);
+        Ok(withdrawal)
+    }
+
+    /// `source` took the arm: the goals of the others end, and the joint command stream closes.
+    fn overtake(&mut self, source: CommandSource) {
+        let by = source.name();
+        if source != CommandSource::JointGoal {
+            let ended = self.joint_goals.end(Outcome::Canceled { reason: format!("replaced by {by}") });
+            self.overtaken_joint.extend(ended.map(|(goal, outcome)| GoalEvent::Finished { goal, outcome }));
+            self.joint_claim = None;
+        }
+        if source != CommandSource::CartesianGoal {
+            self.overtaken_cartesian.extend(self.cartesian.end(&format!("replaced by {by}")));
+        }
+        if source != CommandSource::JointCommands {
+            self.commands.taken_over();
+        }
+    }
+
+    /// A `~/joint_command` (`names`, `positions`) at `now_s` [s]: a move of the loop's
+    /// reference at the node's command speed, from where that reference is, to a pose within
+    /// the protective stop's bounds; or why it is not followed.
+    pub fn joint_command(&mut self, now_s: f64, names: &[String], positions: &[f64]) -> Result<(), String> {
+        let trajectory = self.commands.trajectory(&self.robot, now_s, self.taking(), names, positions)?;
+        check_path(&self.robot, &self.bounds, trajectory.waypoints())?;
+        let trajectory = Arc::new(trajectory);
+        self.claim(CommandSource::JointCommands, |withdrawal| FeedRequest::Follow { trajectory, withdrawal })?;
+        Ok(())
+    }
+
+    /// A `~/trajectory` segment: it follows what is queued (the feeder checks it, and refuses
+    /// it if it would not fit).
+    pub fn segment(&mut self, points: Vec<MultiDofPoint>) -> Result<(), String> {
+        self.taking()?;
+        self.requests.send(FeedRequest::Append(points))
+    }
+
+    /// The loop's `frame` at `now_ns` on the node's clock, `published` or not: feedback to the
+    /// goals (at the publish rate) and their ends, a FollowJointTrajectory goal's control step
+    /// (its hold, when it ends short of its end, goes to the loop while it still has the arm).
+    pub fn frame(&mut self, frame: &Frame, published: bool, now_ns: u64) -> Answers<J, C> {
+        self.reference = Some((frame.x_ref, frame.xd_ref));
+        self.theta = frame.theta.into();
+        let mut answers = self.drain();
+        match self.cartesian.frame(frame) {
+            Some(GoalUpdate::Feedback(..)) if !published => {}
+            Some(update) => answers.cartesian.push(update),
+            None => {}
+        }
+        if published {
+            let actual = JointState {
+                positions: frame.theta.iter().copied().collect(),
+                velocities: frame.theta_dot.iter().copied().collect(),
+            };
+            let tick = self.joint_goals.tick(now_ns, actual);
+            if let Some(Setpoint::Hold(_)) = tick.command {
+                // The arm holds where it is: what the goal queued is withdrawn.
+                match self.claim(CommandSource::JointGoal, |withdrawal| FeedRequest::Hold { withdrawal }) {
+                    Ok(withdrawal) => self.joint_claim = Some(withdrawal),
+                    Err(error) => log::error!("cannot hold the arm after a goal: {error}"),
+                }
+            }
+            answers.joint.extend(tick.events);
+            answers.state = Some(tick.state);
+        }
+        answers
+    }
+
+    /// The goals a command of the other kind ended since the last answers: the node answers
+    /// them right after each goal or command it hands over.
+    pub fn drain(&mut self) -> Answers<J, C> {
+        Answers {
+            joint: std::mem::take(&mut self.overtaken_joint),
+            state: None,
+            cartesian: std::mem::take(&mut self.overtaken_cartesian),
+        }
+    }
+
+    /// A loop started: commands are taken from its first frame on.
+    pub fn loop_started(&mut self) {
+        self.looping = true;
+    }
+
+    /// The loop ended (`end`): every goal ends, aborted with the reason; the joint command
+    /// stream closes; the next loop starts from where the arm is, with nothing of this one's.
+    pub fn loop_stopped(&mut self, end: &LoopEnd) -> Answers<J, C> {
+        (self.looping, self.reference, self.joint_claim) = (false, None, None);
+        let mut answers = self.drain();
+        let reason = format!("the arm stopped, holding: {}", end.reason());
+        let code = match end {
+            LoopEnd::ProtectiveStop(_) => ErrorCode::PathToleranceViolated,
+            LoopEnd::Asked(_) | LoopEnd::Fault(_) => ErrorCode::InvalidGoal,
+        };
+        let ended = self.joint_goals.end(Outcome::Aborted { code, reason: reason.clone() });
+        answers.joint.extend(ended.map(|(goal, outcome)| GoalEvent::Finished { goal, outcome }));
+        answers.cartesian.extend(self.cartesian.end(&reason));
+        self.commands.taken_over();
+        answers
+    }
+}
+
+impl<J: Clone, C: Clone> TakesJointGoals<J> for HilCommands<J, C> {
+    /// A goal through the forward kinematics, every sample within the protective stop's
+    /// bounds, in place of what the loop has queued.
+    fn accept_joint_goal(&mut self, handle: J, goal: &Goal, now_ns: u64) -> Result<Option<(J, Outcome)>, Refusal> {
+        let refused = |reason: String| Refusal::new(ErrorCode::InvalidGoal, reason);
+        let reference = self.taking().map_err(refused)?;
+        let start = reference_joints(&self.robot, reference, &self.theta).map_err(refused)?;
+        let (robot, bounds) = (&self.robot, &self.bounds);
+        let (trajectory, replaced) = self.joint_goals.accept_from(handle, goal, now_ns, &start, |plan| {
+            let trajectory = goal_trajectory(robot, plan, &reference.0, 0.0)?;
+            check_path(robot, bounds, trajectory.waypoints())?;
+            self.requests.room()?;
+            Ok(Arc::new(trajectory))
+        })?;
+        let withdrawal =
+            self.claim(CommandSource::JointGoal, |withdrawal| FeedRequest::Follow { trajectory, withdrawal });
+        match withdrawal {
+            Ok(withdrawal) => self.joint_claim = Some(withdrawal),
+            Err(reason) => {
+                // The feeder went away between the check and the send: the goal cannot run.
+                let reason = format!("the HIL loop cannot take the goal: {reason}");
+                let code = ErrorCode::InvalidGoal;
+                self.overtaken_joint.extend(
+                    self.joint_goals
+                        .end(Outcome::Aborted { code, reason })
+                        .map(|(goal, outcome)| GoalEvent::Finished { goal, outcome }),
+                );
+            }
+        }
+        Ok(replaced)
+    }
+
+    fn cancel_joint_goal(&mut self, is_it: &dyn Fn(&J) -> bool) -> Option<(J, Outcome)> {
+        self.joint_goals.cancel(is_it)
+    }
+}
+
+impl<J: Clone, C: Clone> TakesCartesianGoals<C> for HilCommands<J, C> {
+    /// A goal starts where the arm's reference holds (the loop never jumps to a goal) and
+    /// keeps within the protective stop's bounds; it takes the place of what is queued.
+    fn follow_cartesian_goal(
+        &mut self,
+        handle: C,
+        trajectory: Arc<Trajectory>,
+    ) -> Result<Option<(C, FollowCartesianTrajectoryResult)>, String> {
+        let (reference, _) = self.taking()?;
+        let first = trajectory.waypoints()[0].x;
+        let distance = (first - reference).norm();
+        if !(distance <= GOAL_START_TOLERANCE_M) {
+            return Err(format!(
+                "the first waypoint is {distance:.4} m from the arm's reference ({:.4}, {:.4}, {:.4}) m; a goal starts there (within {GOAL_START_TOLERANCE_M} m)",
+                reference.x, reference.y, reference.z
+            ));
+        }
+        check_path(&self.robot, &self.bounds, trajectory.waypoints())?;
+        let follow = trajectory.clone();
+        let withdrawal = self
+            .claim(CommandSource::CartesianGoal, |withdrawal| FeedRequest::Follow { trajectory: follow, withdrawal })?;
+        Ok(self.cartesian.start(handle, trajectory, withdrawal))
+    }
+
+    fn cancel_cartesian_goal(&mut self, is_it: &dyn Fn(&C) -> bool) -> bool {
+        if !self.cartesian.handle().is_some_and(is_it) {
+            return false;
+        }
+        match self.claim(CommandSource::CartesianGoal, |withdrawal| FeedRequest::Hold { withdrawal }) {
+            Ok(withdrawal) => self.cartesian.cancelling(withdrawal),
+            Err(error) => {
+                log::error!("cannot hold the arm for a cancel: {error}");
+                self.overtaken_cartesian.extend(self.cartesian.end(&format!("cancelled, but {error}")));
+            }
+        }
+        true
+    }
+}
