@@ -326,3 +326,76 @@ proptest! {
         });
     }
 }
+
+/// A sensor whose readings walk from the arc's start out of the arm's reach, a millimetre a
+/// reading (each within the readings' gate), whatever the loop commands: what a drifting or
+/// miscalibrated sensor sends. Below the `Hardware` boundary the loop owns nothing of it.
+struct WalkingSensor {
+    robot: Robot,
+    from: Vec3,
+    readings: u32,
+}
+
+impl arm_hil::hil::Hardware for WalkingSensor {
+    fn read(
+        &mut self,
+        _now: f64,
+        _period: f64,
+        input: &mut arm_hil::hil::SensorInput,
+    ) -> Result<(), arm_hil::hil::HardwareError> {
+        self.readings += 1;
+        let point = self.from + Vec3::new(0.0, 0.0, 0.001 * f64::from(self.readings));
+        let arm = point - self.robot.elbow();
+        input.reading = Some(arm_hil::control::SphericalReading {
+            r: arm.norm(),
+            theta: (arm.z / arm.norm()).acos(),
+            phi: arm.y.atan2(arm.x),
+        });
+        Ok(())
+    }
+
+    fn write(
+        &mut self,
+        _now: f64,
+        _period: f64,
+        _command: &arm_hil::hil::ActuatorCommand,
+    ) -> Result<(), arm_hil::hil::HardwareError> {
+        Ok(())
+    }
+
+    fn stop(&mut self) {}
+}
+
+/// The protective stop with its pose and tracking bounds set aside: an estimate that the inverse
+/// kinematics cannot place stops the loop itself, naming why, instead of the controller going on
+/// with the last motion it had and the bounds checking that stale motion.
+#[test]
+fn an_estimate_out_of_reach_is_a_protective_stop_not_a_stale_motion() {
+    use arm_hil::hil::protection::{Bound, ProtectionConfig};
+    let robot = Robot::default();
+    let config = SilConfig::default();
+    let start = ArcSpec::default().waypoints(&robot.elbow(), robot.params().l_arm).unwrap()[0];
+    assert_eq!(robot.params().l_arm, 0.45, "the sensor's range is the forearm's");
+    let sensor = WalkingSensor { robot: robot.clone(), from: start.x, readings: 0 };
+    let (feed, samples) = sync_channel(64);
+    feed.send(FeedItem::Sample(start)).unwrap();
+    feed.send(FeedItem::Sample(Waypoint { t: 60.0, ..start })).unwrap();
+    feed.send(FeedItem::End).unwrap();
+    let protection = ProtectionConfig {
+        max_tracking_error_m: 10.0,
+        min_reach_margin_rad: 0.0,
+        min_assembly_height_m: 0.0,
+        stopping_deceleration_m_s2: 1e9,
+        ..ProtectionConfig::default()
+    };
+    let hil_config = HilConfig { realtime_priority: None, protection, ..HilConfig::default() };
+    let stop = Arc::new(AtomicBool::new(false));
+    let report = HilLoop::new(hil_config, &config, robot.elbow(), 0.45, Box::new(sensor), samples, stop).unwrap().run();
+    match report.outcome {
+        Err(HilError::ProtectiveStop { trip, .. }) => {
+            assert_eq!(trip.bound, Bound::EstimateOutOfReach, "{trip}");
+            assert_eq!(report.stats.ik_fallbacks, 1, "no cycle went on with a stale motion");
+        }
+        other => panic!("an estimate out of reach, not {other:?}"),
+    }
+}

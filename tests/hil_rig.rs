@@ -195,6 +195,49 @@ fn a_frozen_sensor_trips_the_protective_stop_before_a_hard_stop() {
     eprintln!("{trip}");
 }
 
+/// The default arc on a fresh emulated rig whose sensor garbles every `every`-th line after
+/// `after`: what the loop made of it, and what the emulator saw.
+fn run_with_garbled_lines(every: u32, after: Duration) -> (HilReport, arm_hil::emulate::rig::RigEmulatorStats) {
+    let config = rig_config();
+    let robot = Robot::new(config.robot.clone()).unwrap();
+    let arc = ArcSpec::default().waypoints(&robot.elbow(), robot.params().l_arm).unwrap();
+    let emulator = RigEmulator::start(&config, StepperConfig::default(), arc[0].x, 250.0).unwrap();
+    let report = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            std::thread::sleep(after);
+            emulator.set_faults(RigFaults { sensor_garbled_every: Some(every), ..RigFaults::default() });
+        });
+        run_loop(&emulator, &config, arc, loop_config())
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    (report, emulator.stop())
+}
+
+#[test]
+fn garbled_sensor_lines_are_rejected_and_counted_and_the_arc_is_tracked_through_them() {
+    let (report, stats) = run_with_garbled_lines(5, Duration::from_secs(1));
+    eprintln!("max {} m, RMS {} m", report.stats.max_error_m, report.stats.rms_error_m());
+    report.outcome.unwrap();
+    let (rejected, taken) = (report.stats.rejected_readings, report.stats.sensor_readings);
+    // About one line in five after the first second of the arc's 9.9 s.
+    assert!(rejected * 5 > taken / 2 && rejected * 3 < taken, "{rejected} rejected, {taken} taken");
+    assert!(report.stats.rms_error_m() < 3e-3, "RMS {} m", report.stats.rms_error_m());
+    assert_eq!(stats.hard_stop_t, None);
+}
+
+#[test]
+fn a_sensor_that_sends_only_readings_the_rig_cannot_produce_is_a_fault_the_motors_holding() {
+    let (report, stats) = run_with_garbled_lines(1, Duration::from_millis(1500));
+    match report.outcome {
+        Err(HilError::ImplausibleReadings { count, .. }) => {
+            assert_eq!(count, HilConfig::default().max_rejected_readings)
+        }
+        other => panic!("readings the rig cannot produce, not {other:?}"),
+    }
+    assert_eq!(stats.last_rates, [0.0; 3], "the motors hold");
+    assert_eq!(stats.hard_stop_t, None);
+}
+
 #[test]
 fn a_silent_sensor_stops_the_loop_safely_with_the_reason() {
     let config = rig_config();

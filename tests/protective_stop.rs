@@ -26,19 +26,32 @@ fn scratch_dir(name: &str) -> PathBuf {
 struct Running {
     child: Child,
     lines: std::sync::mpsc::Receiver<String>,
+    /// What it logged (stderr), line by line.
+    logged: std::sync::mpsc::Receiver<String>,
+}
+
+/// Every line `from` gives, into a channel.
+fn lines_of(from: impl Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    let (sender, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(from).lines().map_while(Result::ok) {
+            let _ = sender.send(line);
+        }
+    });
+    lines
 }
 
 impl Running {
     fn start(command: &mut Command) -> Running {
-        let mut child = command.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let (sender, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in stdout.lines().map_while(Result::ok) {
-                let _ = sender.send(line);
-            }
-        });
-        Running { child, lines }
+        let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let lines = lines_of(child.stdout.take().unwrap());
+        let logged = lines_of(child.stderr.take().unwrap());
+        Running { child, lines, logged }
+    }
+
+    /// What it has logged so far.
+    fn log(&self) -> Vec<String> {
+        std::iter::from_fn(|| self.logged.recv_timeout(Duration::from_millis(200)).ok()).collect()
     }
 
     fn line(&self) -> String {
@@ -140,8 +153,8 @@ fn hil_stops_at_a_bound_below_the_runs_error_and_names_it_in_the_json() {
 }
 
 /// A port-5555 HIL session of the default arc on the emulated rig: the frames' times, the last
-/// being the end marker, as the lab's client reads them.
-fn port_5555_session(faults: &[&str], protection: &str, name: &str) -> Vec<f64> {
+/// being the end marker, as the lab's client reads them, and what the server logged of it.
+fn port_5555_session(faults: &[&str], protection: &str, name: &str) -> (Vec<f64>, Vec<String>) {
     let dir = scratch_dir(name);
     let (rig, sensor, stepper) = rig(faults);
     let config = config(&dir, protection, PTYS_ALLOWED);
@@ -159,35 +172,63 @@ fn port_5555_session(faults: &[&str], protection: &str, name: &str) -> Vec<f64> 
     client.write_all(&request).unwrap();
     let mut response = Vec::new();
     client.read_to_end(&mut response).unwrap();
+    let logged = server.log();
     server.interrupt();
     assert_no_hard_stop(rig, !faults.is_empty());
     assert_eq!(response.len() % FRAME_BYTES, 0);
-    response.chunks(FRAME_BYTES).map(|frame| f64::from_le_bytes(frame[..8].try_into().unwrap())).collect()
+    let times = response.chunks(FRAME_BYTES).map(|frame| f64::from_le_bytes(frame[..8].try_into().unwrap())).collect();
+    (times, logged)
 }
 
-/// The stream ended early: the end marker came long before the arc's 9.86 s of frames.
-fn assert_ended_early(times: &[f64], by_s: f64) {
+/// The session ended in a protective stop at one of `bounds`, between `from_s` and `by_s` of
+/// loop time, as the server logged it; its frames stopped with the loop, and the end marker
+/// came at once (the arc's 9.86 s never ran).
+fn assert_stopped_between(session: &(Vec<f64>, Vec<String>), bounds: &[&str], from_s: f64, by_s: f64) {
+    let (times, logged) = session;
     let robot = Robot::default();
     let arc = ArcSpec::default().waypoints(&robot.elbow(), robot.params().l_arm).unwrap();
     assert_eq!(*times.last().unwrap(), arc[arc.len() - 1].t, "the end marker closes the stream");
+    let stop = logged
+        .iter()
+        .find_map(|line| line.split("the HIL run stopped: protective stop at t = ").nth(1))
+        .unwrap_or_else(|| panic!("the server logs no protective stop: {logged:?}"));
+    let stopped_at: f64 = stop.split(' ').next().unwrap().parse().unwrap();
+    assert!(bounds.iter().any(|bound| stop.contains(bound)), "stopped by another bound: {stop}");
+    assert!((from_s..by_s).contains(&stopped_at), "stopped at {stopped_at} s: {stop}");
+    // The loop's time starts at the arc's first waypoint (0 s): its frames end where it stopped.
     let last_frame = times[times.len().saturating_sub(2)];
-    assert!(last_frame < by_s, "frames ran on to t = {last_frame} s");
+    assert!((last_frame - stopped_at).abs() < 0.05, "frames ran to {last_frame} s, the stop came at {stopped_at} s");
 }
 
 #[test]
-fn a_port_5555_hil_session_ends_early_when_a_motor_stops_obeying() {
-    let times = port_5555_session(&["--ignore-motor", "3"], DEFAULT_BOUNDS, "session_motor");
-    assert_ended_early(&times, 9.0);
+fn a_port_5555_hil_session_ends_in_a_protective_stop_when_a_motor_stops_obeying() {
+    let session = port_5555_session(&["--ignore-motor", "3"], DEFAULT_BOUNDS, "session_motor");
+    // The faults begin 2 s after the emulator starts, a little before the session does.
+    assert_stopped_between(&session, &["tracking_error", "slip"], 1.0, 9.0);
 }
 
 #[test]
-fn a_port_5555_hil_session_ends_early_on_a_frozen_sensor() {
-    let times = port_5555_session(&["--freeze-sensor"], DEFAULT_BOUNDS, "session_frozen");
-    assert_ended_early(&times, 9.0);
+fn a_port_5555_hil_session_ends_in_a_protective_stop_on_a_frozen_sensor() {
+    let session = port_5555_session(&["--freeze-sensor"], DEFAULT_BOUNDS, "session_frozen");
+    assert_stopped_between(&session, &["tracking_error", "slip"], 1.0, 9.0);
 }
 
 #[test]
 fn a_port_5555_hil_session_ends_at_once_at_a_bound_below_its_error() {
-    let times = port_5555_session(&[], TIGHT_BOUND, "session_tight");
-    assert_ended_early(&times, 1.0);
+    let session = port_5555_session(&[], TIGHT_BOUND, "session_tight");
+    assert_stopped_between(&session, &["tracking_error"], 0.0, 1.0);
+}
+
+#[test]
+fn a_port_5555_hil_session_whose_trajectory_would_trip_the_stop_is_refused_before_the_rig_moves() {
+    // A reach bound the arc's own start passes: nothing runs, the rig is never opened.
+    let (times, logged) = port_5555_session(
+        &[],
+        "    min_reach_margin_rad: 3.0
+",
+        "session_refused",
+    );
+    assert!(times.is_empty(), "frames were sent: {times:?}");
+    let refusal = logged.iter().find(|line| line.contains("would trip the protective stop")).expect("a refusal");
+    assert!(refusal.contains("reach_margin"), "{refusal}");
 }

@@ -353,7 +353,7 @@ pub fn follow_joint_trajectory_goal(data: &[u8]) {
                 trajectory.waypoints().len() <= (spline.end_s() / 0.01) as usize + 3,
                 "samples bounded by the plan"
             );
-            arm_hil::nodes::hil::feeder::check_path(&robot, &ProtectionConfig::default(), trajectory.waypoints())?;
+            ProtectionConfig::default().check_path(&robot, trajectory.waypoints())?;
         }
         Ok(())
     });

@@ -107,6 +107,8 @@ pub enum SessionError {
     Hardware(#[from] HardwareError),
     #[error("the HIL run stopped: {0}")]
     Hil(#[from] HilError),
+    #[error("the trajectory would trip the protective stop: {0}")]
+    Bounds(String),
     #[error("the client read nothing for {0:?}")]
     WriteStalled(Duration),
     #[error("the simulation stopped: {0}")]
@@ -316,6 +318,12 @@ async fn serve_connection(
         Some(devices) => {
             let setup = shared.hil.as_ref().ok_or(SessionError::HilUnavailable)?;
             let _slot = HilSlot::take(&shared.hil_running).ok_or(SessionError::HilBusy)?;
+            // Up to a million waypoints: checked beside the server's tasks, not on them.
+            let (robot, bounds, checked) = (shared.robot.clone(), setup.hil.protection.clone(), trajectory.clone());
+            tokio::task::spawn_blocking(move || bounds.check_path(&robot, checked.waypoints()))
+                .await
+                .map_err(|error| std::io::Error::other(error.to_string()))?
+                .map_err(SessionError::Bounds)?;
             if let Some(observed) = &observer {
                 observed.observer.started(peer, true, &trajectory);
             }

@@ -204,7 +204,40 @@ impl Protection {
     }
 }
 
+/// The longest stretch of a line between two waypoints [`ProtectionConfig::check_path`] leaves
+/// unchecked [m], and the most points it checks on one line.
+const PATH_STEP_M: f64 = 0.001;
+const PATH_CHECKS_PER_LINE: usize = 8;
+
 impl ProtectionConfig {
+    /// Why the arm along `waypoints` would pass one of the pose bounds, if it would: the way the
+    /// loop takes from the first waypoint (where its reference is) through the others, a
+    /// straight line between each two as its ring interpolates them, checked at every waypoint
+    /// after the first and along each line (every [`PATH_STEP_M`], at most
+    /// [`PATH_CHECKS_PER_LINE`] points), each pose (inverse kinematics from the one before) by
+    /// [`ProtectionConfig::check_pose`]: what would trip the stop is refused before anything
+    /// moves. A line between two reachable waypoints can leave the workspace.
+    pub fn check_path(&self, robot: &Robot, waypoints: &[crate::control::Waypoint]) -> Result<(), String> {
+        let Some(first) = waypoints.first() else { return Ok(()) };
+        let mut previous = robot.inverse_kinematics(&first.x, None).ok();
+        for pair in waypoints.windows(2) {
+            let length = (pair[1].x - pair[0].x).norm();
+            let checks = ((length / PATH_STEP_M).ceil() as usize).clamp(1, PATH_CHECKS_PER_LINE);
+            for k in 1..=checks {
+                let s = k as f64 / checks as f64;
+                let (x, at) = (pair[0].x.lerp(&pair[1].x, s), pair[0].t + (pair[1].t - pair[0].t) * s - first.t);
+                let theta = robot
+                    .inverse_kinematics(&x, previous.as_ref())
+                    .map_err(|error| format!("at {at:.3} s the arm cannot be placed: {error}"))?;
+                if let Some(trip) = self.check_pose(robot, &theta, &x) {
+                    return Err(format!("at {at:.3} s the arm would pass a bound of the protective stop: {trip}"));
+                }
+                previous = Some(theta);
+            }
+        }
+        Ok(())
+    }
+
     /// The first bound the arm at joint angles `theta` [rad] with its platform at `p` [m]
     /// passes, if any, in the order: joint limits, reach, assembly. The loop checks it every
     /// cycle; a node checks every point of a goal with it before accepting the goal.
@@ -300,19 +333,74 @@ mod tests {
         assert_eq!((trip.bound, trip.value, trip.joint), (Bound::Slip, 3.0, Some(3)));
     }
 
+    /// The arm at rest just inside the reach bound (its margin `inside` [rad] above it), along
+    /// `direction` from the arc's start: its motion, and where the bound lies along `direction`
+    /// [m from that point].
+    fn near_the_edge(robot: &Robot, direction: Vec3, inside: f64) -> (ArmMotion, f64) {
+        let config = ProtectionConfig::default();
+        let start = arc_start(robot).p;
+        let margin = |d: f64| robot.reach_margins(&(start + direction * d)).map_or(0.0, |m| m.min());
+        // Bisect for the distances where the margin is the bound plus `inside`, and the bound.
+        let find = |target: f64| {
+            let (mut inner, mut outer) = (0.0, 1.0);
+            for _ in 0..60 {
+                let middle = (inner + outer) / 2.0;
+                if margin(middle) > target {
+                    inner = middle
+                } else {
+                    outer = middle
+                }
+            }
+            inner
+        };
+        let at = find(config.min_reach_margin_rad + inside);
+        let edge = find(config.min_reach_margin_rad);
+        let motion = robot.motion_from_task(&(start + direction * at), &Vec3::zeros(), None, 0.0).unwrap();
+        (motion, edge - at)
+    }
+
     #[test]
-    fn an_arm_heading_for_the_workspace_edge_trips_before_it_gets_there() {
+    fn an_arm_heading_for_the_workspace_edge_trips_once_it_could_not_stop_before_it() {
+        let robot = Robot::default();
+        let direction = Vec3::new(0.0, 0.0, 1.0);
+        let (mut motion, to_edge) = near_the_edge(&robot, direction, 0.05);
+        let config = ProtectionConfig::default();
+        assert!(to_edge > 1e-4 && to_edge < 0.05, "{to_edge} m from the bound");
+        // The speed at which the stopping distance |v|^2 / 2a is the way left to the bound.
+        let critical = (2.0 * config.stopping_deceleration_m_s2 * to_edge).sqrt();
+        assert!(critical < 0.5, "an arm's speed, not a projectile's: {critical} m/s");
+        let mut check = |velocity: Vec3| {
+            motion.p_dot = velocity;
+            let view = CycleView { motion: &motion, reference: &motion.p, lag: None };
+            Protection::new(config.clone()).check(&robot, &view)
+        };
+        assert_eq!(check(Vec3::zeros()), None, "at rest inside the bound");
+        assert_eq!(check(direction * (0.9 * critical)), None, "it can still stop before the bound");
+        assert_eq!(check(-direction * (3.0 * critical)), None, "moving away");
+        let trip = check(direction * (1.1 * critical)).expect("it cannot stop before the bound");
+        assert_eq!(trip.bound, Bound::ReachMargin, "{trip}");
+    }
+
+    #[test]
+    fn a_value_that_is_not_a_number_trips() {
         let robot = Robot::default();
         let mut motion = arc_start(&robot);
-        let at_rest = CycleView { motion: &motion, reference: &motion.p, lag: None };
-        let mut protection = Protection::new(ProtectionConfig::default());
-        assert_eq!(protection.check(&robot, &at_rest), None);
-        // Fast enough that its stopping point lies out of reach.
-        motion.p_dot = Vec3::new(0.0, 0.0, 8.0);
-        let reference = motion.p;
-        let moving = CycleView { motion: &motion, reference: &reference, lag: None };
-        let trip = protection.check(&robot, &moving).unwrap();
-        assert!(matches!(trip.bound, Bound::ReachMargin | Bound::AssemblyHeight), "{trip}");
+        let reference = Vec3::new(f64::NAN, 0.0, 0.0);
+        let view = CycleView { motion: &motion, reference: &reference, lag: None };
+        assert_eq!(
+            Protection::new(ProtectionConfig::default()).check(&robot, &view).map(|t| t.bound),
+            Some(Bound::TrackingError)
+        );
+        motion.theta[1] = f64::NAN;
+        let view = CycleView { motion: &motion, reference: &motion.p, lag: Some(Vec3::new(f64::NAN, 0.0, 0.0)) };
+        let mut protection = Protection::new(ProtectionConfig { lag_cycles: 1, ..ProtectionConfig::default() });
+        assert_eq!(protection.check(&robot, &view).map(|t| t.bound), Some(Bound::Slip), "a lag that is not a number");
+        let view = CycleView { lag: None, ..view };
+        assert_eq!(
+            protection.check(&robot, &view).map(|t| t.bound),
+            Some(Bound::JointLimit),
+            "an angle that is not a number"
+        );
     }
 
     #[test]

@@ -15,7 +15,7 @@ use arm_hil::model::Robot;
 use arm_hil::nodes::follower::goals::TakesJointGoals;
 use arm_hil::nodes::goals::{Answers, GoalUpdate, TakesCartesianGoals};
 use arm_hil::nodes::hil::commands::HilCommands;
-use arm_hil::nodes::hil::feeder::{check_path, feed_requests, FeedRequest, RequestQueue};
+use arm_hil::nodes::hil::feeder::{feed_requests, FeedRequest, RequestQueue};
 use arm_hil::nodes::hil::managed::LoopEnd;
 use arm_hil::nodes::hil::{HilNodeConfig, HilNodeSettings};
 use arm_hil::nodes::joints::JOINT_NAMES;
@@ -342,7 +342,7 @@ fn take_requests(model: &mut Model, queue: &RequestQueue, withdrawals: &Withdraw
         match request {
             FeedRequest::Follow { trajectory, withdrawal } => {
                 model.check_sent(&trajectory);
-                check_path(&model.robot, bounds, trajectory.waypoints()).expect("a path past the bounds was sent");
+                bounds.check_path(&model.robot, trajectory.waypoints()).expect("a path past the bounds was sent");
                 withdrawals.done(withdrawal, model.t);
                 model.following.follow(trajectory, model.t);
             }

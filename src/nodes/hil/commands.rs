@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use super::feeder::{check_path, FeedRequest, FeedRequests, GOAL_START_TOLERANCE_M};
+use super::feeder::{FeedRequest, FeedRequests, GOAL_START_TOLERANCE_M};
 use super::goals::HilGoals;
 use super::managed::LoopEnd;
 use super::HilNodeConfig;
@@ -120,7 +120,7 @@ impl<J: Clone, C: Clone> HilCommands<J, C> {
     /// the protective stop's bounds; or why it is not followed.
     pub fn joint_command(&mut self, now_s: f64, names: &[String], positions: &[f64]) -> Result<(), String> {
         let trajectory = self.commands.trajectory(&self.robot, now_s, self.taking(), names, positions)?;
-        check_path(&self.robot, &self.bounds, trajectory.waypoints())?;
+        self.bounds.check_path(&self.robot, trajectory.waypoints())?;
         let trajectory = Arc::new(trajectory);
         self.claim(CommandSource::JointCommands, |withdrawal| FeedRequest::Follow { trajectory, withdrawal })?;
         Ok(())
@@ -207,7 +207,7 @@ impl<J: Clone, C: Clone> TakesJointGoals<J> for HilCommands<J, C> {
         let (robot, bounds) = (&self.robot, &self.bounds);
         let (trajectory, replaced) = self.joint_goals.accept_from(handle, goal, now_ns, &start, |plan| {
             let trajectory = goal_trajectory(robot, plan, &reference.0, 0.0)?;
-            check_path(robot, bounds, trajectory.waypoints())?;
+            bounds.check_path(robot, trajectory.waypoints())?;
             self.requests.room()?;
             Ok(Arc::new(trajectory))
         })?;
@@ -251,7 +251,7 @@ impl<J: Clone, C: Clone> TakesCartesianGoals<C> for HilCommands<J, C> {
                 reference.x, reference.y, reference.z
             ));
         }
-        check_path(&self.robot, &self.bounds, trajectory.waypoints())?;
+        self.bounds.check_path(&self.robot, trajectory.waypoints())?;
         let follow = trajectory.clone();
         let withdrawal = self
             .claim(CommandSource::CartesianGoal, |withdrawal| FeedRequest::Follow { trajectory: follow, withdrawal })?;

@@ -21,34 +21,6 @@ pub const MAX_QUEUED_SAMPLES: usize = crate::control::MAX_WAYPOINTS;
 /// The most requests that wait for the feeder; more are refused (a flood of segments, say).
 pub const REQUEST_DEPTH: usize = 64;
 
-/// How finely [`check_path`] samples the way between two waypoints.
-const CHECKS_PER_SEGMENT: usize = 8;
-
-/// Why the arm along `waypoints` would pass a bound of the protective stop, if it would: the way
-/// the loop takes from the first (where its reference is) through the others, a straight line
-/// between each two as its ring interpolates them, checked at every waypoint after the first and
-/// [`CHECKS_PER_SEGMENT`] points of each line, each pose (inverse kinematics from the one before)
-/// as the loop checks the arm (docs/hil.md): what would trip the stop is refused before anything
-/// moves. A line between two reachable waypoints can leave the workspace.
-pub fn check_path(robot: &Robot, bounds: &ProtectionConfig, waypoints: &[Waypoint]) -> Result<(), String> {
-    let Some(first) = waypoints.first() else { return Ok(()) };
-    let mut previous = robot.inverse_kinematics(&first.x, None).ok();
-    for pair in waypoints.windows(2) {
-        for k in 1..=CHECKS_PER_SEGMENT {
-            let s = k as f64 / CHECKS_PER_SEGMENT as f64;
-            let (x, at) = (pair[0].x.lerp(&pair[1].x, s), pair[0].t + (pair[1].t - pair[0].t) * s - first.t);
-            let theta = robot
-                .inverse_kinematics(&x, previous.as_ref())
-                .map_err(|error| format!("at {at:.3} s the arm cannot be placed: {error}"))?;
-            if let Some(trip) = bounds.check_pose(robot, &theta, &x) {
-                return Err(format!("at {at:.3} s the arm would pass a bound of the protective stop: {trip}"));
-            }
-            previous = Some(theta);
-        }
-    }
-    Ok(())
-}
-
 /// Why a segment was not appended.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SegmentError {
@@ -225,7 +197,7 @@ impl Feeder {
                 let samples = segment_after(&points, &self.last, &self.robot)?;
                 let from = Waypoint { t: 0.0, x: self.last, ..Waypoint::default() };
                 let way: Vec<Waypoint> = std::iter::once(from).chain(samples.iter().copied()).collect();
-                check_path(&self.robot, &self.bounds, &way).map_err(SegmentError::Bounds)?;
+                self.bounds.check_path(&self.robot, &way).map_err(SegmentError::Bounds)?;
                 self.queue.push_back(FeedItem::Segment);
                 self.queue_samples(samples);
             }
