@@ -217,6 +217,47 @@ fn no_folders_import_each_other_in_a_circle() {
     }
 }
 
+/// The body of each function `name` in `text`: up to the next item at its own indentation.
+fn function_bodies<'a>(text: &'a str, name: &str) -> Vec<&'a str> {
+    let signature = format!("fn {name}(");
+    text.match_indices(&signature)
+        .map(|(at, _)| {
+            let indent = text[..at].rsplit('\n').next().unwrap_or("");
+            let close = format!("\n{indent}}}");
+            let end = text[at..].find(&close).map_or(text.len(), |end| at + end);
+            &text[at..end]
+        })
+        .collect()
+}
+
+#[test]
+fn the_hil_cycle_takes_no_blocking_lock() {
+    // docs/hil.md and docs/safety.md: inside the cycle only try_lock and atomics; the loop
+    // itself, and each backend's read and write, which the cycle calls.
+    let read = |name: &str| std::fs::read_to_string(src().join(name)).unwrap();
+    let runner = read("hil/runner.rs");
+    let cycle = function_bodies(&runner, "cycle_until_done").concat()
+        + &function_bodies(&runner, "withdraw").concat()
+        + &function_bodies(&runner, "fill").concat()
+        + &function_bodies(&runner, "protect").concat();
+    assert!(!cycle.is_empty());
+    let mut blocking: Vec<String> = Vec::new();
+    for (name, text) in [("hil/runner.rs", cycle)].into_iter().chain(
+        ["drivers/robotscara.rs", "hil/sim_rig.rs"].into_iter().map(|name| {
+            let text = read(name);
+            let cycle = ["read", "write", "offer_rates", "check_failure"];
+            (name, cycle.iter().flat_map(|f| function_bodies(&text, f)).collect::<String>())
+        }),
+    ) {
+        for (line, code) in code_lines(&text).enumerate() {
+            if code.contains(".lock()") || code.contains(".recv()") || code.contains(".wait(") {
+                blocking.push(format!("{name}: {line}: {}", code.trim()));
+            }
+        }
+    }
+    assert!(blocking.is_empty(), "the HIL cycle may block on:\n{}", blocking.join("\n"));
+}
+
 #[test]
 fn no_file_under_src_is_over_600_lines() {
     for path in rust_files(&src()) {

@@ -771,3 +771,37 @@ fn link_health_goes_out_at_once_when_the_link_changes_and_otherwise_once_a_secon
     assert!(!health.due(&mut schedule, at(900)));
     assert!(health.due(&mut schedule, at(1060)), "a second after the last report");
 }
+
+/// A flood of commands at a node whose loop does not keep up: every queue between them is
+/// bounded, and what does not fit is refused with the reason, the node going on.
+#[test]
+fn a_flood_of_commands_is_refused_past_the_queues_bounds_with_a_reason() {
+    use arm_hil::hil::{HilConfig, Withdrawals};
+    use arm_hil::nodes::hil::feeder::{feed_requests, REQUEST_DEPTH as FEED_DEPTH};
+    let robot = Robot::default();
+    let here = short_arc(&robot).waypoints()[0].x;
+    let (requests, queue) = feed_requests();
+    let mut hil = hil_commands::<u32>(&robot, HilConfig::default(), requests, Arc::new(Withdrawals::default()));
+    hil.loop_started();
+    hil.frame(&Frame { x: here, x_ref: here, ..Frame::default() }, true, 0);
+    let segment = || vec![point(0.5, here.into())];
+    for _ in 0..FEED_DEPTH {
+        hil.segment(segment()).unwrap();
+    }
+    let refused = hil.segment(segment()).unwrap_err();
+    assert!(refused.contains("requests already wait"), "{refused}");
+    assert_eq!(queue.drop_waiting(), FEED_DEPTH, "the feeder takes them as it can");
+    hil.segment(segment()).unwrap();
+
+    let (requests, _run) = std::sync::mpsc::sync_channel(REQUEST_DEPTH);
+    let mut sil = SilCommands::<(), ()>::new(&SilNodeSettings::default(), robot.clone(), here, requests).unwrap();
+    let names = ["joint1", "joint2", "joint3"].map(str::to_owned);
+    let theta = robot.inverse_kinematics(&here, None).unwrap();
+    let taken: Vec<bool> = (0..REQUEST_DEPTH + 1)
+        .map(|k| {
+            let command = [theta[0] + 1e-4 * k as f64, theta[1], theta[2]];
+            sil.joint_command(k as f64 * 0.02, &names, &command).is_ok()
+        })
+        .collect();
+    assert!(taken[..REQUEST_DEPTH].iter().all(|taken| *taken) && !taken[REQUEST_DEPTH]);
+}

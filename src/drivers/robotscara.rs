@@ -141,21 +141,28 @@ impl ReferenceRig {
         }
     }
 
-    /// Leaves `rates` for the writer. Inside the loop's cycle (`from_cycle`) it never waits: a
-    /// writer holding the slot is copying the rates out, and the next cycle's rates, newer,
-    /// go instead; outside it (the stop, the close) it waits for the slot.
-    fn send(&self, rates: StepRates, closing: bool, from_cycle: bool) {
-        let slot = match from_cycle {
-            true => self.shared.command.try_lock().ok(),
-            false => self.shared.command.lock().ok(),
-        };
-        if let Some(mut slot) = slot {
-            slot.sequence += 1;
-            slot.rates = rates;
-            slot.closing |= closing;
-            drop(slot);
-            self.shared.command_changed.notify_one();
+    /// Leaves `rates` for the writer from inside the loop's cycle, never waiting: a writer
+    /// holding the slot is copying the rates out, and the next cycle's rates, newer, go instead.
+    fn offer_rates(&self, rates: StepRates) {
+        if let Ok(slot) = self.shared.command.try_lock() {
+            self.store(slot, rates, false);
         }
+    }
+
+    /// Leaves `rates` for the writer outside the cycle (the stop, the close), waiting for the
+    /// slot.
+    fn send_rates(&self, rates: StepRates, closing: bool) {
+        if let Ok(slot) = self.shared.command.lock() {
+            self.store(slot, rates, closing);
+        }
+    }
+
+    fn store(&self, mut slot: std::sync::MutexGuard<'_, CommandSlot>, rates: StepRates, closing: bool) {
+        slot.sequence += 1;
+        slot.rates = rates;
+        slot.closing |= closing;
+        drop(slot);
+        self.shared.command_changed.notify_one();
     }
 }
 
@@ -177,7 +184,7 @@ impl Hardware for ReferenceRig {
         self.check_failure()?;
         // No joint angles yet: the drives hold still.
         let Some(theta) = command.theta else {
-            self.send(StepRates::default(), false, true);
+            self.offer_rates(StepRates::default());
             return Ok(());
         };
         let now = self.shared.elapsed();
@@ -199,7 +206,7 @@ impl Hardware for ReferenceRig {
         self.lag = Some(self.drive.config().electrical_lag(&field, &theta));
         let theta_dot = command.theta_dot.unwrap_or_default();
         let rates = self.drive.update(&command.tau, &theta, &theta_dot, &field, period);
-        self.send(rates, false, true);
+        self.offer_rates(rates);
         Ok(())
     }
 
@@ -208,7 +215,7 @@ impl Hardware for ReferenceRig {
     fn stop(&mut self) {
         self.drive.stop();
         self.lag = None;
-        self.send(StepRates::default(), false, false);
+        self.send_rates(StepRates::default(), false);
     }
 
     fn electrical_lag(&self) -> Option<Vec3> {
@@ -233,7 +240,7 @@ impl Hardware for ReferenceRig {
 
 impl Drop for ReferenceRig {
     fn drop(&mut self) {
-        self.send(StepRates::default(), true, false);
+        self.send_rates(StepRates::default(), true);
         self.shared.stop.store(true, Ordering::Relaxed);
         for thread in self.threads.drain(..) {
             let _ = thread.join();
