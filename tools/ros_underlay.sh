@@ -2,8 +2,9 @@
 # Builds a minimal ROS 2 underlay, Jazzy (default) or Humble, from source on Debian 12, for
 # machines without ROS packages: enough to build arm_hil with colcon and run its ROS suite
 # (tests/ros/run.sh): rcl, rclcpp, rclpy, Cyclone DDS, ros2cli with action/lifecycle/param/bag,
-# launch, rosbag2 with MCAP and SQLite storage, robot_state_publisher, tf2_ros, and
-# control_msgs (FollowJointTrajectory). With ROS2_CONTROL=1 also ros2_control's controller_manager
+# launch, rosbag2 with MCAP and SQLite storage, robot_state_publisher, tf2_ros,
+# control_msgs (FollowJointTrajectory) and sros2 (`ros2 security`, keystores and enclaves for DDS
+# Security). With ROS2_CONTROL=1 also ros2_control's controller_manager
 # and ros2controlcli, the controllers the package's bringups spawn (joint_state_broadcaster,
 # joint_trajectory_controller, forward_command_controller, position_controllers) and
 # PickNikRobotics/topic_based_ros2_control, the hardware plugin between them and the nodes.
@@ -26,7 +27,17 @@
 # The distros differ in (worked out here, and chosen below):
 # - Jazzy builds rosidl_core and rosidl_dynamic_typesupport; Humble has neither.
 # - Cyclone DDS releases/0.10.x on both: Humble's ros2.repos moved from 0.9.x to it in August 2023
-#   (ros2/ros2 #1404), and Humble's binaries ship 0.10.x.
+#   (ros2/ros2 #1404), and Humble's binaries ship 0.10.x. Cyclone is built with ENABLE_SSL=ON: its
+#   default, AUTO, quietly leaves out the security plugins where OpenSSL's headers are missing; ON
+#   stops the build instead.
+# - sros2: Humble takes its humble branch. Jazzy takes 0.13.0, its first Jazzy release: the mirror
+#   has no jazzy branch, 0.13.0 is its rolling head. Its Python needs lxml and cryptography, which
+#   the venv pins to 38.0.4 (Debian 12's own version): both branches pass the curve class
+#   ec.SECP256R1 where cryptography 42 on warns that it wants an instance (and later ones refuse it;
+#   upstream fixed that in sros2 #352, after these releases), and Humble's sros2 signs with OpenSSL's
+#   PKCS7_sign through cryptography's private bindings, which stop working in 39 (its certificates
+#   lose the OpenSSL handle; 40 drops the PKCS7 flags); Jazzy's 0.13.0 has the fix (760cfda). With
+#   38.0.4 both create keystores and enclaves; newer cryptography would need both fixes.
 # - pluginlib and class_loader have no jazzy branch: iron's is Jazzy's release; ros_environment,
 #   robot_state_publisher and kdl_parser take rolling's, which reads the distro from
 #   ROS_DISTRO_OVERRIDE. Humble has branches of its own for all of them.
@@ -52,10 +63,10 @@ root="${1:-$HOME/ros_$distro}"
 d="$distro"
 # Entries are OWNER/NAME:BRANCH[:PATH]; the same on both distros but for these:
 case "$distro" in
-  jazzy) only="ros2/rosidl_core:jazzy ros2/rosidl_dynamic_typesupport:jazzy"
+  jazzy) only="ros2/rosidl_core:jazzy ros2/rosidl_dynamic_typesupport:jazzy ros2/sros2:0.13.0"
          old="ros/pluginlib:iron ros/class_loader:iron ros/ros_environment:rolling
               ros/robot_state_publisher:rolling ros/kdl_parser:rolling:kdl_parser" ;;
-  humble) only=""
+  humble) only="ros2/sros2:humble"
           old="ros/pluginlib:humble ros/class_loader:humble ros/ros_environment:humble
                ros/robot_state_publisher:humble ros/kdl_parser:humble:kdl_parser" ;;
   *) echo "DISTRO must be jazzy or humble" >&2; exit 1 ;;
@@ -160,6 +171,8 @@ if [ ! -d "$root/venv" ]; then
   opc=$(mktemp -d); git --git-dir="$mirror/osrf+osrf_pycommon/repo" archive HEAD | tar -x -C "$opc"
   "$root/venv/bin/pip" install -q "$opc"
 fi
+# sros2's Python dependencies; see the header for why cryptography 38.0.4
+"$root/venv/bin/pip" install -q lxml "cryptography==38.0.4"
 # generate_parameter_library's generator, for the controllers' parameters
 [ "${ROS2_CONTROL:-0}" != 1 ] || "$root/venv/bin/pip" install -q jinja2 typeguard
 
@@ -185,13 +198,15 @@ cd "$root"
 export RMW_IMPLEMENTATION=rmw_cyclonedds_cpp
 # ros_environment has no jazzy branch; its rolling branch takes the distro name from here
 [ "$distro" = humble ] || export ROS_DISTRO_OVERRIDE="$distro"
-colcon build --base-paths "$root/src" --merge-install --install-base "$root/install" --parallel-workers 2 \
-  --packages-up-to rclpy rmw_cyclonedds_cpp ros2cli ros2topic ros2param ros2node ros2run ros2pkg \
+cmake_args=(-DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=Release -DENABLE_SHM=OFF -DTRACETOOLS_DISABLED=ON
+  -DRMW_IMPLEMENTATION_DISABLE_RUNTIME_SELECTION=OFF "-DPYTHON_EXECUTABLE=$root/venv/bin/python3"
+  "-DFETCHCONTENT_SOURCE_DIR_MCAP=$tp/mcap" "-DFETCHCONTENT_SOURCE_DIR_LZ4=$tp/lz4" -DENABLE_SSL=ON)
+build() {
+  colcon build --base-paths "$root/src" --merge-install --install-base "$root/install" --parallel-workers 2 \
+    "$@" --cmake-args "${cmake_args[@]}" --event-handlers console_cohesion- status-
+}
+build --packages-up-to rclpy rmw_cyclonedds_cpp ros2cli ros2topic ros2param ros2node ros2run ros2pkg \
     ros2launch ros2action ros2interface ros2service ros2lifecycle launch_ros sensor_msgs trajectory_msgs diagnostic_msgs geometry_msgs std_msgs nav_msgs \
     std_srvs visualization_msgs ros_environment \
     rosgraph_msgs ros2bag rosbag2_storage_mcap $sqlite rosbag2_transport \
-    robot_state_publisher tf2_ros tf2_msgs control_msgs ${control_packages:-} \
-  --cmake-args -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=Release -DENABLE_SHM=OFF -DTRACETOOLS_DISABLED=ON \
-    -DRMW_IMPLEMENTATION_DISABLE_RUNTIME_SELECTION=OFF "-DPYTHON_EXECUTABLE=$root/venv/bin/python3" \
-    "-DFETCHCONTENT_SOURCE_DIR_MCAP=$tp/mcap" "-DFETCHCONTENT_SOURCE_DIR_LZ4=$tp/lz4" \
-  --event-handlers console_cohesion- status-
+    robot_state_publisher tf2_ros tf2_msgs control_msgs sros2 ${control_packages:-}
