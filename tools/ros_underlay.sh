@@ -8,8 +8,9 @@
 # and ros2controlcli, the controllers the package's bringups spawn (joint_state_broadcaster,
 # joint_trajectory_controller, forward_command_controller, position_controllers) and
 # PickNikRobotics/topic_based_ros2_control, the hardware plugin between them and the nodes.
+# With FASTDDS=1 also Fast DDS and rmw_fastrtps_cpp beside Cyclone (which stays the default RMW).
 #
-# Usage: [DISTRO=jazzy|humble] [ROS2_CONTROL=1] MIRRORS=DIR tools/ros_underlay.sh [ROOT]
+# Usage: [DISTRO=jazzy|humble] [ROS2_CONTROL=1] [FASTDDS=1] MIRRORS=DIR tools/ros_underlay.sh [ROOT]
 #   ROOT defaults to ~/ros_DISTRO, where .ci/run finds it and runs the ROS suite over it.
 #   MIRRORS holds a bare clone of every repository it needs, at MIRRORS/OWNER+NAME/repo (where
 #   GitHub is reachable: git clone --bare https://github.com/OWNER/NAME MIRRORS/OWNER+NAME/repo).
@@ -23,6 +24,9 @@
 # an earlier underlay builds only it. ROS2_CONTROL=1 adds some 30 packages, a few minutes on a
 # rerun over an underlay (not timed end to end: here it took two runs on each distro, the last
 # 3 min 41 s on Jazzy and 1 min 53 s on Humble).
+# FASTDDS=1 (measured 2026-11-26): a new Jazzy underlay with ROS2_CONTROL=1 FASTDDS=1 (and sros2),
+# 208 packages, took 61 min 1 s: Fast DDS compiles for 27 min of it, and all from rmw_implementation
+# up waits for it.
 #
 # The distros differ in (worked out here, and chosen below):
 # - Jazzy builds rosidl_core and rosidl_dynamic_typesupport; Humble has neither.
@@ -56,6 +60,27 @@
 #   generate_parameter_library 0.3.9. Humble takes the
 #   heads of the humble branches. Both take topic_based_ros2_control 0.3.0, which builds against
 #   either hardware_interface, cpp_polyfills 1.0.2 (tl_expected and tcb_span), RSL 1.1.0.
+# - Fast DDS (FASTDDS=1): Jazzy takes Fast-CDR v2.2.5, Fast-DDS v2.14.5, foonathan_memory_vendor
+#   v1.3.1 and rosidl_dynamic_typesupport_fastrtps 0.1.0 (Jazzy's release; the mirror has no jazzy
+#   branch); Humble Fast-CDR v1.0.24 (the tag Humble's ros2.repos pins), Fast-DDS v2.6.10 and
+#   foonathan_memory_vendor v1.2.0; both the distro's branches of rmw_fastrtps (rmw_fastrtps_cpp,
+#   and rmw_fastrtps_dynamic_cpp, which rmw_implementation build-depends on) and
+#   rosidl_typesupport_fastrtps. These are the distros' releases of early 2025; rosdistro has since
+#   moved on to patch releases of the same series (2.14.6 with Fast-CDR 2.2.7, 2.6.12 with 1.0.29).
+#   Debian's libfastrtps-dev (2.9.1) fits neither distro. foonathan_memory_vendor takes Debian's
+#   libfoonathan-memory-dev (0.7.2); were it missing, it would clone foonathan/memory: from the
+#   mirror. Fast DDS is built with SECURITY=ON (DDS Security, as ROS's binaries have it) and
+#   SQLITE3_SUPPORT=OFF: its persistence service (unused by ROS) compiles in SQLite's amalgamation,
+#   sqlite3.c, whose 8 MiB the snapshot lacks, so the archive leaves it out.
+#   rmw_fastrtps_cpp refuses messages without Fast DDS type support, and an interface package gets
+#   the type supports whose generators are installed when CMake configures it. A new underlay is
+#   ordered right by colcon (rosidl_default_generators, via rosidl_core_generators on Jazzy, depends
+#   on the Fast DDS generators when they are in the workspace). FASTDDS=1 over an underlay built
+#   without it: the script finds the installed interface packages (members of
+#   rosidl_interface_packages) that lack lib<package>__rosidl_typesupport_fastrtps_cpp.so, builds
+#   the generators, then configures and builds those packages again (--cmake-force-configure)
+#   before the usual build. By hand the same is `colcon build --packages-above
+#   rosidl_typesupport_fastrtps_cpp --cmake-force-configure`, which also rebuilds all above them.
 set -euo pipefail
 mirror="${MIRRORS:?set MIRRORS to the folder that holds the bare clones, MIRRORS/OWNER+NAME/repo}"
 distro="${DISTRO:-jazzy}"
@@ -103,6 +128,15 @@ if [ "${ROS2_CONTROL:-0}" = 1 ]; then
   control_packages="controller_manager ros2controlcli joint_state_broadcaster joint_trajectory_controller
                     forward_command_controller position_controllers topic_based_ros2_control"
 fi
+if [ "${FASTDDS:-0}" = 1 ]; then
+  case "$distro" in
+    jazzy) repos="$repos eProsima/Fast-CDR:v2.2.5 eProsima/Fast-DDS:v2.14.5 eProsima/foonathan_memory_vendor:v1.3.1
+                  ros2/rosidl_dynamic_typesupport_fastrtps:0.1.0" ;;
+    humble) repos="$repos eProsima/Fast-CDR:v1.0.24 eProsima/Fast-DDS:v2.6.10 eProsima/foonathan_memory_vendor:v1.2.0" ;;
+  esac
+  repos="$repos ros2/rmw_fastrtps:$d ros2/rosidl_typesupport_fastrtps:$d"
+  fastdds_packages="rmw_fastrtps_cpp rmw_fastrtps_dynamic_cpp"
+fi
 extra="foxglove/mcap cameron314/readerwriterqueue cameron314/concurrentqueue lz4/lz4 jbeder/yaml-cpp osrf/osrf_pycommon yaml/libyaml"
 missing=""
 for r in $repos $extra; do
@@ -119,10 +153,15 @@ for r in $repos; do
   dest="$root/src/${name#*/}"
   [ -d "$dest" ] && continue
   mkdir -p "$dest.part"
+  # files that a snapshot lacks (4 MiB and more) stay out of the archive, else git archive fails
+  case "$name" in
+    eProsima/Fast-DDS) skip=":(exclude)src/cpp/rtps/persistence/sqlite3.c" ;;
+    *) skip="" ;;
+  esac
   # a mirror taken before its jazzy branch was cut holds the jazzy release on its main branch
   git --git-dir="$dir" rev-parse -q --verify "$ref^{commit}" >/dev/null || ref=HEAD
   echo "$name $ref $(git --git-dir="$dir" rev-parse "$ref") $path" >> "$root/src/COMMITS"
-  git --git-dir="$dir" archive "$ref" $path | tar -x -C "$dest.part"
+  git --git-dir="$dir" archive "$ref" -- ${path:-.} $skip | tar -x -C "$dest.part"
   mv "$dest.part" "$dest"
 done
 
@@ -152,6 +191,11 @@ if [ "$distro" = humble ]; then
     "$root/src/libyaml_vendor/CMakeLists.txt"
 fi
 
+# foonathan_memory_vendor takes Debian's foonathan_memory; were it missing, it would clone it: from the mirror.
+[ ! -f "$root/src/foonathan_memory_vendor/CMakeLists.txt" ] || sed -i \
+  "s|GIT_REPOSITORY https://github.com/foonathan/memory.git|GIT_REPOSITORY $mirror/foonathan+memory/repo|" \
+  "$root/src/foonathan_memory_vendor/CMakeLists.txt"
+
 # Test-only packages stay out (BUILD_TESTING is off).
 for p in rcl_interfaces/test_msgs rmw_implementation/test_rmw_implementation rosbag2/rosbag2_test_common \
     rosbag2/rosbag2_test_msgdefs rosbag2/rosbag2_tests rosbag2/rosbag2_performance rosbag2/rosbag2_examples \
@@ -163,6 +207,7 @@ done
 apt-get install -y -qq cmake g++ python3-venv python3-dev libyaml-dev libspdlog-dev libtinyxml2-dev \
   libssl-dev libsqlite3-dev libzstd-dev liblz4-dev libyaml-cpp-dev pybind11-dev libclang-dev bison libconsole-bridge-dev libeigen3-dev liborocos-kdl-dev libtinyxml-dev \
   >/dev/null
+[ "${FASTDDS:-0}" != 1 ] || apt-get install -y -qq libasio-dev libfoonathan-memory-dev >/dev/null
 [ "${ROS2_CONTROL:-0}" != 1 ] || apt-get install -y -qq libboost-dev libfmt-dev libdw-dev libcap-dev libexpected-dev python3-pygraphviz >/dev/null
 if [ ! -d "$root/venv" ]; then
   python3 -m venv --system-site-packages "$root/venv"
@@ -200,13 +245,31 @@ export RMW_IMPLEMENTATION=rmw_cyclonedds_cpp
 [ "$distro" = humble ] || export ROS_DISTRO_OVERRIDE="$distro"
 cmake_args=(-DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=Release -DENABLE_SHM=OFF -DTRACETOOLS_DISABLED=ON
   -DRMW_IMPLEMENTATION_DISABLE_RUNTIME_SELECTION=OFF "-DPYTHON_EXECUTABLE=$root/venv/bin/python3"
-  "-DFETCHCONTENT_SOURCE_DIR_MCAP=$tp/mcap" "-DFETCHCONTENT_SOURCE_DIR_LZ4=$tp/lz4" -DENABLE_SSL=ON)
+  "-DFETCHCONTENT_SOURCE_DIR_MCAP=$tp/mcap" "-DFETCHCONTENT_SOURCE_DIR_LZ4=$tp/lz4" -DENABLE_SSL=ON
+  -DSECURITY=ON -DSQLITE3_SUPPORT=OFF)
 build() {
   colcon build --base-paths "$root/src" --merge-install --install-base "$root/install" --parallel-workers 2 \
     "$@" --cmake-args "${cmake_args[@]}" --event-handlers console_cohesion- status-
 }
+# FASTDDS=1 over an underlay built without it: its interface packages were generated without Fast DDS
+# type support (the generators are picked when CMake configures), and rmw_fastrtps_cpp would refuse
+# their messages. Build the generators, then configure and build again every interface package that
+# is installed without its Fast DDS type support library.
+if [ "${FASTDDS:-0}" = 1 ]; then
+  stale=""
+  for x in $(grep -rl --include=package.xml '<member_of_group>rosidl_interface_packages<' "$root/src"); do
+    p=$(sed -n 's|.*<name>\(.*\)</name>.*|\1|p' "$x" | head -1)
+    [ ! -f "$root/src/$(dirname "${x#$root/src/}")/COLCON_IGNORE" ] || continue
+    [ -d "$root/install/share/$p" ] && [ ! -e "$root/install/lib/lib${p}__rosidl_typesupport_fastrtps_cpp.so" ] \
+      && stale="$stale $p"
+  done
+  if [ -n "$stale" ]; then
+    build --packages-up-to rosidl_typesupport_fastrtps_c rosidl_typesupport_fastrtps_cpp
+    build --packages-select $stale --cmake-force-configure
+  fi
+fi
 build --packages-up-to rclpy rmw_cyclonedds_cpp ros2cli ros2topic ros2param ros2node ros2run ros2pkg \
     ros2launch ros2action ros2interface ros2service ros2lifecycle launch_ros sensor_msgs trajectory_msgs diagnostic_msgs geometry_msgs std_msgs nav_msgs \
     std_srvs visualization_msgs ros_environment \
     rosgraph_msgs ros2bag rosbag2_storage_mcap $sqlite rosbag2_transport \
-    robot_state_publisher tf2_ros tf2_msgs control_msgs sros2 ${control_packages:-}
+    robot_state_publisher tf2_ros tf2_msgs control_msgs sros2 ${control_packages:-} ${fastdds_packages:-}
