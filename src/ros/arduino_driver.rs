@@ -89,7 +89,7 @@ fn follow_joint_trajectories(
     let clock = node.get_ros_clock();
     let (active, now) = (Box::new(move || commanding.get().is_ok()), Box::new(move || now_ns(&clock)));
     let server = FollowJointTrajectoryServer::serve(node, &pool.spawner(), goals.clone(), active, now)?;
-    Ok(move |time_ns, actual, active| {
+    Ok(move |time_ns, actual, active: bool| {
         let mut goals = goals.lock().ok()?;
         if !active {
             goals.goals.observe(actual);

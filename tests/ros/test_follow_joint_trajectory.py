@@ -127,7 +127,7 @@ class FollowJointTrajectoryTest(DriverTest):
             self.assert_still(0.5, tolerance=margin)
 
         # A path violation aborts, and the joints hold where they were.
-        done = self.result_of(self.send(client, [(0.5, targets[0])], path_tolerance=1e-4))
+        done = self.result_of(self.send(client, [(1.0, targets[0])], path_tolerance=1e-4))
         self.assertEqual(done.result.error_code, Result.PATH_TOLERANCE_VIOLATED, done.result.error_string)
         held = self.assert_still(1.0, tolerance=margin)
         self.assertTrue(any(abs(a - b) > margin for a, b in zip(held, targets[0])), "it went on to the goal")
@@ -158,6 +158,21 @@ class FollowJointTrajectoryTest(DriverTest):
                               capture_output=True, text=True, timeout=60)
         self.assertIn("SUCCEEDED", said.stdout, said.stdout + said.stderr)
         client.destroy()
+
+    def control(self, *arguments):
+        done = subprocess.run(["ros2", "control", *arguments], capture_output=True, text=True, timeout=60)
+        return done.stdout + done.stderr
+
+    def wait_controllers(self, states, timeout=30.0):
+        """`ros2 control list_controllers` until each controller named in `states` is in its state."""
+        deadline = time.monotonic() + timeout
+        while True:
+            said = re.sub(r"\x1b\[[0-9;]*m", "", self.control("list_controllers"))  # without its colours
+            lines = {line.split()[0]: line for line in said.splitlines() if line.strip()}
+            if all(name in lines and state in lines[name] for name, state in states.items()):
+                return said
+            self.assertLess(time.monotonic(), deadline, f"controllers not {states}: {said}")
+            time.sleep(1.0)
 
     def check_rejected_while_inactive(self, target):
         client = self.client()
@@ -268,21 +283,6 @@ class Ros2ControlBringup(FollowJointTrajectoryTest):
     hardware plugin."""
 
     node_name, joints = "joint_trajectory_controller", ("stm32_shoulder", "stm32_elbow")
-
-    def control(self, *arguments):
-        done = subprocess.run(["ros2", "control", *arguments], capture_output=True, text=True, timeout=60)
-        return done.stdout + done.stderr
-
-    def wait_controllers(self, states, timeout=30.0):
-        """`ros2 control list_controllers` until each controller named in `states` is in its state."""
-        deadline = time.monotonic() + timeout
-        while True:
-            said = re.sub(r"\x1b\[[0-9;]*m", "", self.control("list_controllers"))  # without its colours
-            lines = {line.split()[0]: line for line in said.splitlines() if line.strip()}
-            if all(name in lines and state in lines[name] for name, state in states.items()):
-                return said
-            self.assertLess(time.monotonic(), deadline, f"controllers not {states}: {said}")
-            time.sleep(1.0)
 
     def check_controllers(self, joints, goal_target, forward_target, bag):
         """Both controllers command the device: the broadcaster and JTC active, a goal to JTC's

@@ -157,7 +157,7 @@ pub(crate) fn run(seed: u64, kind: Kind) {
     let mut dice = Dice::new(seed);
     let (mut device, follower) = Device::new(kind);
     let mut goals = DeviceGoals::<u64>::new(follower, Box::new(|| {}));
-    let mut book = GoalBook::default();
+    let mut book = GoalBook::stopped_below(0.01);
     let (mut now_ns, mut active) = (100 * S, true);
     // A stop with no command since: the device must not be commanded.
     let mut held_since_stop = false;

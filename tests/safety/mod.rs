@@ -167,6 +167,8 @@ pub(crate) struct GoalBook {
     running: BTreeMap<u64, Tolerance>,
     ended: Vec<u64>,
     next: u64,
+    /// The node's default stopped velocity [rad/s].
+    stopped: f64,
 }
 
 /// What a goal's success must show: its own tolerances, or the node's defaults.
@@ -177,6 +179,11 @@ pub(crate) enum Tolerance {
 }
 
 impl GoalBook {
+    /// The goals of a node that takes joints below `stopped` [rad/s] as stopped.
+    pub(crate) fn stopped_below(stopped: f64) -> GoalBook {
+        GoalBook { stopped, ..GoalBook::default() }
+    }
+
     /// A handle for the next goal.
     pub(crate) fn handle(&mut self) -> u64 {
         self.next += 1;
@@ -201,7 +208,7 @@ impl GoalBook {
 
     /// Goals' feedback and ends from a step whose controller state is `state`: a goal that
     /// succeeds does so within its goal tolerance and stopped (the node's defaults: 0.02 rad,
-    /// 0.01 rad/s).
+    /// and its stopped velocity).
     pub(crate) fn events(&mut self, events: Vec<GoalEvent<u64>>, state: Option<&ControllerState>) {
         for event in events {
             match event {
@@ -211,7 +218,7 @@ impl GoalBook {
                     if let (Outcome::Succeeded, Some(Tolerance::Defaults), Some(state)) = (&outcome, tolerance, state) {
                         for (error, velocity) in state.error.positions.iter().zip(&state.feedback.velocities) {
                             assert!(error.abs() <= 0.02 + 1e-9, "succeeded {error} rad from its goal");
-                            assert!(velocity.abs() <= 0.01 + 1e-9, "succeeded moving at {velocity} rad/s");
+                            assert!(velocity.abs() <= self.stopped + 1e-9, "succeeded moving at {velocity} rad/s");
                         }
                     }
                     self.ended_once(goal);

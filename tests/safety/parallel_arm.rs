@@ -204,7 +204,8 @@ pub(crate) fn run_sil(seed: u64) {
     let settings = SilNodeSettings { goal_limits: limits(), ..SilNodeSettings::default() };
     let (requests, run_requests) = sync_channel(REQUEST_DEPTH);
     let mut commands = SilCommands::<u64, u64>::new(&settings, model.robot.clone(), model.x, requests).unwrap();
-    let (mut book, mut cartesian) = (GoalBook::default(), GoalBook::default());
+    let stopped = settings.constraints.stopped_velocity_tolerance;
+    let (mut book, mut cartesian) = (GoalBook::stopped_below(stopped), GoalBook::default());
     let mut stream: Option<Vec<f64>> = None;
     let mut running = true;
     let now_ns = |model: &Model| 100 * S + (model.t * 1e9) as u64;
@@ -374,7 +375,8 @@ pub(crate) fn run_hil(seed: u64) {
     let withdrawals = Arc::new(Withdrawals::default());
     let mut commands =
         HilCommands::<u64, u64>::new(&config, model.robot.clone(), requests, withdrawals.clone()).unwrap();
-    let (mut book, mut cartesian) = (GoalBook::default(), GoalBook::default());
+    let stopped = config.settings.constraints.stopped_velocity_tolerance;
+    let (mut book, mut cartesian) = (GoalBook::stopped_below(stopped), GoalBook::default());
     let mut stream: Option<Vec<f64>> = None;
     // No command taken since the loop stopped: nothing may reach the loop.
     let mut held_since_stop = false;

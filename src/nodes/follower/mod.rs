@@ -98,6 +98,12 @@ impl Default for Constraints {
 }
 
 impl Constraints {
+    /// The defaults, with joints taken as stopped below `velocity` [rad/s]: the parallel arm's
+    /// nodes, whose joint rates are an estimate's, noisier than a device's own.
+    pub fn stopped_below(velocity: f64) -> Constraints {
+        Constraints { stopped_velocity_tolerance: velocity, ..Constraints::default() }
+    }
+
     /// These constraints as the tolerances of a device of `joints` joints.
     pub fn tolerances(&self, joints: usize) -> Result<Tolerances, String> {
         if !(self.stopped_velocity_tolerance >= 0.0 && self.stopped_velocity_tolerance.is_finite()) {

@@ -19,7 +19,7 @@ use crate::drivers::{RigDevices, RigKind, RigSettings};
 use crate::hil::stepper::StepperConfig;
 use crate::hil::HilConfig;
 use crate::nodes::follower::{Constraints, GoalLimits};
-use crate::nodes::sil::joint_goals::{arm_follower, check_command_speed, HIL_COMMAND_SPEED_M_S};
+use crate::nodes::sil::joint_goals::{arm_follower, check_command_speed, HIL_COMMAND_SPEED_M_S, HIL_STOPPED_RAD_S};
 use crate::sim::SilConfig;
 
 /// The node's name, which its private topics are under.
@@ -44,7 +44,7 @@ node_parameters! {
             => "after a rig fault, configure and activate again once a second until the rig is back";
         read_only auto_recover_protective_stop: bool = false
             => "with auto_recover, activate again after a protective stop too; else the node waits inactive";
-        section constraints: Constraints = Constraints::default()
+        section constraints: Constraints = Constraints::stopped_below(HIL_STOPPED_RAD_S)
             => "~/follow_joint_trajectory's default tolerances: goal_time [s], goal and trajectory [rad] per motor, stopped_velocity_tolerance [rad/s]";
         section goal_limits: GoalLimits = GoalLimits::default()
             => "~/follow_joint_trajectory's bounds on a goal: max_points, max_duration_s [s] from its receipt";

@@ -24,8 +24,8 @@ const SAMPLE_S: f64 = 0.01;
 pub const HOLD_S: f64 = 3600.0;
 
 /// The fastest the arm's motors may be asked to turn by a goal [rad/s]: well above what the
-/// built-in arc asks of them, and slow enough that the platform keeps within reach of the
-/// controller (see [`arm_follower`]).
+/// built-in arc asks of them (0.54 rad/s at most), and slow enough that the platform keeps
+/// within reach of the controller (see [`arm_follower`]).
 pub const MOTOR_MAX_VELOCITY_RAD_S: f64 = 2.0;
 
 /// The follower of the arm's three motors; their limits are a turn either way (the URDF's
@@ -166,6 +166,15 @@ impl JointCommands {
         command_trajectory(robot, &moving, &target, &stream_velocity)
     }
 }
+
+/// sil_node's default `constraints.stopped_velocity_tolerance` [rad/s]: the simulation's
+/// estimated joint rates, holding still, reach 0.5 rad/s (the quantised sensor through a filter
+/// fast enough to hold the simulated arm); a goal's success is checked at each step.
+pub const SIL_STOPPED_RAD_S: f64 = 0.5;
+
+/// hil_node's default `constraints.stopped_velocity_tolerance` [rad/s]: holding still, the
+/// emulated rig's estimated joint rates stay within 0.03 rad/s, the simulated rig's within 0.12.
+pub const HIL_STOPPED_RAD_S: f64 = 0.1;
 
 /// sil_node's default fastest joint-command move [m/s]: a step (forward_position_controller's
 /// commands are whatever the user sends) becomes a ramp the simulated arm follows within its

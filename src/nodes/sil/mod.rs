@@ -34,7 +34,7 @@ node_parameters! {
         read_only trajectory_file: String = String::new()
             => "trajectory CSV run at start; empty runs the built-in arc";
         read_only frame_id: String = "base_link".into() => "frame of every published point and path";
-        section constraints: Constraints = Constraints::default()
+        section constraints: Constraints = Constraints::stopped_below(joint_goals::SIL_STOPPED_RAD_S)
             => "~/follow_joint_trajectory's default tolerances: goal_time [s], goal and trajectory [rad] per motor, stopped_velocity_tolerance [rad/s]";
         section goal_limits: GoalLimits = GoalLimits::default()
             => "~/follow_joint_trajectory's bounds on a goal: max_points, max_duration_s [s] from its receipt";

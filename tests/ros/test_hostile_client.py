@@ -1,0 +1,249 @@
+"""A hostile or careless client against every motion node (docs/safety.md): the far goal, a
+deactivate and a protective stop in the middle of a goal, re-activation under a command stream
+that goes on, and a flood of goals and commands on the emulated rig. Each node stays up, every
+goal ends, and nothing moves that was not commanded anew.
+
+Part of the suite that tests/ros/test_nodes.py runs (its helpers and process handling)."""
+
+import os
+import random
+import signal
+import subprocess
+import threading
+import time
+import unittest
+
+import rclpy
+from action_msgs.msg import GoalStatus, GoalStatusArray
+from arm_hil.msg import ArmState
+from control_msgs.action import FollowJointTrajectory
+from lifecycle_msgs.msg import TransitionEvent
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from test_follow_joint_trajectory import ArduinoFollowJointTrajectory, FollowJointTrajectoryTest, installed, trajectory
+from test_nodes import ERROR, EXECUTABLES, OK, RUNNING, arc_rows, launch, multi_dof_trajectory
+
+Result = FollowJointTrajectory.Result
+TERMINAL = (GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_ABORTED, GoalStatus.STATUS_CANCELED)
+MOTORS = ("joint1", "joint2", "joint3")
+
+
+class HostileClient(FollowJointTrajectoryTest):
+    """What a hostile client sends, and what the nodes make of it."""
+
+    node_name, joints = "sil_node", MOTORS
+
+    def lifecycle(self, *arguments):
+        done = subprocess.run(["ros2", "lifecycle", *arguments], capture_output=True, text=True, timeout=30)
+        return done.stdout + done.stderr
+
+    def set_state(self, node, transition):
+        said = self.lifecycle("set", f"/{node}", transition)
+        self.assertIn("Transitioning successful", said, f"{transition}: {said}")
+
+    def far_goal(self, node):
+        """The goal that used to abort the node: one point at the arm's own position, two billion
+        seconds away, sent with `ros2 action send_goal` as written. It is refused within 5 s, and
+        the node goes on publishing."""
+        self.node_name = node
+        here = self.positions()
+        goal = (f"{{trajectory: {{joint_names: [{', '.join(MOTORS)}], points: [{{positions: "
+                f"[{', '.join(str(p) for p in here)}], time_from_start: {{sec: 2000000000}}}}]}}}}")
+        started = time.monotonic()
+        said = subprocess.run(["ros2", "action", "send_goal", f"/{node}/follow_joint_trajectory",
+                               "control_msgs/action/FollowJointTrajectory", goal],
+                              capture_output=True, text=True, timeout=60)
+        answered_in = time.monotonic() - started
+        self.assertIn("ABORTED", said.stdout, said.stdout + said.stderr)
+        self.assertIn("max_duration_s", said.stdout)
+        # `ros2 action send_goal` itself takes a second or two to find the server.
+        self.assertLess(answered_in, 5.0 + 5.0, said.stdout)
+        self.assertIsNone(self.launched.poll(), "the node ended")
+        self.assertTrue(self.collect(f"/{node}/state", ArmState, 2.0), f"{node} publishes no more")
+
+    def test_the_far_goal_is_refused_and_sil_node_stays_up(self):
+        self.launched = launch("sil.launch.py", "rsp:=false")
+        self.far_goal("sil_node")
+
+    def test_the_far_goal_is_refused_and_hil_node_stays_up(self):
+        self.launched = launch("hil.launch.py", "hardware:=sim", "rsp:=false")
+        self.far_goal("hil_node")
+
+    def poses_of_its_own_trajectory(self, node, seconds=3.0):
+        """Two motor poses the arm takes on its own trajectory, as far apart as it goes."""
+        states = self.collect("/joint_states", JointState, seconds)
+        poses = [[m.position[m.name.index(j)] for j in MOTORS] for _, m in states if set(MOTORS) <= set(m.name)]
+        self.assertTrue(poses, f"no /joint_states from {node}")
+        distance = [max(abs(a - b) for a, b in zip(pose, poses[0])) for pose in poses]
+        return poses[0], poses[distance.index(max(distance))]
+
+    def goal_ends_with_the_transition(self, node, joints, target, transition, seconds=6.0, after=2.5, holds=True):
+        """A `seconds` goal to `target`; `ros2 lifecycle set NODE transition` `after` s later: the
+        goal ends (aborted, saying why) within 0.1 s of the transition, and the joints hold (as
+        /joint_states show them: `holds`, where the node publishes them while inactive)."""
+        self.node_name, self.joints = node, joints
+        statuses, events = [], []
+        self.node.create_subscription(GoalStatusArray, f"/{node}/follow_joint_trajectory/_action/status",
+                                      lambda m: statuses.append((time.monotonic(), m)), 100)
+        self.node.create_subscription(TransitionEvent, f"/{node}/transition_event",
+                                      lambda m: events.append((time.monotonic(), m)), 100)
+        client = self.client()
+        handle = self.send(client, [(seconds, target)])
+        self.assertTrue(handle.accepted)
+        time.sleep(after)
+        said = self.lifecycle("set", f"/{node}", transition)
+        self.assertIn("Transitioning successful", said, said)
+        done = self.result_of(handle, timeout=5.0)
+        self.assertEqual(done.status, GoalStatus.STATUS_ABORTED, done.result.error_string)
+        self.assertIn("deactivated", done.result.error_string)
+        self.collect(f"/{node}/transition_event", TransitionEvent, 1.0)
+        ended = [t for t, m in statuses for s in m.status_list
+                 if bytes(s.goal_info.goal_id.uuid) == bytes(handle.goal_id.uuid) and s.status in TERMINAL]
+        moved = [t for t, m in events if m.goal_state.label == "inactive"]
+        self.assertTrue(ended and moved, f"status {len(statuses)} messages, transitions {len(events)}")
+        self.assertLess(abs(ended[0] - moved[0]), 0.1, "the goal outlived the transition")
+        if holds:
+            self.assert_still(1.0, tolerance=0.02)
+        client.destroy()
+
+    def test_a_deactivate_ends_hil_nodes_running_goal_at_once(self):
+        self.launched = launch("hil.launch.py", "hardware:=sim", "rsp:=false")
+        start, apart = self.poses_of_its_own_trajectory("hil_node")
+        # An inactive hil_node runs no loop and publishes no joint states: the arm is looked at
+        # once active again, where it holds where it stopped (the goal does not carry on).
+        self.goal_ends_with_the_transition("hil_node", MOTORS, apart, "deactivate", holds=False)
+        self.set_state("hil_node", "activate")
+        self.assert_still(1.5, tolerance=0.02)
+
+    def test_a_deactivate_ends_the_stm32_drivers_running_goal_at_once(self):
+        self.start_driver("stm32", "stm32.launch.py", "stm32_driver: link", "rsp:=false")
+        self.goal_ends_with_the_transition("stm32_driver", ("stm32_shoulder", "stm32_elbow"), [1.2, -1.0], "deactivate",
+                                           seconds=4.0, after=1.0)
+
+    def test_a_deactivate_ends_the_arduino_drivers_running_goal_at_once(self):
+        self.start_driver("rdscom", "arduino.launch.py", "arduino_driver: link", "rsp:=false")
+        self.goal_ends_with_the_transition("arduino_driver", ArduinoFollowJointTrajectory.joints, [0.3, 1.4, 1.4, 1.4],
+                                           "deactivate", seconds=4.0, after=1.0)
+
+    def emulated_rig(self, *faults):
+        rig = subprocess.Popen([str(EXECUTABLES / "arm_hil"), "emulate", "sensor", *faults], stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, start_new_session=True, text=True)
+        RUNNING.append(rig)
+        sensor = rig.stdout.readline().split()[1]
+        stepper = rig.stdout.readline().split()[1]
+        return rig, sensor, stepper
+
+    def rig_said(self, rig):
+        """What the rig emulator printed, once interrupted: no hard stop was reached."""
+        os.killpg(rig.pid, signal.SIGINT)
+        said = rig.communicate(timeout=10.0)[0]
+        self.assertNotIn("hard stop", said, "the arm reached a hard stop")
+        return said
+
+    def test_a_protective_stop_ends_hil_nodes_running_goal_with_its_reason(self):
+        rig, sensor, stepper = self.emulated_rig("--ignore-motor", "3", "--faults-after", "15")
+        self.launched = launch("hil.launch.py", "hardware:=robotscara", f"sensor_device:={sensor}",
+                               f"arduino_device:={stepper}", "rsp:=false")
+        self.wait_status("hil_node: loop", OK, message="running")
+        self.node_name, self.joints = "hil_node", MOTORS
+        start, apart = self.poses_of_its_own_trajectory("hil_node", seconds=2.0)
+        client = self.client()
+        handle = self.send(client, [(30.0, start)])
+        self.assertTrue(handle.accepted)
+        done = self.result_of(handle, timeout=40.0)
+        self.assertEqual((done.status, done.result.error_code),
+                         (GoalStatus.STATUS_ABORTED, Result.PATH_TOLERANCE_VIOLATED), done.result.error_string)
+        self.assertIn("protective stop", done.result.error_string)
+        self.wait_status("hil_node: loop", ERROR, message="protective stop")
+        self.assertIsNone(self.launched.poll(), "the node ended")
+        client.destroy()
+        self.assertIn("faults injected", self.rig_said(rig))
+
+    @unittest.skipUnless(installed("controller_manager") and installed("topic_based_ros2_control"),
+                         "ros2_control is not built here (tools/ros_underlay.sh with ROS2_CONTROL=1)")
+    def test_reactivation_under_a_streaming_forward_position_controller_holds_the_arm_until_a_new_command(self):
+        self.launched = launch("hil.launch.py", "hardware:=sim", "control:=ros2_control")
+        self.wait_controllers({"joint_trajectory_controller": "active", "forward_position_controller": "inactive"})
+        self.control("switch_controllers", "--deactivate", "joint_trajectory_controller",
+                     "--activate", "forward_position_controller")
+        self.wait_controllers({"forward_position_controller": "active"})
+        self.node_name, self.joints = "hil_node", MOTORS
+        here = self.positions()
+        # A far step: hil_node ramps to it at 0.05 m/s, seconds of motion, streamed at 50 Hz.
+        target = [here[0] + 0.3, here[1], here[2]]
+        publisher = self.node.create_publisher(Float64MultiArray, "/forward_position_controller/commands", 10)
+        streaming = threading.Event()
+        streaming.set()
+        command = {"data": target}
+
+        def stream():
+            while streaming.is_set():
+                publisher.publish(Float64MultiArray(data=command["data"]))
+                time.sleep(0.02)
+
+        streamer = threading.Thread(target=stream, daemon=True)
+        streamer.start()
+        try:
+            time.sleep(0.5)
+            self.set_state("hil_node", "deactivate")
+            # The broadcaster's /joint_states keep the last state the node sent.
+            stopped = self.positions(0.2)
+            self.assertTrue(abs(stopped[0] - here[0]) > 0.005, f"the step had not begun: {here} -> {stopped}")
+            self.assertTrue(abs(stopped[0] - target[0]) > 0.02, f"the step was over before the stop: {stopped}")
+            time.sleep(1.0)
+            self.set_state("hil_node", "activate")
+            # The stream still says the old target: the arm holds where it stopped.
+            held = self.assert_still(2.0, tolerance=0.01)
+            self.assertTrue(abs(held[0] - target[0]) > 0.02, f"the arm went on to the old target: {held}")
+            # A new command moves it.
+            command["data"] = [held[0] + 0.02, held[1], held[2]]
+            self.wait_joint_states(lambda m: set(MOTORS) <= set(m.name) and abs(
+                m.position[m.name.index("joint1")] - command["data"][0]) < 0.01, "a new command did not move it")
+        finally:
+            streaming.clear()
+            streamer.join()
+
+    def test_a_flood_of_goals_and_commands_for_30_s_on_the_emulated_rig(self):
+        rig, sensor, stepper = self.emulated_rig()
+        self.launched = launch("hil.launch.py", "hardware:=robotscara", f"sensor_device:={sensor}",
+                               f"arduino_device:={stepper}", "rsp:=false")
+        self.wait_status("hil_node: loop", OK, message="running")
+        self.node_name, self.joints = "hil_node", MOTORS
+        start, apart = self.poses_of_its_own_trajectory("hil_node", seconds=2.0)
+        client = self.client()
+        commands = self.node.create_publisher(JointState, "/hil_node/joint_command", 10)
+        segments = self.node.create_publisher(type(multi_dof_trajectory([])), "/hil_node/trajectory", 10)
+        chance = random.Random(44)
+        handles, refused = [], 0
+        deadline = time.monotonic() + 30.0
+        while time.monotonic() < deadline:
+            kind = chance.randrange(6)
+            if kind == 0:
+                pose = [p + chance.uniform(-0.05, 0.05) for p in (start if chance.random() < 0.5 else apart)]
+                seconds = chance.choice([1e-6, 0.5, 2.0, 1e9])
+                goal = FollowJointTrajectory.Goal(trajectory=trajectory(MOTORS, [(seconds, pose)]))
+                sent = client.send_goal_async(goal)
+                rclpy.spin_until_future_complete(self.node, sent, timeout_sec=5.0)
+                if sent.done() and sent.result().accepted:
+                    handles.append(sent.result())
+                else:
+                    refused += 1
+            elif kind == 1 and handles:
+                handles[-1].cancel_goal_async()
+            elif kind == 2:
+                pose = [p + chance.uniform(-0.3, 0.3) for p in start]
+                commands.publish(JointState(name=list(MOTORS), position=pose))
+            elif kind == 3:
+                segments.publish(multi_dof_trajectory([[t * 0.1, *row[1:]] for t, row in
+                                                       enumerate(arc_rows(step=200), start=1)]))
+            rclpy.spin_once(self.node, timeout_sec=0.01)
+        self.assertIsNone(self.launched.poll(), "hil_node ended")
+        self.assertTrue(handles, "no goal was accepted")
+        for handle in handles:
+            done = self.result_of(handle, timeout=30.0)
+            self.assertIn(done.status, TERMINAL)
+        client.destroy()
+        said = self.lifecycle("get", "/hil_node")
+        self.assertTrue(said.startswith("active") or said.startswith("inactive"), said)
+        self.rig_said(rig)
