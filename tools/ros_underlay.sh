@@ -57,7 +57,9 @@
 #   it needed sdformat_urdf (4.20 on, and so Gazebo's libraries), and the releases of its month
 #   (October 2024) of the rest: ros2_controllers 4.15.0 (4.19.0 includes realtime_tools' .hpp
 #   headers, which only its 2.10 on have), realtime_tools 2.7.0, control_toolbox 3.3.0 (with ros/filters),
-#   generate_parameter_library 0.3.9. Humble takes the
+#   generate_parameter_library 0.4.0 (January 2025, after 0.3.9 of October 2024:
+#   0.4.0 is the first to put the generated headers under include/PACKAGE/, where MoveIt 2.12
+#   includes them, and it keeps the old paths, which ros2_control 4.19 includes). Humble takes the
 #   heads of the humble branches. Both take topic_based_ros2_control 0.3.0, which builds against
 #   either hardware_interface, cpp_polyfills 1.0.2 (tl_expected and tcb_span), RSL 1.1.0.
 # - Fast DDS (FASTDDS=1): Jazzy takes Fast-CDR v2.2.5, Fast-DDS v2.14.5, foonathan_memory_vendor
@@ -117,7 +119,7 @@ if [ "${ROS2_CONTROL:-0}" = 1 ]; then
   case "$distro" in
     jazzy) repos="$repos ros-controls/ros2_control:4.19.0 ros-controls/ros2_controllers:4.15.0
                   ros-controls/realtime_tools:2.7.0 ros-controls/control_toolbox:3.3.0
-                  PickNikRobotics/generate_parameter_library:0.3.9 ros/diagnostics:ros2-jazzy" ;;
+                  PickNikRobotics/generate_parameter_library:0.4.0 ros/diagnostics:ros2-jazzy" ;;
     humble) repos="$repos ros-controls/ros2_control:humble ros-controls/ros2_controllers:humble
                    ros-controls/realtime_tools:humble ros-controls/control_toolbox:humble
                    PickNikRobotics/generate_parameter_library:humble" ;;
@@ -151,16 +153,23 @@ for r in $repos; do
   case "$ref" in *:*) path="${ref#*:}"; ref="${ref%%:*}";; esac
   dir="$mirror/${name/\//+}/repo"
   dest="$root/src/${name#*/}"
-  [ -d "$dest" ] && continue
-  mkdir -p "$dest.part"
-  # files that a snapshot lacks (4 MiB and more) stay out of the archive, else git archive fails
+  # a mirror taken before its jazzy branch was cut holds the jazzy release on its main branch
+  git --git-dir="$dir" rev-parse -q --verify "$ref^{commit}" >/dev/null || ref=HEAD
+  commit=$(git --git-dir="$dir" rev-parse "$ref")
+  if [ -d "$dest" ]; then
+    # a source taken at another commit than this script now names (its last line in COMMITS) is
+    # taken again, and built with what depends on it, all configured anew (below)
+    had=$(awk -v n="$name" '$1 == n { c = $3 } END { print c }' "$root/src/COMMITS")
+    { [ -z "$had" ] || [ "$had" = "$commit" ]; } && continue
+    rm -rf "$dest"; retaken="${retaken:-} $dest"
+  fi
+  rm -rf "$dest.part"; mkdir -p "$dest.part"
+  # files that a snapshot lacks (4 MiB and more) are left out of the archive by name
   case "$name" in
     eProsima/Fast-DDS) skip=":(exclude)src/cpp/rtps/persistence/sqlite3.c" ;;
     *) skip="" ;;
   esac
-  # a mirror taken before its jazzy branch was cut holds the jazzy release on its main branch
-  git --git-dir="$dir" rev-parse -q --verify "$ref^{commit}" >/dev/null || ref=HEAD
-  echo "$name $ref $(git --git-dir="$dir" rev-parse "$ref") $path" >> "$root/src/COMMITS"
+  echo "$name $ref $commit $path" >> "$root/src/COMMITS"
   git --git-dir="$dir" archive "$ref" -- ${path:-.} $skip | tar -x -C "$dest.part"
   mv "$dest.part" "$dest"
 done
@@ -268,8 +277,13 @@ if [ "${FASTDDS:-0}" = 1 ]; then
     build --packages-select $stale --cmake-force-configure
   fi
 fi
-build --packages-up-to rclpy rmw_cyclonedds_cpp ros2cli ros2topic ros2param ros2node ros2run ros2pkg \
-    ros2launch ros2action ros2interface ros2service ros2lifecycle launch_ros sensor_msgs trajectory_msgs diagnostic_msgs geometry_msgs std_msgs nav_msgs \
-    std_srvs visualization_msgs ros_environment \
-    rosgraph_msgs ros2bag rosbag2_storage_mcap $sqlite rosbag2_transport \
-    robot_state_publisher tf2_ros tf2_msgs control_msgs sros2 ${control_packages:-} ${fastdds_packages:-}
+targets="rclpy rmw_cyclonedds_cpp ros2cli ros2topic ros2param ros2node ros2run ros2pkg
+    ros2launch ros2action ros2interface ros2service ros2lifecycle launch_ros sensor_msgs trajectory_msgs diagnostic_msgs geometry_msgs std_msgs nav_msgs
+    std_srvs visualization_msgs ros_environment
+    rosgraph_msgs ros2bag rosbag2_storage_mcap $sqlite rosbag2_transport
+    robot_state_publisher tf2_ros tf2_msgs control_msgs sros2 ${control_packages:-} ${fastdds_packages:-}"
+# Sources taken again at another commit: they and everything above them among the targets are
+# configured anew (CMake does not notice that, say, generate_parameter_library's code generation changed).
+[ -z "${retaken:-}" ] || build --packages-up-to $targets --cmake-force-configure \
+  --packages-above $(colcon list --base-paths $retaken --names-only)
+build --packages-up-to $targets
