@@ -7,7 +7,7 @@
 //! hil_node's commands. Every invariant is checked after every step.
 //!
 //! Each case is a seed: a failure names it, and `ARM_HIL_SAFETY_SEED=N` runs that case alone.
-//! `ARM_HIL_SAFETY_CASES=N` runs N cases per node (default 1500).
+//! `ARM_HIL_SAFETY_CASES=N` runs N cases per node (default 1000).
 
 mod safety;
 

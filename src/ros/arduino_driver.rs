@@ -112,7 +112,7 @@ fn serve_joint_commands(
 ) -> anyhow::Result<()> {
     let (joint_names, ros2_control, clock) = (config.joint_names.clone(), config.ros2_control, node.get_ros_clock());
     let joint_commands = node.subscribe::<JointState>("~/joint_command", QosProfile::default())?;
-    let mut refusals = Refusals::default();
+    let (mut refusals, started) = (Refusals::default(), std::time::Instant::now());
     pool.spawner().spawn_local(joint_commands.for_each(move |message| {
         let requests = if ros2_control {
             setpoints.lock().map_err(|_| "the setpoints are unavailable".to_owned()).and_then(|mut setpoints| {
@@ -132,7 +132,7 @@ fn serve_joint_commands(
             let mut goals = goals.lock().map_err(|_| "the node's goals are unavailable".to_owned())?;
             let values: Vec<f64> =
                 message.position.iter().chain(&message.velocity).chain(&message.effort).copied().collect();
-            goals.offer_command(&values, commander.is_ok())?;
+            goals.offer_command(&values, started.elapsed().as_secs_f64(), commander.is_ok())?;
             send_all(&commander?, requests)?;
             // The command has the joints: the goal followed ends.
             end_joint_goal(goals.command_sent());

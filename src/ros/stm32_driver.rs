@@ -129,12 +129,12 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
 
     let (joint_names, targets, command_goals) = (config.joint_names.clone(), commanding.clone(), goals);
     let joint_commands = node.subscribe::<JointState>("~/joint_command", QosProfile::default())?;
-    let mut refusals = Refusals::default();
+    let (mut refusals, started) = (Refusals::default(), std::time::Instant::now());
     pool.spawner().spawn_local(joint_commands.for_each(move |message| {
         let sent = targets_from_joint_state(&message.name, &message.position, &joint_names).and_then(|command| {
             let commander = targets.get();
             let mut goals = command_goals.lock().map_err(|_| "the node's goals are unavailable".to_owned())?;
-            goals.offer_command(&message.position, commander.is_ok())?;
+            goals.offer_command(&message.position, started.elapsed().as_secs_f64(), commander.is_ok())?;
             commander?.send(command).map_err(|error| error.to_string())?;
             // The command has the joints: the goal followed ends.
             end_joint_goal(goals.command_sent());

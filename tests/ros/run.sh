@@ -4,6 +4,7 @@
 # by default), then runs tests/ros/test_nodes.py in a network namespace that has only loopback.
 #   ARM_HIL_ROS_ROOT=/path/to/underlay bash tests/ros/run.sh [unittest names...]
 #   ARM_HIL_ROS_ROOT=/path/to/underlay bash tests/ros/run.sh --benchmark
+#   ARM_HIL_RMW=rmw_fastrtps_cpp ARM_HIL_ROS_ROOT=... bash tests/ros/run.sh    (default: Cyclone DDS)
 # ARM_HIL_ROS_ROOT holds install/setup.bash, and venv/ and cyclonedds_lo.xml when it is an
 # underlay built by tools/ros_underlay.sh; /opt/ros/jazzy or /opt/ros/humble work as well.
 set -euo pipefail
@@ -16,7 +17,10 @@ set +u   # ROS's setup scripts read unset variables
 [ -f "$root/venv/bin/activate" ] && . "$root/venv/bin/activate"
 . "$root/install/setup.bash" 2>/dev/null || . "$root/setup.bash"
 set -u
-export RMW_IMPLEMENTATION="${RMW_IMPLEMENTATION:-rmw_cyclonedds_cpp}"
+# The middleware: ARM_HIL_RMW, else RMW_IMPLEMENTATION, else Cyclone DDS (the underlays build
+# Fast DDS beside it with FASTDDS=1: rmw_fastrtps_cpp, the distros' default).
+export RMW_IMPLEMENTATION="${ARM_HIL_RMW:-${RMW_IMPLEMENTATION:-rmw_cyclonedds_cpp}}"
+echo "middleware: $RMW_IMPLEMENTATION"
 [ -f "$root/cyclonedds_lo.xml" ] && export CYCLONEDDS_URI="file://$root/cyclonedds_lo.xml"
 
 mkdir -p "$ws/src"
@@ -35,5 +39,8 @@ set -u
 script=test_nodes.py
 [ "${1:-}" != --benchmark ] || { script=follow_benchmark.py; shift; }
 
-# DDS stays on this machine: a fresh network namespace with nothing but lo.
-exec unshare --net -- bash -c 'ip link set lo up multicast on && exec python3 "$0" "${@:1}"' "$repo/tests/ros/$script" "$@"
+# DDS stays on this machine: a fresh network namespace with nothing but lo, and a /dev/shm of
+# its own: Fast DDS's shared-memory transport finds its peers through /dev/shm, across network
+# namespaces, and a killed process leaves its segments there; this one goes with the run.
+exec unshare --net --mount -- bash -c 'mount -t tmpfs -o mode=1777 arm_hil_shm /dev/shm &&
+  ip link set lo up multicast on && exec python3 "$0" "${@:1}"' "$repo/tests/ros/$script" "$@"

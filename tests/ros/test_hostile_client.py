@@ -6,9 +6,11 @@ goal ends, and nothing moves that was not commanded anew.
 Part of the suite that tests/ros/test_nodes.py runs (its helpers and process handling)."""
 
 import os
+import pathlib
 import random
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 import unittest
@@ -17,7 +19,8 @@ import rclpy
 from action_msgs.msg import GoalStatus, GoalStatusArray
 from arm_hil.msg import ArmState
 from control_msgs.action import FollowJointTrajectory
-from lifecycle_msgs.msg import TransitionEvent
+from lifecycle_msgs.msg import Transition, TransitionEvent
+from lifecycle_msgs.srv import ChangeState
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
@@ -163,15 +166,19 @@ class HostileClient(FollowJointTrajectoryTest):
     @unittest.skipUnless(installed("controller_manager") and installed("topic_based_ros2_control"),
                          "ros2_control is not built here (tools/ros_underlay.sh with ROS2_CONTROL=1)")
     def test_reactivation_under_a_streaming_forward_position_controller_holds_the_arm_until_a_new_command(self):
-        self.launched = launch("hil.launch.py", "hardware:=sim", "control:=ros2_control")
+        params = pathlib.Path(tempfile.mkdtemp()) / "slow_commands.yaml"
+        # Commands ramp at 1 cm/s: the step below lasts long enough to be stopped on the way.
+        params.write_text("/**:\n  ros__parameters:\n    autostart: true\n    joint_command_speed_m_s: 0.01\n")
+        self.launched = launch("hil.launch.py", "hardware:=sim", "control:=ros2_control", f"params_file:={params}")
         self.wait_controllers({"joint_trajectory_controller": "active", "forward_position_controller": "inactive"})
         self.control("switch_controllers", "--deactivate", "joint_trajectory_controller",
                      "--activate", "forward_position_controller")
         self.wait_controllers({"forward_position_controller": "active"})
         self.node_name, self.joints = "hil_node", MOTORS
         here = self.positions()
-        # A far step: hil_node ramps to it at 0.05 m/s, seconds of motion, streamed at 50 Hz.
-        target = [here[0] + 0.3, here[1], here[2]]
+        # A step hil_node ramps to at 0.05 m/s, streamed at 50 Hz: small, for the path to it to
+        # keep within the protective stop's bounds wherever the arm is.
+        target = [here[0] + 0.06, here[1], here[2]]
         publisher = self.node.create_publisher(Float64MultiArray, "/forward_position_controller/commands", 10)
         streaming = threading.Event()
         streaming.set()
@@ -182,20 +189,27 @@ class HostileClient(FollowJointTrajectoryTest):
                 publisher.publish(Float64MultiArray(data=command["data"]))
                 time.sleep(0.02)
 
+        # The transition through the service itself: the command line takes a second to start.
+        change_state = self.node.create_client(ChangeState, "/hil_node/change_state")
+        self.assertTrue(change_state.wait_for_service(timeout_sec=10.0))
         streamer = threading.Thread(target=stream, daemon=True)
         streamer.start()
         try:
-            time.sleep(0.5)
-            self.set_state("hil_node", "deactivate")
+            # Stopped on the way: once the arm has begun the step (the stream's first commands
+            # wait for discovery), long before it ends.
+            self.wait_joint_states(lambda m: set(MOTORS) <= set(m.name) and abs(
+                m.position[m.name.index("joint1")] - here[0]) > 0.005, "the step did not begin")
+            deactivating = change_state.call_async(ChangeState.Request(transition=Transition(id=Transition.TRANSITION_DEACTIVATE)))
+            rclpy.spin_until_future_complete(self.node, deactivating, timeout_sec=10.0)
+            self.assertTrue(deactivating.done() and deactivating.result().success, "deactivate failed")
             # The broadcaster's /joint_states keep the last state the node sent.
             stopped = self.positions(0.2)
-            self.assertTrue(abs(stopped[0] - here[0]) > 0.005, f"the step had not begun: {here} -> {stopped}")
-            self.assertTrue(abs(stopped[0] - target[0]) > 0.02, f"the step was over before the stop: {stopped}")
+            self.assertTrue(abs(stopped[0] - target[0]) > 0.01, f"the step was over before the stop: {stopped}")
             time.sleep(1.0)
             self.set_state("hil_node", "activate")
             # The stream still says the old target: the arm holds where it stopped.
-            held = self.assert_still(2.0, tolerance=0.01)
-            self.assertTrue(abs(held[0] - target[0]) > 0.02, f"the arm went on to the old target: {held}")
+            held = self.assert_still(2.0, tolerance=0.005)
+            self.assertTrue(abs(held[0] - target[0]) > 0.01, f"the arm went on to the old target: {held}")
             # A new command moves it.
             command["data"] = [held[0] + 0.02, held[1], held[2]]
             self.wait_joint_states(lambda m: set(MOTORS) <= set(m.name) and abs(

@@ -10,6 +10,7 @@ use arm_hil::nodes::arduino::{
     MAX_VELOCITY_RAD_S as TESTBENCH_SPEED,
 };
 use arm_hil::nodes::follower::goals::{DeviceGoals, Setpoint, TakesJointGoals};
+use arm_hil::nodes::follower::stream_gate::STREAM_GAP_S;
 use arm_hil::nodes::follower::{Follower, JointState};
 use arm_hil::nodes::stm32::{
     angles_command, targets_from_joint_state, Stm32NodeConfig, MAX_VELOCITY_RAD_S as STM32_SPEED,
@@ -163,6 +164,8 @@ pub(crate) fn run(seed: u64, kind: Kind) {
     let mut held_since_stop = false;
     // The stream's last command, and whether it is the stale one a stop closed the stream on.
     let mut stream: Option<Vec<f64>> = None;
+    // When the stream's last command came [s]: a pause longer than STREAM_GAP_S makes a new one.
+    let mut stream_at = f64::NEG_INFINITY;
     let mut stale: Option<Vec<f64>> = None;
     // A goal just accepted: where the joints were at its receipt, and when.
     let mut started: Option<(Vec<f64>, u64)> = None;
@@ -198,11 +201,20 @@ pub(crate) fn run(seed: u64, kind: Kind) {
                     (1, _) => device.positions.iter().map(|p| p + dice.range(-1.0, 1.0)).collect(),
                     _ => device.positions.iter().map(|p| p + dice.range(-0.05, 0.05)).collect(),
                 };
-                let offered = goals.offer_command(&positions, active);
-                if active && stale.as_ref() == Some(&positions) {
-                    assert!(offered.is_err(), "the command in force at the stop is followed again");
+                let now_s = now_ns as f64 * 1e-9;
+                let offered = goals.offer_command(&positions, now_s, active);
+                let unbroken = now_s - stream_at <= STREAM_GAP_S;
+                if active && unbroken && stale.as_ref() == Some(&positions) {
+                    assert!(offered.is_err(), "the stream's command in force at the stop is followed again");
                 }
-                stream = Some(positions.clone());
+                (stream, stream_at) = (Some(positions.clone()), now_s);
+                // The gate: commands while inactive after a stop are stale too; one that passes
+                // while active opens it.
+                match (active, offered.is_ok()) {
+                    (false, _) if held_since_stop => stale = Some(positions.clone()),
+                    (true, true) => stale = None,
+                    _ => {}
+                }
                 if active && offered.is_ok() {
                     let sent = match kind {
                         Kind::Stm32 => targets_from_joint_state(&device.names, &positions, &device.names)

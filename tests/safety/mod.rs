@@ -19,7 +19,7 @@ pub(crate) fn cases(node: &str, case: impl Fn(u64)) {
     let seeds: Vec<u64> = match std::env::var("ARM_HIL_SAFETY_SEED").ok().and_then(|seed| seed.parse().ok()) {
         Some(seed) => vec![seed],
         None => {
-            let count = std::env::var("ARM_HIL_SAFETY_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(1500);
+            let count = std::env::var("ARM_HIL_SAFETY_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(1000);
             (0..count).collect()
         }
     };

@@ -254,10 +254,10 @@ impl<G: Clone> DeviceGoals<G> {
         DeviceGoals { goals: JointGoals::new(follower), stream: StreamGate::default(), taking_over }
     }
 
-    /// A `~/joint_command` of `positions` that came while the node takes commands (`taking`) or
-    /// not: whether it is to go out ([`StreamGate::offer`]).
-    pub fn offer_command(&mut self, positions: &[f64], taking: bool) -> Result<(), String> {
-        self.stream.offer(positions, taking)
+    /// A `~/joint_command` of `positions` that came at `now_s` [s] while the node takes
+    /// commands (`taking`) or not: whether it is to go out ([`StreamGate::offer`]).
+    pub fn offer_command(&mut self, positions: &[f64], now_s: f64, taking: bool) -> Result<(), String> {
+        self.stream.offer(positions, now_s, taking)
     }
 
     /// A `~/joint_command` went out: it has the joints, and the goal followed ends.

@@ -1,16 +1,22 @@
 //! A command stream after a stop: ros2_control's topic-based hardware sends its controllers'
 //! commands every cycle, whatever became of the device, so the command in force when the device
-//! stopped, or when something else (a goal) took it over, keeps coming. That command is not
-//! followed again: the arm holds where it is until a command that differs from it comes.
+//! stopped, or when something else (a goal) took it over, keeps coming. While that stream goes on
+//! unbroken, its command is not followed again: the arm holds where it is until a command that
+//! differs from it comes. A command sent after the stream paused ([`STREAM_GAP_S`]) is a command
+//! sent anew (a person's, a script's), and is followed, whatever it says.
 
 /// Two commands this close in every joint [rad] are the same command.
 const SAME_RAD: f64 = 1e-9;
 
+/// The longest pause between two commands of one stream [s]: a controller streams at its
+/// update rate (tens to thousands of hertz), a person or a script sends again after longer.
+pub const STREAM_GAP_S: f64 = 0.5;
+
 /// Which commands of one stream are followed.
 #[derive(Debug, Clone, Default)]
 pub struct StreamGate {
-    /// The stream's last command, followed or not.
-    last: Option<Vec<f64>>,
+    /// The stream's last command, followed or not, and when it came [s].
+    last: Option<(Vec<f64>, f64)>,
     /// While closed, the command that is not followed again.
     stale: Option<Vec<f64>>,
     closed: bool,
@@ -22,27 +28,29 @@ fn same(a: &[f64], b: &[f64]) -> bool {
 
 impl StreamGate {
     /// The device stopped or another command took it over: the stream's command in force now
-    /// (and any that comes while the node takes none) is not followed again.
+    /// (and any that comes while the node takes none) is not followed again while it goes on.
     pub fn close(&mut self) {
         self.closed = true;
-        self.stale = self.last.clone();
+        self.stale = self.last.as_ref().map(|(positions, _)| positions.clone());
     }
 
-    /// A command of the stream (`positions`, in the device's order) that came while the node
-    /// takes commands (`taking`) or not: whether it is to be followed, or why not.
-    pub fn offer(&mut self, positions: &[f64], taking: bool) -> Result<(), String> {
-        self.last = Some(positions.to_vec());
+    /// A command of the stream (`positions`, in the device's order) that came at `now_s` [s]
+    /// while the node takes commands (`taking`) or not: whether it passes the gate (while the
+    /// node takes none, the caller refuses it anyway), or why not.
+    pub fn offer(&mut self, positions: &[f64], now_s: f64, taking: bool) -> Result<(), String> {
+        let unbroken = self.last.as_ref().is_some_and(|(_, at)| now_s - at <= STREAM_GAP_S);
+        self.last = Some((positions.to_vec(), now_s));
         if !self.closed {
             return Ok(());
         }
         match (taking, self.stale.as_deref()) {
             (false, _) => {
-                self.stale = self.last.clone();
+                self.stale = Some(positions.to_vec());
                 Ok(())
             }
-            (true, Some(stale)) if same(stale, positions) => {
-                Err("the command in force when the arm stopped or was taken over is not followed again: \
-                 the arm holds until a different command comes"
+            (true, Some(stale)) if unbroken && same(stale, positions) => {
+                Err("the command in force when the arm stopped or was taken over is not followed again while \
+                 its stream goes on: the arm holds until a different command comes"
                     .to_owned())
             }
             (true, _) => {
@@ -57,37 +65,52 @@ impl StreamGate {
 mod tests {
     use super::*;
 
+    /// A controller's stream: 100 Hz.
+    const PERIOD_S: f64 = 0.01;
+
     #[test]
     fn an_open_stream_is_followed() {
         let mut gate = StreamGate::default();
-        assert_eq!(gate.offer(&[0.1, 0.2], true), Ok(()));
-        assert_eq!(gate.offer(&[0.1, 0.2], true), Ok(()));
+        assert_eq!(gate.offer(&[0.1, 0.2], 0.0, true), Ok(()));
+        assert_eq!(gate.offer(&[0.1, 0.2], PERIOD_S, true), Ok(()));
     }
 
     #[test]
-    fn after_a_stop_the_command_in_force_is_not_followed_until_one_differs() {
+    fn after_a_stop_the_streams_command_in_force_is_not_followed_until_one_differs() {
         let mut gate = StreamGate::default();
-        gate.offer(&[0.1, 0.2], true).unwrap();
+        gate.offer(&[0.1, 0.2], 0.0, true).unwrap();
         gate.close();
-        assert!(gate.offer(&[0.1, 0.2], true).is_err());
-        assert!(gate.offer(&[0.1, 0.2], true).is_err(), "the stream repeats it: still held");
-        assert_eq!(gate.offer(&[0.1, 0.3], true), Ok(()));
-        assert_eq!(gate.offer(&[0.1, 0.2], true), Ok(()), "open again: the old one is a new command now");
+        assert!(gate.offer(&[0.1, 0.2], PERIOD_S, true).is_err());
+        assert!(gate.offer(&[0.1, 0.2], 2.0 * PERIOD_S, true).is_err(), "the stream repeats it: still held");
+        assert_eq!(gate.offer(&[0.1, 0.3], 3.0 * PERIOD_S, true), Ok(()));
+        assert_eq!(
+            gate.offer(&[0.1, 0.2], 4.0 * PERIOD_S, true),
+            Ok(()),
+            "open again: the old one is a new command now"
+        );
     }
 
     #[test]
-    fn commands_sent_while_the_node_takes_none_are_stale_too() {
+    fn commands_streamed_while_the_node_takes_none_are_stale_too() {
         let mut gate = StreamGate::default();
         gate.close();
-        assert_eq!(gate.offer(&[0.5], false), Ok(()), "the node refuses it for being inactive");
-        assert!(gate.offer(&[0.5], true).is_err(), "pending at re-activation: not followed");
-        assert_eq!(gate.offer(&[0.6], true), Ok(()));
+        assert_eq!(gate.offer(&[0.5], 0.0, false), Ok(()), "the node refuses it for being inactive");
+        assert!(gate.offer(&[0.5], PERIOD_S, true).is_err(), "pending at re-activation: not followed");
+        assert_eq!(gate.offer(&[0.6], 2.0 * PERIOD_S, true), Ok(()));
+    }
+
+    #[test]
+    fn the_same_command_sent_anew_after_a_pause_is_followed() {
+        let mut gate = StreamGate::default();
+        gate.offer(&[0.1, 0.2], 0.0, true).unwrap();
+        gate.close();
+        assert_eq!(gate.offer(&[0.1, 0.2], 0.1 + STREAM_GAP_S, true), Ok(()), "a person sent it again");
     }
 
     #[test]
     fn with_no_command_before_the_stop_the_first_is_followed() {
         let mut gate = StreamGate::default();
         gate.close();
-        assert_eq!(gate.offer(&[0.5], true), Ok(()));
+        assert_eq!(gate.offer(&[0.5], 0.0, true), Ok(()));
     }
 }

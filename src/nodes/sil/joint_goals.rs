@@ -150,7 +150,7 @@ impl JointCommands {
         positions: &[f64],
     ) -> Result<Trajectory, String> {
         let motors = commanded_positions(&JOINT_NAMES[..3], names, positions)?;
-        self.gate.offer(&motors, reference.is_ok())?;
+        self.gate.offer(&motors, now_s, reference.is_ok())?;
         let (x, xd) = reference?;
         let target = platform_point(robot, &motors, &x)?;
         // The stream's own velocity, from the command before unless it came before a pause.
