@@ -9,8 +9,12 @@
 # joint_trajectory_controller, forward_command_controller, position_controllers) and
 # PickNikRobotics/topic_based_ros2_control, the hardware plugin between them and the nodes.
 # With FASTDDS=1 also Fast DDS and rmw_fastrtps_cpp beside Cyclone (which stays the default RMW).
+# With MOVEIT=1 (which needs ROS2_CONTROL=1: MoveIt builds on its generate_parameter_library, RSL,
+# angles and backward_ros) also what a move_group node needs: moveit_core, moveit_ros_planning,
+# moveit_ros_move_group, moveit_kinematics (KDL), moveit_planners_ompl,
+# moveit_simple_controller_manager and moveit_configs_utils for launch files.
 #
-# Usage: [DISTRO=jazzy|humble] [ROS2_CONTROL=1] [FASTDDS=1] MIRRORS=DIR tools/ros_underlay.sh [ROOT]
+# Usage: [DISTRO=jazzy|humble] [ROS2_CONTROL=1] [FASTDDS=1] [MOVEIT=1] MIRRORS=DIR tools/ros_underlay.sh [ROOT]
 #   ROOT defaults to ~/ros_DISTRO, where .ci/run finds it and runs the ROS suite over it.
 #   MIRRORS holds a bare clone of every repository it needs, at MIRRORS/OWNER+NAME/repo (where
 #   GitHub is reachable: git clone --bare https://github.com/OWNER/NAME MIRRORS/OWNER+NAME/repo).
@@ -27,6 +31,11 @@
 # FASTDDS=1 (measured 2026-11-26): a new Jazzy underlay with ROS2_CONTROL=1 FASTDDS=1 (and sros2),
 # 208 packages, took 61 min 1 s: Fast DDS compiles for 27 min of it, and all from rmw_implementation
 # up waits for it.
+# MOVEIT=1 over that Jazzy underlay (measured 2026-11-26): 38 min of building in its last two runs
+# (21.5 min for its first 25 packages, moveit_msgs 13 min of that; then 17.7 min moveit_core, 15.3 min
+# moveit_ros_planning, 7 min moveit_planners_ompl, 6.7 min moveit_ros_move_group, and the control
+# packages again for generate_parameter_library 0.4.0), some 70 min with the runs that stopped on
+# what is fixed here. Humble with FASTDDS=1 MOVEIT=1: not yet built or timed.
 #
 # The distros differ in (worked out here, and chosen below):
 # - Jazzy builds rosidl_core and rosidl_dynamic_typesupport; Humble has neither.
@@ -57,7 +66,7 @@
 #   it needed sdformat_urdf (4.20 on, and so Gazebo's libraries), and the releases of its month
 #   (October 2024) of the rest: ros2_controllers 4.15.0 (4.19.0 includes realtime_tools' .hpp
 #   headers, which only its 2.10 on have), realtime_tools 2.7.0, control_toolbox 3.3.0 (with ros/filters),
-#   generate_parameter_library 0.4.0 (January 2025, after 0.3.9 of October 2024:
+#   generate_parameter_library 0.4.0 (January 2025; its 0.3.9 of October 2024 served until MoveIt:
 #   0.4.0 is the first to put the generated headers under include/PACKAGE/, where MoveIt 2.12
 #   includes them, and it keeps the old paths, which ros2_control 4.19 includes). Humble takes the
 #   heads of the humble branches. Both take topic_based_ros2_control 0.3.0, which builds against
@@ -83,6 +92,23 @@
 #   the generators, then configures and builds those packages again (--cmake-force-configure)
 #   before the usual build. By hand the same is `colcon build --packages-above
 #   rosidl_typesupport_fastrtps_cpp --cmake-force-configure`, which also rebuilds all above them.
+# - MoveIt (MOVEIT=1, with ROS2_CONTROL=1): Jazzy takes moveit2 2.12.3, not 2.12.4 (Jazzy's latest
+#   release): 2.12.4 links the target ompl::ompl, which OMPL has only from 1.7.0 on, where 2.12.3
+#   still takes OMPL_INCLUDE_DIRS and OMPL_LIBRARIES, so it builds with Debian's libompl-dev 1.5.2
+#   (every OMPL planner class it names is in 1.5.2) instead of a 10 min OMPL build; moveit_msgs
+#   2.6.0 and tier4/osqp_vendor 0.2.0, whose clone of osqp v0.6.2 and its qdldl submodule comes
+#   from the mirrors (ROOT/third_party/osqp, put where the vendor's ExternalProject takes a URL).
+#   Humble takes moveit2 2.5.9 (with Debian's OMPL as well; it has no osqp) and moveit_msgs 2.2.1,
+#   Humble's releases. Both take srdfdom 2.0.7, object_recognition_msgs 2.0.0, launch_param_builder
+#   0.1.1 (moveit_configs_utils imports it), the ros2 branches of octomap_msgs (2.0.0),
+#   geometric_shapes (2.3.2), random_numbers (2.0.1), eigen_stl_containers (1.0.0) and xacro (2.0.10;
+#   launch_param_builder imports it), as their mirrors hold them (rosdistro has newer releases,
+#   untagged there), ruckig v0.9.2 (its examples and tests off, through a colcon.pkg), and resource_retriever:
+#   rolling's head (3.4.0, Jazzy's first release, which the mirror holds for want of a jazzy
+#   branch; it is also what shared/tools/rviz_underlay.sh takes) on Jazzy, humble on Humble; its
+#   libcurl_vendor takes Debian's libcurl4-openssl-dev and downloads nothing. Debian gives FCL,
+#   OctoMap, Assimp, Bullet, Qhull, fmt and Boost (Boost.Random too, for random_numbers). moveit_ros_planning_interface (MoveGroupInterface)
+#   is left out: it would add warehouse_ros and moveit_ros_warehouse, and move_group needs neither.
 set -euo pipefail
 mirror="${MIRRORS:?set MIRRORS to the folder that holds the bare clones, MIRRORS/OWNER+NAME/repo}"
 distro="${DISTRO:-jazzy}"
@@ -139,9 +165,23 @@ if [ "${FASTDDS:-0}" = 1 ]; then
   repos="$repos ros2/rmw_fastrtps:$d ros2/rosidl_typesupport_fastrtps:$d"
   fastdds_packages="rmw_fastrtps_cpp rmw_fastrtps_dynamic_cpp"
 fi
+if [ "${MOVEIT:-0}" = 1 ]; then
+  [ "${ROS2_CONTROL:-0}" = 1 ] || { echo "MOVEIT=1 needs ROS2_CONTROL=1 (generate_parameter_library, RSL, angles...)" >&2; exit 1; }
+  case "$distro" in
+    jazzy) repos="$repos moveit/moveit2:2.12.3 moveit/moveit_msgs:2.6.0 ros/resource_retriever:rolling
+                  tier4/osqp_vendor:0.2.0"
+           moveit_extra="osqp/osqp osqp/qdldl" ;;
+    humble) repos="$repos moveit/moveit2:2.5.9 moveit/moveit_msgs:2.2.1 ros/resource_retriever:humble" ;;
+  esac
+  repos="$repos wg-perception/object_recognition_msgs:2.0.0 OctoMap/octomap_msgs:ros2 moveit/srdfdom:2.0.7
+         moveit/geometric_shapes:ros2 moveit/random_numbers:ros2 ros/eigen_stl_containers:ros2 pantor/ruckig:v0.9.2
+         PickNikRobotics/launch_param_builder:0.1.1 ros/xacro:ros2"
+  moveit_packages="moveit_ros_move_group moveit_planners_ompl moveit_kinematics moveit_simple_controller_manager
+                   moveit_configs_utils"
+fi
 extra="foxglove/mcap cameron314/readerwriterqueue cameron314/concurrentqueue lz4/lz4 jbeder/yaml-cpp osrf/osrf_pycommon yaml/libyaml"
 missing=""
-for r in $repos $extra; do
+for r in $repos $extra ${moveit_extra:-}; do
   name="${r%%:*}"; [ -d "$mirror/${name/\//+}/repo" ] || missing="$missing $name"
 done
 [ -z "$missing" ] || { echo "clone these into $mirror first:$missing" >&2; exit 1; }
@@ -205,6 +245,22 @@ fi
   "s|GIT_REPOSITORY https://github.com/foonathan/memory.git|GIT_REPOSITORY $mirror/foonathan+memory/repo|" \
   "$root/src/foonathan_memory_vendor/CMakeLists.txt"
 
+# osqp_vendor (MoveIt on Jazzy) would clone osqp v0.6.2 and its qdldl submodule: a copy of both from the
+# mirrors instead, and ruckig builds neither its examples nor its tests (both on by default).
+if [ -f "$root/src/osqp_vendor/CMakeLists.txt" ] && [ ! -d "$tp/osqp" ]; then
+  mkdir -p "$tp/osqp.part/lin_sys/direct/qdldl/qdldl_sources"
+  git --git-dir="$mirror/osqp+osqp/repo" archive v0.6.2 | tar -x -C "$tp/osqp.part"
+  git --git-dir="$mirror/osqp+qdldl/repo" archive \
+    "$(git --git-dir="$mirror/osqp+osqp/repo" rev-parse v0.6.2:lin_sys/direct/qdldl/qdldl_sources)" \
+    | tar -x -C "$tp/osqp.part/lin_sys/direct/qdldl/qdldl_sources"
+  mv "$tp/osqp.part" "$tp/osqp"
+fi
+if [ -f "$root/src/osqp_vendor/CMakeLists.txt" ]; then
+  sed -i -e "s|GIT_REPOSITORY https://github.com/osqp/osqp.git|URL $tp/osqp|" -e '/GIT_TAG \${git_tag}/d' \
+    -e '/GIT_SHALLOW ON/d' "$root/src/osqp_vendor/CMakeLists.txt"
+fi
+[ ! -d "$root/src/ruckig" ] || echo '{"cmake-args": ["-DBUILD_EXAMPLES=OFF", "-DBUILD_TESTS=OFF"]}' > "$root/src/ruckig/colcon.pkg"
+
 # Test-only packages stay out (BUILD_TESTING is off).
 for p in rcl_interfaces/test_msgs rmw_implementation/test_rmw_implementation rosbag2/rosbag2_test_common \
     rosbag2/rosbag2_test_msgdefs rosbag2/rosbag2_tests rosbag2/rosbag2_performance rosbag2/rosbag2_examples \
@@ -217,6 +273,10 @@ apt-get install -y -qq cmake g++ python3-venv python3-dev libyaml-dev libspdlog-
   libssl-dev libsqlite3-dev libzstd-dev liblz4-dev libyaml-cpp-dev pybind11-dev libclang-dev bison libconsole-bridge-dev libeigen3-dev liborocos-kdl-dev libtinyxml-dev \
   >/dev/null
 [ "${FASTDDS:-0}" != 1 ] || apt-get install -y -qq libasio-dev libfoonathan-memory-dev >/dev/null
+[ "${MOVEIT:-0}" != 1 ] || apt-get install -y -qq libfcl-dev liboctomap-dev libassimp-dev libbullet-dev libqhull-dev \
+  libompl-dev libcurl4-openssl-dev libfmt-dev pkg-config libboost-filesystem-dev libboost-date-time-dev \
+  libboost-program-options-dev libboost-system-dev libboost-thread-dev libboost-iostreams-dev libboost-chrono-dev \
+  libboost-regex-dev libboost-serialization-dev libboost-random-dev >/dev/null
 [ "${ROS2_CONTROL:-0}" != 1 ] || apt-get install -y -qq libboost-dev libfmt-dev libdw-dev libcap-dev libexpected-dev python3-pygraphviz >/dev/null
 if [ ! -d "$root/venv" ]; then
   python3 -m venv --system-site-packages "$root/venv"
@@ -281,7 +341,8 @@ targets="rclpy rmw_cyclonedds_cpp ros2cli ros2topic ros2param ros2node ros2run r
     ros2launch ros2action ros2interface ros2service ros2lifecycle launch_ros sensor_msgs trajectory_msgs diagnostic_msgs geometry_msgs std_msgs nav_msgs
     std_srvs visualization_msgs ros_environment
     rosgraph_msgs ros2bag rosbag2_storage_mcap $sqlite rosbag2_transport
-    robot_state_publisher tf2_ros tf2_msgs control_msgs sros2 ${control_packages:-} ${fastdds_packages:-}"
+    robot_state_publisher tf2_ros tf2_msgs control_msgs sros2 ${control_packages:-} ${fastdds_packages:-}
+    ${moveit_packages:-}"
 # Sources taken again at another commit: they and everything above them among the targets are
 # configured anew (CMake does not notice that, say, generate_parameter_library's code generation changed).
 [ -z "${retaken:-}" ] || build --packages-up-to $targets --cmake-force-configure \
