@@ -105,7 +105,7 @@
 #   launch_param_builder imports it), as their mirrors hold them (rosdistro has newer releases,
 #   untagged there), ruckig v0.9.2 (its examples and tests off, through a colcon.pkg), and resource_retriever:
 #   rolling's head (3.4.0, Jazzy's first release, which the mirror holds for want of a jazzy
-#   branch; it is also what shared/tools/rviz_underlay.sh takes) on Jazzy, humble on Humble; its
+#   branch; the same one an rviz2 build on top of this underlay takes) on Jazzy, humble on Humble; its
 #   libcurl_vendor takes Debian's libcurl4-openssl-dev and downloads nothing. Debian gives FCL,
 #   OctoMap, Assimp, Bullet, Qhull, fmt and Boost (Boost.Random too, for random_numbers). moveit_ros_planning_interface (MoveGroupInterface)
 #   is left out: it would add warehouse_ros and moveit_ros_warehouse, and move_group needs neither.
