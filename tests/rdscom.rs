@@ -151,6 +151,20 @@ fn an_unanswered_request_is_resent_every_second_three_times_then_reported() {
 }
 
 #[test]
+fn a_flood_of_acknowledged_requests_is_refused_past_the_bound_and_told() {
+    let start = Instant::now();
+    let mut link = RdscomLink::new(RdscomConfig::default(), PrototypeTable::document(), start);
+    for _ in 0..RdscomLink::MAX_PENDING {
+        link.request(start, "ControlGo", vec![Value::Int(5)]).unwrap();
+    }
+    let refused = link.request(start, "ControlGo", vec![Value::Int(5)]).unwrap_err();
+    assert!(refused.to_string().contains("flood"), "{refused}");
+    link.handle_request(start, "ControlGo", vec![Value::Int(5)]);
+    let told = std::iter::from_fn(|| link.poll_event()).find(|e| matches!(e, RdscomEvent::Refused { .. }));
+    assert!(matches!(told, Some(RdscomEvent::Refused { ref prototype, .. }) if prototype == "ControlGo"), "{told:?}");
+}
+
+#[test]
 fn a_late_acknowledgement_ends_the_retries() {
     let start = Instant::now();
     let table = PrototypeTable::document();

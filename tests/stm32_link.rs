@@ -162,6 +162,40 @@ fn out_of_range_targets_and_gains_are_refused_before_sending() {
 }
 
 #[test]
+fn a_setpoint_flood_sends_only_the_latest_angles_and_the_outbox_is_bounded() {
+    let now = Instant::now();
+    let mut link = Stm32Link::new(Stm32Config::default(), now);
+    for k in 0..1000 {
+        link.send(&Command::SetJointAngles { shoulder: k as f32 * 1e-3, elbow: 0.0 }).unwrap();
+    }
+    link.send(&Command::SetMode(arm_hil::protocol::stm32::ControlMode::Position)).unwrap();
+    let mut bytes = Vec::new();
+    while link.poll_transmit(now, &mut bytes) {}
+    let mut decoder = PacketDecoder::new();
+    decoder.push(&bytes);
+    let sent: Vec<Command> = std::iter::from_fn(|| decoder.poll_packet()).map(|p| p.command().unwrap()).collect();
+    assert_eq!(
+        sent,
+        [
+            Command::SetJointAngles { shoulder: 999.0 * 1e-3, elbow: 0.0 },
+            Command::SetMode(arm_hil::protocol::stm32::ControlMode::Position)
+        ],
+        "the latest setpoint, in its turn"
+    );
+
+    for _ in 0..Stm32Link::MAX_OUTBOX {
+        link.send(&Command::CalibrateImu).unwrap();
+    }
+    assert!(matches!(link.send(&Command::SystemReset), Err(CommandError::Busy { .. })));
+    link.handle_command(&Command::SystemReset);
+    let refused = std::iter::from_fn(|| link.poll_event()).find(|e| matches!(e, LinkEvent::CommandFailed { .. }));
+    assert!(
+        matches!(&refused, Some(LinkEvent::CommandFailed { command: kind::SYSTEM_RESET, reason }) if reason.contains("flood")),
+        "{refused:?}"
+    );
+}
+
+#[test]
 fn imu_readings_are_converted_to_si() {
     let start = Instant::now();
     let expect = |units: ImuUnits, accel_z: f64, gyro_x: f64| {

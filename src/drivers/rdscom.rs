@@ -23,8 +23,7 @@ impl SerialLink for RdscomLink {
     type Event = RdscomEvent;
 
     fn handle_command(&mut self, now: Instant, command: Request) {
-        // Requests were checked against the table by the commander.
-        let _ = self.request(now, &command.prototype, command.values);
+        self.handle_request(now, &command.prototype, command.values);
     }
     fn handle_port_opened(&mut self, _now: Instant) {}
     fn handle_port_lost(&mut self, _now: Instant) {

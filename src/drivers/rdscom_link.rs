@@ -61,6 +61,15 @@ pub enum RdscomLinkState {
     Lost,
 }
 
+/// A request refused before it was sent.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RequestError {
+    #[error(transparent)]
+    Encode(#[from] EncodeError),
+    #[error("{pending} requests wait for their acknowledgement: a request flood is refused")]
+    Busy { pending: usize },
+}
+
 /// What the link reports.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RdscomEvent {
@@ -81,6 +90,11 @@ pub enum RdscomEvent {
     Failed {
         prototype: u8,
         number: u16,
+    },
+    /// A request another thread sent was refused before it was sent.
+    Refused {
+        prototype: String,
+        reason: String,
     },
     /// A message from the MCU (requests it makes, responses that are not acks, errors).
     Received(Message),
@@ -152,11 +166,18 @@ impl RdscomLink {
         self.set_state(RdscomLinkState::Lost);
     }
 
+    /// The most requests that wait for their acknowledgement: past it a request is refused.
+    pub const MAX_PENDING: usize = 64;
+
     /// Sends a request of prototype `name` with `values`; if the prototype requires it, the
-    /// request is tracked for its acknowledgement. Returns the message number.
-    pub fn request(&mut self, now: Instant, name: &str, values: Vec<Value>) -> Result<u16, EncodeError> {
+    /// request is tracked for its acknowledgement, unless [`RdscomLink::MAX_PENDING`] already
+    /// wait. Returns the message number.
+    pub fn request(&mut self, now: Instant, name: &str, values: Vec<Value>) -> Result<u16, RequestError> {
         let prototype = self.table().by_name(name).ok_or(EncodeError::UnknownPrototype(u8::MAX))?;
         let (id, ack) = (prototype.id, prototype.ack);
+        if ack && self.pending.len() >= Self::MAX_PENDING {
+            return Err(RequestError::Busy { pending: self.pending.len() });
+        }
         let number = self.next_number;
         let message = Message { kind: FrameType::Request, prototype: id, number, values };
         let mut bytes = Vec::with_capacity(32);
@@ -175,6 +196,14 @@ impl RdscomLink {
         }
         self.outbox.push_back(bytes);
         Ok(number)
+    }
+
+    /// Sends a request another thread sent ([`RdscomLink::request`]); one refused is told as
+    /// [`RdscomEvent::Refused`].
+    pub fn handle_request(&mut self, now: Instant, name: &str, values: Vec<Value>) {
+        if let Err(error) = self.request(now, name, values) {
+            self.events.push_back(RdscomEvent::Refused { prototype: name.to_owned(), reason: error.to_string() });
+        }
     }
 
     /// Received bytes.

@@ -19,8 +19,7 @@ impl SerialLink for Stm32Link {
     type Event = LinkEvent;
 
     fn handle_command(&mut self, _now: Instant, command: Command) {
-        // Commands were validated by the commander.
-        let _ = self.send(&command);
+        Stm32Link::handle_command(self, &command);
     }
     fn handle_port_opened(&mut self, now: Instant) {
         Stm32Link::handle_port_opened(self, now);

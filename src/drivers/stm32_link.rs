@@ -166,6 +166,8 @@ pub enum LinkEvent {
 pub enum CommandError {
     #[error("{what} = {value} is outside [{min}, {max}]")]
     OutOfRange { what: &'static str, value: f64, min: f64, max: f64 },
+    #[error("{queued} packets are waiting for the wire: a command flood is refused")]
+    Busy { queued: usize },
 }
 
 /// The protocol's limits (docs/stm32.md): the joints' angle either way [rad], the gains.
@@ -214,6 +216,8 @@ pub fn validate_command(command: &Command) -> Result<(), CommandError> {
 /// A packet waiting to be written; user commands are tracked for their ACK.
 #[derive(Debug, Clone)]
 struct Outgoing {
+    /// The command's type.
+    kind: u8,
     bytes: Vec<u8>,
     /// The command type and the resends it has left, for commands that expect an ACK.
     tracked: Option<(u8, u32)>,
@@ -291,15 +295,34 @@ impl Stm32Link {
         self.decoder.stats()
     }
 
-    /// Queues a user command after validating it.
+    /// The most packets the outbox holds: past it a command is refused.
+    pub const MAX_OUTBOX: usize = 64;
+
+    /// Queues a user command after validating it. Both joints' angles replace both joints'
+    /// angles still queued, so that a stream faster than the wire sends its latest setpoint,
+    /// never a backlog of stale ones; past [`Stm32Link::MAX_OUTBOX`] a command is refused.
     pub fn send(&mut self, command: &Command) -> Result<(), CommandError> {
         validate_command(command)?;
+        if command.kind() == kind::SET_JOINT_ANGLES {
+            self.outbox.retain(|queued| queued.kind != kind::SET_JOINT_ANGLES);
+        }
+        if self.outbox.len() >= Self::MAX_OUTBOX {
+            return Err(CommandError::Busy { queued: self.outbox.len() });
+        }
         let mut bytes = Vec::with_capacity(32);
         encode_command(command, &mut bytes);
         // GET_TELEMETRY is answered with telemetry, not an ACK.
         let tracked = (command.kind() != kind::GET_TELEMETRY).then_some((command.kind(), self.config.command_retries));
-        self.outbox.push_back(Outgoing { bytes, tracked });
+        self.outbox.push_back(Outgoing { kind: command.kind(), bytes, tracked });
         Ok(())
+    }
+
+    /// Queues a command another thread sent ([`Stm32Link::send`]); one refused is told as
+    /// [`LinkEvent::CommandFailed`].
+    pub fn handle_command(&mut self, command: &Command) {
+        if let Err(error) = self.send(command) {
+            self.events.push_back(LinkEvent::CommandFailed { command: command.kind(), reason: error.to_string() });
+        }
     }
 
     /// The port was (re)opened: start polling at once.
@@ -366,8 +389,11 @@ impl Stm32Link {
         if retryable && refused.retries_left > 0 {
             let attempt = self.config.command_retries - refused.retries_left + 1;
             self.events.push_back(LinkEvent::Resent { command: refused.kind, attempt });
-            self.outbox
-                .push_front(Outgoing { bytes: refused.bytes, tracked: Some((refused.kind, refused.retries_left - 1)) });
+            self.outbox.push_front(Outgoing {
+                kind: refused.kind,
+                bytes: refused.bytes,
+                tracked: Some((refused.kind, refused.retries_left - 1)),
+            });
             return;
         }
         let reason = match code {
@@ -484,12 +510,12 @@ impl Stm32Link {
     fn queue_get_telemetry(&mut self) {
         let mut bytes = Vec::with_capacity(4);
         encode_command(&Command::GetTelemetry, &mut bytes);
-        self.outbox.push_back(Outgoing { bytes, tracked: None });
+        self.outbox.push_back(Outgoing { kind: kind::GET_TELEMETRY, bytes, tracked: None });
     }
 
     /// The next packet to write into `buf`; false when there is none.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> bool {
-        let Some(Outgoing { bytes, tracked }) = self.outbox.pop_front() else { return false };
+        let Some(Outgoing { bytes, tracked, .. }) = self.outbox.pop_front() else { return false };
         buf.extend_from_slice(&bytes);
         if let Some((kind, retries_left)) = tracked {
             if self.in_flight.len() == Self::MAX_IN_FLIGHT {

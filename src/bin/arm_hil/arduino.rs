@@ -113,6 +113,7 @@ fn print_event(event: &DriverEvent, table: &PrototypeTable, json: bool) -> anyho
         DriverEvent::Link(RdscomEvent::Failed { prototype, number }) => {
             Line::Failed { prototype: name(*prototype), number: *number }
         }
+        DriverEvent::Link(RdscomEvent::Refused { prototype, reason }) => Line::Refused { input: prototype, reason },
         DriverEvent::Link(RdscomEvent::Received(message)) => message_line(message),
         DriverEvent::PortOpened { path } => Line::PortOpened { path },
         DriverEvent::PortUnavailable { path, reason, retry_in } => {

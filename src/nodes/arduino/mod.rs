@@ -281,6 +281,9 @@ pub fn track_link(health: &mut LinkReport, event: &DriverEvent) {
         DriverEvent::Link(RdscomEvent::Failed { prototype, number }) => {
             health.failed_request(format!("request {prototype} #{number} got no acknowledgement"))
         }
+        DriverEvent::Link(RdscomEvent::Refused { prototype, reason }) => {
+            health.failed_request(format!("request {prototype} refused: {reason}"))
+        }
         DriverEvent::PortUnavailable { reason, .. } => health.port_error(reason.clone()),
         _ => {}
     }
@@ -405,6 +408,9 @@ fn log_event(event: &DriverEvent, table: &PrototypeTable) {
         DriverEvent::Link(RdscomEvent::StateChanged(to)) => log::info!("link {to:?}"),
         DriverEvent::Link(RdscomEvent::Failed { prototype, number }) => {
             log::error!("request {prototype} #{number} got no acknowledgement")
+        }
+        DriverEvent::Link(RdscomEvent::Refused { prototype, reason }) => {
+            log::error!("request {prototype} refused: {reason}")
         }
         DriverEvent::PortUnavailable { path, reason, .. } => log::warn!("port {path}: {reason}"),
         _ => {}
