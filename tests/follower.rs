@@ -191,6 +191,25 @@ fn a_goals_cost_is_bounded_before_anything_is_allocated() {
     assert_eq!(refused(&mut follower, &crowd).code, ErrorCode::InvalidJoints, "checked by count first");
     let at_once = goal(NAMES, vec![point(0.0, [0.1, 0.0])]);
     assert!(refused(&mut follower, &at_once).reason.contains("ends at its receipt"));
+    // The wait for the joints at the end is bounded too: every goal ends.
+    let mut patient = goal(NAMES, vec![point(1.0, [0.1, 0.0])]);
+    patient.goal_time_tolerance_s = 2e9;
+    assert!(refused(&mut follower, &patient).reason.contains("goal_time_tolerance"));
+}
+
+#[test]
+fn a_goal_whose_joints_never_arrive_ends_within_the_goal_limits_even_with_no_goal_time() {
+    let joints = follower().joints().clone();
+    let defaults = Tolerances {
+        path: vec![JointTolerance::default(); 2],
+        goal: vec![JointTolerance { position: 0.01, velocity: 0.01 }; 2],
+        goal_time_s: 0.0,
+    };
+    let mut follower = Follower::new(joints, defaults, GoalLimits { max_points: 100, max_duration_s: 60.0 });
+    follower.accept(&goal(NAMES, vec![point(1.0, [0.1, 0.0])]), 0, &at([0.0, 0.0]), any).unwrap();
+    assert_eq!(follower.update(59 * S, &at([0.0, 0.0])).unwrap().ended, None, "it waits");
+    let ended = follower.update(61 * S, &at([0.0, 0.0])).unwrap().ended;
+    assert!(matches!(ended, Some(Outcome::Aborted { code: ErrorCode::GoalToleranceViolated, .. })), "{ended:?}");
 }
 
 #[test]
@@ -290,6 +309,29 @@ mod node_goals {
             "the hold, where it was"
         );
         assert_eq!(goals.tick(S + S / 10, at([0.1, 0.1])).command, None, "once");
+    }
+
+    #[test]
+    fn a_trajectory_on_the_topic_is_checked_and_followed_as_a_goal_and_an_empty_one_stops() {
+        use arm_hil::nodes::follower::goals::DeviceGoals;
+        let mut device = DeviceGoals::new(follower());
+        let trajectory = goal(NAMES, vec![point(1.0, [0.2, 0.4])]);
+        assert!(device.follow_trajectory(&trajectory, 0, true).is_err(), "nothing heard of the joints yet");
+        device.goals.observe(at([0.0, 0.0]));
+        assert!(device.follow_trajectory(&trajectory, 0, false).is_err(), "not while the node is inactive");
+        device.goals.accept("g1", &goal(NAMES, vec![point(2.0, [0.5, 0.5])]), 0, any).unwrap();
+        let too_fast = goal(NAMES, vec![point(0.01, [0.5, 0.5])]);
+        assert_eq!(device.follow_trajectory(&too_fast, 0, true).unwrap_err().code, ErrorCode::InvalidGoal);
+        assert_eq!(device.goals.goal(), Some(&"g1"), "a refused trajectory leaves the goal running");
+        let replaced = device.follow_trajectory(&trajectory, 0, true).unwrap();
+        assert!(matches!(replaced, Some(("g1", Outcome::Canceled { .. }))), "{replaced:?}");
+        assert_eq!(device.goals.tick(S / 2, at([0.1, 0.2])).command, Some(Setpoint::Follow(vec![0.1, 0.2])));
+        assert!(device.follow_trajectory(&goal(NAMES, Vec::new()), S / 2, true).unwrap().is_none());
+        let held = device.goals.tick(S / 2 + S / 10, at([0.11, 0.21])).command;
+        assert_eq!(held, Some(Setpoint::Hold(vec![0.1, 0.2])), "an empty trajectory holds where the joints were");
+        device.follow_trajectory(&trajectory, S, true).unwrap();
+        assert!(device.stopped("deactivated").is_none(), "no client to answer");
+        assert_eq!(device.goals.tick(2 * S, at([0.1, 0.2])).command, None, "a stop ends the trajectory");
     }
 
     #[test]

@@ -319,10 +319,7 @@ fn the_decimator_passes_one_sample_per_period_and_follows_a_restart() {
 
 #[test]
 fn stm32_driver_parameters_commands_and_imu_orientation() {
-    use arm_hil::nodes::stm32::{
-        command_for_parameter, imu_orientation, stm32_node_config, targets_from_joint_state,
-        targets_from_joint_trajectory,
-    };
+    use arm_hil::nodes::stm32::{command_for_parameter, imu_orientation, stm32_node_config, targets_from_joint_state};
     use arm_hil::protocol::stm32::{Command, ControlMode, Joint};
     let mut config = stm32_node_config(&params(&[
         ("port", ParamValue::String("/dev/ttyACM1".into())),
@@ -345,10 +342,6 @@ fn stm32_driver_parameters_commands_and_imu_orientation() {
     assert_eq!(one, Command::SetJointAngleSingle { joint: Joint::Elbow, angle: 0.3 });
     assert!(targets_from_joint_state(&["stm32_shoulder".into()], &[2.0], &names).unwrap_err().contains("outside"));
     assert!(targets_from_joint_state(&["wrist".into()], &[0.0], &names).is_err());
-    let schedule =
-        targets_from_joint_trajectory(&names, &[(vec![0.1, 0.2], 0.5), (vec![0.2, 0.3], 1.0)], &names).unwrap();
-    assert_eq!(schedule.len(), 2);
-    assert_eq!(schedule[1].0, 1.0);
 
     let gains = command_for_parameter(&mut config, "pid.shoulder.ki", &ParamValue::Double(0.5)).unwrap().unwrap();
     assert!(matches!(gains, Command::SetPidGains { shoulder, .. } if shoulder.ki == 0.5));

@@ -173,8 +173,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
 
     let pool = LocalPool::new();
     let setpoints = Arc::new(Mutex::new(TestbenchSetpoints::default()));
-    let goals: Goals =
-        Arc::new(Mutex::new(DeviceGoals::new(follower(&config).map_err(anyhow::Error::msg)?, Box::new(|| {}))));
+    let goals: Goals = Arc::new(Mutex::new(DeviceGoals::new(follower(&config).map_err(anyhow::Error::msg)?)));
     // FollowJointTrajectory's types are control_msgs', which the doc-only type-check lacks.
     #[cfg(not(feature = "ros-doc-only"))]
     let follow = follow_joint_trajectories(&mut node, &pool, goals.clone(), commanding.clone())?;

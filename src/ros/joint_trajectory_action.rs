@@ -17,9 +17,8 @@ use r2r::control_msgs::msg::{JointTolerance as ToleranceMsg, JointTrajectoryCont
 use r2r::trajectory_msgs::msg::JointTrajectoryPoint;
 use r2r::QosProfile;
 
-use super::seconds;
+use super::{seconds, trajectory_goal};
 use crate::nodes::follower::goals::{ControllerState, GoalEvent, Setpoint, TakesJointGoals, Tick};
-use crate::nodes::follower::spline::TrajectoryPoint;
 use crate::nodes::follower::{ErrorCode, Goal, JointTolerance, Outcome};
 
 type Action = FollowJointTrajectory::Action;
@@ -161,32 +160,16 @@ pub fn finish(mut goal: Handle, outcome: Outcome) {
     }
 }
 
-fn stamp_ns(stamp: &r2r::builtin_interfaces::msg::Time) -> u64 {
-    u64::try_from(stamp.sec).unwrap_or(0) * 1_000_000_000 + u64::from(stamp.nanosec)
-}
-
 fn tolerances(message: &[ToleranceMsg]) -> Vec<(String, JointTolerance)> {
     message.iter().map(|t| (t.name.clone(), JointTolerance { position: t.position, velocity: t.velocity })).collect()
 }
 
 fn goal_from_message(goal: &FollowJointTrajectory::Goal) -> Goal {
-    let trajectory = &goal.trajectory;
     Goal {
-        joint_names: trajectory.joint_names.clone(),
-        points: trajectory
-            .points
-            .iter()
-            .map(|point| TrajectoryPoint {
-                time_s: seconds(&point.time_from_start),
-                positions: point.positions.clone(),
-                velocities: point.velocities.clone(),
-                accelerations: point.accelerations.clone(),
-            })
-            .collect(),
-        stamp_ns: stamp_ns(&trajectory.header.stamp),
         path_tolerance: tolerances(&goal.path_tolerance),
         goal_tolerance: tolerances(&goal.goal_tolerance),
         goal_time_tolerance_s: seconds(&goal.goal_time_tolerance),
+        ..trajectory_goal(&goal.trajectory)
     }
 }
 

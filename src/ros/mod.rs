@@ -32,7 +32,7 @@ use futures::executor::{LocalPool, LocalSpawner};
 use futures::task::LocalSpawnExt;
 use futures::{Stream, StreamExt};
 use r2r::builtin_interfaces::msg::Duration as DurationMsg;
-use r2r::trajectory_msgs::msg::MultiDOFJointTrajectory;
+use r2r::trajectory_msgs::msg::{JointTrajectory, MultiDOFJointTrajectory};
 use r2r::{ParameterValue, QosProfile, ServiceRequest, WrappedServiceTypeSupport};
 
 use crate::nodes::params::{ParamValue, ROS_PARAMETERS};
@@ -205,6 +205,26 @@ pub fn seconds(duration: &DurationMsg) -> f64 {
     f64::from(duration.sec) + f64::from(duration.nanosec) * 1e-9
 }
 
+/// A JointTrajectory as the follower's goal, with the node's default tolerances.
+pub fn trajectory_goal(trajectory: &JointTrajectory) -> crate::nodes::follower::Goal {
+    let stamp = &trajectory.header.stamp;
+    crate::nodes::follower::Goal {
+        joint_names: trajectory.joint_names.clone(),
+        points: trajectory
+            .points
+            .iter()
+            .map(|point| crate::nodes::follower::spline::TrajectoryPoint {
+                time_s: seconds(&point.time_from_start),
+                positions: point.positions.clone(),
+                velocities: point.velocities.clone(),
+                accelerations: point.accelerations.clone(),
+            })
+            .collect(),
+        stamp_ns: u64::try_from(stamp.sec).unwrap_or(0) * 1_000_000_000 + u64::from(stamp.nanosec),
+        ..Default::default()
+    }
+}
+
 /// Now on the node's ROS clock (simulated time under `use_sim_time`) [ns since its epoch]: the
 /// time axis of what the node publishes.
 pub fn now_ns(clock: &Mutex<r2r::Clock>) -> u64 {
@@ -212,13 +232,22 @@ pub fn now_ns(clock: &Mutex<r2r::Clock>) -> u64 {
     u64::try_from(now.as_nanos()).unwrap_or(u64::MAX)
 }
 
+/// The shortest turn of [`spin`]'s loop: at most 1000 turns a second.
+pub const SPIN_PERIOD_MIN: Duration = Duration::from_millis(1);
+
 /// Spins `node` and runs `pool`'s tasks (the parameter services, subscriptions) on this thread
 /// until `stop` is set or the process gets SIGINT or SIGTERM (what `ros2 launch` escalates to
 /// and systemd sends); then sets `stop` for the node's other threads.
+///
+/// A turn of the loop takes at least [`SPIN_PERIOD_MIN`]: r2r 0.9.7's action servers never expire
+/// a finished goal, so from `result_timeout` (rcl's default, 10 s) after a goal's end the wait
+/// returns at once on every turn; unpaced, the thread would take a core.
 pub fn spin(mut node: r2r::Node, mut pool: LocalPool, stop: &Arc<AtomicBool>) -> anyhow::Result<()> {
     while !stop.load(Ordering::Relaxed) && !INTERRUPTED.load(Ordering::Relaxed) {
+        let turn = std::time::Instant::now();
         node.spin_once(Duration::from_millis(10));
         pool.run_until_stalled();
+        std::thread::sleep(SPIN_PERIOD_MIN.saturating_sub(turn.elapsed()));
     }
     stop.store(true, Ordering::Relaxed);
     Ok(())

@@ -16,7 +16,7 @@ use r2r::QosProfile;
 
 use super::lifecycle::{spin_managed, Supervisor};
 use super::params::serve_parameters;
-use super::{end_joint_goal, node_params, now_ns, ros_outputs, ros_params, seconds, JointGoalHandle};
+use super::{end_joint_goal, node_params, now_ns, ros_outputs, ros_params, trajectory_goal, JointGoalHandle};
 use crate::drivers::stm32::Stm32Commander;
 use crate::nodes::follower::goals::DeviceGoals;
 use crate::nodes::managed_driver::{Commanding, ManagedDriver};
@@ -24,10 +24,8 @@ use crate::nodes::param_server::ParameterServer;
 use crate::nodes::params::to_params;
 use crate::nodes::refusals::Refusals;
 use crate::nodes::stm32::topics::Stm32Topics;
-use crate::nodes::stm32::trajectory::{play_trajectories, PlayerRequest};
 use crate::nodes::stm32::{
-    command_for_parameter, follower, stm32_node_config, targets_from_joint_state, targets_from_joint_trajectory,
-    Stm32Arm, STM32_NODE_PARAMS,
+    command_for_parameter, follower, stm32_node_config, targets_from_joint_state, Stm32Arm, STM32_NODE_PARAMS,
 };
 use crate::protocol::stm32::Command;
 
@@ -95,11 +93,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let commanding = managed.commanding();
 
     let pool = LocalPool::new();
-    let (play, played) = channel();
-    let stop_playing = play.clone();
-    let taking_over = Box::new(move || drop(stop_playing.send(PlayerRequest::Stop)));
-    let goals: Goals =
-        Arc::new(Mutex::new(DeviceGoals::new(follower(&config).map_err(anyhow::Error::msg)?, taking_over)));
+    let goals: Goals = Arc::new(Mutex::new(DeviceGoals::new(follower(&config).map_err(anyhow::Error::msg)?)));
     // FollowJointTrajectory's types are control_msgs', which the doc-only type-check lacks.
     #[cfg(not(feature = "ros-doc-only"))]
     let managed = follow_joint_trajectories(&mut node, &pool, goals.clone(), managed)?;
@@ -127,7 +121,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
         }),
     )?;
 
-    let (joint_names, targets, command_goals) = (config.joint_names.clone(), commanding.clone(), goals);
+    let (joint_names, targets, command_goals) = (config.joint_names.clone(), commanding.clone(), goals.clone());
     let joint_commands = node.subscribe::<JointState>("~/joint_command", QosProfile::default())?;
     let (mut refusals, started) = (Refusals::default(), std::time::Instant::now());
     pool.spawner().spawn_local(joint_commands.for_each(move |message| {
@@ -146,19 +140,16 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
         futures::future::ready(())
     }))?;
 
-    let joint_names = config.joint_names.clone();
-    let trajectory_targets = commanding.clone();
-    let _player = std::thread::Builder::new()
-        .name("stm32-trajectory".into())
-        .spawn(move || play_trajectories(&played, |command| send(&trajectory_targets, command, "trajectory point")))?;
+    // A trajectory on `~/joint_trajectory` is followed as a goal is, with no client to answer.
+    let (trajectory_commanding, clock) = (commanding.clone(), node.get_ros_clock());
     let trajectories = node.subscribe::<JointTrajectory>("~/joint_trajectory", QosProfile::default())?;
     pool.spawner().spawn_local(trajectories.for_each(move |message| {
-        let points: Vec<(Vec<f64>, f64)> =
-            message.points.iter().map(|p| (p.positions.clone(), seconds(&p.time_from_start))).collect();
-        match targets_from_joint_trajectory(&message.joint_names, &points, &joint_names) {
-            // An empty trajectory stops the one playing.
-            Ok(schedule) if schedule.is_empty() => drop(play.send(PlayerRequest::Stop)),
-            Ok(schedule) => drop(play.send(PlayerRequest::Play(schedule))),
+        let followed = goals.lock().map_err(|_| "the node's goals are unavailable".to_owned()).and_then(|mut goals| {
+            let taking = trajectory_commanding.get().is_ok();
+            goals.follow_trajectory(&trajectory_goal(&message), now_ns(&clock), taking).map_err(|r| r.reason)
+        });
+        match followed {
+            Ok(replaced) => end_joint_goal(replaced),
             Err(error) => log::error!("~/joint_trajectory refused: {error}"),
         }
         futures::future::ready(())

@@ -157,7 +157,7 @@ fn control_done_prototype() -> u8 {
 pub(crate) fn run(seed: u64, kind: Kind) {
     let mut dice = Dice::new(seed);
     let (mut device, follower) = Device::new(kind);
-    let mut goals = DeviceGoals::<u64>::new(follower, Box::new(|| {}));
+    let mut goals = DeviceGoals::<u64>::new(follower);
     let mut book = GoalBook::stopped_below(0.01);
     let (mut now_ns, mut active) = (100 * S, true);
     // A stop with no command since: the device must not be commanded.

@@ -120,6 +120,27 @@ impl<G: Clone> JointGoals<G> {
         Ok((started, previous.zip(replaced)))
     }
 
+    /// Follows `goal`, received at `now_ns`, with no client to answer: a trajectory on the
+    /// node's `~/joint_trajectory` topic, taken as a trajectory controller takes one. Checked
+    /// as [`JointGoals::accept`] checks a goal, it replaces the goal followed, which comes back
+    /// cancelled; an empty trajectory stops what is followed, the joints holding where they are.
+    pub fn follow(&mut self, goal: &Goal, now_ns: u64) -> Result<Option<(G, Outcome)>, Refusal> {
+        let Some(actual) = self.actual.clone() else {
+            return Err(Refusal::new(ErrorCode::InvalidGoal, "the device has not reported its joints' state yet"));
+        };
+        let replaced = if goal.points.is_empty() {
+            let stopped = self.follower.cancel(&actual);
+            self.hold_pending = stopped.is_some();
+            stopped.map(|_| "stopped by an empty ~/joint_trajectory")
+        } else {
+            let plan = self.follower.validate(goal, now_ns, &actual)?;
+            self.hold_pending = false;
+            self.follower.start(plan).map(|_| "replaced by ~/joint_trajectory")
+        };
+        let replaced = replaced.map(|reason| Outcome::Canceled { reason: reason.into() });
+        Ok(self.goal.take().zip(replaced))
+    }
+
     /// Cancels the goal followed if `is_it` says it is the one: the joints hold where they are
     /// (commanded at the next step).
     pub fn cancel(&mut self, is_it: impl Fn(&G) -> bool) -> Option<(G, Outcome)> {
@@ -240,18 +261,17 @@ pub trait TakesJointGoals<G> {
 }
 
 /// The commands of a device that takes setpoints (stm32_driver, arduino_driver): its
-/// FollowJointTrajectory goals and its `~/joint_command` stream. A goal that takes over stops
-/// what the node played of its own (`taking_over`) and closes the stream; a command that goes
-/// out ends the goal followed; a stop ends it and closes the stream.
+/// FollowJointTrajectory goals, the trajectories of its `~/joint_trajectory` topic, and its
+/// `~/joint_command` stream. A goal or trajectory that takes over closes the stream; a command
+/// that goes out ends the goal or trajectory followed; a stop ends it and closes the stream.
 pub struct DeviceGoals<G> {
     pub goals: JointGoals<G>,
     stream: StreamGate,
-    taking_over: Box<dyn Fn() + Send>,
 }
 
 impl<G: Clone> DeviceGoals<G> {
-    pub fn new(follower: Follower, taking_over: Box<dyn Fn() + Send>) -> DeviceGoals<G> {
-        DeviceGoals { goals: JointGoals::new(follower), stream: StreamGate::default(), taking_over }
+    pub fn new(follower: Follower) -> DeviceGoals<G> {
+        DeviceGoals { goals: JointGoals::new(follower), stream: StreamGate::default() }
     }
 
     /// A `~/joint_command` of `positions` that came at `now_s` [s] while the node takes
@@ -260,13 +280,30 @@ impl<G: Clone> DeviceGoals<G> {
         self.stream.offer(positions, now_s, taking)
     }
 
-    /// A `~/joint_command` went out: it has the joints, and the goal followed ends.
+    /// A `~/joint_command` went out: it has the joints, and the goal or trajectory followed ends.
     pub fn command_sent(&mut self) -> Option<(G, Outcome)> {
         self.goals.end(Outcome::Canceled { reason: "replaced by ~/joint_command".into() })
     }
 
-    /// The node stops commanding (`why`): the goal followed ends, aborted, and the stream's
-    /// command in force is not followed again.
+    /// A `~/joint_trajectory` that came at `now_ns` while the node takes commands (`taking`):
+    /// followed as [`JointGoals::follow`] says, in place of the goal followed (which comes back)
+    /// and of the stream.
+    pub fn follow_trajectory(
+        &mut self,
+        goal: &Goal,
+        now_ns: u64,
+        taking: bool,
+    ) -> Result<Option<(G, Outcome)>, Refusal> {
+        if !taking {
+            return Err(Refusal::new(ErrorCode::InvalidGoal, "the node is not active"));
+        }
+        let replaced = self.goals.follow(goal, now_ns)?;
+        self.stream.close();
+        Ok(replaced)
+    }
+
+    /// The node stops commanding (`why`): the goal or trajectory followed ends (a goal
+    /// aborted), and the stream's command in force is not followed again.
     pub fn stopped(&mut self, why: &str) -> Option<(G, Outcome)> {
         self.stream.close();
         let reason = format!("{why}: the joints hold where they are");
@@ -278,7 +315,6 @@ impl<G: Clone> TakesJointGoals<G> for DeviceGoals<G> {
     fn accept_joint_goal(&mut self, handle: G, goal: &Goal, now_ns: u64) -> Result<Option<(G, Outcome)>, Refusal> {
         let ((), replaced) = self.goals.accept(handle, goal, now_ns, |_| Ok(()))?;
         self.stream.close();
-        (self.taking_over)();
         Ok(replaced)
     }
 

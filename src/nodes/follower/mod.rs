@@ -356,6 +356,25 @@ impl Follower {
                 ),
             ));
         }
+        // How long the joints may take to reach the end, bounded with the trajectory so that
+        // every goal ends: the goal's own must fit in the goal limits; the node's default (0:
+        // none) is cut to what they leave.
+        let left_s = (self.limits.max_duration_s - end_s).max(f64::MIN_POSITIVE);
+        let goal_time_s = match (goal.goal_time_tolerance_s, self.defaults.goal_time_s) {
+            (given, _) if given > 0.0 && given > left_s => {
+                return Err(Refusal::new(
+                    ErrorCode::InvalidGoal,
+                    format!(
+                        "goal_time_tolerance {given} s after the trajectory's end ({end_s:.3} s after its receipt) \
+                         is later than goal_limits.max_duration_s ({} s)",
+                        self.limits.max_duration_s
+                    ),
+                ))
+            }
+            (given, _) if given > 0.0 => given,
+            (_, default) if default > 0.0 => default.min(left_s),
+            _ => left_s,
+        };
         // Points due at or before the receipt are past: the first segment runs from the joints'
         // state then to the first point still to come (joint_trajectory_controller's first
         // segment), never a jump.
@@ -395,11 +414,7 @@ impl Follower {
         let tolerances = Tolerances {
             path: self.tolerances(&goal.path_tolerance, &self.defaults.path)?,
             goal: self.tolerances(&goal.goal_tolerance, &self.defaults.goal)?,
-            goal_time_s: if goal.goal_time_tolerance_s > 0.0 {
-                goal.goal_time_tolerance_s
-            } else {
-                self.defaults.goal_time_s
-            },
+            goal_time_s,
         };
         Ok(Plan { spline, start_ns: now_ns, tolerances })
     }

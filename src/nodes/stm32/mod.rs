@@ -2,7 +2,6 @@
 //! and parameter changes to commands, and the arm as the managed node drives it ([`Stm32Arm`]).
 
 pub mod topics;
-pub mod trajectory;
 
 use std::collections::BTreeMap;
 
@@ -218,27 +217,6 @@ pub fn targets_from_joint_state(
     };
     validate_command(&command).map_err(|error| error.to_string())?;
     Ok(command)
-}
-
-/// A JointTrajectory as targets to send at their times after the start [s]: every point must
-/// carry both joints' positions.
-pub fn targets_from_joint_trajectory(
-    names: &[String],
-    points: &[(Vec<f64>, f64)],
-    joint_names: &[String],
-) -> Result<Vec<(f64, Command)>, String> {
-    points
-        .iter()
-        .enumerate()
-        .map(|(index, (positions, time))| {
-            let command = targets_from_joint_state(names, positions, joint_names)
-                .map_err(|error| format!("point {index}: {error}"))?;
-            match command {
-                Command::SetJointAngles { .. } => Ok((*time, command)),
-                _ => Err(format!("point {index}: both joints are needed")),
-            }
-        })
-        .collect()
 }
 
 /// The command a changed parameter calls for, if any: `pid.*` sends the gains, `mode` the mode.
