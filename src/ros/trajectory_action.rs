@@ -16,8 +16,10 @@ use r2r::arm_hil::action::FollowCartesianTrajectory;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::control::MAX_WAYPOINTS;
 use crate::model::Robot;
-use crate::msg::interfaces::{FollowCartesianTrajectoryGoal, FollowCartesianTrajectoryResult};
+use crate::msg::interfaces::{CartesianWaypoint, FollowCartesianTrajectoryGoal, FollowCartesianTrajectoryResult};
+use crate::msg::standard::Vector3;
 use crate::nodes::goals::{GoalOutcome, GoalUpdate, TakesCartesianGoals};
 
 type Action = FollowCartesianTrajectory::Action;
@@ -28,6 +30,27 @@ pub type Goal = r2r::ActionServerGoal<Action>;
 /// (tests/interfaces.rs checks the mirrors against the files), so serde converts between them.
 fn convert<From: Serialize, To: DeserializeOwned>(value: &From) -> anyhow::Result<To> {
     Ok(serde_json::from_value(serde_json::to_value(value)?)?)
+}
+
+/// The goal's waypoints as the library's goal, copied field by field once their count is known
+/// to be within [`MAX_WAYPOINTS`] (a trajectory's bound): a goal's cost is bounded before
+/// anything is allocated for it.
+fn goal_from_message(goal: &FollowCartesianTrajectory::Goal) -> anyhow::Result<FollowCartesianTrajectoryGoal> {
+    let count = goal.waypoints.len();
+    anyhow::ensure!(count <= MAX_WAYPOINTS, "{count} waypoints is more than the limit of {MAX_WAYPOINTS}");
+    let point = |p: &r2r::geometry_msgs::msg::Point| Vector3 { x: p.x, y: p.y, z: p.z };
+    let vector = |v: &r2r::geometry_msgs::msg::Vector3| Vector3 { x: v.x, y: v.y, z: v.z };
+    let waypoints = goal
+        .waypoints
+        .iter()
+        .map(|w| CartesianWaypoint {
+            time_from_start: w.time_from_start,
+            position: point(&w.position),
+            velocity: vector(&w.velocity),
+            acceleration: vector(&w.acceleration),
+        })
+        .collect();
+    Ok(FollowCartesianTrajectoryGoal { waypoints })
 }
 
 /// Serves `~/follow_cartesian_trajectory` on `node`: a goal's trajectory, validated for
@@ -41,7 +64,7 @@ where
     let cancel_spawner = spawner.clone();
     spawner.spawn_local(async move {
         while let Some(request) = incoming.next().await {
-            let goal: anyhow::Result<FollowCartesianTrajectoryGoal> = convert(&request.goal);
+            let goal = goal_from_message(&request.goal);
             let (mut handle, mut cancels) = match request.accept() {
                 Ok(accepted) => accepted,
                 Err(error) => {
