@@ -463,6 +463,29 @@ fn a_hil_goal_starts_only_where_the_arm_holds() {
     assert_eq!(commands.follow_cartesian_goal(1, goal), Ok(None));
 }
 
+#[test]
+fn a_hil_cancel_holds_the_arm_even_when_a_flood_has_filled_the_feeders_requests() {
+    use arm_hil::hil::{HilConfig, Withdrawals};
+    use arm_hil::nodes::goals::TakesCartesianGoals;
+    use arm_hil::nodes::hil::feeder::{feed_requests, REQUEST_DEPTH};
+    let robot = Robot::default();
+    let (requests, _queue) = feed_requests();
+    let withdrawals = Arc::new(Withdrawals::default());
+    let mut commands = hil_commands::<u32>(&robot, HilConfig::default(), requests, withdrawals.clone());
+    let here = [0.15, 0.0, 0.2];
+    commands.loop_started();
+    commands.frame(&hil_frame(5.0, here, here), true, 0);
+    let goal = goal_trajectory(&robot, &[(0.0, here), (1.0, [0.151, 0.0, 0.2])]);
+    assert_eq!(commands.follow_cartesian_goal(1, goal), Ok(None));
+    let flood = (0..).map(|_| commands.segment(vec![point(0.5, here)])).take_while(Result::is_ok).count();
+    assert_eq!(flood, REQUEST_DEPTH - 1, "the goal's request and the flood fill the queue");
+    assert!(commands.segment(vec![point(0.5, here)]).unwrap_err().contains("already wait"));
+    let before = withdrawals.pending();
+    assert!(commands.cancel_cartesian_goal(&|goal| *goal == 1));
+    assert_eq!(withdrawals.pending(), before.map(|n| n + 1), "the hold went out past the bound");
+    assert!(commands.drain().cartesian.is_empty(), "the goal waits for its hold, not ended in error");
+}
+
 /// The HIL loop on the simulated rig, fed by hil_node's feeder, with its goals followed
 /// through its frames: a goal runs to its end, the next is cancelled midway and the arm holds.
 #[test]

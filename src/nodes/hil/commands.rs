@@ -93,8 +93,18 @@ impl<J: Clone, C: Clone> HilCommands<J, C> {
     /// that the feeder has room before anything is claimed. The withdrawal comes back.
     fn claim(&mut self, source: CommandSource, request: impl FnOnce(u64) -> FeedRequest) -> Result<u64, String> {
         self.requests.room()?;
+        self.claim_past_the_bound(source, request)
+    }
+
+    /// [`HilCommands::claim`] even when the feeder's requests are full: for a hold, which only
+    /// takes the arm back, and comes once for each goal's end, so that a flood cannot multiply it.
+    fn claim_past_the_bound(
+        &mut self,
+        source: CommandSource,
+        request: impl FnOnce(u64) -> FeedRequest,
+    ) -> Result<u64, String> {
         let withdrawal = self.withdrawals.request();
-        self.requests.send(request(withdrawal))?;
+        self.requests.send_past_the_bound(request(withdrawal))?;
         self.overtake(source);
         Ok(withdrawal)
     }
@@ -136,7 +146,11 @@ impl<J: Clone, C: Clone> HilCommands<J, C> {
     /// The loop's `frame` at `now_ns` on the node's clock, `published` or not: feedback to the
     /// goals (at the publish rate) and their ends, a FollowJointTrajectory goal's control step
     /// (its hold, when it ends short of its end, goes to the loop while it still has the arm).
+    /// A frame that comes while no loop runs (one of a loop that stopped) is not taken.
     pub fn frame(&mut self, frame: &Frame, published: bool, now_ns: u64) -> Answers<J, C> {
+        if !self.looping {
+            return self.drain();
+        }
         self.reference = Some((frame.x_ref, frame.xd_ref));
         self.theta = frame.theta.into();
         let mut answers = self.drain();
@@ -153,7 +167,8 @@ impl<J: Clone, C: Clone> HilCommands<J, C> {
             let tick = self.joint_goals.tick(now_ns, actual);
             if let Some(Setpoint::Hold(_)) = tick.command {
                 // The arm holds where it is: what the goal queued is withdrawn.
-                match self.claim(CommandSource::JointGoal, |withdrawal| FeedRequest::Hold { withdrawal }) {
+                match self.claim_past_the_bound(CommandSource::JointGoal, |withdrawal| FeedRequest::Hold { withdrawal })
+                {
                     Ok(withdrawal) => self.joint_claim = Some(withdrawal),
                     Err(error) => log::error!("cannot hold the arm after a goal: {error}"),
                 }
@@ -262,7 +277,7 @@ impl<J: Clone, C: Clone> TakesCartesianGoals<C> for HilCommands<J, C> {
         if !self.cartesian.handle().is_some_and(is_it) {
             return false;
         }
-        match self.claim(CommandSource::CartesianGoal, |withdrawal| FeedRequest::Hold { withdrawal }) {
+        match self.claim_past_the_bound(CommandSource::CartesianGoal, |withdrawal| FeedRequest::Hold { withdrawal }) {
             Ok(withdrawal) => self.cartesian.cancelling(withdrawal),
             Err(error) => {
                 log::error!("cannot hold the arm for a cancel: {error}");
