@@ -399,6 +399,10 @@ mod devices {
         // Without an answer, the next goes out after the timeout.
         assert!(testbench.setpoint(50 * MS, vec![0.4; 4]).is_empty());
         assert_eq!(testbench.setpoint(45 * MS + SETPOINT_TIMEOUT_NS, vec![0.5; 4]).len(), 5);
+        // A setpoint that waits when the node stops (or another command goes out) never goes.
+        assert!(testbench.setpoint(46 * MS + SETPOINT_TIMEOUT_NS, vec![0.6; 4]).is_empty());
+        testbench.unsent();
+        assert!(testbench.heard(47 * MS + SETPOINT_TIMEOUT_NS, &done, &table).is_empty(), "forgotten");
     }
 
     #[test]

@@ -138,8 +138,13 @@ fn serve_joint_commands(
             end_joint_goal(goals.command_sent());
             Ok(())
         });
-        if sent.is_err() && ros2_control {
-            // Not sent: the next command goes out even if it is the same.
+        // A setpoint not sent: the next goes out even if it is the same. MotorControl requests
+        // sent: no setpoint that waited goes out after them.
+        let forget = match ros2_control {
+            true => sent.is_err(),
+            false => sent.is_ok(),
+        };
+        if forget {
             if let Ok(mut setpoints) = setpoints.lock() {
                 setpoints.unsent();
             }
@@ -179,11 +184,15 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let follow = follow_joint_trajectories(&mut node, &pool, goals.clone(), commanding.clone())?;
     #[cfg(feature = "ros-doc-only")]
     let follow = |_: u64, _: JointStateData, _: bool| None;
-    let stopping = goals.clone();
-    let managed =
-        managed.observed_by(drive_setpoints(setpoints.clone(), commanding.clone(), table, follow)).stopping_with(
-            Box::new(move |why| end_joint_goal(stopping.lock().ok().and_then(|mut goals| goals.stopped(why)))),
-        );
+    let (stopping, stopping_setpoints) = (goals.clone(), setpoints.clone());
+    let managed = managed
+        .observed_by(drive_setpoints(setpoints.clone(), commanding.clone(), table, follow))
+        .stopping_with(Box::new(move |why| {
+            if let Ok(mut setpoints) = stopping_setpoints.lock() {
+                setpoints.unsent();
+            }
+            end_joint_goal(stopping.lock().ok().and_then(|mut goals| goals.stopped(why)))
+        }));
     let parameters = ParameterServer::new(node_params(&node), ARDUINO_NODE_PARAMS);
     serve_parameters(&mut node, &pool.spawner(), parameters, nothing_at_run_time())?;
     serve_joint_commands(&mut node, &pool, &config, commanding.clone(), (setpoints, goals))?;

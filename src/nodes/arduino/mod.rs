@@ -202,10 +202,11 @@ impl TestbenchSetpoints {
         }
     }
 
-    /// The last setpoint's requests could not all be sent (the node is inactive, say): it is
-    /// forgotten, so that the next setpoint goes out whatever it is.
+    /// The last setpoint's requests could not all be sent (the node is inactive, say), the node
+    /// stopped, or another command went to the MCU: the setpoints sent and waiting are
+    /// forgotten, so that none waiting goes out later and the next goes out whatever it is.
     pub fn unsent(&mut self) {
-        (self.sent, self.running_since_ns) = (None, None);
+        (self.sent, self.running_since_ns, self.waiting) = (None, None, None);
     }
 
     /// What `event` changes: ControlDone (the MCU ran its queue) sends the waiting setpoint's
