@@ -480,6 +480,8 @@ fn a_hil_cancel_holds_the_arm_even_when_a_flood_has_filled_the_feeders_requests(
     let flood = (0..).map(|_| commands.segment(vec![point(0.5, here)])).take_while(Result::is_ok).count();
     assert_eq!(flood, REQUEST_DEPTH - 1, "the goal's request and the flood fill the queue");
     assert!(commands.segment(vec![point(0.5, here)]).unwrap_err().contains("already wait"));
+    let huge = vec![point(0.5, here); arm_hil::nodes::hil::commands::MAX_SEGMENT_POINTS + 1];
+    assert!(commands.segment(huge).unwrap_err().contains("more than a segment's"));
     let before = withdrawals.pending();
     assert!(commands.cancel_cartesian_goal(&|goal| *goal == 1));
     assert_eq!(withdrawals.pending(), before.map(|n| n + 1), "the hold went out past the bound");

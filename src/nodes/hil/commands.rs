@@ -26,6 +26,9 @@ use crate::nodes::sil::joint_goals::{arm_follower, goal_trajectory, reference_jo
 use crate::nodes::trajectory_input::MultiDofPoint;
 use crate::sim::Frame;
 
+/// The most points a `~/trajectory` segment may hold: 100 s at the loop's 1 kHz.
+pub const MAX_SEGMENT_POINTS: usize = 100_000;
+
 /// hil_node's commands: `J` and `C` are the node's handles of FollowJointTrajectory and
 /// FollowCartesianTrajectory goals.
 pub struct HilCommands<J, C> {
@@ -137,9 +140,13 @@ impl<J: Clone, C: Clone> HilCommands<J, C> {
     }
 
     /// A `~/trajectory` segment: it follows what is queued (the feeder checks it, and refuses
-    /// it if it would not fit).
+    /// it if it would not fit). One of more than [`MAX_SEGMENT_POINTS`] is refused here, so that
+    /// the feeder's check of it cannot keep it from feeding the loop.
     pub fn segment(&mut self, points: Vec<MultiDofPoint>) -> Result<(), String> {
         self.taking()?;
+        if points.len() > MAX_SEGMENT_POINTS {
+            return Err(format!("{} points, more than a segment's {MAX_SEGMENT_POINTS}", points.len()));
+        }
         self.requests.send(FeedRequest::Append(points))
     }
 
