@@ -188,6 +188,28 @@ class Stm32FollowJointTrajectory(FollowJointTrajectoryTest):
         self.start_driver("stm32", "stm32.launch.py", "stm32_driver: link", "rsp:=false")
         self.check_the_action([[0.3, -0.2], [0.6, 0.4]], [2.0, 0.0])
 
+    def test_its_joint_trajectory_topic_is_followed_as_a_goal_is_and_ends_with_a_deactivate(self):
+        self.start_driver("stm32", "stm32.launch.py", "stm32_driver: link", "rsp:=false")
+        topic = "/stm32_driver/joint_trajectory"
+        here = self.positions()
+        # A second of arc in 10 ms, 100 rad/s past the servos' 6: refused whole, nothing moves.
+        far = [-1.0 if h > 0.0 else 1.0 for h in here]
+        self.publish(topic, trajectory(self.joints, [(0.01, far)]), times=1)
+        self.assert_still(1.0, tolerance=0.02)
+        target = [0.4, -0.3]
+        self.publish(topic, trajectory(self.joints, [(2.0, target)]), times=1)
+        self.wait_joint_states(lambda m: all(abs(a - b) < 0.05 for a, b in zip(m.position, target)),
+                               "the trajectory did not bring the arm to its end")
+        # A slow one, stopped on the way by a deactivate: after re-activation it does not go on.
+        self.publish(topic, trajectory(self.joints, [(8.0, [-0.4, 0.3])]), times=1)
+        time.sleep(2.0)
+        for transition in ("deactivate", "activate"):
+            said = subprocess.run(["ros2", "lifecycle", "set", "/stm32_driver", transition], capture_output=True,
+                                  text=True, timeout=30)
+            self.assertIn("Transitioning successful", said.stdout + said.stderr)
+        held = self.assert_still(1.5, tolerance=0.02)
+        self.assertTrue(all(abs(a - b) > 0.1 for a, b in zip(held, [-0.4, 0.3])), f"it went on: {held}")
+
     def test_a_goal_while_inactive_is_rejected(self):
         self.start_driver("stm32", "stm32.launch.py", "stm32_driver: link", "autostart:=false", "rsp:=false")
         self.check_rejected_while_inactive([0.3, -0.2])
