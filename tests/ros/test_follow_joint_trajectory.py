@@ -79,6 +79,17 @@ class FollowJointTrajectoryTest(DriverTest):
         self.assertTrue(set(self.joints) <= set(latest), f"no /joint_states of {self.joints}: {latest}")
         return [latest[joint] for joint in self.joints]
 
+    def poses_of_its_own_trajectory(self, seconds=3.0):
+        """Two poses the arm takes on its own trajectory, as far apart as it goes in `seconds`
+        from its first /joint_states seen (discovery takes seconds on some middlewares)."""
+        self.first("/joint_states", JointState)
+        states = self.collect("/joint_states", JointState, seconds)
+        poses = [[m.position[m.name.index(joint)] for joint in self.joints] for _, m in states
+                 if set(self.joints) <= set(m.name)]
+        self.assertTrue(poses, f"no /joint_states of {self.joints} from {self.node_name}")
+        distance = [max(abs(a - b) for a, b in zip(pose, poses[0])) for pose in poses]
+        return poses[0], poses[distance.index(max(distance))]
+
     def assert_still(self, seconds=1.0, tolerance=0.01):
         """The joints do not move for `seconds` by more than `tolerance` [rad] (an arm under a
         controller settles on its hold): nothing was commanded."""
@@ -261,14 +272,10 @@ class SilFollowJointTrajectory(FollowJointTrajectoryTest):
     def check_on_poses_of_its_own_trajectory(self):
         """The acceptance list between two poses the arm takes on its own trajectory (its
         workspace is narrow in joint space), as far apart as it goes in 3 s."""
-        states = self.collect("/joint_states", JointState, 3.0)
-        poses = [[m.position[m.name.index(joint)] for joint in self.joints] for _, m in states
-                 if set(self.joints) <= set(m.name)]
-        self.assertTrue(poses, f"no /joint_states from {self.node_name}")
-        distance = [max(abs(a - b) for a, b in zip(pose, poses[0])) for pose in poses]
-        apart = poses[distance.index(max(distance))]
-        self.assertGreater(max(distance), 0.05, "the arm hardly moves on its own trajectory")
-        self.check_the_action([poses[0], apart], [10.0, 0.0, 0.0], margin=max(distance) / 4)
+        start, apart = self.poses_of_its_own_trajectory()
+        distance = max(abs(a - b) for a, b in zip(start, apart))
+        self.assertGreater(distance, 0.05, "the arm hardly moves on its own trajectory")
+        self.check_the_action([start, apart], [10.0, 0.0, 0.0], margin=distance / 4)
 
     def test_goals_move_the_simulated_arm_with_joint_trajectory_controllers_semantics(self):
         launch("sil.launch.py", "rsp:=false")

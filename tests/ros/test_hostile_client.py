@@ -73,14 +73,6 @@ class HostileClient(FollowJointTrajectoryTest):
         self.launched = launch("hil.launch.py", "hardware:=sim", "rsp:=false")
         self.far_goal("hil_node")
 
-    def poses_of_its_own_trajectory(self, node, seconds=3.0):
-        """Two motor poses the arm takes on its own trajectory, as far apart as it goes."""
-        states = self.collect("/joint_states", JointState, seconds)
-        poses = [[m.position[m.name.index(j)] for j in MOTORS] for _, m in states if set(MOTORS) <= set(m.name)]
-        self.assertTrue(poses, f"no /joint_states from {node}")
-        distance = [max(abs(a - b) for a, b in zip(pose, poses[0])) for pose in poses]
-        return poses[0], poses[distance.index(max(distance))]
-
     def transition(self, node, transition_id):
         """The lifecycle transition through the node's service, as `ros2 lifecycle set` calls it
         (the command line itself takes seconds to start and find the node under Fast DDS)."""
@@ -122,7 +114,7 @@ class HostileClient(FollowJointTrajectoryTest):
 
     def test_a_deactivate_ends_hil_nodes_running_goal_at_once(self):
         self.launched = launch("hil.launch.py", "hardware:=sim", "rsp:=false")
-        start, apart = self.poses_of_its_own_trajectory("hil_node")
+        start, apart = self.poses_of_its_own_trajectory()
         # An inactive hil_node runs no loop and publishes no joint states: the arm is looked at
         # once active again, where it holds where it stopped (the goal does not carry on).
         self.goal_ends_with_the_transition("hil_node", MOTORS, apart, Transition.TRANSITION_DEACTIVATE, holds=False)
@@ -155,18 +147,20 @@ class HostileClient(FollowJointTrajectoryTest):
         return said
 
     def test_a_protective_stop_ends_hil_nodes_running_goal_with_its_reason(self):
-        rig, sensor, stepper = self.emulated_rig("--ignore-motor", "3", "--faults-after", "15")
+        # The motor stops answering 30 s after the emulator starts: within the goal below
+        # however long the bringup takes to be seen.
+        rig, sensor, stepper = self.emulated_rig("--ignore-motor", "3", "--faults-after", "30")
         self.launched = launch("hil.launch.py", "hardware:=robotscara", f"sensor_device:={sensor}",
                                f"arduino_device:={stepper}", "rsp:=false")
         self.wait_status("hil_node: loop", OK, message="running")
         self.node_name, self.joints = "hil_node", MOTORS
-        start, apart = self.poses_of_its_own_trajectory("hil_node", seconds=2.0)
+        start, apart = self.poses_of_its_own_trajectory(seconds=2.0)
         client = self.client()
-        # Back and forth between two poses of its own trajectory for 30 s: the arm moves all the
-        # while, so the motor that stops answering (15 s in) pulls it off its reference.
-        handle = self.send(client, [(3.0 * k, apart if k % 2 else start) for k in range(1, 11)])
+        # Back and forth between two poses of its own trajectory for 60 s: the arm moves all the
+        # while, so the motor that stops answering pulls it off its reference.
+        handle = self.send(client, [(3.0 * k, apart if k % 2 else start) for k in range(1, 21)])
         self.assertTrue(handle.accepted)
-        done = self.result_of(handle, timeout=40.0)
+        done = self.result_of(handle, timeout=70.0)
         self.assertEqual((done.status, done.result.error_code),
                          (GoalStatus.STATUS_ABORTED, Result.PATH_TOLERANCE_VIOLATED), done.result.error_string)
         self.assertIn("protective stop", done.result.error_string)
@@ -231,7 +225,7 @@ class HostileClient(FollowJointTrajectoryTest):
                                f"arduino_device:={stepper}", "rsp:=false")
         self.wait_status("hil_node: loop", OK, message="running")
         self.node_name, self.joints = "hil_node", MOTORS
-        start, apart = self.poses_of_its_own_trajectory("hil_node", seconds=2.0)
+        start, apart = self.poses_of_its_own_trajectory(seconds=2.0)
         client = self.client()
         commands = self.node.create_publisher(JointState, "/hil_node/joint_command", 10)
         segments = self.node.create_publisher(type(multi_dof_trajectory([])), "/hil_node/trajectory", 10)
