@@ -460,6 +460,8 @@ fn a_hil_goal_starts_only_where_the_arm_holds() {
     assert!(answers.cartesian.is_empty(), "no goal yet");
     assert!(commands.follow_cartesian_goal(1, goal.clone()).unwrap_err().contains("0.0100 m from the arm's reference"));
     commands.frame(&hil_frame(5.001, here, [0.152, 0.0, 0.2]), true, 0);
+    let endless = goal_trajectory(&robot, &[(0.0, [0.152, 0.0, 0.2]), (2e9, [0.152, 0.0, 0.2])]);
+    assert!(commands.follow_cartesian_goal(1, endless).unwrap_err().contains("max_duration_s"), "bounded as FJT's");
     assert_eq!(commands.follow_cartesian_goal(1, goal), Ok(None));
 }
 

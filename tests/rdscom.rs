@@ -151,17 +151,26 @@ fn an_unanswered_request_is_resent_every_second_three_times_then_reported() {
 }
 
 #[test]
-fn a_flood_of_acknowledged_requests_is_refused_past_the_bound_and_told() {
+fn past_the_bound_the_oldest_unacknowledged_request_is_given_up_and_a_stop_still_goes_out() {
     let start = Instant::now();
     let mut link = RdscomLink::new(RdscomConfig::default(), PrototypeTable::document(), start);
-    for _ in 0..RdscomLink::MAX_PENDING {
+    let first = link.request(start, "ControlGo", vec![Value::Int(5)]).unwrap();
+    for _ in 1..RdscomLink::MAX_PENDING {
         link.request(start, "ControlGo", vec![Value::Int(5)]).unwrap();
     }
-    let refused = link.request(start, "ControlGo", vec![Value::Int(5)]).unwrap_err();
-    assert!(refused.to_string().contains("flood"), "{refused}");
-    link.handle_request(start, "ControlGo", vec![Value::Int(5)]);
-    let told = std::iter::from_fn(|| link.poll_event()).find(|e| matches!(e, RdscomEvent::Refused { .. }));
-    assert!(matches!(told, Some(RdscomEvent::Refused { ref prototype, .. }) if prototype == "ControlGo"), "{told:?}");
+    let mut bytes = Vec::new();
+    while link.poll_transmit(&mut bytes) {}
+    let stop = link.request(start, "Stop", vec![Value::Int(1)]).unwrap();
+    let events: Vec<RdscomEvent> = std::iter::from_fn(|| link.poll_event()).collect();
+    assert_eq!(events, [RdscomEvent::Failed { prototype: 3, number: first }], "the oldest given up");
+    let mut sent = Vec::new();
+    while link.poll_transmit(&mut sent) {}
+    let mut decoder = FrameDecoder::new(PrototypeTable::document());
+    decoder.push(&sent);
+    let stops = std::iter::from_fn(|| decoder.poll_message()).filter(|m| m.number == stop).count();
+    assert_eq!(stops, 1, "the Stop went out");
+    link.handle_request(start, "NoSuchPrototype", Vec::new());
+    assert!(matches!(link.poll_event(), Some(RdscomEvent::Refused { .. })), "a request that cannot be encoded is told");
 }
 
 #[test]

@@ -169,6 +169,7 @@ fn a_setpoint_flood_sends_only_the_latest_angles_and_the_outbox_is_bounded() {
         link.send(&Command::SetJointAngles { shoulder: k as f32 * 1e-3, elbow: 0.0 }).unwrap();
     }
     link.send(&Command::SetMode(arm_hil::protocol::stm32::ControlMode::Position)).unwrap();
+    link.send(&Command::SetJointAngles { shoulder: 0.5, elbow: 0.0 }).unwrap();
     let mut bytes = Vec::new();
     while link.poll_transmit(now, &mut bytes) {}
     let mut decoder = PacketDecoder::new();
@@ -177,16 +178,17 @@ fn a_setpoint_flood_sends_only_the_latest_angles_and_the_outbox_is_bounded() {
     assert_eq!(
         sent,
         [
-            Command::SetJointAngles { shoulder: 999.0 * 1e-3, elbow: 0.0 },
+            Command::SetJointAngles { shoulder: 0.5, elbow: 0.0 },
             Command::SetMode(arm_hil::protocol::stm32::ControlMode::Position)
         ],
-        "the latest setpoint, in its turn"
+        "the latest setpoint, in the first one's turn"
     );
 
     for _ in 0..Stm32Link::MAX_OUTBOX {
         link.send(&Command::CalibrateImu).unwrap();
     }
     assert!(matches!(link.send(&Command::SystemReset), Err(CommandError::Busy { .. })));
+    link.send(&Command::SetJointAngles { shoulder: 0.1, elbow: 0.1 }).expect("a hold is never refused");
     link.handle_command(&Command::SystemReset);
     let refused = std::iter::from_fn(|| link.poll_event()).find(|e| matches!(e, LinkEvent::CommandFailed { .. }));
     assert!(

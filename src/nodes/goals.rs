@@ -14,6 +14,7 @@ use crate::msg::interfaces::{
 };
 use crate::msg::Vector3;
 use crate::nodes::follower::goals::{ControllerState, GoalEvent};
+use crate::nodes::follower::GoalLimits;
 use crate::sim::{Frame, RunStats};
 
 /// How an action goal ended (the action's terminal states).
@@ -87,6 +88,19 @@ pub fn overtaken_result(by: &str) -> FollowCartesianTrajectoryResult {
         success: false,
         message: format!("replaced by {by}"),
         ..FollowCartesianTrajectoryResult::default()
+    }
+}
+
+/// Whether a Cartesian goal's `trajectory` lasts no longer than the node's goal `limits` let a
+/// goal last (`goal_limits.max_duration_s`), as its joint goals must.
+pub fn check_duration(trajectory: &Trajectory, limits: &GoalLimits) -> Result<(), String> {
+    let lasts = trajectory.end_time() - trajectory.start_time();
+    match lasts <= limits.max_duration_s {
+        true => Ok(()),
+        false => Err(format!(
+            "the trajectory lasts {lasts:.3} s, longer than goal_limits.max_duration_s ({} s)",
+            limits.max_duration_s
+        )),
     }
 }
 

@@ -188,10 +188,11 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let managed = managed
         .observed_by(drive_setpoints(setpoints.clone(), commanding.clone(), table, follow))
         .stopping_with(Box::new(move |why| {
+            // The goal first: no step sends a setpoint once the waiting one is forgotten.
+            end_joint_goal(stopping.lock().ok().and_then(|mut goals| goals.stopped(why)));
             if let Ok(mut setpoints) = stopping_setpoints.lock() {
                 setpoints.unsent();
             }
-            end_joint_goal(stopping.lock().ok().and_then(|mut goals| goals.stopped(why)))
         }));
     let parameters = ParameterServer::new(node_params(&node), ARDUINO_NODE_PARAMS);
     serve_parameters(&mut node, &pool.spawner(), parameters, nothing_at_run_time())?;

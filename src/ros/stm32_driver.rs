@@ -66,8 +66,8 @@ fn follow_joint_trajectories(
         if commanding.get().is_err() {
             return goals.goals.observe(actual);
         }
+        // Sent under the goals' lock, so that no setpoint goes out after a stop's hold.
         let tick = goals.goals.tick(time_ns, actual);
-        drop(goals);
         if let Some(setpoint) = server.answer(tick) {
             send(&commanding, angles_command(setpoint.positions()), "trajectory setpoint");
         }

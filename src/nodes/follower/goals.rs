@@ -130,7 +130,7 @@ impl<G: Clone> JointGoals<G> {
         };
         let replaced = if goal.points.is_empty() {
             let stopped = self.follower.cancel(&actual);
-            self.hold_pending = stopped.is_some();
+            self.hold_pending |= stopped.is_some();
             stopped.map(|_| "stopped by an empty ~/joint_trajectory")
         } else {
             let plan = self.follower.validate(goal, now_ns, &actual)?;
@@ -162,10 +162,10 @@ impl<G: Clone> JointGoals<G> {
         self.goal.take().map(|goal| (goal, outcome))
     }
 
-    /// Whether a goal is followed or its hold is still to be commanded: the node's joints are
-    /// this follower's to command.
+    /// Whether a goal (or a trajectory with no client) is followed or its hold is still to be
+    /// commanded: the node's joints are this follower's to command.
     pub fn commanding(&self) -> bool {
-        self.goal.is_some() || self.hold_pending
+        self.goal.is_some() || self.follower.is_running() || self.hold_pending
     }
 
     /// A control step at `now_ns` with the joints at `actual`: the goal's setpoint (or the hold,
@@ -183,8 +183,11 @@ impl<G: Clone> JointGoals<G> {
                         if outcome != Outcome::Succeeded {
                             command = self.follower.holding().map(|hold| Setpoint::Hold(hold.to_vec()));
                         }
-                        if let Some(goal) = self.goal.take() {
-                            events.push(GoalEvent::Finished { goal, outcome });
+                        match self.goal.take() {
+                            Some(goal) => events.push(GoalEvent::Finished { goal, outcome }),
+                            // A trajectory with no client: its end is told in the node's log.
+                            None if outcome == Outcome::Succeeded => log::info!("trajectory done"),
+                            None => log::warn!("trajectory ended short of its end: {outcome:?}"),
                         }
                     }
                     None => {

@@ -69,7 +69,7 @@ pub struct Tolerances {
     pub path: Vec<JointTolerance>,
     pub goal: Vec<JointTolerance>,
     /// How long after the trajectory's end the joints may take to come within goal tolerance
-    /// [s]; 0 waits as long as it takes.
+    /// [s]; in a plan, always more than 0 and within the goal limits.
     pub goal_time_s: f64,
 }
 
@@ -80,7 +80,7 @@ pub struct Tolerances {
 #[serde(default, deny_unknown_fields)]
 pub struct Constraints {
     /// How long after the trajectory's end the joints may take to come within goal tolerance
-    /// [s]; 0 waits as long as it takes.
+    /// [s], where a goal gives none; 0 waits as long as `goal_limits.max_duration_s` lets it.
     pub goal_time: f64,
     /// Position tolerance at the end [rad].
     pub goal: Vec<f64>,
@@ -145,7 +145,7 @@ pub struct GoalLimits {
     /// hundreds).
     pub max_points: u32,
     /// The longest a goal may last, from its receipt to its last point, a future header stamp
-    /// included [s]. Default 600.
+    /// and the goal's own `goal_time_tolerance` included [s]. Default 600.
     pub max_duration_s: f64,
 }
 
@@ -258,6 +258,11 @@ impl Follower {
 
     pub fn joints(&self) -> &Joints {
         &self.joints
+    }
+
+    /// The node's bounds on a goal, which its Cartesian goals keep as well.
+    pub fn limits(&self) -> &GoalLimits {
+        &self.limits
     }
 
     /// Whether a goal is being followed.
@@ -544,18 +549,16 @@ impl Follower {
         } else {
             match outside(&running.tolerances.goal) {
                 None => Some(Outcome::Succeeded),
-                Some(joint) if running.tolerances.goal_time_s > 0.0 && t > end_s + running.tolerances.goal_time_s => {
-                    Some(Outcome::Aborted {
-                        code: ErrorCode::GoalToleranceViolated,
-                        reason: format!(
-                            "{} is {:.4} rad from its goal, moving at {:.4} rad/s, {:.3} s after the trajectory's end",
-                            self.joints.names[joint],
-                            error[joint],
-                            actual.velocities.get(joint).copied().unwrap_or(0.0),
-                            t - end_s
-                        ),
-                    })
-                }
+                Some(joint) if t > end_s + running.tolerances.goal_time_s => Some(Outcome::Aborted {
+                    code: ErrorCode::GoalToleranceViolated,
+                    reason: format!(
+                        "{} is {:.4} rad from its goal, moving at {:.4} rad/s, {:.3} s after the trajectory's end",
+                        self.joints.names[joint],
+                        error[joint],
+                        actual.velocities.get(joint).copied().unwrap_or(0.0),
+                        t - end_s
+                    ),
+                }),
                 Some(_) => None,
             }
         };

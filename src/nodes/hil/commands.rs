@@ -21,7 +21,7 @@ use crate::model::Robot;
 use crate::msg::interfaces::FollowCartesianTrajectoryResult;
 use crate::nodes::follower::goals::{GoalEvent, JointGoals, Setpoint, TakesJointGoals};
 use crate::nodes::follower::{ErrorCode, Goal, JointState, Outcome, Refusal};
-use crate::nodes::goals::{Answers, CommandSource, GoalUpdate, TakesCartesianGoals};
+use crate::nodes::goals::{check_duration, Answers, CommandSource, GoalUpdate, TakesCartesianGoals};
 use crate::nodes::sil::joint_goals::{arm_follower, goal_trajectory, reference_joints, JointCommands};
 use crate::nodes::trajectory_input::MultiDofPoint;
 use crate::sim::Frame;
@@ -264,6 +264,7 @@ impl<J: Clone, C: Clone> TakesCartesianGoals<C> for HilCommands<J, C> {
         handle: C,
         trajectory: Arc<Trajectory>,
     ) -> Result<Option<(C, FollowCartesianTrajectoryResult)>, String> {
+        check_duration(&trajectory, self.joint_goals.follower().limits())?;
         let (reference, _) = self.taking()?;
         let first = trajectory.waypoints()[0].x;
         let distance = (first - reference).norm();

@@ -16,7 +16,9 @@ use crate::model::Robot;
 use crate::msg::interfaces::{FollowCartesianTrajectoryFeedback, FollowCartesianTrajectoryResult};
 use crate::nodes::follower::goals::{GoalEvent, JointGoals, Setpoint, TakesJointGoals};
 use crate::nodes::follower::{ErrorCode, Goal, JointState, Outcome, Refusal};
-use crate::nodes::goals::{overtaken_result, Answers, CommandSource, GoalOutcome, GoalUpdate, TakesCartesianGoals};
+use crate::nodes::goals::{
+    check_duration, overtaken_result, Answers, CommandSource, GoalOutcome, GoalUpdate, TakesCartesianGoals,
+};
 use crate::sim::Frame;
 
 /// The most requests that wait for the run loop; more are refused.
@@ -281,6 +283,7 @@ impl<J: Clone, C: Clone> TakesCartesianGoals<C> for SilCommands<J, C> {
         handle: C,
         trajectory: Arc<Trajectory>,
     ) -> Result<Option<(C, FollowCartesianTrajectoryResult)>, String> {
+        check_duration(&trajectory, self.joint_goals.follower().limits())?;
         self.claim(CommandSource::CartesianGoal, RunRequest::Follow(trajectory.clone()))?;
         let served = ServedGoal { handle, trajectory, running: false };
         let replaced = self.cartesian.replace(served);
