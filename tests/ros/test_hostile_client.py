@@ -147,9 +147,9 @@ class HostileClient(FollowJointTrajectoryTest):
         return said
 
     def test_a_protective_stop_ends_hil_nodes_running_goal_with_its_reason(self):
-        # The motor stops answering 30 s after the emulator starts: within the goal below
-        # however long the bringup takes to be seen.
-        rig, sensor, stepper = self.emulated_rig("--ignore-motor", "3", "--faults-after", "30")
+        # The sensor freezes 30 s after the emulator starts: within the goal below however long
+        # the bringup takes to be seen.
+        rig, sensor, stepper = self.emulated_rig("--freeze-sensor", "--faults-after", "30")
         self.launched = launch("hil.launch.py", "hardware:=robotscara", f"sensor_device:={sensor}",
                                f"arduino_device:={stepper}", "rsp:=false")
         self.wait_status("hil_node: loop", OK, message="running")
@@ -157,8 +157,16 @@ class HostileClient(FollowJointTrajectoryTest):
         start, apart = self.poses_of_its_own_trajectory(seconds=2.0)
         client = self.client()
         # Back and forth between two poses of its own trajectory for 60 s: the arm moves all the
-        # while, so the motor that stops answering pulls it off its reference.
-        handle = self.send(client, [(3.0 * k, apart if k % 2 else start) for k in range(1, 21)])
+        # while, so a frozen estimate is soon off its reference. Stopping at each
+        # pose (velocities 0, as a planner's trajectory gives them): straight lines would turn at
+        # full speed there, which slips a stepper by itself.
+        goal = FollowJointTrajectory.Goal(
+            trajectory=trajectory(MOTORS, [(3.0 * k, apart if k % 2 else start) for k in range(1, 21)]))
+        for point in goal.trajectory.points:
+            point.velocities = [0.0] * len(MOTORS)
+        sent = client.send_goal_async(goal)
+        rclpy.spin_until_future_complete(self.node, sent, timeout_sec=10.0)
+        handle = sent.result()
         self.assertTrue(handle.accepted)
         done = self.result_of(handle, timeout=70.0)
         self.assertEqual((done.status, done.result.error_code),
