@@ -20,7 +20,7 @@ from action_msgs.msg import GoalStatus, GoalStatusArray
 from arm_hil.msg import ArmState
 from control_msgs.action import FollowJointTrajectory
 from lifecycle_msgs.msg import Transition, TransitionEvent
-from lifecycle_msgs.srv import ChangeState
+from lifecycle_msgs.srv import ChangeState, GetState
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
@@ -36,14 +36,6 @@ class HostileClient(FollowJointTrajectoryTest):
     """What a hostile client sends, and what the nodes make of it."""
 
     node_name, joints = "sil_node", MOTORS
-
-    def lifecycle(self, *arguments):
-        done = subprocess.run(["ros2", "lifecycle", *arguments], capture_output=True, text=True, timeout=30)
-        return done.stdout + done.stderr
-
-    def set_state(self, node, transition):
-        said = self.lifecycle("set", f"/{node}", transition)
-        self.assertIn("Transitioning successful", said, f"{transition}: {said}")
 
     def far_goal(self, node):
         """The goal that used to abort the node: one point at the arm's own position, two billion
@@ -118,7 +110,7 @@ class HostileClient(FollowJointTrajectoryTest):
         # An inactive hil_node runs no loop and publishes no joint states: the arm is looked at
         # once active again, where it holds where it stopped (the goal does not carry on).
         self.goal_ends_with_the_transition("hil_node", MOTORS, apart, Transition.TRANSITION_DEACTIVATE, holds=False)
-        self.set_state("hil_node", "activate")
+        self.transition("hil_node", Transition.TRANSITION_ACTIVATE)
         self.assert_still(1.5, tolerance=0.02)
 
     def test_a_deactivate_ends_the_stm32_drivers_running_goal_at_once(self):
@@ -215,7 +207,7 @@ class HostileClient(FollowJointTrajectoryTest):
             stopped = self.positions(0.2)
             self.assertTrue(abs(stopped[0] - target[0]) > 0.01, f"the step was over before the stop: {stopped}")
             time.sleep(1.0)
-            self.set_state("hil_node", "activate")
+            self.transition("hil_node", Transition.TRANSITION_ACTIVATE)
             # The stream still says the old target: the arm holds where it stopped.
             held = self.assert_still(2.0, tolerance=0.005)
             self.assertTrue(abs(held[0] - target[0]) > 0.01, f"the arm went on to the old target: {held}")
@@ -267,6 +259,9 @@ class HostileClient(FollowJointTrajectoryTest):
             done = self.result_of(handle, timeout=30.0)
             self.assertIn(done.status, TERMINAL)
         client.destroy()
-        said = self.lifecycle("get", "/hil_node")
-        self.assertTrue(said.startswith("active") or said.startswith("inactive"), said)
+        get_state = self.node.create_client(GetState, "/hil_node/get_state")
+        self.assertTrue(get_state.wait_for_service(timeout_sec=10.0), "hil_node answers no more")
+        asked = get_state.call_async(GetState.Request())
+        rclpy.spin_until_future_complete(self.node, asked, timeout_sec=10.0)
+        self.assertIn(asked.result().current_state.label, ("active", "inactive"))
         self.rig_said(rig)
