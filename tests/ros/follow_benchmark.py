@@ -2,8 +2,9 @@
 """FollowJointTrajectory figures (docs/performance.md): per node, how long from a goal's
 acceptance to the first command at the device, and the RMS and largest joint error along a goal
 (the feedback's `error`), through the node's own `~/follow_joint_trajectory` and through
-joint_trajectory_controller (`control:=ros2_control`, where ros2_control is installed). A
-benchmark, not a test: it prints figures and asserts nothing.
+joint_trajectory_controller (`control:=ros2_control`, where ros2_control is installed); and the
+rate of the parallel arm's /joint_states as a subscriber gets them. A benchmark, not a test: it
+prints figures and asserts nothing. `ARM_HIL_RMW` picks the middleware, as for the suite.
 
     tests/ros/run.sh --benchmark
 
@@ -31,6 +32,7 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from test_follow_joint_trajectory import installed
+from test_moveit import MOVEIT, joint_goal, move
 from test_nodes import EXECUTABLES, LOGS, RUNNING, launch, start_emulator, stop_all
 
 GOALS = 10
@@ -86,6 +88,25 @@ class Bench:
             time.sleep(0.3)
         client.destroy()
         return runs
+
+    def rate(self, seconds=5.0):
+        """/joint_states as this node receives them over `seconds` from the first: messages a
+        second, and the longest gap between two [ms]."""
+        stamps = []
+        subscription = self.node.create_subscription(JointState, "/joint_states",
+                                                     lambda _: stamps.append(time.monotonic()), 1000)
+        deadline = time.monotonic() + 20.0
+        while not stamps and time.monotonic() < deadline:
+            rclpy.spin_once(self.node, timeout_sec=0.05)
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            rclpy.spin_once(self.node, timeout_sec=0.05)
+        self.node.destroy_subscription(subscription)
+        if len(stamps) < 2:
+            return "no /joint_states"
+        gaps = [b - a for a, b in zip(stamps, stamps[1:])]
+        return (f"/joint_states {(len(stamps) - 1) / (stamps[-1] - stamps[0]):.1f} messages/s, "
+                f"longest gap {max(gaps) * 1e3:.1f} ms")
 
     def poses_of(self, joints, seconds=3.0):
         """Two poses the arm takes on its own trajectory, as far apart as it goes in `seconds`."""
@@ -145,9 +166,32 @@ def launched(file, control, *arguments):
     return node
 
 
+def moveit_figures(bench):
+    """MoveIt on the STM32 arm (launch/moveit.launch.py), where it is installed: GOALS joint
+    goals between the two poses, planned and executed; the planning time move_group reports,
+    and the time from the request to its result (the arm there)."""
+    figures = []
+    for control in controls() if MOVEIT else []:
+        path, _ = stm32_emulator()
+        launched("moveit.launch.py", control, "device:=stm32", f"port:={path}")
+        planning, arrival = [], []
+        for index in range(GOALS):
+            result, took = move(bench.node, joint_goal("arm", dict(zip(STM32, STM32_POSES[index % 2]))))
+            if result is not None and result.error_code.val == 1:  # MoveItErrorCodes.SUCCESS
+                planning.append(result.planning_time)
+                arrival.append(took)
+        planning.sort()
+        arrival.sort()
+        timing = (f"planning median {planning[len(planning) // 2] * 1e3:.0f} ms, request to the arm there median "
+                  f"{arrival[len(arrival) // 2]:.2f} s" if planning else "no plan succeeded")
+        figures.append((f"MoveIt, {label('stm32_driver', control)}", timing, f"{len(planning)}/{GOALS} succeeded"))
+        stop_all()
+    return figures
+
+
 def main():
     bench = Bench()
-    figures = []
+    figures = moveit_figures(bench)
 
     for control in controls():
         path, targets = stm32_emulator()
@@ -174,10 +218,12 @@ def main():
         poses = None
         for control in controls():
             launched(file, control, *arguments)
+            # Its /joint_states (250 Hz by default) as a subscriber gets them.
+            rate = bench.rate() if control == "native" else ""
             # Two poses of the arm's own trajectory, seen before JTC holds it (the same each start).
             poses = poses or bench.poses_of(arm)
             runs = bench.goals(f"/{name}/follow_joint_trajectory" if control == "native" else JTC_ACTION, arm, poses)
-            figures.append((label(name, control), "", errors_line(runs)))
+            figures.append((label(name, control), rate, errors_line(runs)))
             stop_all()
 
     print(f"FollowJointTrajectory, {GOALS} goals of 1 s each between two poses:")
