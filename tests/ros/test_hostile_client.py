@@ -138,7 +138,10 @@ class HostileClient(FollowJointTrajectoryTest):
         self.assertNotIn("hard stop", said, "the arm reached a hard stop")
         return said
 
-    def test_a_protective_stop_ends_hil_nodes_running_goal_with_its_reason(self):
+    def test_a_rig_that_stops_mid_goal_ends_hil_nodes_running_goal_with_its_reason(self):
+        """A frozen sensor under a moving goal: the loop ends in a protective stop (the tracking
+        error) or a fault (a run of readings the rig cannot produce), whichever comes first; the
+        goal ends with it, aborted with the stop's reason and code."""
         # The sensor freezes 30 s after the emulator starts: within the goal below however long
         # the bringup takes to be seen.
         rig, sensor, stepper = self.emulated_rig("--freeze-sensor", "--faults-after", "30")
@@ -161,10 +164,11 @@ class HostileClient(FollowJointTrajectoryTest):
         handle = sent.result()
         self.assertTrue(handle.accepted)
         done = self.result_of(handle, timeout=70.0)
-        self.assertEqual((done.status, done.result.error_code),
-                         (GoalStatus.STATUS_ABORTED, Result.PATH_TOLERANCE_VIOLATED), done.result.error_string)
-        self.assertIn("protective stop", done.result.error_string)
-        self.wait_status("hil_node: loop", ERROR, message="protective stop")
+        self.assertEqual(done.status, GoalStatus.STATUS_ABORTED, done.result.error_string)
+        self.assertIn("the arm stopped, holding", done.result.error_string)
+        code = Result.PATH_TOLERANCE_VIOLATED if "protective stop" in done.result.error_string else Result.INVALID_GOAL
+        self.assertEqual(done.result.error_code, code, done.result.error_string)
+        self.wait_status("hil_node: loop", ERROR)
         self.assertIsNone(self.launched.poll(), "the node ended")
         client.destroy()
         self.assertIn("faults injected", self.rig_said(rig))
@@ -209,7 +213,8 @@ class HostileClient(FollowJointTrajectoryTest):
             time.sleep(1.0)
             self.transition("hil_node", Transition.TRANSITION_ACTIVATE)
             # The stream still says the old target: the arm holds where it stopped.
-            held = self.assert_still(2.0, tolerance=0.005)
+            # Still, but for the settling of the controller's hold (a few mrad).
+            held = self.assert_still(2.0, tolerance=0.01)
             self.assertTrue(abs(held[0] - target[0]) > 0.01, f"the arm went on to the old target: {held}")
             # A new command moves it.
             command["data"] = [held[0] + 0.02, held[1], held[2]]
