@@ -18,7 +18,7 @@ import os
 import yaml
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, LogInfo, OpaqueFunction
+from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, LogInfo, OpaqueFunction, Shutdown
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
@@ -63,11 +63,10 @@ def controllers(share, file, driver, control):
 
 def move_group(context):
     device = LaunchConfiguration("device").perform(context)
-    if device not in DEVICES:
-        return [LogInfo(msg=f"device must be one of {', '.join(DEVICES)}, not {device!r}")]
     missing = missing_packages()
     if missing:
-        return [LogInfo(msg=f"MoveIt is not installed here (missing: {', '.join(missing)}): nothing started")]
+        return [LogInfo(msg=f"MoveIt is not installed here (missing: {', '.join(missing)}): nothing started"),
+                Shutdown(reason="MoveIt is not installed")]
     bringup, urdf, srdf, kinematics, limits, controller_file, driver = DEVICES[device]
     share = get_package_share_directory("arm_hil")
     control = LaunchConfiguration("control").perform(context)
@@ -98,8 +97,8 @@ def move_group(context):
 
 def generate_launch_description():
     return LaunchDescription([
-        DeclareLaunchArgument("device", default_value="stm32", description="stm32 or arduino"),
-        DeclareLaunchArgument("control", default_value="native",
+        DeclareLaunchArgument("device", default_value="stm32", choices=list(DEVICES), description="stm32 or arduino"),
+        DeclareLaunchArgument("control", default_value="native", choices=["native", "ros2_control"],
                               description="native (the driver's own action) or ros2_control"),
         OpaqueFunction(function=move_group),
     ])

@@ -115,6 +115,10 @@ class MoveItPlansAndExecutes(FollowJointTrajectoryTest):
         self.assertEqual(done.error_code.val, MoveItErrorCodes.SUCCESS)
         reached = self.positions()
         self.assertTrue(all(abs(a - b) < 0.03 for a, b in zip(reached, [-0.6, 0.5])), f"at {reached}")
+        # JTC took the trajectory, not the driver's own action (which still serves).
+        said = self.launched.log_path.read_text()
+        self.assertIn("Accepted new action goal", said, "joint_trajectory_controller took no goal")
+        self.assertNotIn("~/follow_joint_trajectory: goal", said, "the driver's own action took the goal")
 
     def test_a_joint_goal_is_planned_and_executed_on_the_finger_testbench(self):
         self.node_name, self.joints = "arduino_driver", FINGER_JOINTS
