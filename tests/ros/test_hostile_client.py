@@ -131,6 +131,17 @@ class HostileClient(FollowJointTrajectoryTest):
         stepper = rig.stdout.readline().split()[1]
         return rig, sensor, stepper
 
+    def hil_node_on_the_emulated_rig(self, *faults):
+        """hil_node's bringup on the emulated rig with `faults` (emulate sensor's flags), its loop
+        running: the rig, and two poses of the arm's own trajectory as far apart as it goes in 2 s."""
+        rig, sensor, stepper = self.emulated_rig(*faults)
+        self.launched = launch("hil.launch.py", "hardware:=robotscara", f"sensor_device:={sensor}",
+                               f"arduino_device:={stepper}", "rsp:=false")
+        self.wait_status("hil_node: loop", OK, message="running")
+        self.node_name, self.joints = "hil_node", MOTORS
+        start, apart = self.poses_of_its_own_trajectory(seconds=2.0)
+        return rig, start, apart
+
     def rig_said(self, rig):
         """What the rig emulator printed, once interrupted: no hard stop was reached."""
         os.killpg(rig.pid, signal.SIGINT)
@@ -144,12 +155,7 @@ class HostileClient(FollowJointTrajectoryTest):
         goal ends with it, aborted with the stop's reason and code."""
         # The sensor freezes 30 s after the emulator starts: within the goal below however long
         # the bringup takes to be seen.
-        rig, sensor, stepper = self.emulated_rig("--freeze-sensor", "--faults-after", "30")
-        self.launched = launch("hil.launch.py", "hardware:=robotscara", f"sensor_device:={sensor}",
-                               f"arduino_device:={stepper}", "rsp:=false")
-        self.wait_status("hil_node: loop", OK, message="running")
-        self.node_name, self.joints = "hil_node", MOTORS
-        start, apart = self.poses_of_its_own_trajectory(seconds=2.0)
+        rig, start, apart = self.hil_node_on_the_emulated_rig("--freeze-sensor", "--faults-after", "30")
         client = self.client()
         # Back and forth between two poses of its own trajectory for 60 s: the arm moves all the
         # while, so a frozen estimate is soon off its reference. Stopping at each
@@ -225,12 +231,7 @@ class HostileClient(FollowJointTrajectoryTest):
             streamer.join()
 
     def test_a_flood_of_goals_and_commands_for_30_s_on_the_emulated_rig(self):
-        rig, sensor, stepper = self.emulated_rig()
-        self.launched = launch("hil.launch.py", "hardware:=robotscara", f"sensor_device:={sensor}",
-                               f"arduino_device:={stepper}", "rsp:=false")
-        self.wait_status("hil_node: loop", OK, message="running")
-        self.node_name, self.joints = "hil_node", MOTORS
-        start, apart = self.poses_of_its_own_trajectory(seconds=2.0)
+        rig, start, apart = self.hil_node_on_the_emulated_rig()
         client = self.client()
         commands = self.node.create_publisher(JointState, "/hil_node/joint_command", 10)
         segments = self.node.create_publisher(type(multi_dof_trajectory([])), "/hil_node/trajectory", 10)

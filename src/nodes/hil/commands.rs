@@ -96,16 +96,19 @@ impl<J: Clone, C: Clone> HilCommands<J, C> {
     /// that the feeder has room before anything is claimed. The withdrawal comes back.
     fn claim(&mut self, source: CommandSource, request: impl FnOnce(u64) -> FeedRequest) -> Result<u64, String> {
         self.requests.room()?;
-        self.claim_past_the_bound(source, request)
+        self.take_arm(source, request)
     }
 
-    /// [`HilCommands::claim`] even when the feeder's requests are full: for a hold, which only
-    /// takes the arm back, and comes once for each goal's end, so that a flood cannot multiply it.
-    fn claim_past_the_bound(
-        &mut self,
-        source: CommandSource,
-        request: impl FnOnce(u64) -> FeedRequest,
-    ) -> Result<u64, String> {
+    /// Holds the arm where it is for `source` (a goal's end or cancel), even when the feeder's
+    /// requests are full: a hold only takes the arm back, and comes once for each goal's end, so
+    /// that a flood cannot multiply it. The withdrawal comes back.
+    fn claim_hold(&mut self, source: CommandSource) -> Result<u64, String> {
+        self.take_arm(source, |withdrawal| FeedRequest::Hold { withdrawal })
+    }
+
+    /// The withdrawal for `request`, sent to the feeder whatever its room, and the arm taken
+    /// for `source`.
+    fn take_arm(&mut self, source: CommandSource, request: impl FnOnce(u64) -> FeedRequest) -> Result<u64, String> {
         let withdrawal = self.withdrawals.request();
         self.requests.send_past_the_bound(request(withdrawal))?;
         self.overtake(source);
@@ -174,8 +177,7 @@ impl<J: Clone, C: Clone> HilCommands<J, C> {
             let tick = self.joint_goals.tick(now_ns, actual);
             if let Some(Setpoint::Hold(_)) = tick.command {
                 // The arm holds where it is: what the goal queued is withdrawn.
-                match self.claim_past_the_bound(CommandSource::JointGoal, |withdrawal| FeedRequest::Hold { withdrawal })
-                {
+                match self.claim_hold(CommandSource::JointGoal) {
                     Ok(withdrawal) => self.joint_claim = Some(withdrawal),
                     Err(error) => log::error!("cannot hold the arm after a goal: {error}"),
                 }
@@ -285,7 +287,7 @@ impl<J: Clone, C: Clone> TakesCartesianGoals<C> for HilCommands<J, C> {
         if !self.cartesian.handle().is_some_and(is_it) {
             return false;
         }
-        match self.claim_past_the_bound(CommandSource::CartesianGoal, |withdrawal| FeedRequest::Hold { withdrawal }) {
+        match self.claim_hold(CommandSource::CartesianGoal) {
             Ok(withdrawal) => self.cartesian.cancelling(withdrawal),
             Err(error) => {
                 log::error!("cannot hold the arm for a cancel: {error}");
