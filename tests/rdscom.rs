@@ -151,26 +151,30 @@ fn an_unanswered_request_is_resent_every_second_three_times_then_reported() {
 }
 
 #[test]
-fn past_the_bound_the_oldest_unacknowledged_request_is_given_up_and_a_stop_still_goes_out() {
+fn a_flood_is_refused_past_the_bound_and_a_stop_goes_first_giving_up_what_waited() {
     let start = Instant::now();
     let mut link = RdscomLink::new(RdscomConfig::default(), PrototypeTable::document(), start);
     let first = link.request(start, "ControlGo", vec![Value::Int(5)]).unwrap();
     for _ in 1..RdscomLink::MAX_PENDING {
         link.request(start, "ControlGo", vec![Value::Int(5)]).unwrap();
     }
-    let mut bytes = Vec::new();
-    while link.poll_transmit(&mut bytes) {}
+    let refused = link.request(start, "ControlGo", vec![Value::Int(5)]).unwrap_err();
+    assert!(refused.to_string().contains("flood"), "{refused}");
+    link.handle_request(start, "ControlGo", vec![Value::Int(5)]);
+    let told: Vec<RdscomEvent> = std::iter::from_fn(|| link.poll_event()).collect();
+    assert!(matches!(&told[..], [RdscomEvent::Refused { prototype, .. }] if prototype == "ControlGo"), "{told:?}");
+
     let stop = link.request(start, "Stop", vec![Value::Int(1)]).unwrap();
-    let events: Vec<RdscomEvent> = std::iter::from_fn(|| link.poll_event()).collect();
-    assert_eq!(events, [RdscomEvent::Failed { prototype: 3, number: first }], "the oldest given up");
+    let given_up: Vec<RdscomEvent> = std::iter::from_fn(|| link.poll_event()).collect();
+    assert_eq!(given_up.len(), RdscomLink::MAX_PENDING, "every request that waited is given up");
+    assert_eq!(given_up[0], RdscomEvent::Failed { prototype: 3, number: first });
     let mut sent = Vec::new();
     while link.poll_transmit(&mut sent) {}
     let mut decoder = FrameDecoder::new(PrototypeTable::document());
     decoder.push(&sent);
-    let stops = std::iter::from_fn(|| decoder.poll_message()).filter(|m| m.number == stop).count();
-    assert_eq!(stops, 1, "the Stop went out");
-    link.handle_request(start, "NoSuchPrototype", Vec::new());
-    assert!(matches!(link.poll_event(), Some(RdscomEvent::Refused { .. })), "a request that cannot be encoded is told");
+    let written: Vec<u16> = std::iter::from_fn(|| decoder.poll_message()).map(|m| m.number).collect();
+    assert_eq!(written, [stop], "the Stop goes alone, no backlog before it");
+    assert!(link.request(start, "ControlGo", vec![Value::Int(5)]).is_ok(), "room again after the Stop");
 }
 
 #[test]

@@ -178,10 +178,10 @@ fn a_setpoint_flood_sends_only_the_latest_angles_and_the_outbox_is_bounded() {
     assert_eq!(
         sent,
         [
-            Command::SetJointAngles { shoulder: 0.5, elbow: 0.0 },
-            Command::SetMode(arm_hil::protocol::stm32::ControlMode::Position)
+            Command::SetMode(arm_hil::protocol::stm32::ControlMode::Position),
+            Command::SetJointAngles { shoulder: 0.5, elbow: 0.0 }
         ],
-        "the latest setpoint, in the first one's turn"
+        "the latest setpoint only, in the order the commands were sent"
     );
 
     for _ in 0..Stm32Link::MAX_OUTBOX {
@@ -195,6 +195,12 @@ fn a_setpoint_flood_sends_only_the_latest_angles_and_the_outbox_is_bounded() {
         matches!(&refused, Some(LinkEvent::CommandFailed { command: kind::SYSTEM_RESET, reason }) if reason.contains("flood")),
         "{refused:?}"
     );
+    let mut bytes = Vec::new();
+    while link.poll_transmit(now, &mut bytes) {}
+    let mut decoder = PacketDecoder::new();
+    decoder.push(&bytes);
+    let last = std::iter::from_fn(|| decoder.poll_packet()).map(|p| p.command().unwrap()).last();
+    assert_eq!(last, Some(Command::SetJointAngles { shoulder: 0.1, elbow: 0.1 }), "the hold went out");
 }
 
 #[test]

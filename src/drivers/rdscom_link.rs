@@ -61,6 +61,15 @@ pub enum RdscomLinkState {
     Lost,
 }
 
+/// A request refused before it was sent.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RequestError {
+    #[error(transparent)]
+    Encode(#[from] EncodeError),
+    #[error("{pending} requests wait for their acknowledgement: a request flood is refused")]
+    Busy { pending: usize },
+}
+
 /// What the link reports.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RdscomEvent {
@@ -82,7 +91,7 @@ pub enum RdscomEvent {
         prototype: u8,
         number: u16,
     },
-    /// A request another thread sent could not be encoded: it was not sent.
+    /// A request another thread sent was refused: it was not sent.
     Refused {
         prototype: String,
         reason: String,
@@ -157,20 +166,24 @@ impl RdscomLink {
         self.set_state(RdscomLinkState::Lost);
     }
 
-    /// The most requests that wait for their acknowledgement: past it the oldest is given up.
+    /// The most requests that wait for their acknowledgement: past it a request is refused.
     pub const MAX_PENDING: usize = 64;
 
     /// Sends a request of prototype `name` with `values`; if the prototype requires it, the
-    /// request is tracked for its acknowledgement. A request is never refused for a flood (a
-    /// Stop must go out whatever came before it): past [`RdscomLink::MAX_PENDING`] the oldest
-    /// request still unacknowledged is given up, reported [`RdscomEvent::Failed`]. Returns the
-    /// message number.
-    pub fn request(&mut self, now: Instant, name: &str, values: Vec<Value>) -> Result<u16, EncodeError> {
+    /// request is tracked for its acknowledgement. Past [`RdscomLink::MAX_PENDING`] waiting, a
+    /// request is refused ([`RequestError::Busy`]), so that a flood builds no backlog; but a
+    /// `Stop` always goes, and first: what waits to be written or acknowledged before it is
+    /// given up (reported [`RdscomEvent::Failed`]). Returns the message number.
+    pub fn request(&mut self, now: Instant, name: &str, values: Vec<Value>) -> Result<u16, RequestError> {
         let prototype = self.table().by_name(name).ok_or(EncodeError::UnknownPrototype(u8::MAX))?;
         let (id, ack) = (prototype.id, prototype.ack);
-        if ack && self.pending.len() >= Self::MAX_PENDING {
-            let oldest = self.pending.remove(0);
-            self.events.push_back(RdscomEvent::Failed { prototype: oldest.prototype, number: oldest.number });
+        if name == "Stop" {
+            self.outbox.clear();
+            for given_up in self.pending.drain(..) {
+                self.events.push_back(RdscomEvent::Failed { prototype: given_up.prototype, number: given_up.number });
+            }
+        } else if ack && self.pending.len() >= Self::MAX_PENDING {
+            return Err(RequestError::Busy { pending: self.pending.len() });
         }
         let number = self.next_number;
         let message = Message { kind: FrameType::Request, prototype: id, number, values };
@@ -192,8 +205,8 @@ impl RdscomLink {
         Ok(number)
     }
 
-    /// Sends a request another thread sent ([`RdscomLink::request`]); one that cannot be
-    /// encoded is told as [`RdscomEvent::Refused`].
+    /// Sends a request another thread sent ([`RdscomLink::request`]); one refused is told as
+    /// [`RdscomEvent::Refused`].
     pub fn handle_request(&mut self, now: Instant, name: &str, values: Vec<Value>) {
         if let Err(error) = self.request(now, name, values) {
             self.events.push_back(RdscomEvent::Refused { prototype: name.to_owned(), reason: error.to_string() });

@@ -298,25 +298,23 @@ impl Stm32Link {
     /// The most packets the outbox holds: past it a command is refused.
     pub const MAX_OUTBOX: usize = 64;
 
-    /// Queues a user command after validating it. Both joints' angles take the place of both
-    /// joints' angles still queued (in that one's turn), so that a stream faster than the wire
-    /// sends its latest setpoint, never a backlog of stale ones, and are never refused (a hold
-    /// must go out); past [`Stm32Link::MAX_OUTBOX`] another command is refused.
+    /// Queues a user command after validating it. Both joints' angles replace both joints'
+    /// angles still queued, behind what was queued before them (the order commands were sent
+    /// in is kept), so that a stream faster than the wire sends its latest setpoint, never a
+    /// backlog of stale ones; they are never refused (a hold must go out). Past
+    /// [`Stm32Link::MAX_OUTBOX`] another command is refused.
     pub fn send(&mut self, command: &Command) -> Result<(), CommandError> {
         validate_command(command)?;
+        if command.kind() == kind::SET_JOINT_ANGLES {
+            self.outbox.retain(|queued| queued.kind != kind::SET_JOINT_ANGLES);
+        } else if self.outbox.len() >= Self::MAX_OUTBOX {
+            return Err(CommandError::Busy { queued: self.outbox.len() });
+        }
         let mut bytes = Vec::with_capacity(32);
         encode_command(command, &mut bytes);
         // GET_TELEMETRY is answered with telemetry, not an ACK.
         let tracked = (command.kind() != kind::GET_TELEMETRY).then_some((command.kind(), self.config.command_retries));
-        let outgoing = Outgoing { kind: command.kind(), bytes, tracked };
-        let (queued, full) = (self.outbox.len(), self.outbox.len() >= Self::MAX_OUTBOX);
-        let queued_angles = self.outbox.iter_mut().find(|queued| queued.kind == kind::SET_JOINT_ANGLES);
-        match (command.kind(), queued_angles) {
-            (kind::SET_JOINT_ANGLES, Some(angles)) => *angles = outgoing,
-            (kind::SET_JOINT_ANGLES, None) => self.outbox.push_back(outgoing),
-            _ if full => return Err(CommandError::Busy { queued }),
-            _ => self.outbox.push_back(outgoing),
-        }
+        self.outbox.push_back(Outgoing { kind: command.kind(), bytes, tracked });
         Ok(())
     }
 

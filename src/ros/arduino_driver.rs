@@ -114,18 +114,18 @@ fn serve_joint_commands(
     let joint_commands = node.subscribe::<JointState>("~/joint_command", QosProfile::default())?;
     let (mut refusals, started) = (Refusals::default(), std::time::Instant::now());
     pool.spawner().spawn_local(joint_commands.for_each(move |message| {
-        let requests = if ros2_control {
-            setpoints.lock().map_err(|_| "the setpoints are unavailable".to_owned()).and_then(|mut setpoints| {
-                setpoints.command(now_ns(&clock), &message.name, &message.position, &joint_names)
-            })
-        } else {
-            requests_from_joint_command(
+        // The whole command under the setpoints' lock, which the device's steps hold too: no
+        // goal's setpoint, computed or waiting, goes out between this command and its effects.
+        let Ok(mut setpoints) = setpoints.lock() else { return futures::future::ready(()) };
+        let requests = match ros2_control {
+            true => setpoints.command(now_ns(&clock), &message.name, &message.position, &joint_names),
+            false => requests_from_joint_command(
                 &message.name,
                 &message.position,
                 &message.velocity,
                 &message.effort,
                 &joint_names,
-            )
+            ),
         };
         let sent = requests.and_then(|requests| {
             let commander = commanding.get();
@@ -145,10 +145,9 @@ fn serve_joint_commands(
             false => sent.is_ok(),
         };
         if forget {
-            if let Ok(mut setpoints) = setpoints.lock() {
-                setpoints.unsent();
-            }
+            setpoints.unsent();
         }
+        drop(setpoints);
         if let Some(error) = refusals.said(sent) {
             log::error!("~/joint_command refused: {error} (said once while it lasts)");
         }
