@@ -140,6 +140,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
         futures::future::ready(())
     }))?;
 
+    let reset_goals = goals.clone();
     // A trajectory on `~/joint_trajectory` is followed as a goal is, with no client to answer.
     let (trajectory_commanding, clock) = (commanding.clone(), node.get_ros_clock());
     let trajectories = node.subscribe::<JointTrajectory>("~/joint_trajectory", QosProfile::default())?;
@@ -157,8 +158,15 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
 
     for (topic, command) in [("~/reset", Command::SystemReset), ("~/calibrate_imu", Command::CalibrateImu)] {
         let requests = node.subscribe::<Empty>(topic, QosProfile::default())?;
-        let commanding = commanding.clone();
+        let (commanding, goals) = (commanding.clone(), reset_goals.clone());
         pool.spawner().spawn_local(requests.for_each(move |_| {
+            let Ok(mut goals) = goals.lock() else { return futures::future::ready(()) };
+            // A reset restarts the firmware: what the node followed ends first (the joints are
+            // the firmware's then), and the command stream's command in force is not followed
+            // again. Sent under the goals' lock, so that no step's setpoint comes after it.
+            if command == Command::SystemReset {
+                end_joint_goal(goals.stopped("~/reset"));
+            }
             send(&commanding, command.clone(), topic);
             futures::future::ready(())
         }))?;
