@@ -174,6 +174,31 @@ fn hil_node_and_arm_hil_hil_bag_publish_the_same_loop_alike() {
     let _ = std::fs::remove_dir_all(&node_dir);
 }
 
+/// A loop that overruns every second says so in its status each second: the status still goes
+/// out once a second (with its figures), not once for its schedule and once for the change.
+#[test]
+fn hil_nodes_loop_status_goes_out_once_a_second_when_its_overruns_change_each_second() {
+    let dir = tempdir("hil_status");
+    let mut out = Outputs::new(NodeName::new("hil_node"), BagWriter::create(&dir, BagDistro::Jazzy).unwrap());
+    let mut publisher =
+        HilPublisher::advertise(&mut out, Robot::default(), "base_link", 250.0, "sim", None, 0).unwrap();
+    publisher.event(&mut out, 0, Some(&HilEvent::LoopStarted)).unwrap();
+    let mut figures = LoopStatus::default();
+    for ms in 1..=4_500u64 {
+        let time_ns = ms * 1_000_000;
+        // The passing of time comes before the figures at each millisecond.
+        publisher.event(&mut out, time_ns, None).unwrap();
+        if ms % 100 == 0 {
+            figures.overruns += ms / 100;
+            publisher.event(&mut out, time_ns, Some(&HilEvent::Figures(figures))).unwrap();
+        }
+    }
+    out.into_sink().finish().unwrap();
+    let statuses = messages(&dir).iter().filter(|(topic, _)| topic == "/diagnostics").count();
+    assert_eq!(statuses, 5, "at the start, then with the figures at 1, 2, 3 and 4 s");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A SIL request for an arc about the forearm pivoting at `elbow`.
 fn request_about(elbow: Vec3) -> (Vec<u8>, Vec<Waypoint>) {
     let spec = ArcSpec { from_deg: [65.0, -150.0], to_deg: [65.0, -148.0], ..ArcSpec::default() };

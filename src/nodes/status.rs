@@ -71,8 +71,13 @@ impl Schedule {
             }
         };
         if due {
-            self.last = Some((now_ns, state, message.to_owned()));
+            self.sent(state, message, now_ns);
         }
         due
+    }
+
+    /// A report in `state` with `message` went out at `now_ns`: the next is due a period later.
+    pub fn sent(&mut self, state: u8, message: &str, now_ns: u64) {
+        self.last = Some((now_ns, state, message.to_owned()));
     }
 }

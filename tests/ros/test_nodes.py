@@ -719,11 +719,15 @@ class HilNode(NodeTest):
         onwards = [r for r in rows if initial[-1][0] <= r[0] <= 1.4]
         first = from_start(onwards)
         feedback = []
+        skipped_before = self.first("/hil_node/loop_statistics", LoopStatistics).skipped_periods
         finished = self.result_of(self.follow(client, first, lambda m: feedback.append(m.feedback)), timeout=10.0)
         self.assertEqual(finished.status, GoalStatus.STATUS_SUCCEEDED, finished.result.message)
         result = finished.result
         duration = first[-1][0]
-        self.assertTrue(abs(result.frames - duration * 1000) <= 3, f"{result.frames} loop cycles in {duration} s")
+        # A cycle a period, but for the periods the loop skipped to catch up (a loaded machine).
+        skipped = self.first("/hil_node/loop_statistics", LoopStatistics).skipped_periods - skipped_before
+        self.assertTrue(-3 - skipped <= result.frames - duration * 1000 <= 3,
+                        f"{result.frames} loop cycles in {duration} s, {skipped} periods skipped meanwhile")
         self.assertLessEqual(result.rms_error, result.max_error)
         self.assertLess(result.max_error, 2e-3)
         progress = [f.progress for f in feedback]

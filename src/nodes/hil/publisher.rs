@@ -88,33 +88,45 @@ impl HilPublisher {
         event: Option<&HilEvent>,
     ) -> Result<bool, SinkError> {
         let mut sampled = false;
-        match event {
+        // While a loop runs its status goes out with its figures, once a second: were it also
+        // on the status's own schedule, a message that changes each second (the overruns in
+        // it) would go out twice a second. Otherwise it goes out when it changes and once a
+        // second.
+        let report = match event {
             Some(HilEvent::Frame(frame)) if self.samples.due(frame.t) => {
                 let elbow = self.arm.robot().elbow();
                 self.arm.sample(out, time_ns, frame, &elbow)?;
                 sampled = true;
+                false
             }
-            Some(HilEvent::Frame(_)) => {}
+            Some(HilEvent::Frame(_)) => false,
             Some(HilEvent::Figures(figures)) if self.looping && time_ns >= self.next_figures_ns => {
                 self.next_figures_ns = time_ns + FIGURES_PERIOD_NS;
                 let overruns_before = std::mem::replace(&mut self.overruns_before, figures.overruns);
                 self.diagnostics.set(|status| loop_status(status, figures, overruns_before));
                 self.arm.loop_statistics(out, time_ns, figures)?;
+                true
             }
-            Some(HilEvent::Figures(_)) => {}
+            Some(HilEvent::Figures(_)) => false,
             Some(HilEvent::LoopStarted) => {
                 self.looping = true;
                 self.next_figures_ns = time_ns + FIGURES_PERIOD_NS;
                 self.overruns_before = 0;
                 self.diagnostics.set(|status| status.set(Level::Ok, RUNNING, Vec::new()));
+                true
             }
             Some(HilEvent::Status(level, message)) => {
                 self.looping = false;
                 self.diagnostics.set(|status| status.set(*level, message.clone(), Vec::new()));
+                true
             }
-            None => {}
+            None => false,
+        };
+        match (report, self.looping) {
+            (true, _) => self.diagnostics.publish(out, time_ns)?,
+            (false, false) => self.diagnostics.publish_due(out, time_ns)?,
+            (false, true) => {}
         }
-        self.diagnostics.publish_due(out, time_ns)?;
         Ok(sampled)
     }
 }

@@ -85,8 +85,10 @@ impl Diagnostics {
         self.publish_due(out, time_ns)
     }
 
-    /// Publishes the status now, due or not (a node's last word).
-    pub fn publish<S: Sink>(&self, out: &mut Outputs<S>, time_ns: u64) -> Result<(), SinkError> {
+    /// Publishes the status now, due or not (a node's last word, or a report on its own
+    /// clock); the next is due a second later.
+    pub fn publish<S: Sink>(&mut self, out: &mut Outputs<S>, time_ns: u64) -> Result<(), SinkError> {
+        self.schedule.sent(self.status.level as u8, &self.status.message, time_ns);
         self.topic.publish(out, time_ns, &self.status)
     }
 }
