@@ -12,6 +12,10 @@ around it.
 - `record:=true` records the node's topics with /tf, /tf_static, robot_description,
   /diagnostics and /rosout as MCAP, into `bag:=DIR` or, not given, a new folder
   $ROS_HOME/bags/DEVICE_<UTC start> (ROS_HOME defaults to ~/.ros).
+- `enclave:=ROOT` (DDS Security, docs/security.md) runs each process it starts in an enclave
+  under ROOT: the node in ROOT/EXECUTABLE, robot_state_publisher in ROOT/robot_state_publisher,
+  the recording in ROOT/recorder, ros2_control's in ROOT/ros2_control, rviz2 in ROOT/viewer.
+  Empty (default): the environment decides, as for any ROS 2 process.
 
 robot_state_publisher and rviz2 are optional: where one is not installed, the launch says so in
 one line and starts the rest. A recording needs ros2bag and rosbag2_storage_mcap: without them
@@ -101,6 +105,14 @@ def effective(context, name):
     return file_parameters(value(context, "params_file")).get(name)
 
 
+def enclave(context, name):
+    """What makes a process run in the enclave ROOT/`name` of `enclave:=ROOT` (DDS Security):
+    rcl's override of the enclave, which ROS 2 processes of every kind (Rust, C++, Python, the
+    `ros2` command line) take; nothing when no enclave root is given."""
+    root = LaunchConfiguration("enclave", default="").perform(context).rstrip("/")
+    return {"additional_env": {"ROS_SECURITY_ENCLAVE_OVERRIDE": f"{root}/{name}"}} if root else {}
+
+
 def node(context, executable, overrides, namespace="", fixed=None, remappings=()):
     """The node with its parameter file, then the launch arguments given, then `fixed`
     (parameter: value: its frames under a namespace, what ros2_control needs)."""
@@ -117,6 +129,7 @@ def node(context, executable, overrides, namespace="", fixed=None, remappings=()
         output="screen",
         parameters=[LaunchConfiguration("params_file"), parameters],
         remappings=list(remappings),
+        **enclave(context, executable),
     )
 
 
@@ -160,6 +173,8 @@ def bringup(executable, overrides, device):
         DeclareLaunchArgument("namespace", default_value="", description="namespace of the node, its topics and frames (NS/ on /tf)"),
         DeclareLaunchArgument("record", default_value="false", description="record the node's topics with ros2 bag (MCAP)"),
         DeclareLaunchArgument("bag", default_value="", description=f"the recording's folder; empty: $ROS_HOME/bags/{device.bag}_<UTC start>"),
+        DeclareLaunchArgument("enclave", default_value="", description="DDS Security: each process in an enclave under this root "
+                              "(/arm_hil: /arm_hil/NODE, security/*.policy.xml); empty: the environment decides"),
     ]
     if device.urdf:
         arguments += [
@@ -220,6 +235,7 @@ def start(context, executable, overrides, device):
                 "frame_prefix": prefix,
                 **sim_time,
             }],
+            **enclave(context, "robot_state_publisher"),
         )
         rviz = Node(
             package="rviz2",
@@ -227,6 +243,7 @@ def start(context, executable, overrides, device):
             namespace=namespace,
             arguments=["-d", rviz_config(context, executable, device, ns, prefix)],
             parameters=[sim_time],
+            **enclave(context, "viewer"),
         )
         optional["rsp"] = ([robot_state_publisher], ["robot_state_publisher"], False)
         optional["rviz"] = ([rviz], ["rviz2"], False)
@@ -239,12 +256,14 @@ def start(context, executable, overrides, device):
         record = ExecuteProcess(
             cmd=["ros2", "bag", "record", "-s", "mcap", "-o", folder, "--regex", f"^({topics})$"],
             output="screen",
+            **enclave(context, "recorder"),
         )
         optional["record"] = ([LogInfo(msg=f"recording to {folder}"), record], ["ros2bag", "rosbag2_storage_mcap"], True)
     actions = select(context, driver, optional)
     if ros2_control and actions[0] is driver:
         actions += control.controller_actions(SHARE, device.controllers, namespace, ns,
-                                              robot_description(context, device, f"{ns}/{executable}"))
+                                              robot_description(context, device, f"{ns}/{executable}"),
+                                              enclave(context, "ros2_control"))
     return actions
 
 

@@ -18,6 +18,7 @@ pub mod param_server;
 pub mod params;
 pub mod refusals;
 pub mod robot_state;
+pub mod security;
 pub mod sil;
 pub mod stm32;
 pub mod status;

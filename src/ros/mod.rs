@@ -36,6 +36,7 @@ use r2r::trajectory_msgs::msg::{JointTrajectory, MultiDOFJointTrajectory};
 use r2r::{ParameterValue, QosProfile, ServiceRequest, WrappedServiceTypeSupport};
 
 use crate::nodes::params::{ParamValue, ROS_PARAMETERS};
+use crate::nodes::security::{SecuritySettings, Strategy};
 
 /// r2r's handles of FollowJointTrajectory and FollowCartesianTrajectory goals, which the nodes'
 /// commands hold (none in the doc-only type-check, whose bindings lack control_msgs and this
@@ -135,7 +136,8 @@ pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 pub fn run(name: &str, main: fn(r2r::Node) -> anyhow::Result<()>) -> ExitCode {
     logging::install(name);
     let started = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::Relaxed));
-    let started = started.map_err(anyhow::Error::from).and_then(|()| create_context()).and_then(|context| {
+    let started = started.map_err(anyhow::Error::from).and_then(|()| check_security()).and_then(|()| create_context());
+    let started = started.and_then(|context| {
         let mut node = r2r::Node::create(context, name, "")?;
         logging::publish_to_rosout(&mut node)?;
         Ok(node)
@@ -145,6 +147,23 @@ pub fn run(name: &str, main: fn(r2r::Node) -> anyhow::Result<()>) -> ExitCode {
         Err(error) => {
             log::error!("{}", format!("{error:#}").replace('\n', " "));
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// Under DDS Security, what the node's secured participant lacks: the reason it cannot start
+/// (Enforce), or a warning that it runs unsecured (Permissive).
+fn check_security() -> anyhow::Result<()> {
+    let arguments: Vec<String> = std::env::args().collect();
+    let Some(settings) = SecuritySettings::from_environment(|name| std::env::var(name).ok(), &arguments) else {
+        return Ok(());
+    };
+    match (settings.missing(), settings.strategy) {
+        (None, _) => Ok(()),
+        (Some(missing), Strategy::Enforce) => anyhow::bail!("ROS_SECURITY_STRATEGY=Enforce: {missing}"),
+        (Some(missing), Strategy::Permissive) => {
+            log::warn!("ROS_SECURITY_STRATEGY is Permissive: running unsecured, as {missing}");
+            Ok(())
         }
     }
 }

@@ -1158,6 +1158,7 @@ if __name__ == "__main__":
     from test_follow_joint_trajectory import *  # noqa: F401,F403 (their test classes)
     from test_hostile_client import *  # noqa: F401,F403
     from test_moveit import *  # noqa: F401,F403
+    from test_security import *  # noqa: F401,F403
 
     result = unittest.main(argv=[sys.argv[0], "-v", *sys.argv[1:]], exit=False).result
     # The ros2 command line's daemon, which `ros2 lifecycle` and `ros2 control` start, ends with

@@ -1,0 +1,77 @@
+"""One ROS 2 client of the secured suite (test_security.py), in whatever enclave, keystore and
+security settings its environment gives: what it could see and do, as one JSON line.
+
+    python3 security_probe.py [--goal]
+
+It reads /joint_states for 3 s from the first message, waiting 10 s for it (the rate), looks for hil_node's FollowJointTrajectory server
+for 5 s, and with --goal sends it a goal to a pose the arm took on its own path, 0.05 rad from
+the last one seen. rcl refusing its participant or a request topic is reported, not raised."""
+
+import json
+import sys
+import time
+
+import rclpy
+from control_msgs.action import FollowJointTrajectory
+from rclpy.action import ActionClient
+from rclpy.duration import Duration
+from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectoryPoint
+
+JOINTS = ("joint1", "joint2", "joint3")
+
+
+def probe(send_goal):
+    seen = {"joint_states_hz": 0.0, "server": False, "goal": None, "refused": None}
+    try:
+        rclpy.init()
+        node = rclpy.create_node("security_probe")
+    except Exception as error:  # rcl's refusal of the participant, as it says it
+        seen["refused"] = f"participant: {error}"
+        return seen
+    poses, arrivals = [], []
+
+    def joint_states(message):
+        arrivals.append(time.monotonic())
+        poses.append([message.position[message.name.index(j)] for j in JOINTS] if set(JOINTS) <= set(message.name)
+                     else None)
+
+    node.create_subscription(JointState, "/joint_states", joint_states, 100)
+    start = time.monotonic()  # the first message within 10 s (a secured handshake takes its time), then 3 s
+    while time.monotonic() - start < 10.0 and not arrivals:
+        rclpy.spin_once(node, timeout_sec=0.05)
+    start = time.monotonic()
+    while arrivals and time.monotonic() - start < 3.0:
+        rclpy.spin_once(node, timeout_sec=0.05)
+    if len(arrivals) > 1:  # from the first message on: discovery takes its time
+        seen["joint_states_hz"] = (len(arrivals) - 1) / (arrivals[-1] - arrivals[0])
+    try:
+        client = ActionClient(node, FollowJointTrajectory, "/hil_node/follow_joint_trajectory")
+    except Exception as error:
+        seen["refused"] = f"action client: {error}"
+        return seen
+    seen["server"] = client.wait_for_server(timeout_sec=5.0)
+    path = [p for p in poses if p]
+    if send_goal and seen["server"] and path:
+        last = path[-1]
+        target = min(path, key=lambda p: abs(max(abs(a - b) for a, b in zip(p, last)) - 0.05))
+        goal = FollowJointTrajectory.Goal()
+        goal.trajectory.joint_names = list(JOINTS)
+        goal.trajectory.points = [JointTrajectoryPoint(positions=target,
+                                                       time_from_start=Duration(seconds=1.5).to_msg())]
+        sent = client.send_goal_async(goal)
+        rclpy.spin_until_future_complete(node, sent, timeout_sec=10.0)
+        handle = sent.result()
+        if handle is not None and handle.accepted:
+            done = handle.get_result_async()
+            rclpy.spin_until_future_complete(node, done, timeout_sec=15.0)
+            result = done.result()
+            seen["goal"] = {"status": result.status, "error_code": result.result.error_code,
+                            "moved": max(abs(a - b) for a, b in zip(target, last))} if result else "no result"
+        else:
+            seen["goal"] = "not accepted" if handle is not None else "no answer"
+    return seen
+
+
+if __name__ == "__main__":
+    print(json.dumps(probe("--goal" in sys.argv[1:])), flush=True)

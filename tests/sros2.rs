@@ -1,0 +1,80 @@
+//! A node started under DDS Security says which variable, folder or file its secured
+//! participant lacks, before rcl fails on it with a reason that names none of them.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use arm_hil::nodes::security::{SecuritySettings, Strategy, ENCLAVE_FILES};
+
+fn settings(variables: &[(&str, &str)], arguments: &[&str]) -> Option<SecuritySettings> {
+    let variables: HashMap<String, String> =
+        variables.iter().map(|(name, value)| (name.to_string(), value.to_string())).collect();
+    let arguments: Vec<String> = arguments.iter().map(|argument| argument.to_string()).collect();
+    SecuritySettings::from_environment(|name| variables.get(name).cloned(), &arguments)
+}
+
+/// A keystore with the enclave /arm_hil/hil_node, holding `files`.
+fn keystore(name: &str, files: &[&str]) -> PathBuf {
+    let root = std::env::temp_dir().join(format!("arm_hil_sros2_{name}_{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let enclave = root.join("enclaves/arm_hil/hil_node");
+    std::fs::create_dir_all(&enclave).unwrap();
+    for file in files {
+        std::fs::write(enclave.join(file), b"").unwrap();
+    }
+    root
+}
+
+const NODE: [&str; 4] = ["hil_node", "--ros-args", "--enclave", "/arm_hil/hil_node"];
+
+#[test]
+fn security_off_asks_nothing() {
+    assert_eq!(settings(&[], &NODE), None);
+    assert_eq!(settings(&[("ROS_SECURITY_ENABLE", "false")], &NODE), None);
+}
+
+#[test]
+fn the_enclave_comes_from_the_override_then_the_arguments_then_the_root() {
+    let on = ("ROS_SECURITY_ENABLE", "true");
+    assert_eq!(settings(&[on], &NODE).unwrap().enclave, "/arm_hil/hil_node");
+    assert_eq!(settings(&[on], &["hil_node", "--ros-args", "-e", "/a"]).unwrap().enclave, "/a");
+    assert_eq!(settings(&[on], &["hil_node", "--ros-args", "--enclave=/b"]).unwrap().enclave, "/b");
+    assert_eq!(settings(&[on], &["hil_node", "--enclave", "/not_a_ros_argument"]).unwrap().enclave, "/");
+    let overridden = settings(&[on, ("ROS_SECURITY_ENCLAVE_OVERRIDE", "/arm_hil/viewer")], &NODE).unwrap();
+    assert_eq!(overridden.enclave, "/arm_hil/viewer");
+    assert_eq!(overridden.strategy, Strategy::Permissive, "rcl's default strategy");
+}
+
+#[test]
+fn a_missing_keystore_variable_is_named() {
+    let on = settings(&[("ROS_SECURITY_ENABLE", "true"), ("ROS_SECURITY_STRATEGY", "Enforce")], &NODE).unwrap();
+    assert_eq!(on.strategy, Strategy::Enforce);
+    assert!(on.missing().unwrap().contains("ROS_SECURITY_KEYSTORE is not set"));
+}
+
+#[test]
+fn an_enclave_without_its_folder_is_named_with_the_folder() {
+    let root = keystore("no_folder", &ENCLAVE_FILES);
+    let keystore = root.to_str().unwrap();
+    let on = [("ROS_SECURITY_ENABLE", "true"), ("ROS_SECURITY_KEYSTORE", keystore)];
+    let missing =
+        settings(&on, &["sil_node", "--ros-args", "--enclave", "/arm_hil/sil_node"]).unwrap().missing().unwrap();
+    assert!(missing.contains("enclave /arm_hil/sil_node has no folder"), "{missing}");
+    assert!(missing.contains("enclaves/arm_hil/sil_node"), "{missing}");
+    let unnamed = settings(&on, &["sil_node"]).unwrap().missing().unwrap();
+    assert!(
+        unnamed.contains("enclave / lacks cert.pem"),
+        "no enclave named: the keystore's enclaves folder; {unnamed}"
+    );
+    assert_eq!(settings(&on, &NODE).unwrap().missing(), None, "everything rcl needs is there");
+    let _ = std::fs::remove_dir_all(root);
+}
+
+#[test]
+fn an_enclave_lacking_files_names_each() {
+    let root = keystore("lacking", &["cert.pem", "key.pem", "identity_ca.cert.pem", "permissions_ca.cert.pem"]);
+    let on = [("ROS_SECURITY_ENABLE", "true"), ("ROS_SECURITY_KEYSTORE", root.to_str().unwrap())];
+    let missing = settings(&on, &NODE).unwrap().missing().unwrap();
+    assert!(missing.contains("lacks governance.p7s, permissions.p7s"), "{missing}");
+    let _ = std::fs::remove_dir_all(root);
+}
