@@ -29,9 +29,9 @@ def node_remappings(executable, ns):
     return [("joint_states", f"{ns}/{executable}/hardware/joint_states")]
 
 
-def controller_actions(share, controllers, namespace, ns, description, secured):
-    """The controller manager with `controllers` (in config/) and the spawners, each started
-    with `secured` (their enclave, launch/nodes.py)."""
+def controller_actions(share, controllers, namespace, ns, description, manager_enclave, spawner_enclave):
+    """The controller manager with `controllers` (in config/) and the spawners, each started in
+    its enclave (launch/nodes.py)."""
     manager = f"{ns}/controller_manager"
     parameters = [os.path.join(share, "config", controllers)]
     # Humble's controller manager reads the URDF from its parameter; Jazzy's from the topic.
@@ -44,12 +44,12 @@ def controller_actions(share, controllers, namespace, ns, description, secured):
         output="screen",
         parameters=parameters,
         remappings=[("~/robot_description", f"{ns}/robot_description")],
-        **secured,
+        **manager_enclave,
     )
     spawners = [
         Node(package="controller_manager", executable="spawner", namespace=namespace, output="screen",
-             arguments=[*ACTIVE, "--controller-manager", manager], **secured),
+             arguments=[*ACTIVE, "--controller-manager", manager], **spawner_enclave),
         Node(package="controller_manager", executable="spawner", namespace=namespace, output="screen",
-             arguments=[*INACTIVE, "--inactive", "--controller-manager", manager], **secured),
+             arguments=[*INACTIVE, "--inactive", "--controller-manager", manager], **spawner_enclave),
     ]
     return [control_node, *spawners]

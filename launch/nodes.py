@@ -14,8 +14,9 @@ around it.
   $ROS_HOME/bags/DEVICE_<UTC start> (ROS_HOME defaults to ~/.ros).
 - `enclave:=ROOT` (DDS Security, docs/security.md) runs each process it starts in an enclave
   under ROOT: the node in ROOT/EXECUTABLE, robot_state_publisher in ROOT/robot_state_publisher,
-  the recording in ROOT/recorder, ros2_control's in ROOT/ros2_control, rviz2 in ROOT/viewer.
-  Empty (default): the environment decides, as for any ROS 2 process.
+  the recording in ROOT/recorder, ros2_control_node in ROOT/ros2_control, its spawners in
+  ROOT/spawner, rviz2 in ROOT/viewer; security on, Enforce. Empty (default): the environment
+  decides, as for any ROS 2 process. Not with `namespace:=` (the policies name root topics).
 
 robot_state_publisher and rviz2 are optional: where one is not installed, the launch says so in
 one line and starts the rest. A recording needs ros2bag and rosbag2_storage_mcap: without them
@@ -106,11 +107,27 @@ def effective(context, name):
 
 
 def enclave(context, name):
-    """What makes a process run in the enclave ROOT/`name` of `enclave:=ROOT` (DDS Security):
-    rcl's override of the enclave, which ROS 2 processes of every kind (Rust, C++, Python, the
-    `ros2` command line) take; nothing when no enclave root is given."""
+    """What makes a process run in the enclave ROOT/`name` of `enclave:=ROOT` (DDS Security),
+    secured and enforced: rcl's override of the enclave, which ROS 2 processes of every kind
+    (Rust, C++, Python, the `ros2` command line) take, with security on and Enforce, so that a
+    missing keystore or enclave stops the process rather than letting it run open. Nothing when
+    no enclave root is given: the environment decides, as for any ROS 2 process."""
     root = LaunchConfiguration("enclave", default="").perform(context).rstrip("/")
-    return {"additional_env": {"ROS_SECURITY_ENCLAVE_OVERRIDE": f"{root}/{name}"}} if root else {}
+    if not root:
+        return {}
+    return {"additional_env": {"ROS_SECURITY_ENCLAVE_OVERRIDE": f"{root}/{name}", "ROS_SECURITY_ENABLE": "true",
+                               "ROS_SECURITY_STRATEGY": "Enforce"}}
+
+
+def enclave_refusal(context):
+    """Why `enclave:=` cannot be taken as given, or None: the root is an absolute path, and the
+    policies (security/) name the root namespace's topics."""
+    root = LaunchConfiguration("enclave", default="").perform(context)
+    if root and not root.startswith("/"):
+        return f"enclave:={root} is not an enclave path: it starts with / (enclave:=/arm_hil)"
+    if root and LaunchConfiguration("namespace", default="").perform(context).strip("/"):
+        return "enclave:= with namespace:= is not supported: security/'s policies name the root namespace's topics"
+    return None
 
 
 def node(context, executable, overrides, namespace="", fixed=None, remappings=()):
@@ -210,6 +227,9 @@ def start(context, executable, overrides, device):
     ns = f"/{namespace}" if namespace else ""
     # Under a namespace the node's frames carry its prefix; otherwise its parameter file names them.
     frames = {parameter: prefix + frame for parameter, frame in device.frames.items()} if namespace else {}
+    refusal = enclave_refusal(context)
+    if refusal:
+        return [LogInfo(msg=f"{refusal}: nothing started"), Shutdown(reason=refusal)]
     ros2_control = device.controllers and value(context, "control") == "ros2_control"
     if ros2_control:
         missing = [package for package in control.PACKAGES if not installed(package)]
@@ -263,7 +283,7 @@ def start(context, executable, overrides, device):
     if ros2_control and actions[0] is driver:
         actions += control.controller_actions(SHARE, device.controllers, namespace, ns,
                                               robot_description(context, device, f"{ns}/{executable}"),
-                                              enclave(context, "ros2_control"))
+                                              enclave(context, "ros2_control"), enclave(context, "spawner"))
     return actions
 
 

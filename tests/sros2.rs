@@ -38,10 +38,17 @@ fn the_enclave_comes_from_the_override_then_the_arguments_then_the_root() {
     let on = ("ROS_SECURITY_ENABLE", "true");
     assert_eq!(settings(&[on], &NODE).unwrap().enclave, "/arm_hil/hil_node");
     assert_eq!(settings(&[on], &["hil_node", "--ros-args", "-e", "/a"]).unwrap().enclave, "/a");
-    assert_eq!(settings(&[on], &["hil_node", "--ros-args", "--enclave=/b"]).unwrap().enclave, "/b");
+    let last = ["hil_node", "--ros-args", "-e", "/a", "--", "--ros-args", "--enclave", "/b"];
+    assert_eq!(settings(&[on], &last).unwrap().enclave, "/b", "rcl takes the last one given");
+    assert_eq!(settings(&[on], &["hil_node", "--ros-args", "--enclave=/b"]).unwrap().enclave, "/", "not rcl's form");
     assert_eq!(settings(&[on], &["hil_node", "--enclave", "/not_a_ros_argument"]).unwrap().enclave, "/");
+    let after = ["hil_node", "--ros-args", "--", "--enclave", "/after_the_block"];
+    assert_eq!(settings(&[on], &after).unwrap().enclave, "/");
     let overridden = settings(&[on, ("ROS_SECURITY_ENCLAVE_OVERRIDE", "/arm_hil/viewer")], &NODE).unwrap();
-    assert_eq!(overridden.enclave, "/arm_hil/viewer");
+    assert_eq!(
+        (overridden.enclave.as_str(), overridden.enclave_from),
+        ("/arm_hil/viewer", "ROS_SECURITY_ENCLAVE_OVERRIDE")
+    );
     assert_eq!(overridden.strategy, Strategy::Permissive, "rcl's default strategy");
 }
 
@@ -54,12 +61,13 @@ fn a_missing_keystore_variable_is_named() {
 
 #[test]
 fn an_enclave_without_its_folder_is_named_with_the_folder() {
-    let root = keystore("no_folder", &ENCLAVE_FILES);
+    let all: Vec<&str> = ENCLAVE_FILES.iter().map(|names| names[0]).collect();
+    let root = keystore("no_folder", &all);
     let keystore = root.to_str().unwrap();
     let on = [("ROS_SECURITY_ENABLE", "true"), ("ROS_SECURITY_KEYSTORE", keystore)];
     let missing =
         settings(&on, &["sil_node", "--ros-args", "--enclave", "/arm_hil/sil_node"]).unwrap().missing().unwrap();
-    assert!(missing.contains("enclave /arm_hil/sil_node has no folder"), "{missing}");
+    assert!(missing.contains("enclave /arm_hil/sil_node (--ros-args --enclave) has no folder"), "{missing}");
     assert!(missing.contains("enclaves/arm_hil/sil_node"), "{missing}");
     let unnamed = settings(&on, &["sil_node"]).unwrap().missing().unwrap();
     assert!(
@@ -67,6 +75,31 @@ fn an_enclave_without_its_folder_is_named_with_the_folder() {
         "no enclave named: the keystore's enclaves folder; {unnamed}"
     );
     assert_eq!(settings(&on, &NODE).unwrap().missing(), None, "everything rcl needs is there");
+    let _ = std::fs::remove_dir_all(root);
+}
+
+#[test]
+fn an_enclave_that_is_not_a_path_is_named() {
+    let root = keystore("not_a_path", &[]);
+    let on = [("ROS_SECURITY_ENABLE", "true"), ("ROS_SECURITY_KEYSTORE", root.to_str().unwrap())];
+    let missing =
+        settings(&on, &["hil_node", "--ros-args", "--enclave", "arm_hil/hil_node"]).unwrap().missing().unwrap();
+    assert!(missing.contains("is not an enclave path"), "{missing}");
+    let _ = std::fs::remove_dir_all(root);
+}
+
+#[test]
+fn an_identity_on_a_hardware_token_counts() {
+    let root = keystore("pkcs11", &["cert.p11", "key.p11", "identity_ca.cert.pem", "permissions_ca.cert.pem"]);
+    let on = [("ROS_SECURITY_ENABLE", "true"), ("ROS_SECURITY_KEYSTORE", root.to_str().unwrap())];
+    let missing = settings(&on, &NODE).unwrap().missing().unwrap();
+    assert!(
+        missing.ends_with(&format!(
+            "lacks governance.p7s, permissions.p7s in {}",
+            root.join("enclaves/arm_hil/hil_node").display()
+        )),
+        "{missing}"
+    );
     let _ = std::fs::remove_dir_all(root);
 }
 

@@ -6,10 +6,16 @@
 
 use std::path::PathBuf;
 
-/// What an enclave's folder holds: the identity (certificate, key, the CA that signed it) and
-/// the signed governance and permissions.
-pub const ENCLAVE_FILES: [&str; 6] =
-    ["cert.pem", "key.pem", "identity_ca.cert.pem", "permissions_ca.cert.pem", "governance.p7s", "permissions.p7s"];
+/// What an enclave's folder holds: the identity (certificate and key, each a PEM file or a
+/// PKCS#11 URI file, and the CA that signed it) and the signed governance and permissions.
+pub const ENCLAVE_FILES: [&[&str]; 6] = [
+    &["cert.pem", "cert.p11"],
+    &["key.pem", "key.p11"],
+    &["identity_ca.cert.pem"],
+    &["permissions_ca.cert.pem"],
+    &["governance.p7s"],
+    &["permissions.p7s"],
+];
 
 /// What rcl does when a secured participant cannot be set up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +32,8 @@ pub struct SecuritySettings {
     pub keystore: Option<PathBuf>,
     /// The enclave's path, `/` unless `--enclave` or `ROS_SECURITY_ENCLAVE_OVERRIDE` names one.
     pub enclave: String,
+    /// What named the enclave: `ROS_SECURITY_ENCLAVE_OVERRIDE`, `--enclave`, or nothing (`/`).
+    pub enclave_from: &'static str,
     pub strategy: Strategy,
 }
 
@@ -40,12 +48,15 @@ impl SecuritySettings {
             Some("Enforce") => Strategy::Enforce,
             _ => Strategy::Permissive,
         };
-        let enclave = variable("ROS_SECURITY_ENCLAVE_OVERRIDE")
-            .filter(|enclave| !enclave.is_empty())
-            .or_else(|| enclave_argument(arguments))
-            .unwrap_or_else(|| "/".to_owned());
+        let (enclave, enclave_from) = match variable("ROS_SECURITY_ENCLAVE_OVERRIDE").filter(|name| !name.is_empty()) {
+            Some(enclave) => (enclave, "ROS_SECURITY_ENCLAVE_OVERRIDE"),
+            None => match enclave_argument(arguments) {
+                Some(enclave) => (enclave, "--ros-args --enclave"),
+                None => ("/".to_owned(), "no --enclave given"),
+            },
+        };
         let keystore = variable("ROS_SECURITY_KEYSTORE").filter(|path| !path.is_empty()).map(PathBuf::from);
-        Some(SecuritySettings { keystore, enclave, strategy })
+        Some(SecuritySettings { keystore, enclave, enclave_from, strategy })
     }
 
     /// Why the node's secured participant cannot be set up: the variable, folder or files that
@@ -54,16 +65,28 @@ impl SecuritySettings {
         let Some(keystore) = &self.keystore else {
             return Some("ROS_SECURITY_ENABLE=true but ROS_SECURITY_KEYSTORE is not set (the keystore's folder, made by `ros2 security create_keystore`)".to_owned());
         };
-        let folder = keystore.join("enclaves").join(self.enclave.trim_start_matches('/'));
+        if !self.enclave.starts_with('/') {
+            return Some(format!(
+                "enclave {} ({}) is not an enclave path: it starts with /",
+                self.enclave, self.enclave_from
+            ));
+        }
+        // rcl takes the folder under enclaves/ as the enclave's name without its first character.
+        let folder = keystore.join("enclaves").join(&self.enclave[1..]);
         if !folder.is_dir() {
             return Some(format!(
-                "enclave {} has no folder {} in the keystore {} (give the node its enclave with --ros-args --enclave, or the launch enclave:=; create it with `ros2 security generate_artifacts`)",
+                "enclave {} ({}) has no folder {} in the keystore {} (create it with `ros2 security generate_artifacts`, or name another)",
                 self.enclave,
+                self.enclave_from,
                 folder.display(),
                 keystore.display()
             ));
         }
-        let absent: Vec<&str> = ENCLAVE_FILES.into_iter().filter(|file| !folder.join(file).is_file()).collect();
+        let absent: Vec<&str> = ENCLAVE_FILES
+            .into_iter()
+            .filter(|names| !names.iter().any(|name| folder.join(name).is_file()))
+            .map(|names| names[0])
+            .collect();
         match absent.is_empty() {
             true => None,
             false => Some(format!("enclave {} lacks {} in {}", self.enclave, absent.join(", "), folder.display())),
@@ -71,20 +94,19 @@ impl SecuritySettings {
     }
 }
 
-/// The enclave `arguments` give after `--ros-args`.
+/// The enclave `arguments` give as rcl reads them: in each `--ros-args` block (up to `--`),
+/// `--enclave NAME` or `-e NAME`, the last one given.
 fn enclave_argument(arguments: &[String]) -> Option<String> {
-    let ros = arguments.iter().skip_while(|argument| *argument != "--ros-args");
-    let mut previous: Option<&String> = None;
-    for argument in ros {
-        if let Some(flag) = previous {
-            if flag == "--enclave" || flag == "-e" {
-                return Some(argument.clone());
-            }
+    let mut enclave = None;
+    let mut in_ros_arguments = false;
+    let mut arguments = arguments.iter();
+    while let Some(argument) = arguments.next() {
+        match argument.as_str() {
+            "--ros-args" => in_ros_arguments = true,
+            "--" => in_ros_arguments = false,
+            "--enclave" | "-e" if in_ros_arguments => enclave = arguments.next().cloned().or(enclave),
+            _ => {}
         }
-        if let Some(enclave) = argument.strip_prefix("--enclave=") {
-            return Some(enclave.to_owned());
-        }
-        previous = Some(argument);
     }
-    None
+    enclave
 }

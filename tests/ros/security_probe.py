@@ -3,9 +3,11 @@ security settings its environment gives: what it could see and do, as one JSON l
 
     python3 security_probe.py [--goal]
 
-It reads /joint_states for 3 s from the first message, waiting 10 s for it (the rate), looks for hil_node's FollowJointTrajectory server
-for 5 s, and with --goal sends it a goal to a pose the arm took on its own path, 0.05 rad from
-the last one seen. rcl refusing its participant or a request topic is reported, not raised."""
+It reads /joint_states for 3 s from the first message, waiting 10 s for it (the rate), tries
+to create a ~/joint_command publisher and a ~/change_state client of hil_node, looks for its
+FollowJointTrajectory server for 5 s, and with --goal sends it a goal to a pose the arm took
+on its own path, 0.05 rad from the last one seen, then reads where the arm is. rcl refusing its
+participant, a publisher or a request topic is reported, not raised."""
 
 import json
 import sys
@@ -13,6 +15,7 @@ import time
 
 import rclpy
 from control_msgs.action import FollowJointTrajectory
+from lifecycle_msgs.srv import ChangeState
 from rclpy.action import ActionClient
 from rclpy.duration import Duration
 from sensor_msgs.msg import JointState
@@ -45,6 +48,16 @@ def probe(send_goal):
         rclpy.spin_once(node, timeout_sec=0.05)
     if len(arrivals) > 1:  # from the first message on: discovery takes its time
         seen["joint_states_hz"] = (len(arrivals) - 1) / (arrivals[-1] - arrivals[0])
+    # The other ways to move the arm: a joint command and a lifecycle transition; the
+    # middleware refuses to create what the enclave's permissions do not allow.
+    seen["created"] = []
+    for what, create in [("~/joint_command", lambda: node.create_publisher(JointState, "/hil_node/joint_command", 10)),
+                         ("~/change_state", lambda: node.create_client(ChangeState, "/hil_node/change_state"))]:
+        try:
+            create()
+            seen["created"].append(what)
+        except Exception:  # rcl's refusal
+            pass
     try:
         client = ActionClient(node, FollowJointTrajectory, "/hil_node/follow_joint_trajectory")
     except Exception as error:
@@ -66,8 +79,15 @@ def probe(send_goal):
             done = handle.get_result_async()
             rclpy.spin_until_future_complete(node, done, timeout_sec=15.0)
             result = done.result()
+            poses.clear()
+            start = time.monotonic()
+            while time.monotonic() - start < 1.0:
+                rclpy.spin_once(node, timeout_sec=0.05)
+            now = [p for p in poses if p]
             seen["goal"] = {"status": result.status, "error_code": result.result.error_code,
-                            "moved": max(abs(a - b) for a, b in zip(target, last))} if result else "no result"
+                            "moved": max(abs(a - b) for a, b in zip(now[-1], last)) if now else None,
+                            "off_target": max(abs(a - b) for a, b in zip(now[-1], target)) if now else None,
+                            } if result else "no result"
         else:
             seen["goal"] = "not accepted" if handle is not None else "no answer"
     return seen

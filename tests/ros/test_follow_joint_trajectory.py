@@ -363,7 +363,7 @@ class Ros2ControlBringup(FollowJointTrajectoryTest):
 
         def held(states, seconds=0.5):
             recent = [pose(m) for t, m in states if t >= states[-1][0] - seconds]
-            return states[-1][0] - states[0][0] > 2 * seconds and distance(recent[0], recent[-1]) < 1e-3
+            return states[-1][0] - states[0][0] > 2 * seconds and max(distance(p, recent[-1]) for p in recent) < 1e-3
 
         def distance(a, b):
             return max(abs(x - y) for x, y in zip(a, b))
