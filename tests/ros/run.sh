@@ -3,7 +3,7 @@
 # underlay) at $ARM_HIL_ROS_ROOT in a workspace of its own ($ARM_HIL_ROS_WS, a temporary one
 # by default), then runs tests/ros/test_nodes.py in a network namespace that has only loopback.
 #   ARM_HIL_ROS_ROOT=/path/to/underlay bash tests/ros/run.sh [unittest names...]
-#   ARM_HIL_ROS_ROOT=/path/to/underlay bash tests/ros/run.sh --benchmark
+#   ARM_HIL_ROS_ROOT=/path/to/underlay bash tests/ros/run.sh --benchmark [security]
 #   ARM_HIL_RMW=rmw_fastrtps_cpp ARM_HIL_ROS_ROOT=... bash tests/ros/run.sh    (default: Cyclone DDS)
 # ARM_HIL_ROS_ROOT holds install/setup.bash, and venv/ and cyclonedds_lo.xml when it is an
 # underlay built by tools/ros_underlay.sh; /opt/ros/jazzy or /opt/ros/humble work as well.
@@ -35,9 +35,13 @@ set +u
 . "$ws/install/setup.bash"
 set -u
 
-# `--benchmark` runs tests/ros/follow_benchmark.py (docs/performance.md) in place of the suite.
+# `--benchmark` runs tests/ros/follow_benchmark.py (docs/performance.md) in place of the suite,
+# `--benchmark security` tests/ros/security_benchmark.py.
 script=test_nodes.py
-[ "${1:-}" != --benchmark ] || { script=follow_benchmark.py; shift; }
+if [ "${1:-}" = --benchmark ]; then
+  script=follow_benchmark.py; shift
+  [ "${1:-}" != security ] || { script=security_benchmark.py; shift; }
+fi
 
 # DDS stays on this machine: a fresh network namespace with nothing but lo, and a /dev/shm of
 # its own: Fast DDS's shared-memory transport finds its peers through /dev/shm, across network

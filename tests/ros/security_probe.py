@@ -1,9 +1,9 @@
 """One ROS 2 client of the secured suite (test_security.py), in whatever enclave, keystore and
 security settings its environment gives: what it could see and do, as one JSON line.
 
-    python3 security_probe.py [--goal]
+    python3 security_probe.py [--goal] [--seconds S]
 
-It reads /joint_states for 3 s from the first message, waiting 10 s for it (the rate), tries
+It reads /joint_states for S s (3) from the first message, waiting 10 s for it (the rate), tries
 to create a ~/joint_command publisher and a ~/change_state client of hil_node, looks for its
 FollowJointTrajectory server for 5 s, and with --goal sends it a goal to a pose the arm took
 on its own path, 0.05 rad from the last one seen, then reads where the arm is. rcl refusing its
@@ -24,7 +24,7 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 JOINTS = ("joint1", "joint2", "joint3")
 
 
-def probe(send_goal):
+def probe(send_goal, seconds):
     seen = {"joint_states_hz": 0.0, "server": False, "goal": None, "refused": None}
     try:
         rclpy.init()
@@ -44,7 +44,7 @@ def probe(send_goal):
     while time.monotonic() - start < 10.0 and not arrivals:
         rclpy.spin_once(node, timeout_sec=0.05)
     start = time.monotonic()
-    while arrivals and time.monotonic() - start < 3.0:
+    while arrivals and time.monotonic() - start < seconds:
         rclpy.spin_once(node, timeout_sec=0.05)
     if len(arrivals) > 1:  # from the first message on: discovery takes its time
         seen["joint_states_hz"] = (len(arrivals) - 1) / (arrivals[-1] - arrivals[0])
@@ -94,4 +94,6 @@ def probe(send_goal):
 
 
 if __name__ == "__main__":
-    print(json.dumps(probe("--goal" in sys.argv[1:])), flush=True)
+    arguments = sys.argv[1:]
+    seconds = float(arguments[arguments.index("--seconds") + 1]) if "--seconds" in arguments else 3.0
+    print(json.dumps(probe("--goal" in arguments, seconds)), flush=True)
