@@ -355,14 +355,18 @@ class NodeTest(unittest.TestCase):
         return cancelled
 
     def publish(self, topic, message, times=5):
+        """`message` on `topic` `times` times, once a subscriber is matched (discovery takes
+        seconds on Fast DDS under load: a message before it is lost), then kept until each is
+        acknowledged."""
         publisher = self.node.create_publisher(type(message), topic, 10)
-        for _ in range(times * 20):
-            if publisher.get_subscription_count() > 0:
-                break
+        deadline = time.monotonic() + 20.0
+        while publisher.get_subscription_count() == 0 and time.monotonic() < deadline:
             rclpy.spin_once(self.node, timeout_sec=0.05)
+        self.assertGreater(publisher.get_subscription_count(), 0, f"no subscriber of {topic} within 20 s")
         for _ in range(times):
             publisher.publish(message)
             rclpy.spin_once(self.node, timeout_sec=0.05)
+        publisher.wait_for_all_acked(rclpy.duration.Duration(seconds=5.0))
         self.node.destroy_publisher(publisher)
 
 
@@ -1098,8 +1102,10 @@ class LaunchArguments(NodeTest):
         for _ in range(2):
             recording = launch("sil.launch.py", "rsp:=false", "record:=true", env={"ROS_HOME": str(home)})
             self.assertTrue(wait_for_line(recording, "recording to"), recording.log_path.read_text()[-2000:])
-            self.first("/joint_states", JointState)
-            time.sleep(2.5)
+            # The recorder takes /joint_states once it has found it (seconds, on Fast DDS under load).
+            self.assertTrue(wait_for_line(recording, "Subscribed to topic '/joint_states'", timeout=30.0),
+                            recording.log_path.read_text()[-2000:])
+            time.sleep(1.5)
             self.assertEqual(stop(recording, timeout=20.0), 0, recording.log_path.read_text()[-2000:])
             time.sleep(1.1)  # the folders are named by the second
         bags = sorted((home / "bags").glob("arm_hil_sil_*"))
