@@ -153,16 +153,16 @@ class HostileClient(FollowJointTrajectoryTest):
         """A frozen sensor under a moving goal: the loop ends in a protective stop (the tracking
         error) or a fault (a run of readings the rig cannot produce), whichever comes first; the
         goal ends with it, aborted with the stop's reason and code."""
-        # The sensor freezes 30 s after the emulator starts: within the goal below however long
+        # The sensor freezes 25 s after the emulator starts: within the goal below however long
         # the bringup takes to be seen.
-        rig, start, apart = self.hil_node_on_the_emulated_rig("--freeze-sensor", "--faults-after", "30")
+        rig, start, apart = self.hil_node_on_the_emulated_rig("--freeze-sensor", "--faults-after", "25")
         client = self.client()
-        # Back and forth between two poses of its own trajectory for 60 s: the arm moves all the
+        # Back and forth between two poses of its own trajectory for 60 s, 4 s a way: the arm moves all the
         # while, so a frozen estimate is soon off its reference. Stopping at each
         # pose (velocities 0, as a planner's trajectory gives them): straight lines would turn at
         # full speed there, which slips a stepper by itself.
         goal = FollowJointTrajectory.Goal(
-            trajectory=trajectory(MOTORS, [(3.0 * k, apart if k % 2 else start) for k in range(1, 21)]))
+            trajectory=trajectory(MOTORS, [(4.0 * k, apart if k % 2 else start) for k in range(1, 16)]))
         for point in goal.trajectory.points:
             point.velocities = [0.0] * len(MOTORS)
         sent = client.send_goal_async(goal)
