@@ -18,6 +18,7 @@ from action_msgs.msg import GoalStatus
 from builtin_interfaces.msg import Duration
 from control_msgs.action import FollowJointTrajectory
 from control_msgs.msg import JointTolerance, JointTrajectoryControllerState
+from lifecycle_msgs.msg import Transition
 from rclpy.action import ActionClient
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
@@ -222,10 +223,8 @@ class Stm32FollowJointTrajectory(FollowJointTrajectoryTest):
         # A slow one, stopped on the way by a deactivate: after re-activation it does not go on.
         self.publish(topic, trajectory(self.joints, [(8.0, [-0.4, 0.3])]), times=1)
         time.sleep(2.0)
-        for transition in ("deactivate", "activate"):
-            said = subprocess.run(["ros2", "lifecycle", "set", "/stm32_driver", transition], capture_output=True,
-                                  text=True, timeout=30)
-            self.assertIn("Transitioning successful", said.stdout + said.stderr)
+        for transition in (Transition.TRANSITION_DEACTIVATE, Transition.TRANSITION_ACTIVATE):
+            self.transition("stm32_driver", transition)
         held = self.assert_still(1.5, tolerance=0.02)
         self.assertTrue(all(abs(a - b) > 0.1 for a, b in zip(held, [-0.4, 0.3])), f"it went on: {held}")
 

@@ -20,7 +20,7 @@ from action_msgs.msg import GoalStatus, GoalStatusArray
 from arm_hil.msg import ArmState
 from control_msgs.action import FollowJointTrajectory
 from lifecycle_msgs.msg import Transition, TransitionEvent
-from lifecycle_msgs.srv import ChangeState, GetState
+from lifecycle_msgs.srv import GetState
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
@@ -64,16 +64,6 @@ class HostileClient(FollowJointTrajectoryTest):
     def test_the_far_goal_is_refused_and_hil_node_stays_up(self):
         self.launched = launch("hil.launch.py", "hardware:=sim", "rsp:=false")
         self.far_goal("hil_node")
-
-    def transition(self, node, transition_id):
-        """The lifecycle transition through the node's service, as `ros2 lifecycle set` calls it
-        (the command line itself takes seconds to start and find the node under Fast DDS)."""
-        change_state = self.node.create_client(ChangeState, f"/{node}/change_state")
-        self.assertTrue(change_state.wait_for_service(timeout_sec=10.0), f"no /{node}/change_state")
-        changing = change_state.call_async(ChangeState.Request(transition=Transition(id=transition_id)))
-        rclpy.spin_until_future_complete(self.node, changing, timeout_sec=10.0)
-        self.assertTrue(changing.done() and changing.result().success, f"transition {transition_id} failed")
-        self.node.destroy_client(change_state)
 
     def goal_ends_with_the_transition(self, node, joints, target, transition, seconds=6.0, after=2.5, holds=True):
         """A `seconds` goal to `target`; the lifecycle `transition` (`ros2 lifecycle set`'s

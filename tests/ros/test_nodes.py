@@ -35,7 +35,8 @@ from rclpy.parameter import Parameter as NodeParameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
 from rosidl_runtime_py.utilities import get_message
-from lifecycle_msgs.msg import TransitionEvent
+from lifecycle_msgs.msg import Transition, TransitionEvent
+from lifecycle_msgs.srv import ChangeState
 from tf2_msgs.msg import TFMessage
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Empty
@@ -353,6 +354,16 @@ class NodeTest(unittest.TestCase):
         self.assertEqual(cancelled.status, GoalStatus.STATUS_CANCELED)
         self.assertLess(feedback[-1].progress, 0.9, "the run stopped when cancelled")
         return cancelled
+
+    def transition(self, node, transition_id):
+        """The lifecycle transition through the node's service, as `ros2 lifecycle set` calls it
+        (the command line itself takes seconds to start and find the node under Fast DDS)."""
+        change_state = self.node.create_client(ChangeState, f"/{node}/change_state")
+        self.assertTrue(change_state.wait_for_service(timeout_sec=10.0), f"no /{node}/change_state")
+        changing = change_state.call_async(ChangeState.Request(transition=Transition(id=transition_id)))
+        rclpy.spin_until_future_complete(self.node, changing, timeout_sec=10.0)
+        self.assertTrue(changing.done() and changing.result().success, f"transition {transition_id} failed")
+        self.node.destroy_client(change_state)
 
     def publish(self, topic, message, times=5):
         """`message` on `topic` `times` times, once a subscriber is matched (discovery takes
