@@ -2,7 +2,7 @@
 //! participant lacks, before rcl fails on it with a reason that names none of them.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use arm_hil::nodes::security::{SecuritySettings, Strategy, ENCLAVE_FILES};
 
@@ -23,6 +23,12 @@ fn keystore(name: &str, files: &[&str]) -> PathBuf {
         std::fs::write(enclave.join(file), b"").unwrap();
     }
     root
+}
+
+/// What a node started with `arguments`, security on and the keystore at `root`, lacks.
+fn missing(root: &Path, arguments: &[&str]) -> Option<String> {
+    let on = [("ROS_SECURITY_ENABLE", "true"), ("ROS_SECURITY_KEYSTORE", root.to_str().unwrap())];
+    settings(&on, arguments).unwrap().missing()
 }
 
 const NODE: [&str; 4] = ["hil_node", "--ros-args", "--enclave", "/arm_hil/hil_node"];
@@ -63,27 +69,22 @@ fn a_missing_keystore_variable_is_named() {
 fn an_enclave_without_its_folder_is_named_with_the_folder() {
     let all: Vec<&str> = ENCLAVE_FILES.iter().map(|names| names[0]).collect();
     let root = keystore("no_folder", &all);
-    let keystore = root.to_str().unwrap();
-    let on = [("ROS_SECURITY_ENABLE", "true"), ("ROS_SECURITY_KEYSTORE", keystore)];
-    let missing =
-        settings(&on, &["sil_node", "--ros-args", "--enclave", "/arm_hil/sil_node"]).unwrap().missing().unwrap();
+    let missing = missing(&root, &["sil_node", "--ros-args", "--enclave", "/arm_hil/sil_node"]).unwrap();
     assert!(missing.contains("enclave /arm_hil/sil_node (--ros-args --enclave) has no folder"), "{missing}");
     assert!(missing.contains("enclaves/arm_hil/sil_node"), "{missing}");
-    let unnamed = settings(&on, &["sil_node"]).unwrap().missing().unwrap();
+    let unnamed = self::missing(&root, &["sil_node"]).unwrap();
     assert!(
         unnamed.contains("enclave / lacks cert.pem"),
         "no enclave named: the keystore's enclaves folder; {unnamed}"
     );
-    assert_eq!(settings(&on, &NODE).unwrap().missing(), None, "everything rcl needs is there");
+    assert_eq!(self::missing(&root, &NODE), None, "everything rcl needs is there");
     let _ = std::fs::remove_dir_all(root);
 }
 
 #[test]
 fn an_enclave_that_is_not_a_path_is_named() {
     let root = keystore("not_a_path", &[]);
-    let on = [("ROS_SECURITY_ENABLE", "true"), ("ROS_SECURITY_KEYSTORE", root.to_str().unwrap())];
-    let missing =
-        settings(&on, &["hil_node", "--ros-args", "--enclave", "arm_hil/hil_node"]).unwrap().missing().unwrap();
+    let missing = missing(&root, &["hil_node", "--ros-args", "--enclave", "arm_hil/hil_node"]).unwrap();
     assert!(missing.contains("is not an enclave path"), "{missing}");
     let _ = std::fs::remove_dir_all(root);
 }
@@ -91,8 +92,7 @@ fn an_enclave_that_is_not_a_path_is_named() {
 #[test]
 fn an_identity_on_a_hardware_token_counts() {
     let root = keystore("pkcs11", &["cert.p11", "key.p11", "identity_ca.cert.pem", "permissions_ca.cert.pem"]);
-    let on = [("ROS_SECURITY_ENABLE", "true"), ("ROS_SECURITY_KEYSTORE", root.to_str().unwrap())];
-    let missing = settings(&on, &NODE).unwrap().missing().unwrap();
+    let missing = missing(&root, &NODE).unwrap();
     assert!(
         missing.ends_with(&format!(
             "lacks governance.p7s, permissions.p7s in {}",
@@ -106,8 +106,7 @@ fn an_identity_on_a_hardware_token_counts() {
 #[test]
 fn an_enclave_lacking_files_names_each() {
     let root = keystore("lacking", &["cert.pem", "key.pem", "identity_ca.cert.pem", "permissions_ca.cert.pem"]);
-    let on = [("ROS_SECURITY_ENABLE", "true"), ("ROS_SECURITY_KEYSTORE", root.to_str().unwrap())];
-    let missing = settings(&on, &NODE).unwrap().missing().unwrap();
+    let missing = missing(&root, &NODE).unwrap();
     assert!(missing.contains("lacks governance.p7s, permissions.p7s"), "{missing}");
     let _ = std::fs::remove_dir_all(root);
 }
