@@ -399,3 +399,68 @@ fn an_estimate_out_of_reach_is_a_protective_stop_not_a_stale_motion() {
         other => panic!("an estimate out of reach, not {other:?}"),
     }
 }
+
+/// A sensor that gives one true reading of the arm at rest, then, every tenth cycle, one whose
+/// range is 5 cm longer than the forearm: readings too sparse for the count of refusals to reach
+/// its bound before the sensor timeout does.
+struct SparseImplausibleSensor {
+    robot: Robot,
+    at: Vec3,
+    cycles: u32,
+}
+
+impl arm_hil::hil::Hardware for SparseImplausibleSensor {
+    fn read(
+        &mut self,
+        _now: f64,
+        _period: f64,
+        input: &mut arm_hil::hil::SensorInput,
+    ) -> Result<(), arm_hil::hil::HardwareError> {
+        self.cycles += 1;
+        if self.cycles == 1 || self.cycles % 10 == 0 {
+            let arm = self.at - self.robot.elbow();
+            let extra_m = if self.cycles == 1 { 0.0 } else { 0.05 };
+            input.reading = Some(arm_hil::control::SphericalReading {
+                r: arm.norm() + extra_m,
+                theta: (arm.z / arm.norm()).acos(),
+                phi: arm.y.atan2(arm.x),
+            });
+        }
+        Ok(())
+    }
+
+    fn write(
+        &mut self,
+        _now: f64,
+        _period: f64,
+        _command: &arm_hil::hil::ActuatorCommand,
+    ) -> Result<(), arm_hil::hil::HardwareError> {
+        Ok(())
+    }
+
+    fn stop(&mut self) {}
+}
+
+/// The sensor timeout measures time since the last reading taken; when readings came in that
+/// time and were all refused, the run ends naming them, not a silent sensor.
+#[test]
+fn a_timeout_over_refused_readings_names_the_readings_not_silence() {
+    let robot = Robot::default();
+    let config = SilConfig::default();
+    let start = ArcSpec::default().waypoints(&robot.elbow(), robot.params().l_arm).unwrap()[0];
+    let sensor = SparseImplausibleSensor { robot: robot.clone(), at: start.x, cycles: 0 };
+    let (feed, samples) = sync_channel(64);
+    feed.send(FeedItem::Sample(start)).unwrap();
+    feed.send(FeedItem::Sample(Waypoint { t: 60.0, ..start })).unwrap();
+    feed.send(FeedItem::End).unwrap();
+    let hil_config = HilConfig { realtime_priority: None, ..HilConfig::default() };
+    let stop = Arc::new(AtomicBool::new(false));
+    let report = HilLoop::new(hil_config, &config, robot.elbow(), 0.45, Box::new(sensor), samples, stop).unwrap().run();
+    match report.outcome {
+        Err(HilError::ImplausibleReadings { count, last, .. }) => {
+            assert!(count < HilConfig::default().max_rejected_readings, "{count}: the timeout came first");
+            assert!(matches!(last, arm_hil::control::ReadingRejected::Range { .. }), "{last}");
+        }
+        other => panic!("the refused readings, not {other:?}"),
+    }
+}

@@ -229,8 +229,9 @@ fn garbled_sensor_lines_are_rejected_and_counted_and_the_arc_is_tracked_through_
 fn a_sensor_that_sends_only_readings_the_rig_cannot_produce_is_a_fault_the_motors_holding() {
     let (report, stats) = run_with_garbled_lines(1, Duration::from_millis(1500));
     match report.outcome {
+        // The count, or the silence timer if it comes first: both end on the refused readings.
         Err(HilError::ImplausibleReadings { count, .. }) => {
-            assert_eq!(count, HilConfig::default().max_rejected_readings)
+            assert!((1..=HilConfig::default().max_rejected_readings).contains(&count), "{count}")
         }
         other => panic!("readings the rig cannot produce, not {other:?}"),
     }

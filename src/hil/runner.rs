@@ -306,6 +306,10 @@ impl HilLoop {
         let mut was_low = false;
         let mut seen_reading = false;
         let mut rejected_in_row = 0;
+        // The newest reading refused since the last one taken: when the silence timer fires while
+        // readings still arrive, they are the fault, not silence (at 250 Hz, 25 refusals take as
+        // long as the 0.1 s timeout, and either check can come first).
+        let mut last_rejected = None;
         // Until the arm's start is known, the feed waits: its samples count from there.
         let mut awaiting_arm = self.start == Start::WhereTheArmIs;
         loop {
@@ -338,13 +342,14 @@ impl HilLoop {
                     }
                     match self.estimator.gated_update(&reading, step, &task_acceleration, self.config.reading_gate_m) {
                         Ok(estimate) => {
-                            (rejected_in_row, last_reading_at, seen_reading) = (0, now, true);
+                            (rejected_in_row, last_rejected, last_reading_at, seen_reading) = (0, None, now, true);
                             stats.sensor_readings += 1;
                             Some(estimate)
                         }
                         Err(last) => {
                             stats.rejected_readings += 1;
                             rejected_in_row += 1;
+                            last_rejected = Some(last);
                             if rejected_in_row >= self.config.max_rejected_readings {
                                 return (
                                     Err(HilError::ImplausibleReadings { t: now, count: rejected_in_row, last }),
@@ -368,7 +373,11 @@ impl HilLoop {
             }
             let timeout = if seen_reading { self.config.sensor_timeout_s } else { self.config.startup_timeout_s };
             if now - last_reading_at > timeout {
-                return (Err(HilError::SensorLost { t: now, silent_s: now - last_reading_at }), now);
+                let error = match last_rejected {
+                    Some(last) => HilError::ImplausibleReadings { t: now, count: rejected_in_row, last },
+                    None => HilError::SensorLost { t: now, silent_s: now - last_reading_at },
+                };
+                return (Err(error), now);
             }
 
             let reference = match ring.sample(trajectory_time) {
