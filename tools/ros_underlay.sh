@@ -12,9 +12,11 @@
 # With MOVEIT=1 (which needs ROS2_CONTROL=1: MoveIt builds on its generate_parameter_library, RSL,
 # angles and backward_ros) also what a move_group node needs: moveit_core, moveit_ros_planning,
 # moveit_ros_move_group, moveit_kinematics (KDL), moveit_planners_ompl,
-# moveit_simple_controller_manager and moveit_configs_utils for launch files.
+# moveit_simple_controller_manager and moveit_configs_utils for launch files. With MOVEIT_RVIZ=1
+# (Jazzy, with MOVEIT=1, over an underlay that already has rviz2: ../shared/tools/rviz_underlay.sh)
+# also moveit_ros_visualization, the MotionPlanning panel of `moveit.launch.py rviz:=true`.
 #
-# Usage: [DISTRO=jazzy|humble] [ROS2_CONTROL=1] [FASTDDS=1] [MOVEIT=1] MIRRORS=DIR tools/ros_underlay.sh [ROOT]
+# Usage: [DISTRO=jazzy|humble] [ROS2_CONTROL=1] [FASTDDS=1] [MOVEIT=1 [MOVEIT_RVIZ=1]] MIRRORS=DIR tools/ros_underlay.sh [ROOT]
 #   ROOT defaults to ~/ros_DISTRO, where .ci/run finds it and runs the ROS suite over it.
 #   MIRRORS holds a bare clone of every repository it needs, at MIRRORS/OWNER+NAME/repo (where
 #   GitHub is reachable: git clone --bare https://github.com/OWNER/NAME MIRRORS/OWNER+NAME/repo).
@@ -35,7 +37,9 @@
 # (21.5 min for its first 25 packages, moveit_msgs 13 min of that; then 17.7 min moveit_core, 15.3 min
 # moveit_ros_planning, 7 min moveit_planners_ompl, 6.7 min moveit_ros_move_group, and the control
 # packages again for generate_parameter_library 0.4.0), some 70 min with the runs that stopped on
-# what is fixed here. Humble with FASTDDS=1 MOVEIT=1: not yet built or timed.
+# what is fixed here. MOVEIT_RVIZ=1 over that underlay with rviz2 (measured 2026-11-26): 19 min 48 s,
+# the first build of warehouse_ros and the four moveit_ros packages among them.
+# Humble with FASTDDS=1 MOVEIT=1 over its ROS2_CONTROL=1 FASTDDS=1 underlay: 62 min (2026-11-26).
 #
 # The distros differ in (worked out here, and chosen below):
 # - Jazzy builds rosidl_core and rosidl_dynamic_typesupport; Humble has neither.
@@ -109,6 +113,9 @@
 #   libcurl_vendor takes Debian's libcurl4-openssl-dev and downloads nothing. Debian gives FCL,
 #   OctoMap, Assimp, Bullet, Qhull, fmt and Boost (Boost.Random too, for random_numbers). moveit_ros_planning_interface (MoveGroupInterface)
 #   is left out: it would add warehouse_ros and moveit_ros_warehouse, and move_group needs neither.
+# - MOVEIT_RVIZ=1: the MotionPlanning panel needs moveit_ros_planning_interface after all, and with
+#   it moveit_ros_warehouse, moveit_ros_robot_interaction and warehouse_ros (2.0.5, its ros2 branch's
+#   last release). Only on Jazzy, the distro rviz2 is built for here.
 set -euo pipefail
 mirror="${MIRRORS:?set MIRRORS to the folder that holds the bare clones, MIRRORS/OWNER+NAME/repo}"
 distro="${DISTRO:-jazzy}"
@@ -178,6 +185,12 @@ if [ "${MOVEIT:-0}" = 1 ]; then
          PickNikRobotics/launch_param_builder:0.1.1 ros/xacro:ros2"
   moveit_packages="moveit_ros_move_group moveit_planners_ompl moveit_kinematics moveit_simple_controller_manager
                    moveit_configs_utils"
+fi
+if [ "${MOVEIT_RVIZ:-0}" = 1 ]; then
+  [ "${MOVEIT:-0}" = 1 ] && [ "$distro" = jazzy ] || { echo "MOVEIT_RVIZ=1 needs MOVEIT=1 on Jazzy" >&2; exit 1; }
+  [ -d "$root/install/share/rviz2" ] || { echo "MOVEIT_RVIZ=1 needs rviz2 in $root: run rviz_underlay.sh first" >&2; exit 1; }
+  repos="$repos moveit/warehouse_ros:2.0.5"
+  moveit_packages="$moveit_packages moveit_ros_visualization"
 fi
 extra="foxglove/mcap cameron314/readerwriterqueue cameron314/concurrentqueue lz4/lz4 jbeder/yaml-cpp osrf/osrf_pycommon yaml/libyaml"
 missing=""
