@@ -20,25 +20,31 @@ import sys
 sys.path.insert(0, os.path.dirname(__file__))
 from nodes import Device, bringup  # noqa: E402
 
+EXECUTABLE = "arduino_driver"
+# The parameters a launch argument may set: name: (type, help).
+OVERRIDES = {
+    "port": (str, "serial device"),
+    "link.baud": (int, "baud rate"),
+    "stream_rate_hz": (int, "datastream rate [Hz]"),
+    "autostart": (bool, "configure and activate at start (false: wait for ros2 lifecycle set)"),
+    "auto_recover": (bool, "after a device fault, configure and activate again once a second"),
+}
+# What the bringup starts around the node (moveit.launch.py takes its URDF and lengths too).
+DEVICE = Device(
+    urdf="finger_testbench.urdf",
+    rate="stream_rate_hz",
+    frames={"frame_prefix": ""},
+    rviz=("device.rviz", "arduino_driver"),
+    lengths={
+        "proximal_length": ("finger_proximal", "finger_joint2", 0.045, "proximal phalanx"),
+        "middle_length": ("finger_middle", "finger_joint3", 0.025, "middle phalanx"),
+        "distal_length": ("finger_distal", "finger_tip", 0.02, "distal phalanx"),
+    },
+    bag="arm_hil_arduino",
+    controllers="finger_controllers.yaml",
+    control_parameters={"ros2_control": True},
+)
+
 
 def generate_launch_description():
-    return bringup("arduino_driver", {
-        "port": (str, "serial device"),
-        "link.baud": (int, "baud rate"),
-        "stream_rate_hz": (int, "datastream rate [Hz]"),
-        "autostart": (bool, "configure and activate at start (false: wait for ros2 lifecycle set)"),
-        "auto_recover": (bool, "after a device fault, configure and activate again once a second"),
-    }, Device(
-        urdf="finger_testbench.urdf",
-        rate="stream_rate_hz",
-        frames={"frame_prefix": ""},
-        rviz=("device.rviz", "arduino_driver"),
-        lengths={
-            "proximal_length": ("finger_proximal", "finger_joint2", 0.045, "proximal phalanx"),
-            "middle_length": ("finger_middle", "finger_joint3", 0.025, "middle phalanx"),
-            "distal_length": ("finger_distal", "finger_tip", 0.02, "distal phalanx"),
-        },
-        bag="arm_hil_arduino",
-        controllers="finger_controllers.yaml",
-        control_parameters={"ros2_control": True},
-    ))
+    return bringup(EXECUTABLE, OVERRIDES, DEVICE)

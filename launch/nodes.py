@@ -310,9 +310,9 @@ def robot_description(context, device, node):
     for argument, (link_name, joint_name, _, _) in device.lengths.items():
         length = float(value(context, argument))
         link = robot.find(f"link[@name='{link_name}']")
-        for visual in link.iter("visual"):
-            visual.find("origin").set("xyz", f"{length / 2} 0 0")
-            visual.find("geometry/cylinder").set("length", str(length))
+        for shape in (*link.iter("visual"), *link.iter("collision")):
+            shape.find("origin").set("xyz", f"{length / 2} 0 0")
+            shape.find("geometry/cylinder").set("length", str(length))
         robot.find(f"joint[@name='{joint_name}']/origin").set("xyz", f"{length} 0 0")
     return ET.tostring(robot, encoding="unicode")
 

@@ -20,23 +20,29 @@ import sys
 sys.path.insert(0, os.path.dirname(__file__))
 from nodes import Device, bringup  # noqa: E402
 
+EXECUTABLE = "stm32_driver"
+# The parameters a launch argument may set: name: (type, help).
+OVERRIDES = {
+    "port": (str, "serial device"),
+    "link.baud": (int, "baud rate"),
+    "link.poll_rate_hz": (float, "telemetry poll rate [Hz]"),
+    "autostart": (bool, "configure and activate at start (false: wait for ros2 lifecycle set)"),
+    "auto_recover": (bool, "after a device fault, configure and activate again once a second"),
+}
+# What the bringup starts around the node (moveit.launch.py takes its URDF and lengths too).
+DEVICE = Device(
+    urdf="stm32_arm.urdf",
+    rate="link.poll_rate_hz",
+    frames={"imu_frame_id": "stm32_imu_link"},
+    rviz=("device.rviz", "stm32_driver"),
+    lengths={
+        "upper_arm_length": ("stm32_upper_arm", "stm32_elbow", 0.15, "shoulder to elbow"),
+        "forearm_length": ("stm32_forearm", "stm32_imu", 0.12, "elbow to the IMU at the forearm's end"),
+    },
+    bag="arm_hil_stm32",
+    controllers="stm32_controllers.yaml",
+)
+
 
 def generate_launch_description():
-    return bringup("stm32_driver", {
-        "port": (str, "serial device"),
-        "link.baud": (int, "baud rate"),
-        "link.poll_rate_hz": (float, "telemetry poll rate [Hz]"),
-        "autostart": (bool, "configure and activate at start (false: wait for ros2 lifecycle set)"),
-        "auto_recover": (bool, "after a device fault, configure and activate again once a second"),
-    }, Device(
-        urdf="stm32_arm.urdf",
-        rate="link.poll_rate_hz",
-        frames={"imu_frame_id": "stm32_imu_link"},
-        rviz=("device.rviz", "stm32_driver"),
-        lengths={
-            "upper_arm_length": ("stm32_upper_arm", "stm32_elbow", 0.15, "shoulder to elbow"),
-            "forearm_length": ("stm32_forearm", "stm32_imu", 0.12, "elbow to the IMU at the forearm's end"),
-        },
-        bag="arm_hil_stm32",
-        controllers="stm32_controllers.yaml",
-    ))
+    return bringup(EXECUTABLE, OVERRIDES, DEVICE)

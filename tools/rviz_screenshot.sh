@@ -3,14 +3,17 @@
 # display (Xvfb, Mesa's software GL), left running for a while, then the screen saved as a PNG.
 # Needs Xvfb and Python's Pillow (`python3 -m pip install pillow`), an underlay with rviz2, and a
 # workspace where arm_hil is built (tests/ros/run.sh makes one). DDS stays on loopback.
-#   ARM_HIL_ROS_ROOT=~/ros_jazzy ARM_HIL_ROS_WS=/tmp/ws_jazzy tools/rviz_screenshot.sh OUT.png [launch file] [seconds]
+#   ARM_HIL_ROS_ROOT=~/ros_jazzy ARM_HIL_ROS_WS=/tmp/ws_jazzy tools/rviz_screenshot.sh OUT.png [launch file] [seconds] [ARG:=VALUE ...]
+# e.g. MoveIt's view of the STM32 arm against its emulator (`arm_hil emulate stm32` prints its port):
+#   tools/rviz_screenshot.sh moveit.png moveit.launch.py 40 port:=/dev/pts/7
 set -euo pipefail
 set -m
 root="${ARM_HIL_ROS_ROOT:?set ARM_HIL_ROS_ROOT to a ROS 2 installation with rviz2}"
 ws="${ARM_HIL_ROS_WS:?set ARM_HIL_ROS_WS to a workspace where arm_hil is built}"
-out="$(realpath -m "${1:?usage: tools/rviz_screenshot.sh OUT.png [launch file] [seconds]}")"
+out="$(realpath -m "${1:?usage: tools/rviz_screenshot.sh OUT.png [launch file] [seconds] [ARG:=VALUE ...]}")"
 launch_file="${2:-sil.launch.py}"
 seconds="${3:-20}"
+shift $(( $# < 3 ? $# : 3 ))
 display=":$((90 + RANDOM % 9))"
 
 exec unshare --net -- bash -c '
@@ -27,9 +30,9 @@ exec unshare --net -- bash -c '
   Xvfb "$4" -screen 0 1280x800x24 -nolisten tcp >/dev/null 2>&1 &
   trap "kill -INT -\$launched 2>/dev/null; sleep 3; kill -KILL -\$launched 2>/dev/null; kill %1 2>/dev/null" EXIT
   sleep 2
-  ros2 launch arm_hil "$5" rviz:=true >/tmp/rviz_screenshot.log 2>&1 &
+  ros2 launch arm_hil "$5" rviz:=true "${@:7}" >/tmp/rviz_screenshot.log 2>&1 &
   launched=$!
   sleep "$6"
   python3 -c "import sys; from PIL import ImageGrab; ImageGrab.grab(xdisplay=sys.argv[1]).save(sys.argv[2])" "$4" "$3"
   echo "saved $3 (the launch said: /tmp/rviz_screenshot.log)"
-' bash "$root" "$ws" "$out" "$display" "$launch_file" "$seconds"
+' bash "$root" "$ws" "$out" "$display" "$launch_file" "$seconds" "$@"

@@ -10,6 +10,7 @@ import unittest
 import xml.etree.ElementTree as ET
 
 import rclpy
+from rcl_interfaces.srv import GetParameters
 from rclpy.action import ActionClient
 
 from test_follow_joint_trajectory import FollowJointTrajectoryTest, installed
@@ -103,7 +104,12 @@ class MoveItPlansAndExecutes(FollowJointTrajectoryTest):
 
     def test_a_joint_goal_is_planned_and_executed_on_the_stm32_arm(self):
         self.node_name, self.joints = "stm32_driver", STM32_JOINTS
-        self.start_driver("stm32", "moveit.launch.py", "stm32_driver: link", "device:=stm32")
+        self.start_driver("stm32", "moveit.launch.py", "stm32_driver: link", "device:=stm32", "upper_arm_length:=0.2")
+        # move_group plans with the link lengths given to the launch, and the links' collision shapes.
+        got = self.call(GetParameters, "/move_group/get_parameters", GetParameters.Request(names=["robot_description"]))
+        robot = ET.fromstring(got.values[0].string_value)
+        self.assertEqual(robot.find("joint[@name='stm32_elbow']/origin").get("xyz"), "0.2 0 0")
+        self.assertEqual(robot.find("link[@name='stm32_upper_arm']/collision/geometry/cylinder").get("length"), "0.2")
         self.check_plans_and_moves("arm", "stm32_arm.srdf", [0.5, -0.4], "raised", [2.0, 0.0], limit=1.5707963)
 
     @unittest.skipUnless(ROS2_CONTROL, "ros2_control is not built here (tools/ros_underlay.sh with ROS2_CONTROL=1)")
