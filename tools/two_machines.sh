@@ -7,6 +7,10 @@
 #   ARM_HIL_ROS_ROOT=~/ros_jazzy ARM_HIL_ROS_WS=/tmp/ws_jazzy [RMW_IMPLEMENTATION=...] tools/two_machines.sh
 # Extra environment for both machines (ROS_AUTOMATIC_DISCOVERY_RANGE=..., ROS_LOCALHOST_ONLY=1)
 # passes through; the script prints what the laptop saw and exits 0 when it saw the robot.
+# With KEYSTORE=DIR (docs/security.md; tools/sros2_keystore.sh makes DIR if it has no enclaves)
+# the robot PC runs under `enclave:=/arm_hil`, Enforce; the laptop gets a keystore of its own
+# holding only the operator's enclave, copied as docs/security.md copies it to a workstation, and
+# runs the same commands in it; then an unsecured laptop must see none of the robot's topics.
 set -euo pipefail
 set -m
 root="${ARM_HIL_ROS_ROOT:?set ARM_HIL_ROS_ROOT to a ROS 2 installation}"
@@ -52,23 +56,60 @@ on() {
     exec "$@"' "$root" "$ws" "$@"
 }
 
-echo "middleware: $RMW_IMPLEMENTATION; robot PC 10.77.0.1, laptop 10.77.0.2"
-on "$robot" ros2 launch arm_hil sil.launch.py rsp:=false >"/tmp/two_machines_robot_$$.log" 2>&1 &
+robot_env=() laptop_env=() secured=""
+if [ -n "${KEYSTORE:-}" ]; then
+  [ -d "$KEYSTORE/enclaves" ] || on "$robot" bash "$(dirname "$0")/sros2_keystore.sh" "$KEYSTORE"
+  laptop_keystore=$(mktemp -d)
+  mkdir -p "$laptop_keystore/enclaves/arm_hil"
+  cp -rL "$KEYSTORE/enclaves/arm_hil/operator" "$laptop_keystore/enclaves/arm_hil/"
+  chmod -R go-rwx "$laptop_keystore"
+  robot_env=(env "ROS_SECURITY_KEYSTORE=$KEYSTORE")
+  laptop_env=(env ROS_SECURITY_ENABLE=true ROS_SECURITY_STRATEGY=Enforce "ROS_SECURITY_KEYSTORE=$laptop_keystore"
+              ROS_SECURITY_ENCLAVE_OVERRIDE=/arm_hil/operator)
+  secured="enclave:=/arm_hil"
+fi
+
+echo "middleware: $RMW_IMPLEMENTATION; robot PC 10.77.0.1, laptop 10.77.0.2${secured:+; secured, the laptop in /arm_hil/operator}"
+on "$robot" "${robot_env[@]}" ros2 launch arm_hil sil.launch.py rsp:=false $secured >"/tmp/two_machines_robot_$$.log" 2>&1 &
 sleep 8
+laptop() { on "$laptop" "${laptop_env[@]}" "$@"; }
+# The laptop's `ros2` asks its daemon, which stays up and discovered between commands: run
+# without it, Humble's command line waits 0.5 s for discovery, which DDS Security's handshakes
+# can outlast. Each question is asked up to 5 times, 2 s apart, until the answer has `pattern`.
+ask() {
+  local pattern="$1" answer
+  shift
+  for _ in 1 2 3 4 5; do
+    answer=$("$@" 2>&1 || true)
+    grep -E "$pattern" <<<"$answer" && return 0
+    sleep 2
+  done
+  echo "$answer" | tail -3
+  return 1
+}
 seen=0
 echo "--- the laptop's ros2 topic list:"
-on "$laptop" timeout 30 ros2 topic list --no-daemon | grep -E "joint_states|sil_node" || seen=1
+ask "joint_states|sil_node" laptop timeout 30 ros2 topic list || seen=1
 echo "--- /joint_states, once:"
-on "$laptop" timeout 30 ros2 topic echo --once --no-daemon /joint_states sensor_msgs/msg/JointState --field name \
-  || seen=1
+ask "joint1" laptop timeout 30 ros2 topic echo --once /joint_states sensor_msgs/msg/JointState --field name || seen=1
 echo "--- its publish rate (ros2 topic hz, 5 s):"
-rate=$(on "$laptop" timeout 8 ros2 topic hz /joint_states 2>&1 || true)
+rate=$(laptop timeout 8 ros2 topic hz /joint_states 2>&1 || true)
 grep -m2 "average rate" <<<"$rate" || seen=1
 echo "--- a parameter:"
-on "$laptop" timeout 30 ros2 param get --no-daemon /sil_node publish_rate_hz || seen=1
+ask "Double value" laptop timeout 30 ros2 param get /sil_node publish_rate_hz || seen=1
 echo "--- a FollowJointTrajectory goal that is refused (no joints named):"
-on "$laptop" timeout 60 ros2 action send_goal /sil_node/follow_joint_trajectory \
-  control_msgs/action/FollowJointTrajectory "{trajectory: {joint_names: [], points: []}}" | grep -E "ABORTED|error_string" \
-  || seen=1
+ask "ABORTED|error_string" laptop timeout 60 ros2 action send_goal /sil_node/follow_joint_trajectory \
+  control_msgs/action/FollowJointTrajectory "{trajectory: {joint_names: [], points: []}}" || seen=1
+if [ -n "$secured" ]; then
+  # A daemon of its own: the one above has the operator's enclave.
+  on "$laptop" ros2 daemon stop >/dev/null 2>&1 || true
+  echo "--- an unsecured laptop's ros2 topic list, 5 times over 10 s (the robot's topics must not be there):"
+  if ask "joint_states|sil_node" on "$laptop" timeout 30 ros2 topic list >/dev/null; then
+    echo "an unsecured laptop saw the secured robot PC"; seen=1
+  else
+    echo "none of the robot's topics"
+  fi
+  rm -rf "$laptop_keystore"
+fi
 [ "$seen" = 0 ] && echo "the laptop saw the robot PC" || echo "the laptop did NOT see everything (robot's log: /tmp/two_machines_robot_$$.log)"
 exit "$seen"
