@@ -23,6 +23,8 @@ export RMW_IMPLEMENTATION="${ARM_HIL_RMW:-${RMW_IMPLEMENTATION:-rmw_cyclonedds_c
 echo "middleware: $RMW_IMPLEMENTATION"
 [ -f "$root/cyclonedds_lo.xml" ] && export CYCLONEDDS_URI="file://$root/cyclonedds_lo.xml"
 
+# tools/two_machines.sh, run by the security tests, builds its two machines from these.
+export ARM_HIL_ROS_ROOT="$root" ARM_HIL_ROS_WS="$ws"
 mkdir -p "$ws/src"
 ln -sfn "$repo" "$ws/src/arm_hil"
 echo "building arm_hil with colcon in $ws"

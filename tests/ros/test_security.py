@@ -9,6 +9,7 @@ import json
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -128,6 +129,21 @@ class SecuredBringup(unittest.TestCase):
         finally:
             stop(stm32)
             stop(rdscom)
+
+    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("ip"), "two network namespaces need root and iproute2")
+    def test_across_two_machines_the_operator_reads_and_commands_and_an_unsecured_laptop_sees_nothing(self):
+        """tools/two_machines.sh with this keystore: sil.launch.py under Enforce on one network
+        namespace, a laptop with only the operator's enclave on another, joined by a veth pair.
+        The laptop sees the topics, /joint_states at 250 Hz and a parameter, and its goal reaches
+        the node (refused there: it names no joints); an unsecured laptop sees none of it."""
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("ROS_SECURITY_")}
+        done = subprocess.run(["bash", str(REPO / "tools" / "two_machines.sh")],
+                              env={**environment, "KEYSTORE": str(self.keystore)},
+                              capture_output=True, text=True, timeout=400)
+        (LOGS / "two_machines.log").write_text(done.stdout + done.stderr)
+        self.assertEqual(done.returncode, 0, done.stdout[-3000:])
+        self.assertIn("0 joints named", done.stdout)
+        self.assertIn("none of the robot's topics", done.stdout)
 
     def test_no_enclave_but_the_operators_may_publish_or_request_a_command(self):
         """The keystore's permissions as signed: only the operator may publish a command topic or
