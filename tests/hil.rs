@@ -400,16 +400,18 @@ fn an_estimate_out_of_reach_is_a_protective_stop_not_a_stale_motion() {
     }
 }
 
-/// A sensor that gives one true reading of the arm at rest, then, every tenth cycle, one whose
-/// range is 5 cm longer than the forearm: readings too sparse for the count of refusals to reach
-/// its bound before the sensor timeout does.
-struct SparseImplausibleSensor {
+/// A sensor that gives one true reading of the arm at rest, then, every `every` cycles, one whose
+/// range is 5 cm longer than the forearm, `refused` of them, then nothing: what a garbling or a
+/// torn line before a pulled cable sends.
+struct ImplausibleSensor {
     robot: Robot,
     at: Vec3,
+    every: u32,
+    refused: u32,
     cycles: u32,
 }
 
-impl arm_hil::hil::Hardware for SparseImplausibleSensor {
+impl arm_hil::hil::Hardware for ImplausibleSensor {
     fn read(
         &mut self,
         _now: f64,
@@ -417,9 +419,11 @@ impl arm_hil::hil::Hardware for SparseImplausibleSensor {
         input: &mut arm_hil::hil::SensorInput,
     ) -> Result<(), arm_hil::hil::HardwareError> {
         self.cycles += 1;
-        if self.cycles == 1 || self.cycles % 10 == 0 {
+        let first = self.cycles == 1;
+        if first || (self.cycles % self.every == 0 && self.refused > 0) {
             let arm = self.at - self.robot.elbow();
-            let extra_m = if self.cycles == 1 { 0.0 } else { 0.05 };
+            let extra_m = if first { 0.0 } else { 0.05 };
+            self.refused -= u32::from(!first);
             input.reading = Some(arm_hil::control::SphericalReading {
                 r: arm.norm() + extra_m,
                 theta: (arm.z / arm.norm()).acos(),
@@ -441,26 +445,54 @@ impl arm_hil::hil::Hardware for SparseImplausibleSensor {
     fn stop(&mut self) {}
 }
 
-/// The sensor timeout measures time since the last reading taken; when readings came in that
-/// time and were all refused, the run ends naming them, not a silent sensor.
-#[test]
-fn a_timeout_over_refused_readings_names_the_readings_not_silence() {
+/// The loop holding the arc's start for a minute against an [`ImplausibleSensor`] of `every` and
+/// `refused`, with `hil`'s settings: how it ended.
+fn run_against(every: u32, refused: u32, hil: HilConfig) -> Result<(), HilError> {
     let robot = Robot::default();
     let config = SilConfig::default();
     let start = ArcSpec::default().waypoints(&robot.elbow(), robot.params().l_arm).unwrap()[0];
-    let sensor = SparseImplausibleSensor { robot: robot.clone(), at: start.x, cycles: 0 };
+    let sensor = ImplausibleSensor { robot: robot.clone(), at: start.x, every, refused, cycles: 0 };
     let (feed, samples) = sync_channel(64);
     feed.send(FeedItem::Sample(start)).unwrap();
     feed.send(FeedItem::Sample(Waypoint { t: 60.0, ..start })).unwrap();
     feed.send(FeedItem::End).unwrap();
-    let hil_config = HilConfig { realtime_priority: None, ..HilConfig::default() };
     let stop = Arc::new(AtomicBool::new(false));
-    let report = HilLoop::new(hil_config, &config, robot.elbow(), 0.45, Box::new(sensor), samples, stop).unwrap().run();
-    match report.outcome {
+    HilLoop::new(hil, &config, robot.elbow(), 0.45, Box::new(sensor), samples, stop).unwrap().run().outcome
+}
+
+fn without_realtime() -> HilConfig {
+    HilConfig { realtime_priority: None, ..HilConfig::default() }
+}
+
+#[test]
+fn max_rejected_readings_in_a_row_are_a_fault() {
+    let hil = HilConfig { sensor_timeout_s: 1.0, ..without_realtime() };
+    match run_against(1, u32::MAX, hil) {
+        Err(HilError::ImplausibleReadings { count, .. }) => {
+            assert_eq!(count, HilConfig::default().max_rejected_readings)
+        }
+        other => panic!("the refused readings, not {other:?}"),
+    }
+}
+
+/// The sensor timeout measures time since the last reading taken; when readings came in that
+/// time and were all refused, the run ends naming them, not a silent sensor.
+#[test]
+fn a_timeout_over_refused_readings_names_the_readings_not_silence() {
+    match run_against(10, u32::MAX, without_realtime()) {
         Err(HilError::ImplausibleReadings { count, last, .. }) => {
             assert!(count < HilConfig::default().max_rejected_readings, "{count}: the timeout came first");
             assert!(matches!(last, arm_hil::control::ReadingRejected::Range { .. }), "{last}");
         }
         other => panic!("the refused readings, not {other:?}"),
+    }
+}
+
+/// One torn line, then silence, as a pulled cable leaves it: the sensor is lost.
+#[test]
+fn one_refused_reading_then_silence_is_a_lost_sensor() {
+    match run_against(10, 1, without_realtime()) {
+        Err(HilError::SensorLost { .. }) => {}
+        other => panic!("a lost sensor, not {other:?}"),
     }
 }

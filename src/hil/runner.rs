@@ -306,10 +306,12 @@ impl HilLoop {
         let mut was_low = false;
         let mut seen_reading = false;
         let mut rejected_in_row = 0;
-        // The newest reading refused since the last one taken: when the silence timer fires while
-        // readings still arrive, they are the fault, not silence (at 250 Hz, 25 refusals take as
-        // long as the 0.1 s timeout, and either check can come first).
-        let mut last_rejected = None;
+        // The newest reading refused since the last one taken, and when [s]: when the silence
+        // timer fires while readings still arrive (the last refused within half the timeout),
+        // they are the fault, not silence (at 250 Hz, 25 refusals take as long as the 0.1 s
+        // timeout, and either check can come first). A torn last line before real silence is
+        // still a lost sensor.
+        let mut last_rejected: Option<(ReadingRejected, f64)> = None;
         // Until the arm's start is known, the feed waits: its samples count from there.
         let mut awaiting_arm = self.start == Start::WhereTheArmIs;
         loop {
@@ -349,7 +351,7 @@ impl HilLoop {
                         Err(last) => {
                             stats.rejected_readings += 1;
                             rejected_in_row += 1;
-                            last_rejected = Some(last);
+                            last_rejected = Some((last, now));
                             if rejected_in_row >= self.config.max_rejected_readings {
                                 return (
                                     Err(HilError::ImplausibleReadings { t: now, count: rejected_in_row, last }),
@@ -374,8 +376,10 @@ impl HilLoop {
             let timeout = if seen_reading { self.config.sensor_timeout_s } else { self.config.startup_timeout_s };
             if now - last_reading_at > timeout {
                 let error = match last_rejected {
-                    Some(last) => HilError::ImplausibleReadings { t: now, count: rejected_in_row, last },
-                    None => HilError::SensorLost { t: now, silent_s: now - last_reading_at },
+                    Some((last, at)) if now - at <= timeout / 2.0 => {
+                        HilError::ImplausibleReadings { t: at, count: rejected_in_row, last }
+                    }
+                    _ => HilError::SensorLost { t: now, silent_s: now - last_reading_at },
                 };
                 return (Err(error), now);
             }
