@@ -16,6 +16,7 @@ ros2_control) is not installed, the launch names the missing packages and starts
 does with `enclave:=`, as move_group has no enclave.
 """
 
+import functools
 import importlib.util
 import os
 import re
@@ -32,7 +33,7 @@ from launch_ros.parameter_descriptions import ParameterValue
 
 sys.path.insert(0, os.path.dirname(__file__))
 import control  # noqa: E402
-from nodes import NOT_GIVEN, SHARE, enclave_refusal, given, installed, robot_description, root_link, switched_on, value  # noqa: E402
+from nodes import NOT_GIVEN, SHARE, given, installed, robot_description, root_link, switched_on, value  # noqa: E402
 
 MOVEIT = ["moveit_ros_move_group", "moveit_planners_ompl", "moveit_kinematics", "moveit_simple_controller_manager"]
 
@@ -46,9 +47,10 @@ DEVICES = {
 }
 
 
+@functools.cache
 def bringup_module(file):
-    """A device's launch file as a module: its EXECUTABLE and DEVICE (launch/nodes.py)."""
-    spec = importlib.util.spec_from_file_location(file.replace(".", "_"), os.path.join(SHARE, "launch", file))
+    """A device's launch file beside this one, as a module: its EXECUTABLE and DEVICE (launch/nodes.py)."""
+    spec = importlib.util.spec_from_file_location(file.replace(".", "_"), os.path.join(os.path.dirname(__file__), file))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -77,10 +79,11 @@ def refusal(context):
         return f"MoveIt is not installed here (missing: {', '.join(missing)})"
     if value(context, "enclave"):
         return "enclave:= is not supported with MoveIt: move_group has no enclave (docs/security.md)"
-    missing = [package for package in control.PACKAGES if not installed(package)]
-    if value(context, "control") == "ros2_control" and missing:
-        return f"control:=ros2_control needs {', '.join(missing)}, not installed here"
-    return enclave_refusal(context)
+    if value(context, "control") == "ros2_control":
+        missing = [package for package in control.PACKAGES if not installed(package)]
+        if missing:
+            return f"control:=ros2_control needs {', '.join(missing)}, not installed here"
+    return None
 
 
 def move_group(context):
@@ -133,14 +136,18 @@ def motion_planning_view(context, device, group, namespace, parameters):
                            "(rviz:=false silences this)")
     text = load("rviz", "moveit.rviz")
     text = text.replace("Planning Group: arm", f"Planning Group: {group}")
-    text = text.replace('Move Group Namespace: ""', f'Move Group Namespace: "{namespace}"')
-    # MoveIt's robot state has the URDF's own frames, without the namespace's prefix.
+    # Absolute: the panel puts it before move_group's names, and rviz runs in the namespace too.
+    text = text.replace('Move Group Namespace: ""', f'Move Group Namespace: "/{namespace}"' if namespace else
+                        'Move Group Namespace: ""')
+    # MoveIt's robot state has the URDF's own frames, without the namespace's prefix (under a
+    # namespace rviz says no /tf carries that frame, and draws MoveIt's robot all the same).
     text = re.sub(r"Fixed Frame: .*", f"Fixed Frame: {root_link(context, device)}", text)
     handle, path = tempfile.mkstemp(prefix="arm_hil_moveit_", suffix=".rviz")
     with os.fdopen(handle, "w", encoding="utf-8") as out:
         out.write(text)
     robot = {key: parameters[key] for key in ("robot_description", "robot_description_semantic",
-                                              "robot_description_kinematics", "robot_description_planning")
+                                              "robot_description_kinematics", "robot_description_planning",
+                                              "use_sim_time")
              if key in parameters}
     return Node(package="rviz2", executable="rviz2", namespace=namespace, output="screen",
                 arguments=["-d", path], parameters=[robot])

@@ -24,6 +24,7 @@ the launch says which is missing in one line and starts nothing.
 """
 
 import datetime
+import math
 import os
 import re
 import tempfile
@@ -309,6 +310,8 @@ def robot_description(context, device, node):
     control.hardware_topics(robot, node)
     for argument, (link_name, joint_name, _, _) in device.lengths.items():
         length = float(value(context, argument))
+        if not (math.isfinite(length) and length > 0.0):
+            raise ValueError(f"{argument}:={value(context, argument)} is not a link length in metres (> 0)")
         link = robot.find(f"link[@name='{link_name}']")
         for shape in (*link.iter("visual"), *link.iter("collision")):
             shape.find("origin").set("xyz", f"{length / 2} 0 0")

@@ -10,15 +10,20 @@
 # With KEYSTORE=DIR (docs/security.md; tools/sros2_keystore.sh makes DIR if it has no enclaves)
 # the robot PC runs under `enclave:=/arm_hil`, Enforce; the laptop gets a keystore of its own
 # holding only the operator's enclave, copied as docs/security.md copies it to a workstation, and
-# runs the same commands in it; then an unsecured laptop must see none of the robot's topics.
+# runs the same commands in it; then an unsecured laptop must see an unsecured beacon the robot
+# PC publishes beside the node, and none of the node's topics. (The robot PC uses all of DIR
+# here; a real one holds only its own enclaves.)
 set -euo pipefail
 set -m
 root="${ARM_HIL_ROS_ROOT:?set ARM_HIL_ROS_ROOT to a ROS 2 installation}"
 ws="${ARM_HIL_ROS_WS:?set ARM_HIL_ROS_WS to a workspace where arm_hil is built (tests/ros/run.sh makes one)}"
 export RMW_IMPLEMENTATION="${RMW_IMPLEMENTATION:-rmw_cyclonedds_cpp}"
 robot="arm_hil_robot_$$" laptop="arm_hil_laptop_$$"
+laptop_keystore=""
 
 cleanup() {
+  # the laptop's copy holds the operator's private key
+  [ -z "$laptop_keystore" ] || rm -rf "$laptop_keystore"
   ip netns pids "$robot" 2>/dev/null | xargs -r kill -INT 2>/dev/null || true
   sleep 2
   ip netns pids "$robot" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
@@ -27,6 +32,7 @@ cleanup() {
   ip netns del "$laptop" 2>/dev/null || true
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 ip netns add "$robot"
 ip netns add "$laptop"
@@ -75,13 +81,14 @@ sleep 8
 laptop() { on "$laptop" "${laptop_env[@]}" "$@"; }
 # The laptop's `ros2` asks its daemon, which stays up and discovered between commands: run
 # without it, Humble's command line waits 0.5 s for discovery, which DDS Security's handshakes
-# can outlast. Each question is asked up to 5 times, 2 s apart, until the answer has `pattern`.
+# can outlast. Each question is asked up to 5 times, 2 s apart, until the answer has `pattern`;
+# the answer is printed.
 ask() {
   local pattern="$1" answer
   shift
   for _ in 1 2 3 4 5; do
     answer=$("$@" 2>&1 || true)
-    grep -E "$pattern" <<<"$answer" && return 0
+    grep -qE "$pattern" <<<"$answer" && { echo "$answer"; return 0; }
     sleep 2
   done
   echo "$answer" | tail -3
@@ -95,21 +102,31 @@ ask "joint1" laptop timeout 30 ros2 topic echo --once /joint_states sensor_msgs/
 echo "--- its publish rate (ros2 topic hz, 5 s):"
 rate=$(laptop timeout 8 ros2 topic hz /joint_states 2>&1 || true)
 grep -m2 "average rate" <<<"$rate" || seen=1
+# every message, near enough: 250 Hz published
+awk '/average rate/ { n++; if ($3 < 200) low = 1 } END { exit !(n > 0 && !low) }' <<<"$rate" \
+  || { echo "under 200 Hz"; seen=1; }
 echo "--- a parameter:"
 ask "Double value" laptop timeout 30 ros2 param get /sil_node publish_rate_hz || seen=1
 echo "--- a FollowJointTrajectory goal that is refused (no joints named):"
 ask "ABORTED|error_string" laptop timeout 60 ros2 action send_goal /sil_node/follow_joint_trajectory \
   control_msgs/action/FollowJointTrajectory "{trajectory: {joint_names: [], points: []}}" || seen=1
 if [ -n "$secured" ]; then
+  # An unsecured beacon beside the node: what the unsecured laptop must see, so that seeing
+  # nothing of the node means security, not a network that carries nothing.
+  on "$robot" env -u ROS_SECURITY_ENABLE -u ROS_SECURITY_STRATEGY -u ROS_SECURITY_KEYSTORE \
+    -u ROS_SECURITY_ENCLAVE_OVERRIDE ros2 topic pub -r 2 /unsecured_beacon std_msgs/msg/String "{data: here}" \
+    >/dev/null 2>&1 &
   # A daemon of its own: the one above has the operator's enclave.
   on "$laptop" ros2 daemon stop >/dev/null 2>&1 || true
-  echo "--- an unsecured laptop's ros2 topic list, 5 times over 10 s (the robot's topics must not be there):"
-  if ask "joint_states|sil_node" on "$laptop" timeout 30 ros2 topic list >/dev/null; then
+  echo "--- an unsecured laptop's ros2 topic list (the beacon, and none of the node's topics):"
+  listed=$(ask "unsecured_beacon" on "$laptop" env -u ROS_SECURITY_ENABLE -u ROS_SECURITY_STRATEGY \
+    -u ROS_SECURITY_KEYSTORE -u ROS_SECURITY_ENCLAVE_OVERRIDE timeout 30 ros2 topic list) \
+    || { echo "the unsecured laptop saw not even the beacon"; seen=1; }
+  if grep -E "joint_states|sil_node" <<<"$listed"; then
     echo "an unsecured laptop saw the secured robot PC"; seen=1
-  else
-    echo "none of the robot's topics"
+  elif [ "$seen" = 0 ]; then
+    echo "the beacon, none of the node's topics"
   fi
-  rm -rf "$laptop_keystore"
 fi
 [ "$seen" = 0 ] && echo "the laptop saw the robot PC" || echo "the laptop did NOT see everything (robot's log: /tmp/two_machines_robot_$$.log)"
 exit "$seen"
