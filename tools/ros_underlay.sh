@@ -13,7 +13,7 @@
 # angles and backward_ros) also what a move_group node needs: moveit_core, moveit_ros_planning,
 # moveit_ros_move_group, moveit_kinematics (KDL), moveit_planners_ompl,
 # moveit_simple_controller_manager and moveit_configs_utils for launch files. With MOVEIT_RVIZ=1
-# (Jazzy, with MOVEIT=1, over an underlay that already has rviz2: ../shared/tools/rviz_underlay.sh)
+# (Jazzy, with MOVEIT=1, over an underlay that already has rviz2 built into it, ros2/rviz jazzy)
 # also moveit_ros_visualization, the MotionPlanning panel of `moveit.launch.py rviz:=true`.
 #
 # Usage: [DISTRO=jazzy|humble] [ROS2_CONTROL=1] [FASTDDS=1] [MOVEIT=1 [MOVEIT_RVIZ=1]] MIRRORS=DIR tools/ros_underlay.sh [ROOT]
@@ -188,7 +188,7 @@ if [ "${MOVEIT:-0}" = 1 ]; then
 fi
 if [ "${MOVEIT_RVIZ:-0}" = 1 ]; then
   [ "${MOVEIT:-0}" = 1 ] && [ "$distro" = jazzy ] || { echo "MOVEIT_RVIZ=1 needs MOVEIT=1 on Jazzy" >&2; exit 1; }
-  [ -d "$root/install/share/rviz2" ] || { echo "MOVEIT_RVIZ=1 needs rviz2 in $root: run rviz_underlay.sh first" >&2; exit 1; }
+  [ -d "$root/install/share/rviz2" ] || { echo "MOVEIT_RVIZ=1 needs rviz2 in $root: build ros2/rviz (jazzy branch) into it first" >&2; exit 1; }
   repos="$repos moveit/warehouse_ros:2.0.5"
   moveit_packages="$moveit_packages moveit_ros_visualization"
 fi
