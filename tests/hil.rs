@@ -327,6 +327,16 @@ proptest! {
     }
 }
 
+/// The sensor's reading of the forearm's end at `point`, its range `extra_range_m` longer.
+fn reading_of(robot: &Robot, point: Vec3, extra_range_m: f64) -> arm_hil::control::SphericalReading {
+    let arm = point - robot.elbow();
+    arm_hil::control::SphericalReading {
+        r: arm.norm() + extra_range_m,
+        theta: (arm.z / arm.norm()).acos(),
+        phi: arm.y.atan2(arm.x),
+    }
+}
+
 /// A sensor whose readings walk from the arc's start out of the arm's reach, a millimetre a
 /// reading (each within the readings' gate), whatever the loop commands: what a drifting or
 /// miscalibrated sensor sends. Below the `Hardware` boundary the loop owns nothing of it.
@@ -345,12 +355,7 @@ impl arm_hil::hil::Hardware for WalkingSensor {
     ) -> Result<(), arm_hil::hil::HardwareError> {
         self.readings += 1;
         let point = self.from + Vec3::new(0.0, 0.0, 0.001 * f64::from(self.readings));
-        let arm = point - self.robot.elbow();
-        input.reading = Some(arm_hil::control::SphericalReading {
-            r: arm.norm(),
-            theta: (arm.z / arm.norm()).acos(),
-            phi: arm.y.atan2(arm.x),
-        });
+        input.reading = Some(reading_of(&self.robot, point, 0.0));
         Ok(())
     }
 
@@ -421,14 +426,8 @@ impl arm_hil::hil::Hardware for ImplausibleSensor {
         self.cycles += 1;
         let first = self.cycles == 1;
         if first || (self.cycles % self.every == 0 && self.refused > 0) {
-            let arm = self.at - self.robot.elbow();
-            let extra_m = if first { 0.0 } else { 0.05 };
             self.refused -= u32::from(!first);
-            input.reading = Some(arm_hil::control::SphericalReading {
-                r: arm.norm() + extra_m,
-                theta: (arm.z / arm.norm()).acos(),
-                phi: arm.y.atan2(arm.x),
-            });
+            input.reading = Some(reading_of(&self.robot, self.at, if first { 0.0 } else { 0.05 }));
         }
         Ok(())
     }
