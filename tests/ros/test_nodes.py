@@ -228,7 +228,13 @@ class NodeTest(unittest.TestCase):
         cls.node.destroy_node()
         rclpy.shutdown()
 
+    def setUp(self):
+        self.publishers = {}
+
     def tearDown(self):
+        for publisher in self.publishers.values():
+            self.node.destroy_publisher(publisher)
+        self.publishers.clear()
         stop_all()
 
     def collect(self, topic, kind, seconds, until=None, qos=50):
@@ -247,6 +253,12 @@ class NodeTest(unittest.TestCase):
         messages = self.collect(topic, kind, timeout, until=lambda m: m, qos=qos)
         self.assertTrue(messages, f"nothing on {topic} within {timeout} s")
         return messages[0][1]
+
+    def spin_until(self, done, seconds, node=None):
+        """Spins `node` (the test's) until `done()` or `seconds` have passed."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and not done():
+            rclpy.spin_once(node or self.node, timeout_sec=0.05)
 
     def statuses(self, name, seconds, until=None):
         """The /diagnostics statuses called `name`, as (receive time, status)."""
@@ -299,9 +311,11 @@ class NodeTest(unittest.TestCase):
         return self.call(DescribeParameters, f"/{node}/describe_parameters", request).descriptors[0]
 
     def rate(self, topic, kind, seconds=3.0):
+        """Messages a second on `topic` by their header stamps, after 0.5 s of settling: the
+        publisher's rate, which a test process that takes them in bursts under load does not skew."""
         messages = self.collect(topic, kind, seconds + 0.5)
-        window = [t for t, _ in messages if t >= messages[0][0] + 0.5] if messages else []
-        return len(window) / (window[-1] - window[0]) if len(window) > 2 else 0.0
+        stamps = [stamp_s(m.header.stamp) for t, m in messages if t >= messages[0][0] + 0.5] if messages else []
+        return (len(stamps) - 1) / (stamps[-1] - stamps[0]) if len(stamps) > 2 else 0.0
 
     def replay_on_simulated_time(self, bag, count, timeout):
         """`ros2 bag play BAG --clock` into a /joint_states subscriber with use_sim_time, until it
@@ -311,9 +325,7 @@ class NodeTest(unittest.TestCase):
         received = []
         listener.create_subscription(JointState, "/joint_states", received.append, 50)
         start(["ros2", "bag", "play", str(bag), "--clock", "100"], f"play_{pathlib.Path(bag).name}")
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and len(received) < count:
-            rclpy.spin_once(listener, timeout_sec=0.05)
+        self.spin_until(lambda: len(received) >= count, timeout, node=listener)
         now = listener.get_clock().now().nanoseconds * 1e-9
         listener.destroy_node()
         self.assertGreaterEqual(len(received), count, "the replay did not drive the subscriber")
@@ -344,9 +356,7 @@ class NodeTest(unittest.TestCase):
         returns its result, once it is cancelled."""
         feedback = []
         handle = self.follow(client, rows, lambda message: feedback.append(message.feedback))
-        deadline = time.monotonic() + 5.0
-        while time.monotonic() < deadline and len(feedback) < feedback_before:
-            rclpy.spin_once(self.node, timeout_sec=0.05)
+        self.spin_until(lambda: len(feedback) >= feedback_before, 5.0)
         cancelling = handle.cancel_goal_async()
         rclpy.spin_until_future_complete(self.node, cancelling, timeout_sec=5.0)
         self.assertTrue(cancelling.result().goals_canceling, "the cancel request was refused")
@@ -366,19 +376,20 @@ class NodeTest(unittest.TestCase):
         self.node.destroy_client(change_state)
 
     def publish(self, topic, message, times=5):
-        """`message` on `topic` `times` times, once a subscriber is matched (discovery takes
-        seconds on Fast DDS under load: a message before it is lost), then kept until each is
-        acknowledged."""
-        publisher = self.node.create_publisher(type(message), topic, 10)
-        deadline = time.monotonic() + 20.0
-        while publisher.get_subscription_count() == 0 and time.monotonic() < deadline:
-            rclpy.spin_once(self.node, timeout_sec=0.05)
-        self.assertGreater(publisher.get_subscription_count(), 0, f"no subscriber of {topic} within 20 s")
+        """`message` on `topic` `times` times, kept until each is acknowledged. The test's
+        publisher of `topic` lives as long as the test: it first publishes once a subscriber is
+        matched and 0.5 s more have passed (discovery takes seconds on Fast DDS under load, and
+        the subscriber's side of the match can come after ours: a message before it is lost)."""
+        publisher = self.publishers.get(topic)
+        if publisher is None:
+            publisher = self.publishers[topic] = self.node.create_publisher(type(message), topic, 10)
+            self.spin_until(publisher.get_subscription_count, 20.0)
+            self.assertGreater(publisher.get_subscription_count(), 0, f"no subscriber of {topic} within 20 s")
+            self.spin_until(lambda: False, 0.5)
         for _ in range(times):
             publisher.publish(message)
             rclpy.spin_once(self.node, timeout_sec=0.05)
         publisher.wait_for_all_acked(rclpy.duration.Duration(seconds=5.0))
-        self.node.destroy_publisher(publisher)
 
 
 class SilNode(NodeTest):
@@ -445,18 +456,29 @@ class SilNode(NodeTest):
         self.assertTrue(running_it(self.statuses("sil_node: run", 10.0, until=running_it)),
                         f"sil_node did not start the trajectory of {len(rows)} points")
 
+        # The refusal's status goes out at once, and the node's next run (it loops its
+        # trajectory) replaces it: /diagnostics is listened to, and heard, before the bad
+        # trajectory goes out.
         rosout_qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE,
                                 durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        logs = []
-        subscription = self.node.create_subscription(Log, "/rosout", logs.append, rosout_qos)
+        logs, diagnostics = [], []
+        subscriptions = [self.node.create_subscription(Log, "/rosout", logs.append, rosout_qos),
+                         self.node.create_subscription(DiagnosticArray, "/diagnostics", diagnostics.append, 100)]
+
+        def runs():
+            return [s for m in diagnostics for s in m.status if s.name == "sil_node: run"]
+
+        self.spin_until(runs, 10.0)
+        self.assertTrue(runs(), "no sil_node: run status on /diagnostics")
         message.points[1].transforms[0].translation.x = 5.0
         self.publish("/sil_node/trajectory", message, times=1)
-        refused = self.wait_status("sil_node: run", WARN, timeout=10.0)
-        self.assertIn("refused", refused.message)
-        deadline = time.monotonic() + 5.0
-        while time.monotonic() < deadline and not any("refused" in log.msg for log in logs):
-            rclpy.spin_once(self.node, timeout_sec=0.05)
-        self.node.destroy_subscription(subscription)
+        self.spin_until(lambda: any(level_of(s) == WARN for s in runs()), 10.0)
+        refused = [s for s in runs() if level_of(s) == WARN]
+        self.assertTrue(refused, f"no warning; saw {[(level_of(s), s.message) for s in runs()[-5:]]}")
+        self.assertIn("refused", refused[0].message)
+        self.spin_until(lambda: any("refused" in log.msg for log in logs), 5.0)
+        for subscription in subscriptions:
+            self.node.destroy_subscription(subscription)
         self.assertTrue([log for log in logs if log.name == "sil_node" and "refused" in log.msg],
                         "the refusal did not reach /rosout under the node's name")
 
@@ -895,9 +917,7 @@ class ManagedNodes(DriverTest):
         self.assertTrue(self.arm_reaches([-0.3, 0.3], 10.0), "the node did not command after cleanup")
         self.set_state("/stm32_driver", "shutdown")
         self.assertEqual(self.launched.wait(timeout=10.0), 0, self.launched.log_path.read_text()[-2000:])
-        deadline = time.monotonic() + 2.0
-        while time.monotonic() < deadline and (not events or events[-1].goal_state.label != "finalized"):
-            rclpy.spin_once(self.node, timeout_sec=0.05)
+        self.spin_until(lambda: events and events[-1].goal_state.label == "finalized", 2.0)
         taken = [(e.start_state.label, e.goal_state.label) for e in events]
         self.assertEqual(taken[:4], [("unconfigured", "configuring"), ("configuring", "inactive"),
                                      ("inactive", "activating"), ("activating", "active")], taken)
@@ -1169,6 +1189,23 @@ class VrBridge(NodeTest):
         self.assertTrue(all(math.isfinite(v) for v in (point.point.x, point.point.y, point.point.z)))
 
 
+class TimedResult(unittest.TextTestResult):
+    """Keeps each test's wall time, for the suite's slowest to be named at its end (what to
+    shorten when it outgrows CI's budget)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.times, self.started = [], 0.0
+
+    def startTest(self, test):
+        self.started = time.monotonic()
+        super().startTest(test)
+
+    def stopTest(self, test):
+        super().stopTest(test)
+        self.times.append((time.monotonic() - self.started, test.id()))
+
+
 if __name__ == "__main__":
     # The suite's other files use this one's helpers: one module, one list of started processes.
     sys.modules["test_nodes"] = sys.modules["__main__"]
@@ -1177,7 +1214,11 @@ if __name__ == "__main__":
     from test_moveit import *  # noqa: F401,F403
     from test_security import *  # noqa: F401,F403
 
-    result = unittest.main(argv=[sys.argv[0], "-v", *sys.argv[1:]], exit=False).result
+    runner = unittest.TextTestRunner(verbosity=2, resultclass=TimedResult)
+    result = unittest.main(argv=[sys.argv[0], *sys.argv[1:]], testRunner=runner, exit=False).result
+    print("slowest tests:")
+    for seconds, test in sorted(result.times, reverse=True)[:10]:
+        print(f"  {seconds:6.1f} s  {test}")
     # The ros2 command line's daemon, which `ros2 lifecycle` and `ros2 control` start, ends with
     # the suite too.
     subprocess.run(["ros2", "daemon", "stop"], capture_output=True, timeout=30)
