@@ -259,17 +259,19 @@ def start(context, executable, overrides, device):
             **enclave(context, "robot_state_publisher"),
         )
         optional["rsp"] = ([robot_state_publisher], ["robot_state_publisher"], False)
-        # Its configuration is a file written for this launch: only when rviz is asked for.
-        if switched_on(context, "rviz"):
-            rviz = Node(
+        # Its configuration is a file written for this launch: only when rviz will start
+        # (without rviz2, select() says it is not installed).
+        rviz = []
+        if switched_on(context, "rviz") and installed("rviz2"):
+            rviz = [Node(
                 package="rviz2",
                 executable="rviz2",
                 namespace=namespace,
                 arguments=["-d", rviz_config(context, executable, device, ns, prefix)],
                 parameters=[sim_time],
                 **enclave(context, "viewer"),
-            )
-            optional["rviz"] = ([rviz], ["rviz2"], False)
+            )]
+        optional["rviz"] = (rviz, ["rviz2"], False)
     private = f"{ns}/{executable}/"
     topics = "|".join([f"{private}.*"] + [f"{ns}/{topic}" for topic in device.topics]
                       + ["/clock", "/tf", "/tf_static", "/diagnostics", "/rosout"])

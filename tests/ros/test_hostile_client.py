@@ -213,12 +213,14 @@ class HostileClient(FollowJointTrajectoryTest):
             self.assertTrue(abs(stopped[0] - target[0]) > 0.01, f"the step was over before the stop: {stopped}")
             time.sleep(1.0)
             self.transition("hil_node", Transition.TRANSITION_ACTIVATE)
-            # The stream still says the old target: the arm holds where it stopped. Still, but for
-            # the settling of the controller's hold, which starts from a fresh estimate (as after
-            # any re-activation of hil_node: up to 20 mrad either way, seen on Humble with Fast
-            # DDS), where following the stream would take joint1 on toward the rest of its step.
-            held = self.assert_still(2.0, tolerance=0.02)
-            self.assertTrue(abs(held[0] - target[0]) > 0.01, f"the arm went on to the old target: {held}")
+            # The stream still says the old target: the arm holds where it stopped. The hold
+            # starts from a fresh estimate and settles within 0.5 s, by up to 24 mrad either way
+            # (seen on both distros), then stays within 2 mrad, where following the stream would
+            # move it on at its 1 cm/s.
+            time.sleep(0.5)
+            held = self.assert_still(2.0, tolerance=0.005)
+            self.assertTrue(all(abs(h - s) < 0.04 for h, s in zip(held, stopped)),
+                            f"the arm did not hold where it stopped: {stopped} -> {held}")
             # A new command moves it.
             command["data"] = [held[0] + 0.02, held[1], held[2]]
             self.wait_joint_states(lambda m: set(MOTORS) <= set(m.name) and abs(
@@ -261,6 +263,9 @@ class HostileClient(FollowJointTrajectoryTest):
                                                        enumerate(arc_rows(step=200), start=1)]))
             rclpy.spin_once(self.node, timeout_sec=0.01)
         self.assertIsNone(self.launched.poll(), "hil_node ended")
+        if len(handles) == 1:
+            # No goal of the flood's own was accepted: the protective stop came first.
+            self.wait_status("hil_node: loop", ERROR)
         for handle in handles:
             done = self.result_of(handle, timeout=30.0)
             self.assertIn(done.status, TERMINAL)
