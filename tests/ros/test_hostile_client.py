@@ -237,11 +237,9 @@ class HostileClient(FollowJointTrajectoryTest):
         chance = random.Random(44)
         # One goal sure to be accepted first, to where the arm is, in 2 s: the flood soon trips a
         # protective stop, after which the node rejects every command, goals too.
-        here = self.positions(0.1)
-        sent = client.send_goal_async(FollowJointTrajectory.Goal(trajectory=trajectory(MOTORS, [(2.0, here)])))
-        rclpy.spin_until_future_complete(self.node, sent, timeout_sec=5.0)
-        self.assertTrue(sent.done() and sent.result().accepted, "a goal to where the arm is was not accepted")
-        handles = [sent.result()]
+        first = self.send(client, [(2.0, self.positions(0.1))])
+        self.assertTrue(first.accepted, "a goal to where the arm is was not accepted")
+        handles = [first]
         deadline = time.monotonic() + 30.0
         while time.monotonic() < deadline:
             kind = chance.randrange(6)

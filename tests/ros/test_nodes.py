@@ -384,14 +384,15 @@ class NodeTest(unittest.TestCase):
         the subscriber's side of the match can come after ours: a message before it is lost).
         An acknowledgement proves no delivery on every middleware: a test checks the effect."""
         key = (topic, type(message))
-        publisher = self.publishers.get(key)
-        if publisher is None:
-            publisher = self.publishers[key] = self.node.create_publisher(type(message), topic, 10)
-            self.spin_until(publisher.get_subscription_count, 20.0)
-            self.spin_until(lambda: False, 0.5)
-        # A node launched again in the test: matched anew.
+        fresh = key not in self.publishers
+        if fresh:
+            self.publishers[key] = self.node.create_publisher(type(message), topic, 10)
+        publisher = self.publishers[key]
+        # Checked on every call: a node launched again in the test is matched anew.
         self.spin_until(publisher.get_subscription_count, 20.0)
         self.assertGreater(publisher.get_subscription_count(), 0, f"no subscriber of {topic} within 20 s")
+        if fresh:
+            self.spin_until(lambda: False, 0.5)
         for _ in range(times):
             publisher.publish(message)
             rclpy.spin_once(self.node, timeout_sec=0.05)
@@ -478,6 +479,7 @@ class SilNode(NodeTest):
         self.assertTrue(runs(), "no sil_node: run status on /diagnostics")
         message.points[1].transforms[0].translation.x = 5.0
         self.publish("/sil_node/trajectory", message, times=1)
+
         def refused():
             return [s for s in runs() if level_of(s) == WARN and "refused" in s.message]
 
