@@ -76,6 +76,8 @@ fn configure_waits_for_telemetry_and_targets_flow_only_while_active() {
     assert_eq!(node.on(Step::Deactivate), Outcome::Success);
     assert!(commanding.get().is_err(), "a deactivated node hands out its commander");
     assert_eq!(node.on(Step::Cleanup), Outcome::Success);
+    // The driver's last word, a hold where the joints are, is on its way to the firmware.
+    std::thread::sleep(Duration::from_millis(50));
     let polled = emulator.stats().commands;
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(emulator.stats().commands, polled, "the port is still polled after cleanup");

@@ -10,7 +10,7 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -19,13 +19,21 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Semaphore};
 
 use crate::control::{Trajectory, TrajectoryError, MAX_WAYPOINTS};
-use crate::drivers::{open_hardware, RigDevices, RigKind, RigSettings};
-use crate::hil::{feed_trajectory, FrameSink, HardwareError, HilConfig, HilError, HilLoop};
+use crate::drivers::RigDevices;
+use crate::hil::{exit, HardwareError, HilError};
 use crate::model::Robot;
 use crate::protocol::legacy::{
     encode_frame, encode_header, encode_ideal, end_marker, Mode, Request, RequestDecoder, RequestError, FRAME_BYTES,
 };
 use crate::sim::{Frame, IdealTorques, SilConfig, SimError, Simulation};
+
+mod hil_session;
+pub use hil_session::HilSetup;
+use hil_session::{stream_hil, HilSlot, RunningLoop, ServerCloser};
+
+/// How long a shutdown waits for the `H` session's loop to release the rig. It ends within a
+/// cycle; past this, the process's exit stops the rig itself ([`exit`]).
+const HIL_CLOSE_WAIT: Duration = Duration::from_millis(300);
 
 /// Server settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -103,6 +111,8 @@ pub enum SessionError {
     HilUnavailable,
     #[error("a HIL session is already running")]
     HilBusy,
+    #[error("the server is shutting down")]
+    Closing,
     #[error("the HIL hardware could not be opened: {0}")]
     Hardware(#[from] HardwareError),
     #[error("the HIL run stopped: {0}")]
@@ -166,14 +176,6 @@ impl SessionObserver for Vec<Arc<dyn SessionObserver>> {
     }
 }
 
-/// What `H` sessions run on.
-#[derive(Debug, Clone)]
-pub struct HilSetup {
-    pub kind: RigKind,
-    pub hil: HilConfig,
-    pub settings: RigSettings,
-}
-
 struct Shared {
     config: LegacyServerConfig,
     sil: SilConfig,
@@ -182,22 +184,12 @@ struct Shared {
     hil: Option<HilSetup>,
     /// One set of hardware: one HIL session at a time.
     hil_running: AtomicBool,
+    /// The HIL loop of the session that holds the hardware, from before the rig is opened until
+    /// the loop has released it (stopped).
+    hil_loop: Mutex<Option<RunningLoop>>,
+    /// Set by [`ServerCloser::close`]: no HIL session starts any more.
+    closing: AtomicBool,
     observer: Option<Arc<dyn SessionObserver>>,
-}
-
-/// Holds the HIL slot for one session and frees it when dropped.
-struct HilSlot<'a>(&'a AtomicBool);
-
-impl<'a> HilSlot<'a> {
-    fn take(running: &'a AtomicBool) -> Option<HilSlot<'a>> {
-        running.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire).ok().map(|_| HilSlot(running))
-    }
-}
-
-impl Drop for HilSlot<'_> {
-    fn drop(&mut self) {
-        self.0.store(false, Ordering::Release);
-    }
 }
 
 /// A bound port-5555 server.
@@ -227,8 +219,17 @@ impl LegacyServer {
         if let Some(setup) = &hil {
             setup.hil.validate().map_err(ServerError::Config)?;
         }
-        let shared =
-            Arc::new(Shared { config, sil, robot, sessions, hil, hil_running: AtomicBool::new(false), observer: None });
+        let shared = Arc::new(Shared {
+            config,
+            sil,
+            robot,
+            sessions,
+            hil,
+            hil_running: AtomicBool::new(false),
+            hil_loop: Mutex::new(None),
+            closing: AtomicBool::new(false),
+            observer: None,
+        });
         Ok(LegacyServer { listener, shared })
     }
 
@@ -238,6 +239,23 @@ impl LegacyServer {
             shared.observer = Some(observer);
         }
         self
+    }
+
+    /// Serves as [`LegacyServer::serve`] until the process is asked to end ([`exit::requested`]:
+    /// a signal, a panic); then ends the `H` session's loop, which stops the rig (serving stops
+    /// when its task is dropped, but the loop runs on a thread of its own and must be ended).
+    pub async fn serve_until_exit(self) -> std::io::Result<()> {
+        let closer = ServerCloser(self.shared.clone());
+        tokio::select! {
+            served = self.serve() => served,
+            () = exit::wait_requested() => {
+                log::info!("interrupted, shutting down");
+                if !closer.close(HIL_CLOSE_WAIT).await {
+                    log::error!("the HIL session's loop did not end within {HIL_CLOSE_WAIT:?}");
+                }
+                Ok(())
+            }
+        }
     }
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
@@ -317,6 +335,9 @@ async fn serve_connection(
         }
         Some(devices) => {
             let setup = shared.hil.as_ref().ok_or(SessionError::HilUnavailable)?;
+            if shared.closing.load(Ordering::SeqCst) {
+                return Err(SessionError::Closing);
+            }
             let _slot = HilSlot::take(&shared.hil_running).ok_or(SessionError::HilBusy)?;
             // Up to a million waypoints: checked beside the server's tasks, not on them.
             let (robot, bounds, checked) = (shared.robot.clone(), setup.hil.protection.clone(), trajectory.clone());
@@ -399,78 +420,6 @@ async fn stream_sil(
         Some(error) => Err(error.into()),
         None => Ok(SessionReport { waypoints: count, ..report }),
     }
-}
-
-/// Hands the HIL loop's frames to the session's writer; a full channel drops the frame.
-struct ChannelSink(mpsc::Sender<Frame>);
-
-impl FrameSink for ChannelSink {
-    fn offer(&mut self, frame: &Frame) -> bool {
-        self.0.try_send(*frame).is_ok()
-    }
-}
-
-/// Frames in flight from the HIL loop to one client: 1 s at 1 kHz.
-const HIL_FRAMES_IN_FLIGHT: usize = 1000;
-
-/// Streams a HIL run: a frame per loop cycle (the estimate and the commanded torque), the end
-/// marker, then shuts down writing. No header: the lab's client reads frames from the first byte
-/// in HIL mode (docs/port5555.md). The loop never waits for the client: frames it cannot hand
-/// over are dropped and counted. A client that leaves stops the run (with a safe stop).
-async fn stream_hil(
-    shared: &Shared,
-    setup: &HilSetup,
-    mut stream: TcpStream,
-    trajectory: Arc<Trajectory>,
-    devices: RigDevices,
-    observer: Option<Observed>,
-) -> Result<SessionReport, SessionError> {
-    let stall = Duration::from_secs_f64(shared.config.write_stall_timeout_s);
-    let end_time = trajectory.end_time();
-    let start = trajectory.waypoints()[0];
-    let (frames, mut received) = mpsc::channel::<Frame>(HIL_FRAMES_IN_FLIGHT);
-    let stop = Arc::new(AtomicBool::new(false));
-    let run = {
-        let (sil, setup, trajectory, stop) = (shared.sil.clone(), setup.clone(), trajectory.clone(), stop.clone());
-        tokio::task::spawn_blocking(move || -> Result<_, SessionError> {
-            let hardware = open_hardware(setup.kind, &devices, &setup.settings, &sil, &start, trajectory.elbow())?;
-            let feed = feed_trajectory(trajectory.clone());
-            let hil = HilLoop::new(setup.hil, &sil, trajectory.elbow(), trajectory.l_arm(), hardware, feed, stop)?;
-            Ok(hil.with_frames(Box::new(ChannelSink(frames))).run())
-        })
-    };
-    let mut last = Frame { t: start.t, x: start.x, x_dot: start.xd, ..Frame::default() };
-    let mut sent = 0;
-    let mut buf = Vec::with_capacity(FRAME_BYTES);
-    let mut written = Ok(());
-    while let Some(frame) = received.recv().await {
-        last = frame;
-        if let Some(observed) = &observer {
-            observed.frame(&frame);
-        }
-        // The end marker is the only frame at or after end_time.
-        if frame.t >= end_time || written.is_err() {
-            continue;
-        }
-        buf.clear();
-        encode_frame(&frame, &mut buf);
-        written = write_chunk(&mut stream, &buf, stall).await;
-        match written {
-            Ok(()) => sent += 1,
-            Err(_) => stop.store(true, Ordering::Relaxed),
-        }
-    }
-    let report = run.await.map_err(|error| std::io::Error::other(error.to_string()))??;
-    written?;
-    buf.clear();
-    encode_frame(&end_marker(&last, end_time), &mut buf);
-    write_chunk(&mut stream, &buf, stall).await?;
-    stream.shutdown().await?;
-    if report.stats.frames_dropped > 0 {
-        log::warn!("HIL session dropped {} frames the client did not read in time", report.stats.frames_dropped);
-    }
-    report.outcome?;
-    Ok(SessionReport { waypoints: trajectory.waypoints().len(), frames: sent, capped: false })
 }
 
 async fn write_chunk(stream: &mut TcpStream, bytes: &[u8], stall: Duration) -> Result<(), SessionError> {

@@ -29,6 +29,12 @@ impl SerialLink for RdscomLink {
     fn handle_port_lost(&mut self, _now: Instant) {
         RdscomLink::handle_port_lost(self);
     }
+    /// A Stop, which goes first and gives up what waited (the MCU's own queue is cleared by it).
+    fn handle_shutdown(&mut self, now: Instant) {
+        if self.table().by_name("Stop").is_some() {
+            self.handle_request(now, "Stop", vec![Value::Int(0)]);
+        }
+    }
     fn handle_bytes(&mut self, now: Instant, bytes: &[u8]) {
         RdscomLink::handle_bytes(self, now, bytes);
     }

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::control::SphericalReading;
 use crate::hil::stepper::{FieldTracker, StepRates, StepperConfig, StepperDrive};
-use crate::hil::{ActuatorCommand, Hardware, HardwareError, SensorInput};
+use crate::hil::{exit, ActuatorCommand, Hardware, HardwareError, SensorInput};
 use crate::model::math::Vec3;
 use crate::protocol::rig::{encode_step_command, parse_sensor_line, LineSplitter};
 use crate::serial;
@@ -66,6 +66,8 @@ struct Shared {
     /// The first I/O failure of either thread.
     failure: Mutex<Option<String>>,
     stop: AtomicBool,
+    /// Set by the writer once it has sent the closing (zero) rates.
+    closed: AtomicBool,
 }
 
 impl Shared {
@@ -78,6 +80,7 @@ impl Shared {
             field: Mutex::new(None),
             failure: Mutex::new(None),
             stop: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
         }
     }
 
@@ -90,6 +93,34 @@ impl Shared {
             failure.get_or_insert(what);
         }
     }
+
+    /// Closes the command slot: the writer sends zero rates next and nothing after them, whatever
+    /// the loop still offers.
+    fn close(&self) {
+        if let Ok(mut slot) = self.command.lock() {
+            slot.sequence += 1;
+            slot.closing = true;
+        }
+        self.command_changed.notify_one();
+    }
+}
+
+/// How long the process's exit stop waits for the writer to send the zero rates before it writes
+/// them to the port itself.
+const EXIT_WRITER_WAIT: Duration = Duration::from_millis(20);
+
+/// The rig's stop at the process's exit ([`crate::hil::exit`]): the writer's closing zero rates,
+/// or, if the writer does not confirm them in time (stuck, or gone), the same line written to the
+/// port directly. A second zero line is harmless; rates after it are not sent.
+fn exit_stop(shared: &Shared, port: &mut dyn serialport::SerialPort) {
+    shared.close();
+    if !exit::wait_for(EXIT_WRITER_WAIT, || shared.closed.load(Ordering::Relaxed)) {
+        let mut line = Vec::with_capacity(48);
+        encode_step_command(&StepRates::default(), &mut line);
+        if let Err(error) = port.write_all(&line) {
+            log::error!("the rig's exit stop could not write zero step rates: {error}");
+        }
+    }
 }
 
 /// The lab's rig as a [`Hardware`] backend.
@@ -100,6 +131,8 @@ pub struct ReferenceRig {
     lag: Option<Vec3>,
     readings_seen: u64,
     threads: Vec<JoinHandle<()>>,
+    /// Zero rates at the process's exit while the rig is open.
+    _exit_stop: exit::DeviceStop,
 }
 
 impl ReferenceRig {
@@ -116,7 +149,18 @@ impl ReferenceRig {
         };
         let sensor_port = open(sensor, config.sensor_baud)?;
         let arduino_port = open(arduino, config.arduino_baud)?;
+        let exit_port = arduino_port.try_clone().map_err(|error| {
+            HardwareError::Link(format!("cannot keep a second handle on {arduino} for the exit stop: {error}"))
+        })?;
         let shared = Arc::new(Shared::new());
+        let exit_stop = {
+            let shared = shared.clone();
+            let port = Mutex::new(exit_port);
+            exit::on_exit(format!("the rig's step-driver Arduino ({arduino})"), move || {
+                let mut port = port.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                exit_stop(&shared, port.as_mut());
+            })
+        };
         let spawn = |name: &str, body: Box<dyn FnOnce() + Send>| {
             std::thread::Builder::new().name(name.into()).spawn(body).map_err(HardwareError::Io)
         };
@@ -131,7 +175,14 @@ impl ReferenceRig {
                 Box::new(move || write_steps(arduino_port, &shared, &config))
             })?,
         ];
-        Ok(ReferenceRig { shared, drive: StepperDrive::new(stepper), lag: None, readings_seen: 0, threads })
+        Ok(ReferenceRig {
+            shared,
+            drive: StepperDrive::new(stepper),
+            lag: None,
+            readings_seen: 0,
+            threads,
+            _exit_stop: exit_stop,
+        })
     }
 
     fn check_failure(&self) -> Result<(), HardwareError> {
@@ -316,7 +367,11 @@ fn write_steps(mut port: Box<dyn serialport::SerialPort>, shared: &Shared, confi
         if let Err(error) = port.write_all(&line) {
             return shared.fail(format!("Arduino port: {error}"));
         }
-        if closing || shared.stop.load(Ordering::Relaxed) {
+        if closing {
+            shared.closed.store(true, Ordering::Relaxed);
+            return;
+        }
+        if shared.stop.load(Ordering::Relaxed) {
             return;
         }
     }

@@ -196,14 +196,10 @@ pub fn validate_command(command: &Command) -> Result<(), CommandError> {
     let angle = |what, value| check(what, value, -ANGLE_LIMIT, ANGLE_LIMIT);
     match command {
         Command::SetJointAngles { shoulder, elbow } | Command::SetTrajectoryPoint { shoulder, elbow, .. } => {
-            angle("shoulder angle", *shoulder)?;
-            angle("elbow angle", *elbow)
+            angle("shoulder angle", *shoulder).and_then(|()| angle("elbow angle", *elbow))
         }
         Command::SetJointAngleSingle { angle: value, .. } => angle("joint angle", *value),
-        Command::SetPidGains { shoulder, elbow } => {
-            check_gains(shoulder)?;
-            check_gains(elbow)
-        }
+        Command::SetPidGains { shoulder, elbow } => check_gains(shoulder).and_then(|()| check_gains(elbow)),
         Command::SetPidGainsSingle { gains, .. } => check_gains(gains),
         Command::GetTelemetry
         | Command::SystemReset
@@ -259,6 +255,8 @@ pub struct Stm32Link {
     in_flight: VecDeque<InFlight>,
     outbox: VecDeque<Outgoing>,
     events: VecDeque<LinkEvent>,
+    /// The joints' angles in the latest telemetry [rad]: where a shutdown holds them.
+    last_angles: Option<[f64; 2]>,
 }
 
 impl Stm32Link {
@@ -279,6 +277,7 @@ impl Stm32Link {
             in_flight: VecDeque::new(),
             outbox: VecDeque::new(),
             events: VecDeque::new(),
+            last_angles: None,
         }
     }
 
@@ -326,6 +325,15 @@ impl Stm32Link {
         }
     }
 
+    /// The driver is stopping: a hold where the latest telemetry put the joints replaces what waits
+    /// to be sent (none known, or past the firmware's limits: nothing is sent).
+    pub fn handle_shutdown(&mut self) {
+        self.outbox.clear();
+        if let Some([shoulder, elbow]) = self.last_angles {
+            let _ = self.send(&Command::SetJointAngles { shoulder: shoulder as f32, elbow: elbow as f32 });
+        }
+    }
+
     /// The port was (re)opened: start polling at once.
     pub fn handle_port_opened(&mut self, now: Instant) {
         self.port_open = true;
@@ -370,6 +378,7 @@ impl Stm32Link {
                     return self.events.push_back(LinkEvent::Implausible { what });
                 }
                 self.last_telemetry = now;
+                self.last_angles = telemetry.angles.or(self.last_angles);
                 self.failed_attempts = 0;
                 self.set_state(LinkState::Connected);
                 self.events.push_back(LinkEvent::Telemetry(telemetry));

@@ -38,6 +38,8 @@ pub struct RdscomEmulatorStats {
     pub requests: u64,
     pub heartbeats: u64,
     pub controls_queued: u64,
+    /// Stop requests received.
+    pub stops: u64,
     pub control_done_sent: u64,
     /// ControlDone and Error requests the GUI acknowledged.
     pub acks_received: u64,
@@ -293,6 +295,7 @@ impl Mcu {
                 self.acknowledge(now, &message, None, faults, out);
             }
             "Stop" => {
+                self.stats.stops += 1;
                 self.queue.clear();
                 self.executing = None;
                 self.acknowledge(now, &message, None, faults, out);

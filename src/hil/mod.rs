@@ -5,6 +5,7 @@
 //! backends that talk to devices do their I/O on their own threads and exchange the newest
 //! values with the cycle (docs/design.md §4, ros2_control's read/update/write).
 
+pub mod exit;
 mod feed;
 pub mod protection;
 pub mod realtime;

@@ -378,6 +378,14 @@ impl<M: Managed> Supervised<M> {
         taken
     }
 
+    /// The process is ending: the node is shut down from the primary state it is in, as
+    /// `ros2 lifecycle set NODE shutdown` would (its goals end, its device stops), and stays down.
+    /// Nothing to do once it is finalized.
+    pub fn shut_down(&mut self) -> Option<Taken> {
+        self.wants_active = false;
+        self.lifecycle.change(0, "shutdown", &mut self.managed).ok()
+    }
+
     /// Between transitions, at `now`: the node's own tick, then a recovery if one is due.
     pub fn tick(&mut self, now: Instant) -> Vec<Taken> {
         self.managed.tick();

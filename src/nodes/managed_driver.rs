@@ -12,16 +12,15 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::lifecycle::{Fault, Managed, Outcome, Step};
+use crate::hil::exit;
 use crate::outputs::{pump_events, Outputs, Publisher, Sink};
 
 /// How long configure waits for the device's first answer.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// How often configure looks at its interrupt while it waits for the device.
+/// How often configure looks whether the process is to end ([`exit::requested`]) while it waits
+/// for the device.
 const INTERRUPT_CHECK: Duration = Duration::from_millis(50);
-
-/// An interrupt that never comes: the default of a node outside a process that handles signals.
-static NEVER: AtomicBool = AtomicBool::new(false);
 
 /// What the managed node needs of a device and its driver.
 pub trait SerialDevice: Send + Sync + 'static {
@@ -93,8 +92,6 @@ pub struct ManagedDriver<D: SerialDevice, S> {
     commanding: Commanding<D::Commander>,
     faults: Sender<Fault>,
     now_ns: Clock,
-    /// Set when the process is to end: configure stops waiting.
-    interrupt: &'static AtomicBool,
     observer: Observer<D::Event>,
     stopping: Stopping,
 }
@@ -124,7 +121,6 @@ impl<D: SerialDevice, S: Sink + Send + 'static> ManagedDriver<D, S> {
             commanding: Commanding(Arc::new(Mutex::new(None))),
             faults,
             now_ns,
-            interrupt: &NEVER,
             observer: Arc::new(|_, _| {}),
             stopping: Box::new(|_| {}),
         }
@@ -141,13 +137,6 @@ impl<D: SerialDevice, S: Sink + Send + 'static> ManagedDriver<D, S> {
     /// `observer` sees every event the running driver sends, as it arrives.
     pub fn observed_by(mut self, observer: Observer<D::Event>) -> ManagedDriver<D, S> {
         self.observer = observer;
-        self
-    }
-
-    /// Configure stops waiting for the device once `interrupt` is set (the process is asked to
-    /// end: its signal handler sets it).
-    pub fn interrupted_by(mut self, interrupt: &'static AtomicBool) -> ManagedDriver<D, S> {
-        self.interrupt = interrupt;
         self
     }
 
@@ -173,7 +162,7 @@ impl<D: SerialDevice, S: Sink + Send + 'static> ManagedDriver<D, S> {
         // Why the device has not answered yet, should it not answer in time.
         let mut silent = format!("the device did not answer within {} s", ANSWER_TIMEOUT.as_secs());
         let answered = loop {
-            if self.interrupt.load(Ordering::Relaxed) {
+            if exit::requested() {
                 break Err("interrupted".to_owned());
             }
             let wait = deadline.saturating_duration_since(Instant::now()).min(INTERRUPT_CHECK);

@@ -171,8 +171,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     };
     let (faults, device_faults) = channel();
     let clock = node.get_ros_clock();
-    let managed = ManagedDriver::new(testbench, topics, faults, Arc::new(move || now_ns(&clock)))
-        .interrupted_by(&super::INTERRUPTED);
+    let managed = ManagedDriver::new(testbench, topics, faults, Arc::new(move || now_ns(&clock)));
     let commanding = managed.commanding();
 
     let pool = LocalPool::new();

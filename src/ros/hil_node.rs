@@ -15,10 +15,10 @@ use r2r::trajectory_msgs::msg::MultiDOFJointTrajectory;
 use r2r::QosProfile;
 
 use super::joint_commands::serve_joint_commands;
-use super::lifecycle::{serve_lifecycle, Supervisor};
+use super::lifecycle::{serve_lifecycle, spin_until_shut_down, Supervisor};
 use super::params::{nothing_at_run_time, serve_parameters};
 use super::publisher::NodePublisher;
-use super::{multi_dof_points, node_params, now_ns, spin};
+use super::{multi_dof_points, node_params, now_ns};
 use super::{CartesianGoalHandle, JointGoalHandle};
 use crate::hil::{LoopStatus, Withdrawals};
 use crate::model::Robot;
@@ -169,8 +169,10 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
 
     let finalized = stop.clone();
     let supervisor = Supervisor { faults: rig_faults, autostart, auto_recover, recover_protective_stops };
-    serve_lifecycle(&mut node, &pool.spawner(), managed, supervisor, move || finalized.store(true, Ordering::Relaxed))?;
-    spin(node, pool, &stop)?;
+    let lifecycle = serve_lifecycle(&mut node, &pool.spawner(), managed, supervisor, move || {
+        finalized.store(true, Ordering::Relaxed)
+    })?;
+    spin_until_shut_down(node, pool, &stop, &lifecycle)?;
     let _ = publishing.join();
     Ok(())
 }

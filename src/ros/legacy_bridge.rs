@@ -17,6 +17,9 @@ use crate::nodes::legacy::publisher::{LegacyPublisher, SessionEvents};
 use crate::nodes::legacy::{legacy_bridge_config, LEGACY_BRIDGE_PARAMS};
 use crate::nodes::param_server::ParameterServer;
 
+/// How long the end waits for the sessions' threads once the `H` session's loop has ended.
+const SESSIONS_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Runs the node until interrupted.
 pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let config = legacy_bridge_config(&node_params(&node)).context("legacy_bridge parameters")?;
@@ -36,10 +39,17 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     let ticks = publisher.spawn_ticks(stop.clone())?;
     let server = server.with_observer(Arc::new(SessionEvents(move |event| publisher.event(&event))));
-    // The server thread ends with the process: sessions are cut when it exits.
-    let _serving =
-        std::thread::Builder::new().name("legacy-server".into()).spawn(move || runtime.block_on(server.serve()))?;
+    // On a signal the server ends the `H` session's loop (the rig stopped); the other sessions are
+    // cut when the process exits.
+    let serving = std::thread::Builder::new().name("legacy-server".into()).spawn(move || {
+        let served = runtime.block_on(server.serve_until_exit());
+        runtime.shutdown_timeout(SESSIONS_WAIT);
+        served
+    })?;
     spin(node, pool, &stop)?;
     let _ = ticks.join();
+    if let Ok(Err(error)) = serving.join() {
+        log::error!("the port-5555 server stopped: {error}");
+    }
     Ok(())
 }

@@ -20,7 +20,8 @@ use r2r::lifecycle_msgs::msg::{State as StateMsg, Transition, TransitionDescript
 use r2r::lifecycle_msgs::srv::{ChangeState, GetAvailableStates, GetAvailableTransitions, GetState};
 use r2r::QosProfile;
 
-use super::{now_ns, serve, spin};
+use super::{now_ns, serve, spin_while};
+use crate::hil::exit;
 use crate::nodes::lifecycle::{Edge, Fault, Lifecycle, Managed, State, Supervised, Taken};
 
 fn state(state: State) -> StateMsg {
@@ -78,8 +79,8 @@ impl<M: Managed> Machine<M> {
 }
 
 /// Serves the lifecycle of `managed` as `supervisor` says and spins `node` until the node is
-/// finalized or the process interrupted: the rest of a managed driver's life once its topics
-/// are set up.
+/// finalized or the process is asked to end (see [`spin_until_shut_down`]): the rest of a managed
+/// driver's life once its topics are set up.
 pub fn spin_managed<M: Managed + 'static>(
     mut node: r2r::Node,
     pool: LocalPool,
@@ -88,8 +89,49 @@ pub fn spin_managed<M: Managed + 'static>(
 ) -> anyhow::Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     let finalized = stop.clone();
-    serve_lifecycle(&mut node, &pool.spawner(), managed, supervisor, move || finalized.store(true, Ordering::Relaxed))?;
-    spin(node, pool, &stop)
+    let lifecycle = serve_lifecycle(&mut node, &pool.spawner(), managed, supervisor, move || {
+        finalized.store(true, Ordering::Relaxed)
+    })?;
+    spin_until_shut_down(node, pool, &stop, &lifecycle)
+}
+
+/// How long a node that shut down because the process is ending keeps spinning, so that its
+/// transition events and its goals' results reach their clients.
+const FAREWELL: Duration = Duration::from_millis(150);
+
+/// Spins `node` until it is finalized (`stop`) or the process is asked to end ([`exit`]: a
+/// signal, a panic). Then a node not finalized yet is shut down through its lifecycle, as
+/// `ros2 lifecycle set NODE shutdown` would (its goals end ABORTED with the reason, its device is
+/// stopped and released), and spun for [`FAREWELL`] more; then `stop` is set for the node's other
+/// threads.
+pub fn spin_until_shut_down<M: Managed>(
+    mut node: r2r::Node,
+    mut pool: LocalPool,
+    stop: &Arc<AtomicBool>,
+    lifecycle: &ServedLifecycle<M>,
+) -> anyhow::Result<()> {
+    spin_while(&mut node, &mut pool, || !stop.load(Ordering::Relaxed) && !exit::requested());
+    if !stop.load(Ordering::Relaxed) {
+        lifecycle.shut_down(if exit::panicked() { "shutdown after a panic" } else { "shutdown on a signal" });
+        let farewell = Instant::now() + FAREWELL;
+        spin_while(&mut node, &mut pool, || Instant::now() < farewell);
+    }
+    stop.store(true, Ordering::Relaxed);
+    Ok(())
+}
+
+/// A node's lifecycle as [`serve_lifecycle`] serves it, for the transition the process's end
+/// takes.
+pub struct ServedLifecycle<M>(Rc<RefCell<Machine<M>>>);
+
+impl<M: Managed> ServedLifecycle<M> {
+    /// Shuts the node down (unless it is finalized), publishing the edges under `label`.
+    fn shut_down(&self, label: &str) {
+        let mut machine = self.0.borrow_mut();
+        if let Some(taken) = machine.node.shut_down() {
+            machine.took(label, &taken);
+        }
+    }
 }
 
 /// Serves the lifecycle interface of `managed` on `spawner`, publishes every edge it takes, and
@@ -100,7 +142,7 @@ pub fn serve_lifecycle<M: Managed + 'static>(
     managed: M,
     supervisor: Supervisor,
     finalized: impl Fn() + 'static,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<ServedLifecycle<M>> {
     let Supervisor { faults, autostart, auto_recover, recover_protective_stops } = supervisor;
     let shared = Rc::new(RefCell::new(Machine {
         node: Supervised::new(managed, auto_recover).recovering_protective_stops(recover_protective_stops),
@@ -163,7 +205,7 @@ pub fn serve_lifecycle<M: Managed + 'static>(
     serve(spawner, node.create_service::<GetAvailableStates::Service>("~/get_available_states", qos())?, |_| {
         GetAvailableStates::Response { available_states: State::ALL.into_iter().map(state).collect() }
     })?;
-    let machine = shared;
+    let machine = shared.clone();
     serve(
         spawner,
         node.create_service::<GetAvailableTransitions::Service>("~/get_available_transitions", qos())?,
@@ -176,5 +218,5 @@ pub fn serve_lifecycle<M: Managed + 'static>(
             available_transitions: Lifecycle::graph().iter().map(description).collect(),
         }
     })?;
-    Ok(())
+    Ok(ServedLifecycle(shared))
 }

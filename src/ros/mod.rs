@@ -35,6 +35,7 @@ use r2r::builtin_interfaces::msg::Duration as DurationMsg;
 use r2r::trajectory_msgs::msg::{JointTrajectory, MultiDOFJointTrajectory};
 use r2r::{ParameterValue, QosProfile, ServiceRequest, WrappedServiceTypeSupport};
 
+use crate::hil::exit;
 use crate::nodes::params::{ParamValue, ROS_PARAMETERS};
 use crate::nodes::security::{SecuritySettings, Strategy};
 
@@ -124,18 +125,17 @@ pub fn ros_outputs<T>(
     Ok((topics, out))
 }
 
-/// Set by SIGINT and SIGTERM; [`spin`] returns when it is, and a managed driver's configure
-/// stops waiting for its device.
-pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-/// Runs the node `name`: its log lines go through ROS logging, SIGINT and SIGTERM are caught
-/// (from the start: a signal during start-up still ends the node cleanly), then the ROS context
-/// and the node are created and handed to `main`. A failure (a bad parameter, a device that
-/// cannot be opened, a parameter file rcl cannot read) ends the process with one error line and
-/// status 1.
+/// Runs the node `name`: its log lines go through ROS logging, SIGINT, SIGTERM and panics are
+/// handled as [`exit`] says (from the start: a signal during start-up still ends the node
+/// cleanly, and a second one, or a node still holding a device after the grace, stops its devices
+/// and ends the process at once), then the ROS context and the node are created and handed to
+/// `main`. A failure (a bad parameter, a device that cannot be opened, a parameter file rcl cannot
+/// read) ends the process with one error line and status 1; a panic with status 101. Every device
+/// still open when `main` returns is stopped.
 pub fn run(name: &str, main: fn(r2r::Node) -> anyhow::Result<()>) -> ExitCode {
     logging::install(name);
-    let started = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::Relaxed));
+    let _stop_devices_at_the_end = exit::ExitGuard;
+    let started = exit::handle_signals();
     let started = started.map_err(anyhow::Error::from).and_then(|()| check_security()).and_then(|()| create_context());
     let started = started.and_then(|context| {
         let mut node = r2r::Node::create(context, name, "")?;
@@ -143,6 +143,7 @@ pub fn run(name: &str, main: fn(r2r::Node) -> anyhow::Result<()>) -> ExitCode {
         Ok(node)
     });
     match started.and_then(main) {
+        Ok(()) if exit::panicked() => ExitCode::from(exit::PANIC_STATUS as u8),
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             log::error!("{}", format!("{error:#}").replace('\n', " "));
@@ -255,21 +256,27 @@ pub fn now_ns(clock: &Mutex<r2r::Clock>) -> u64 {
 pub const SPIN_PERIOD_MIN: Duration = Duration::from_millis(1);
 
 /// Spins `node` and runs `pool`'s tasks (the parameter services, subscriptions) on this thread
-/// until `stop` is set or the process gets SIGINT or SIGTERM (what `ros2 launch` escalates to
-/// and systemd sends); then sets `stop` for the node's other threads.
+/// until `stop` is set or the process is asked to end (SIGINT or SIGTERM, what `ros2 launch`
+/// escalates to and systemd sends, or a panic: [`exit`]); then sets `stop` for the node's other
+/// threads.
+pub fn spin(mut node: r2r::Node, mut pool: LocalPool, stop: &Arc<AtomicBool>) -> anyhow::Result<()> {
+    spin_while(&mut node, &mut pool, || !stop.load(Ordering::Relaxed) && !exit::requested());
+    stop.store(true, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Spins `node` and runs `pool`'s tasks while `keep` says so.
 ///
 /// A turn of the loop takes at least [`SPIN_PERIOD_MIN`]: r2r 0.9.7's action servers never expire
 /// a finished goal, so from `result_timeout` (rcl's default, 10 s) after a goal's end the wait
 /// returns at once on every turn; unpaced, the thread would take a core.
-pub fn spin(mut node: r2r::Node, mut pool: LocalPool, stop: &Arc<AtomicBool>) -> anyhow::Result<()> {
-    while !stop.load(Ordering::Relaxed) && !INTERRUPTED.load(Ordering::Relaxed) {
+pub fn spin_while(node: &mut r2r::Node, pool: &mut LocalPool, mut keep: impl FnMut() -> bool) {
+    while keep() {
         let turn = std::time::Instant::now();
         node.spin_once(Duration::from_millis(10));
         pool.run_until_stalled();
         std::thread::sleep(SPIN_PERIOD_MIN.saturating_sub(turn.elapsed()));
     }
-    stop.store(true, Ordering::Relaxed);
-    Ok(())
 }
 
 /// Serves one service on `spawner` (the spinning thread), answering each request with `answer`.

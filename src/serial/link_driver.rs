@@ -1,11 +1,16 @@
 //! The I/O shell shared by the serial drivers: a thread that owns the port, runs a sans-IO link
 //! state machine on it, reopens the port with backoff when it vanishes, and passes commands in
-//! and events out through channels.
+//! and events out through channels. However the driver ends (dropped, stopped, or the process's
+//! exit through [`crate::hil::exit`]), its last bytes are the link's safe stop.
 
 use std::io::{Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender, TryRecvError};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+use crate::hil::exit;
 
 /// A link state machine in quinn-proto's shape (time is an argument; no I/O inside).
 pub trait SerialLink: Send + 'static {
@@ -15,6 +20,9 @@ pub trait SerialLink: Send + 'static {
     fn handle_command(&mut self, now: Instant, command: Self::Command);
     fn handle_port_opened(&mut self, now: Instant);
     fn handle_port_lost(&mut self, now: Instant);
+    /// The driver is stopping: queue what leaves the device stopped or holding (a hold, a Stop),
+    /// in place of what waits to be sent. It is the last thing written.
+    fn handle_shutdown(&mut self, now: Instant);
     fn handle_bytes(&mut self, now: Instant, bytes: &[u8]);
     /// Acts on passed deadlines; spurious calls do nothing.
     fn handle_timeout(&mut self, now: Instant);
@@ -87,16 +95,37 @@ pub struct LinkDriver<L: SerialLink> {
     requests: Sender<Request<L::Command>>,
     events: Receiver<DriverEvent<L::Event>>,
     thread: Option<JoinHandle<()>>,
+    /// The process's exit stops the driver as dropping it does, while it runs.
+    _exit_stop: exit::DeviceStop,
 }
+
+/// How long the process's exit waits for a driver's thread to write its safe stop.
+const EXIT_WAIT: Duration = Duration::from_millis(50);
 
 impl<L: SerialLink> LinkDriver<L> {
     /// Starts the driver thread. It keeps trying to open the port; events tell how it goes.
     pub fn start(name: &str, port: PortSettings, link: L) -> std::io::Result<LinkDriver<L>> {
         let (requests, requests_rx) = channel();
         let (events_tx, events) = channel();
-        let thread =
-            std::thread::Builder::new().name(name.into()).spawn(move || run(port, link, &requests_rx, &events_tx))?;
-        Ok(LinkDriver { requests, events, thread: Some(thread) })
+        let finished = Arc::new(AtomicBool::new(false));
+        let device = format!("{name} on {}", port.path);
+        let thread = std::thread::Builder::new().name(name.into()).spawn({
+            let finished = finished.clone();
+            move || {
+                run(port, link, &requests_rx, &events_tx);
+                finished.store(true, Ordering::Relaxed);
+            }
+        })?;
+        let exit_requests = Mutex::new(requests.clone());
+        let exit_stop = exit::on_exit(device, move || {
+            if let Ok(requests) = exit_requests.lock() {
+                let _ = requests.send(Request::Stop);
+            }
+            if !exit::wait_for(EXIT_WAIT, || finished.load(Ordering::Relaxed)) {
+                log::error!("a serial driver did not write its safe stop within {EXIT_WAIT:?}");
+            }
+        });
+        Ok(LinkDriver { requests, events, thread: Some(thread), _exit_stop: exit_stop })
     }
 
     pub fn commander(&self) -> Commander<L::Command> {
@@ -164,7 +193,7 @@ fn run<L: SerialLink>(
         link.handle_port_opened(Instant::now());
         let lost = loop {
             if let Drained::Stop = drain_requests(requests, &mut link) {
-                return;
+                return shut_down(&mut link, serial.as_mut(), &mut out);
             }
             let now = Instant::now();
             if link.poll_timeout().is_some_and(|deadline| deadline <= now) {
@@ -200,6 +229,17 @@ fn run<L: SerialLink>(
         if wait_or_stop(requests, backoff) {
             return;
         }
+    }
+}
+
+/// The link's safe stop, written before the driver's thread ends.
+fn shut_down<L: SerialLink>(link: &mut L, serial: &mut dyn serialport::SerialPort, out: &mut Vec<u8>) {
+    let now = Instant::now();
+    link.handle_shutdown(now);
+    out.clear();
+    while link.poll_transmit(now, out) {}
+    if let Err(error) = serial.write_all(out) {
+        log::error!("the driver's safe stop could not be written: {error}");
     }
 }
 

@@ -1,12 +1,10 @@
 //! What the commands share: a line of output as JSON or text, and the interactive console loop.
 
 use std::io::{BufRead, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
+use arm_hil::hil::exit;
 use serde::Serialize;
 
 /// Prints `value` as one JSON object on a line with `json`, else `text()`.
@@ -21,16 +19,13 @@ pub(crate) fn print_line(value: &impl Serialize, text: impl FnOnce() -> String, 
     Ok(())
 }
 
-/// Until Ctrl-C or the end of the driver: every non-empty line typed on stdin goes to
-/// `on_line`, every event of the driver to `on_event`.
+/// Until Ctrl-C (or another signal, [`exit::requested`]) or the end of the driver: every
+/// non-empty line typed on stdin goes to `on_line`, every event of the driver to `on_event`.
 pub(crate) fn run<E>(
     events: &Receiver<E>,
     mut on_line: impl FnMut(&str) -> anyhow::Result<()>,
     mut on_event: impl FnMut(&E) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let stop_on_signal = stop.clone();
-    ctrlc::set_handler(move || stop_on_signal.store(true, Ordering::Relaxed)).context("cannot handle Ctrl-C")?;
     let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
     std::thread::spawn(move || {
         for line in std::io::stdin().lock().lines().map_while(Result::ok) {
@@ -39,13 +34,13 @@ pub(crate) fn run<E>(
             }
         }
     });
-    while !stop.load(Ordering::Relaxed) {
+    while !exit::requested() {
         while let Ok(input) = lines.try_recv() {
             if !input.trim().is_empty() {
                 on_line(input.trim())?;
             }
         }
-        match events.recv_timeout(Duration::from_millis(50)) {
+        match events.recv_timeout(Duration::from_millis(10)) {
             Ok(event) => on_event(&event)?,
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => anyhow::bail!("the driver stopped"),

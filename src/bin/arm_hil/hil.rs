@@ -2,7 +2,7 @@
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use arm_hil::control::{Trajectory, Waypoint};
 use arm_hil::drivers::robotscara::RigConfig;
 use arm_hil::drivers::{open_hardware, RigDevices, RigKind, RigSettings};
+use arm_hil::hil::exit;
 use arm_hil::hil::protection::Trip;
 use arm_hil::hil::stepper::StepperConfig;
 use arm_hil::hil::{
@@ -357,9 +358,8 @@ pub(crate) fn run(args: HilArgs) -> anyhow::Result<()> {
     let devices = RigDevices { sensor: args.sensor.clone(), arduino: args.arduino.clone() };
     let settings = RigSettings { stepper: sections.stepper.clone(), rig: sections.rig.clone() };
     let hardware = open_hardware(kind, &devices, &settings, &sil, &first, robot.elbow())?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let stop_on_signal = stop.clone();
-    ctrlc::set_handler(move || stop_on_signal.store(true, Ordering::Relaxed)).context("cannot handle Ctrl-C")?;
+    // A signal ends the run, with the loop's safe stop (main handles them: exit::handle_signals).
+    let stop = exit::requested_flag();
     let mut hil =
         HilLoop::new(sections.hil.clone(), &sil, robot.elbow(), robot.params().l_arm, hardware, samples, stop)?;
     if let Some(duration) = args.duration {

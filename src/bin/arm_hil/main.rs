@@ -18,6 +18,7 @@ mod vr;
 
 use std::process::ExitCode;
 
+use arm_hil::hil::exit;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
@@ -57,7 +58,18 @@ enum Command {
 
 fn main() -> ExitCode {
     live::init_logging();
-    let result = match Cli::parse().command {
+    let command = Cli::parse().command;
+    // Whatever ends a command that holds a device (a signal, a panic, the end of main) stops the
+    // device first (docs/safety.md, "Exit paths"). The other commands keep their own Ctrl-C: the
+    // emulators' signals are their faults, and a simulation's Ctrl-C ends it with its outputs.
+    let _stop_devices_at_the_end = exit::ExitGuard;
+    if matches!(command, Command::Hil(_) | Command::Serve(_) | Command::Stm32(_) | Command::Arduino(_)) {
+        if let Err(error) = exit::handle_signals() {
+            log::error!("cannot handle signals: {error}");
+            return ExitCode::FAILURE;
+        }
+    }
+    let result = match command {
         Command::Sil(args) => sil::run(args),
         Command::Sweep(args) => sweep::run(args),
         Command::Serve(args) => serve::run(args),
@@ -70,6 +82,7 @@ fn main() -> ExitCode {
         Command::Bag(command) => bag::run(command),
     };
     match result {
+        Ok(()) if exit::panicked() => ExitCode::from(exit::PANIC_STATUS as u8),
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             log::error!("{error:#}");

@@ -3,6 +3,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
@@ -15,6 +16,9 @@ use arm_hil::nodes::legacy::recording::{AllSessions, SessionBags};
 use arm_hil::nodes::legacy::{LegacyBridgeSettings, NODE};
 
 use crate::config;
+
+/// How long a shutdown waits for the sessions' threads once the `H` session's loop has ended.
+const SESSIONS_WAIT: Duration = Duration::from_millis(100);
 use crate::hil::{Backend, HilSections};
 
 #[derive(Debug, Args)]
@@ -85,14 +89,11 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
         // Scripts read the bound address (port 0 picks a free one) from this first line.
         println!("listening on {address}");
         log::info!("port-5555 server listening on {address}");
-        tokio::select! {
-            served = server.serve() => served.context("the server stopped"),
-            _ = tokio::signal::ctrl_c() => {
-                log::info!("interrupted, shutting down");
-                Ok(())
-            }
-        }
+        server.serve_until_exit().await.context("the server stopped")
     });
+    // Sessions still streaming are cut off: their threads end as their sockets close, and none
+    // holds the rig any more.
+    runtime.shutdown_timeout(SESSIONS_WAIT);
     if let Some(Err(error)) = live.and_then(|live| live.finish()) {
         log::error!("the live view stopped: {error}");
     }

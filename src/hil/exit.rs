@@ -1,0 +1,213 @@
+//! What stops the devices when the software stops (docs/safety.md, "Exit paths").
+//!
+//! Every device that can move an arm registers how to stop it ([`on_exit`]) for as long as it is
+//! open. A signal (SIGINT, SIGTERM, SIGHUP) asks the process to end ([`requested`]): commands and
+//! nodes watch for it and end their runs, which stop their devices on the way out, as a run's end
+//! always does. Should a device still be registered [`GRACE`] after the signal, or should a
+//! second signal come, the registered stops run on the signal thread and the process exits at
+//! once. The end of `main` runs them too ([`ExitGuard`]), so a device that a detached thread
+//! still holds is stopped before the process is gone; and so does a panic in any thread
+//! ([`handle_signals`] installs the hook), which also asks the whole process to end: as an
+//! uncaught exception ends an rclcpp node, a panic ends ours, with its devices stopped first.
+//!
+//! What no process can do for itself (SIGKILL, a power cut) is the hardware's: docs/safety.md.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// How long a process that holds a device has between the first signal and its forced exit:
+/// with the stops' own bound, the process is gone within 1 s of the signal.
+pub const GRACE: Duration = Duration::from_millis(700);
+
+/// The exit status of a forced exit after a signal (128 + SIGINT, as a shell reports Ctrl-C).
+pub const INTERRUPTED_STATUS: i32 = 130;
+
+/// The exit status of a process that ended after a panic (what an uncaught panic gives).
+pub const PANIC_STATUS: i32 = 101;
+
+/// Set by the first signal or a panic; every run of the process ends when it is.
+static REQUESTED: LazyLock<Arc<AtomicBool>> = LazyLock::new(|| Arc::new(AtomicBool::new(false)));
+/// Woken when [`REQUESTED`] is set, for async waiters.
+static REQUESTED_NOTIFY: tokio::sync::Notify = tokio::sync::Notify::const_new();
+static SIGNALS: AtomicUsize = AtomicUsize::new(0);
+static PANICKED: AtomicBool = AtomicBool::new(false);
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+static STOPS: Mutex<Vec<Registered>> = Mutex::new(Vec::new());
+
+type StopFn = Arc<dyn Fn() + Send + Sync>;
+
+struct Registered {
+    id: u64,
+    name: String,
+    stop: StopFn,
+}
+
+/// A device's stop, registered while it is open; dropping it unregisters the stop (the device's
+/// own close stops it from then on).
+#[derive(Debug)]
+#[must_use = "the stop is unregistered when this is dropped"]
+pub struct DeviceStop {
+    id: u64,
+}
+
+impl Drop for DeviceStop {
+    fn drop(&mut self) {
+        stops().retain(|registered| registered.id != self.id);
+    }
+}
+
+/// The registry even after a thread panicked while holding it: it holds plain data, which a
+/// panic cannot leave half-written (a push or a retain).
+fn stops() -> MutexGuard<'static, Vec<Registered>> {
+    STOPS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Registers `stop`, which commands the device `name` to a stop or hold. It runs on whichever
+/// thread ends the process: it must not wait on the device's owner for long (50 ms at most) and
+/// must leave the device stopped whatever its owner does afterwards.
+pub fn on_exit(name: impl Into<String>, stop: impl Fn() + Send + Sync + 'static) -> DeviceStop {
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    stops().push(Registered { id, name: name.into(), stop: Arc::new(stop) });
+    DeviceStop { id }
+}
+
+/// The names of the devices registered now.
+pub fn devices() -> Vec<String> {
+    stops().iter().map(|registered| registered.name.clone()).collect()
+}
+
+/// Runs every registered stop, saying why; returns how many ran. The registry is not held while
+/// they run, so a stop may take its time within its bound without blocking registration.
+pub fn stop_devices(why: &str) -> usize {
+    let registered: Vec<(String, StopFn)> =
+        stops().iter().map(|registered| (registered.name.clone(), registered.stop.clone())).collect();
+    for (name, stop) in &registered {
+        log::warn!("stopping {name}: {why}");
+        stop();
+    }
+    registered.len()
+}
+
+/// True once the process was asked to end (a signal, a panic).
+pub fn requested() -> bool {
+    REQUESTED.load(Ordering::Relaxed)
+}
+
+/// The flag [`requested`] reads, for a loop that takes its stop as a flag (the HIL loop).
+pub fn requested_flag() -> Arc<AtomicBool> {
+    REQUESTED.clone()
+}
+
+/// Asks every run of the process to end, as a signal does.
+pub fn request() {
+    REQUESTED.store(true, Ordering::Relaxed);
+    REQUESTED_NOTIFY.notify_waiters();
+}
+
+/// Returns once the process was asked to end.
+pub async fn wait_requested() {
+    loop {
+        let notified = REQUESTED_NOTIFY.notified();
+        if requested() {
+            return;
+        }
+        notified.await;
+    }
+}
+
+/// True when a panic asked the process to end: its exit status should say so.
+pub fn panicked() -> bool {
+    PANICKED.load(Ordering::Relaxed)
+}
+
+/// Catches SIGINT, SIGTERM and SIGHUP for the whole process, and panics in any thread.
+///
+/// The first signal asks the process to end ([`requested`]) and starts the grace: a device still
+/// registered [`GRACE`] later is stopped and the process exits (status 130). A second signal stops
+/// every registered device and exits at once. A panic is reported by the default hook, then the
+/// devices are stopped and the process asked to end.
+pub fn handle_signals() -> Result<(), ctrlc::Error> {
+    ctrlc::set_handler(on_signal)?;
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        report(info);
+        PANICKED.store(true, Ordering::Relaxed);
+        let thread = std::thread::current();
+        stop_devices(&format!("a panic in thread `{}`", thread.name().unwrap_or("unnamed")));
+        request();
+    }));
+    Ok(())
+}
+
+fn on_signal() {
+    if SIGNALS.fetch_add(1, Ordering::Relaxed) == 0 {
+        log::info!("interrupted: stopping (interrupt again to stop the devices and exit at once)");
+        request();
+        let watchdog = std::thread::Builder::new().name("exit-grace".into()).spawn(|| {
+            std::thread::sleep(GRACE);
+            let held = devices();
+            if !held.is_empty() {
+                log::error!("{} still held {GRACE:?} after the interrupt: forcing the exit", held.join(", "));
+                exit_now("the process did not end in time");
+            }
+        });
+        if watchdog.is_err() {
+            exit_now("no thread for the exit's grace");
+        }
+    } else {
+        exit_now("interrupted again");
+    }
+}
+
+/// Stops every registered device, then ends the process at once.
+fn exit_now(why: &str) -> ! {
+    stop_devices(why);
+    std::process::exit(if panicked() { PANIC_STATUS } else { INTERRUPTED_STATUS })
+}
+
+/// Stops every device still registered when dropped: hold one in `main`, so that the end of
+/// `main` (its return, or a panic unwinding it) stops what a detached thread still holds before
+/// the process is gone.
+#[derive(Debug, Default)]
+pub struct ExitGuard;
+
+impl Drop for ExitGuard {
+    fn drop(&mut self) {
+        stop_devices("the end of main");
+    }
+}
+
+/// Waits up to `timeout` for `done`, checking it every millisecond: the bound a stop keeps while
+/// it waits for a device's owner to confirm.
+pub fn wait_for(timeout: Duration, done: impl Fn() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + timeout;
+    while !done() {
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU32;
+
+    #[test]
+    fn a_registered_stop_runs_until_it_is_dropped() {
+        let calls = Arc::new(AtomicU32::new(0));
+        let counted = calls.clone();
+        let registration = on_exit("a test device", move || {
+            counted.fetch_add(1, Ordering::Relaxed);
+        });
+        assert!(devices().contains(&"a test device".to_owned()));
+        stop_devices("a test");
+        assert_eq!(calls.load(Ordering::Relaxed), 1);
+        drop(registration);
+        stop_devices("a test");
+        assert_eq!(calls.load(Ordering::Relaxed), 1, "an unregistered stop does not run");
+    }
+}
