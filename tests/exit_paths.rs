@@ -9,12 +9,14 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::Receiver;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use arm_hil::control::arc::ArcSpec;
 use arm_hil::emulate::rdscom::RdscomEmulator;
 use arm_hil::emulate::rig::RigEmulator;
-use arm_hil::emulate::stm32::{Stm32Emulator, Stm32EmulatorConfig};
+use arm_hil::emulate::stm32::{Stm32Emulator, Stm32EmulatorConfig, Stm32EmulatorStats};
+use arm_hil::hil::exit;
 use arm_hil::hil::stepper::StepperConfig;
 use arm_hil::model::Robot;
 use arm_hil::protocol::legacy::{encode_request, Mode, Request};
@@ -27,9 +29,12 @@ const STOP_BOUND: Duration = Duration::from_millis(100);
 /// The bound between the signal and the process's end.
 const EXIT_BOUND: Duration = Duration::from_secs(1);
 
-/// The rig's settings, as examples/robotscara.yaml has them, and the emulator's pseudo-terminals
-/// on the server's allow-list.
-const RIG_CONFIG: &str = "estimator:\n  sigma_a: 0.5\nserver:\n  device_allow_list: [\"/dev/pts/*\"]\n";
+/// The rig's settings, as examples/robotscara.yaml has them, but for a sensor timeout long enough
+/// for this test's process, which emulates the rig, to be starved on a busy machine: the run must
+/// still be going when the signal comes.
+const RIG_SETTINGS: &str = "estimator:\n  sigma_a: 0.5\nhil:\n  sensor_timeout_s: 1.0\n";
+/// The emulator's pseudo-terminals on the server's allow-list.
+const PTYS_ALLOWED: &str = "server:\n  device_allow_list: [\"/dev/pts/*\"]\n";
 
 fn config_file(name: &str, text: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("arm_hil_exit_{name}_{}", std::process::id()));
@@ -44,25 +49,65 @@ struct Process {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
+    /// What it logs, each line with when it was read.
+    logged: Receiver<(Instant, String)>,
+}
+
+/// Every line `from` gives, with when it was read, into a channel.
+fn lines_of(from: impl Read + Send + 'static) -> Receiver<(Instant, String)> {
+    let (sender, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(from).lines().map_while(Result::ok) {
+            let _ = sender.send((Instant::now(), line));
+        }
+    });
+    lines
 }
 
 impl Process {
     fn start(args: &[&str]) -> Process {
+        Process::start_with(args, &[])
+    }
+
+    fn start_with(args: &[&str], environment: &[(&str, &str)]) -> Process {
+        // As users run it: with RUST_BACKTRACE set, a panic's report resolves a backtrace before
+        // a panicking thread unwinds, and a serial driver writes its hold as its thread unwinds.
         let mut child = Command::new(env!("CARGO_BIN_EXE_arm_hil"))
+            .env_remove("RUST_BACKTRACE")
             .args(args)
+            .envs(environment.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let stdout = child.stdout.take().unwrap();
+        let printed = lines_of(child.stdout.take().unwrap());
         let (sender, lines) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            for (_, line) in printed {
                 let _ = sender.send(line);
             }
         });
-        Process { stdin: child.stdin.take(), child, lines }
+        let logged = lines_of(child.stderr.take().unwrap());
+        Process { stdin: child.stdin.take(), child, lines, logged }
+    }
+
+    /// What it has logged and not been taken yet.
+    fn log_so_far(&self) -> Vec<String> {
+        self.logged.try_iter().map(|(_, line)| line).collect()
+    }
+
+    /// When it logged a line with `what` (waiting up to 20 s for it), and the line.
+    fn logged(&self, what: &str) -> (Instant, String) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let (at, line) = self.logged.recv_timeout(left).unwrap_or_else(|_| panic!("nothing logged with `{what}`"));
+            eprintln!("{line}");
+            if line.contains(what) {
+                return (at, line);
+            }
+        }
     }
 
     /// The next line it prints that contains `what`.
@@ -89,14 +134,13 @@ impl Process {
     }
 
     /// Waits for the process to end, at most `EXIT_BOUND` after `signalled`; panics if it is still
-    /// there, or was killed by a signal rather than ending by itself.
-    fn assert_gone_within_bound(&mut self, signalled: Instant) {
+    /// there, or was killed by a signal rather than ending by itself. Its exit status.
+    fn assert_gone_within_bound(&mut self, signalled: Instant) -> i32 {
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
                 let took = signalled.elapsed();
                 assert!(took <= EXIT_BOUND, "the process took {took:?} to end");
-                assert!(status.code().is_some(), "the process did not end by itself: {status}");
-                return;
+                return status.code().unwrap_or_else(|| panic!("the process did not end by itself: {status}"));
             }
             assert!(signalled.elapsed() <= EXIT_BOUND, "the process is still running {EXIT_BOUND:?} after the signal");
             std::thread::sleep(Duration::from_millis(2));
@@ -112,27 +156,47 @@ impl Drop for Process {
 }
 
 /// Polls `done` every millisecond until it holds; how long that took, or `None` past `within`.
+/// Looks at least once, however late this thread runs.
 fn time_until(within: Duration, mut done: impl FnMut() -> bool) -> Option<Duration> {
     let started = Instant::now();
-    while started.elapsed() <= within {
+    loop {
         if done() {
             return Some(started.elapsed());
         }
+        if started.elapsed() > within {
+            return None;
+        }
         std::thread::sleep(Duration::from_millis(1));
     }
-    None
 }
 
 fn rig_sil_config() -> SilConfig {
     SilConfig::from_yaml("estimator:\n  sigma_a: 0.5\n").unwrap()
 }
 
+/// The emulated rig, held by one test at a time: each runs a 1 kHz loop against a plant emulated
+/// in real time, and several at once on two cores trip their protective stops before the signal.
+struct Rig {
+    emulator: RigEmulator,
+    _one_at_a_time: MutexGuard<'static, ()>,
+}
+
+impl std::ops::Deref for Rig {
+    type Target = RigEmulator;
+    fn deref(&self) -> &RigEmulator {
+        &self.emulator
+    }
+}
+
 /// The emulated rig, its arm at rest where the built-in arc starts.
-fn rig_emulator() -> RigEmulator {
+fn rig_emulator() -> Rig {
+    static RIGS: Mutex<()> = Mutex::new(());
+    let one_at_a_time = RIGS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let sil = rig_sil_config();
     let robot = Robot::new(sil.robot.clone()).unwrap();
     let start = ArcSpec::default().waypoints(&robot.elbow(), robot.params().l_arm).unwrap()[0].x;
-    RigEmulator::start(&sil, StepperConfig::default(), start, 250.0).unwrap()
+    let emulator = RigEmulator::start(&sil, StepperConfig::default(), start, 250.0).unwrap();
+    Rig { emulator, _one_at_a_time: one_at_a_time }
 }
 
 fn path(path: &std::path::Path) -> String {
@@ -143,25 +207,26 @@ fn moving(rig: &RigEmulator) -> bool {
     rig.stats().last_rates.iter().any(|rate| *rate != 0.0)
 }
 
-/// Waits until the loop has driven the steppers for `running`, then sends `signals` a millisecond
-/// apart, and checks the device and the process: the rates zero within `STOP_BOUND` and still zero
-/// half a second on, the process gone within `EXIT_BOUND`.
-fn interrupt_mid_motion(rig: &RigEmulator, process: &mut Process, running: Duration, signals: &[Signal]) {
+/// Waits until the loop has driven the steppers for `running`, then sends `signal`, and checks the
+/// device and the process: the rates zero within `STOP_BOUND` and still zero half a second on, the
+/// process gone within `EXIT_BOUND`, having ended its run (status 0).
+fn interrupt_mid_motion(rig: &RigEmulator, process: &mut Process, running: Duration, signal: Signal) {
     time_until(Duration::from_secs(20), || moving(rig)).expect("the loop never drove the steppers");
     std::thread::sleep(running);
-    assert!(moving(rig), "the arm stopped before the signal: {:?}", rig.stats());
-    let signalled = process.signal(signals[0]);
-    for signal in &signals[1..] {
-        std::thread::sleep(Duration::from_millis(1));
-        process.signal(*signal);
-    }
-    let stopped = time_until(STOP_BOUND, || !moving(rig));
-    assert!(
-        stopped.is_some(),
-        "the steppers still had rates {:?} {STOP_BOUND:?} after the signal",
-        rig.stats().last_rates
-    );
-    process.assert_gone_within_bound(signalled);
+    assert!(moving(rig), "the arm stopped before the signal: {:?}\n{}", rig.stats(), process.log_so_far().join("\n"));
+    let signalled = process.signal(signal);
+    assert_stops_within(rig, STOP_BOUND, "the signal");
+    assert_eq!(process.assert_gone_within_bound(signalled), 0, "a run ended by a signal");
+    assert_stays_stopped(rig);
+}
+
+fn assert_stops_within(rig: &RigEmulator, bound: Duration, after: &str) {
+    let stopped = time_until(bound, || !moving(rig));
+    assert!(stopped.is_some(), "the steppers still had rates {:?} {bound:?} after {after}", rig.stats().last_rates);
+}
+
+/// Half a second on, the rates are still zero and no step command came.
+fn assert_stays_stopped(rig: &RigEmulator) {
     let commands = rig.stats().step_commands;
     std::thread::sleep(Duration::from_millis(500));
     let after = rig.stats();
@@ -171,9 +236,9 @@ fn interrupt_mid_motion(rig: &RigEmulator, process: &mut Process, running: Durat
 
 /// A port-5555 client starts an `H` session of `arm_hil trajectory arc --max-speed 1.5` (31 s) on
 /// the emulated rig; returns the server, the client's socket, and the rig.
-fn serve_h_session(name: &str) -> (Process, std::net::TcpStream, RigEmulator) {
+fn serve_h_session(name: &str) -> (Process, std::net::TcpStream, Rig) {
     let rig = rig_emulator();
-    let config = config_file(name, RIG_CONFIG);
+    let config = config_file(name, &format!("{RIG_SETTINGS}{PTYS_ALLOWED}"));
     let server = Process::start(&[
         "serve",
         "--bind",
@@ -204,24 +269,22 @@ fn serve_h_session(name: &str) -> (Process, std::net::TcpStream, RigEmulator) {
 #[test]
 fn ctrl_c_on_serve_mid_h_session_stops_the_steppers_and_ends_the_process() {
     let (mut server, _client, rig) = serve_h_session("serve_int");
-    interrupt_mid_motion(&rig, &mut server, Duration::from_secs(4), &[Signal::SIGINT]);
+    interrupt_mid_motion(&rig, &mut server, Duration::from_secs(4), Signal::SIGINT);
 }
 
 #[test]
 fn sigterm_on_serve_mid_h_session_stops_the_steppers_and_ends_the_process() {
     let (mut server, _client, rig) = serve_h_session("serve_term");
-    interrupt_mid_motion(&rig, &mut server, Duration::from_secs(2), &[Signal::SIGTERM]);
-}
-
-#[test]
-fn a_second_ctrl_c_on_serve_stops_the_steppers_and_exits_at_once() {
-    let (mut server, _client, rig) = serve_h_session("serve_twice");
-    interrupt_mid_motion(&rig, &mut server, Duration::from_secs(2), &[Signal::SIGINT, Signal::SIGINT]);
+    interrupt_mid_motion(&rig, &mut server, Duration::from_secs(2), Signal::SIGTERM);
 }
 
 /// `arm_hil hil` on the emulated rig, running the built-in arc.
 fn hil_on_the_rig(rig: &RigEmulator, name: &str) -> Process {
-    let config = config_file(name, RIG_CONFIG.lines().take(2).collect::<Vec<_>>().join("\n").as_str());
+    hil_on_the_rig_with(rig, name, &[])
+}
+
+fn hil_on_the_rig_with(rig: &RigEmulator, name: &str, environment: &[(&str, &str)]) -> Process {
+    let config = config_file(name, RIG_SETTINGS);
     let (sensor, arduino) = (path(rig.sensor_path()), path(rig.arduino_path()));
     let args = [
         "hil",
@@ -234,46 +297,111 @@ fn hil_on_the_rig(rig: &RigEmulator, name: &str) -> Process {
         "--config",
         config.to_str().unwrap(),
     ];
-    Process::start(&args)
+    Process::start_with(&args, environment)
 }
 
 #[test]
 fn ctrl_c_on_hil_mid_run_stops_the_steppers_and_ends_the_process() {
     let rig = rig_emulator();
     let mut hil = hil_on_the_rig(&rig, "hil_int");
-    interrupt_mid_motion(&rig, &mut hil, Duration::from_secs(2), &[Signal::SIGINT]);
+    interrupt_mid_motion(&rig, &mut hil, Duration::from_secs(2), Signal::SIGINT);
 }
 
 #[test]
 fn sigterm_on_hil_mid_run_stops_the_steppers_and_ends_the_process() {
     let rig = rig_emulator();
     let mut hil = hil_on_the_rig(&rig, "hil_term");
-    interrupt_mid_motion(&rig, &mut hil, Duration::from_secs(2), &[Signal::SIGTERM]);
+    interrupt_mid_motion(&rig, &mut hil, Duration::from_secs(2), Signal::SIGTERM);
+}
+
+/// `arm_hil hil` whose loop thread stops for good 2 s into the run (the test-only fault hook):
+/// the steppers keep their last rates, and the command, which waits for its loop, cannot end by
+/// itself. The rig and the process once the loop is stuck.
+fn a_stuck_loop(name: &str) -> (Rig, Process) {
+    let rig = rig_emulator();
+    let hil = hil_on_the_rig_with(&rig, name, &[("ARM_HIL_INJECT_FAULT", "hang:hil-loop:2")]);
+    time_until(Duration::from_secs(20), || moving(&rig)).expect("the loop never drove the steppers");
+    // The rig's writer repeats the last rates every 100 ms: a stuck loop's rates stop changing.
+    let mut before = rig.stats().last_rates;
+    let stuck = time_until(Duration::from_secs(20), || {
+        std::thread::sleep(Duration::from_millis(300));
+        let now = rig.stats().last_rates;
+        std::mem::replace(&mut before, now) == now
+    });
+    assert!(stuck.is_some(), "the loop did not get stuck: {:?}\n{}", rig.stats(), hil.log_so_far().join("\n"));
+    assert!(moving(&rig), "a stuck loop left rates: the steppers run on");
+    (rig, hil)
+}
+
+#[test]
+fn a_second_ctrl_c_stops_the_steppers_and_exits_at_once_when_the_run_cannot_end() {
+    let (rig, mut hil) = a_stuck_loop("stuck_twice");
+    hil.signal(Signal::SIGINT);
+    std::thread::sleep(exit::SAME_INTERRUPT + Duration::from_millis(100));
+    assert!(moving(&rig), "the stuck loop's rates were stopped before the second Ctrl-C");
+    let again = hil.signal(Signal::SIGINT);
+    assert_stops_within(&rig, STOP_BOUND, "the second Ctrl-C");
+    assert_eq!(hil.assert_gone_within_bound(again), exit::INTERRUPTED_STATUS);
+    assert!(again.elapsed() < Duration::from_millis(300), "the second Ctrl-C did not end the process at once");
+    assert_stays_stopped(&rig);
+}
+
+#[test]
+fn the_steppers_are_stopped_and_the_process_ended_when_the_run_cannot_end_within_the_grace() {
+    let (rig, mut hil) = a_stuck_loop("stuck_grace");
+    let signalled = hil.signal(Signal::SIGTERM);
+    assert_stops_within(&rig, exit::GRACE + STOP_BOUND, "the signal and the grace");
+    assert_eq!(hil.assert_gone_within_bound(signalled), exit::INTERRUPTED_STATUS);
+    assert_stays_stopped(&rig);
+}
+
+/// The STM32 arm's firmware with servos slow enough (a time constant of 2 s) to be stopped on
+/// their way to a far target.
+fn slow_stm32() -> Stm32Emulator {
+    Stm32Emulator::start(Stm32EmulatorConfig { servo_time_constant_s: 2.0, ..Stm32EmulatorConfig::default() }).unwrap()
+}
+
+/// The far target the STM32 tests send [rad].
+const FAR: [f64; 2] = [1.2, -1.2];
+
+/// The firmware's target is FAR (as the wire's f32 carries it).
+fn at_far(targets: [f64; 2]) -> bool {
+    (targets[0] - FAR[0]).abs() < 1e-6 && (targets[1] - FAR[1]).abs() < 1e-6
+}
+
+/// `arm_hil stm32` with `environment`, once it has sent FAR and the servos are on their way.
+fn stm32_on_its_way(emulator: &Stm32Emulator, environment: &[(&str, &str)]) -> Process {
+    let mut driver = Process::start_with(&["stm32", "--port", &path(emulator.path())], environment);
+    driver.line_with("telemetry");
+    driver.type_line(&format!("angles {} {}", FAR[0], FAR[1]));
+    time_until(Duration::from_secs(5), || at_far(emulator.stats().targets)).expect("the target never arrived");
+    time_until(Duration::from_secs(2), || emulator.stats().angles[0] > 0.05).expect("the servos never moved");
+    driver
+}
+
+/// Within `bound`, the firmware's target is a hold where the servos are, short of FAR; nothing
+/// comes after it, and the servos stay there.
+fn assert_held_short_of_the_target(emulator: &Stm32Emulator, bound: Duration) {
+    let held = time_until(bound, || !at_far(emulator.stats().targets));
+    assert!(held.is_some(), "no hold within {bound:?}: targets {:?}", emulator.stats().targets);
+    let Stm32EmulatorStats { targets: hold, angles, .. } = emulator.stats();
+    // Telemetry comes at 50 Hz, and the servos move at most 0.6 rad/s.
+    let off = (hold[0] - angles[0]).abs().max((hold[1] - angles[1]).abs());
+    assert!(off < 0.05 && hold[0] < 1.0, "the hold {hold:?} is not where the servos were, {angles:?}");
+    std::thread::sleep(Duration::from_millis(400));
+    let after = emulator.stats();
+    assert_eq!(after.targets, hold, "a target came after the hold");
+    assert!((after.angles[0] - hold[0]).abs() < 0.05, "the servos went on: {:?}", after.angles);
 }
 
 /// `arm_hil stm32` sends a far target; the signal comes as the servos start for it. The driver's
 /// last word must be a hold where telemetry last put them, so the servos never reach the target.
 fn stm32_interrupted_on_its_way(signal: Signal) {
-    let emulator = Stm32Emulator::start(Stm32EmulatorConfig::default()).unwrap();
-    let mut driver = Process::start(&["stm32", "--port", &path(emulator.path())]);
-    driver.line_with("telemetry");
-    let target = [1.2, -1.2];
-    driver.type_line(&format!("angles {} {}", target[0], target[1]));
-    // The wire carries f32.
-    let at_target = |targets: [f64; 2]| (targets[0] - target[0]).abs() < 1e-6 && (targets[1] - target[1]).abs() < 1e-6;
-    time_until(Duration::from_secs(5), || at_target(emulator.stats().targets)).expect("the target never arrived");
-    // A little way along (the emulated servos' time constant is 50 ms).
-    time_until(Duration::from_secs(1), || emulator.stats().angles[0] > 0.1).expect("the servos never moved");
+    let emulator = slow_stm32();
+    let mut driver = stm32_on_its_way(&emulator, &[]);
     let signalled = driver.signal(signal);
-    let held = time_until(STOP_BOUND, || !at_target(emulator.stats().targets));
-    assert!(held.is_some(), "no hold within {STOP_BOUND:?}: targets {:?}", emulator.stats().targets);
-    let hold = emulator.stats().targets;
-    assert!(hold[0] < 1.0 && hold[1] > -1.0, "the hold {hold:?} is not where the servos were");
-    driver.assert_gone_within_bound(signalled);
-    std::thread::sleep(Duration::from_millis(400));
-    let after = emulator.stats();
-    assert_eq!(after.targets, hold, "a target came after the hold");
-    assert!(after.angles[0] < 1.0, "the servos went on to the target: {:?}", after.angles);
+    assert_held_short_of_the_target(&emulator, STOP_BOUND);
+    assert_eq!(driver.assert_gone_within_bound(signalled), 0);
 }
 
 #[test]
@@ -284,6 +412,16 @@ fn ctrl_c_on_stm32_holds_the_servos_where_they_are_and_ends_the_process() {
 #[test]
 fn sigterm_on_stm32_holds_the_servos_where_they_are_and_ends_the_process() {
     stm32_interrupted_on_its_way(Signal::SIGTERM);
+}
+
+#[test]
+fn a_panic_in_the_stm32_drivers_own_thread_holds_the_servos_and_ends_the_process() {
+    let emulator = slow_stm32();
+    let mut driver = stm32_on_its_way(&emulator, &[("ARM_HIL_INJECT_FAULT", "panic:stm32-driver:1.5")]);
+    let (panicked, report) = driver.logged("panicked");
+    assert!(report.contains("stm32-driver"), "{report}");
+    assert_held_short_of_the_target(&emulator, STOP_BOUND);
+    assert_eq!(driver.assert_gone_within_bound(panicked), exit::PANIC_STATUS);
 }
 
 /// `arm_hil arduino` queues a move and runs it; the signal must send the MCU a Stop.
@@ -298,7 +436,7 @@ fn arduino_interrupted(signal: Signal) {
     let signalled = driver.signal(signal);
     let stopped = time_until(STOP_BOUND, || emulator.stats().stops >= 1);
     assert!(stopped.is_some(), "no Stop within {STOP_BOUND:?}: {:?}", emulator.stats());
-    driver.assert_gone_within_bound(signalled);
+    assert_eq!(driver.assert_gone_within_bound(signalled), 0);
 }
 
 #[test]
@@ -309,4 +447,36 @@ fn ctrl_c_on_arduino_sends_a_stop_and_ends_the_process() {
 #[test]
 fn sigterm_on_arduino_sends_a_stop_and_ends_the_process() {
     arduino_interrupted(Signal::SIGTERM);
+}
+
+/// `arm_hil hil` on the emulated rig, `thread` panicking 2 s into the run (the test-only fault
+/// hook): the steppers' rates are zero within 0.1 s of the panic's report and stay zero, the
+/// process ends within 1 s with a panic's status.
+fn a_panic_mid_run(thread: &str, extra: &[&str]) {
+    let rig = rig_emulator();
+    let config = config_file(&format!("panic_{thread}"), RIG_SETTINGS);
+    let (sensor, arduino) = (path(rig.sensor_path()), path(rig.arduino_path()));
+    let mut args = vec!["hil", "--hardware", "robotscara", "--sensor", &sensor, "--arduino", &arduino];
+    args.extend(["--config", config.to_str().unwrap()]);
+    args.extend(extra);
+    let injection = format!("panic:{thread}:2");
+    let mut hil = Process::start_with(&args, &[("ARM_HIL_INJECT_FAULT", &injection)]);
+    time_until(Duration::from_secs(20), || moving(&rig)).expect("the loop never drove the steppers");
+    let (panicked, report) = hil.logged("panicked");
+    assert!(report.contains(thread), "{report}");
+    assert_stops_within(&rig, STOP_BOUND.saturating_sub(panicked.elapsed()), "the panic");
+    assert_eq!(hil.assert_gone_within_bound(panicked), exit::PANIC_STATUS, "a panic's exit status");
+    assert_stays_stopped(&rig);
+}
+
+#[test]
+fn a_panic_in_the_loop_thread_stops_the_steppers_and_ends_the_process() {
+    a_panic_mid_run("hil-loop", &[]);
+}
+
+#[test]
+fn a_panic_in_the_publishing_thread_stops_the_steppers_and_ends_the_process() {
+    let bag = std::env::temp_dir().join(format!("arm_hil_exit_panic_bag_{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&bag);
+    a_panic_mid_run("hil-publish", &["--bag", bag.to_str().unwrap()]);
 }

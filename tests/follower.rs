@@ -515,6 +515,11 @@ mod simulated_arm {
         let without_joint3 =
             commands.trajectory(&robot, 10.06, Ok((start.x, Vec3::zeros())), &names[..3], &command(0.0)[..3]);
         assert_eq!(without_joint3.unwrap_err(), "joint `joint3` is missing: a command names every commanded joint");
+        let twice = ["joint1", "joint2", "joint3", "joint1"].map(str::to_owned);
+        let mut positions = command(0.0).to_vec();
+        positions[1] = 0.5;
+        let refused = commands.trajectory(&robot, 10.08, Ok((start.x, Vec3::zeros())), &twice, &positions);
+        assert_eq!(refused.unwrap_err(), "joint `joint1` is named twice");
     }
 
     #[test]

@@ -342,6 +342,9 @@ fn stm32_driver_parameters_commands_and_imu_orientation() {
     assert_eq!(one, Command::SetJointAngleSingle { joint: Joint::Elbow, angle: 0.3 });
     assert!(targets_from_joint_state(&["stm32_shoulder".into()], &[2.0], &names).unwrap_err().contains("outside"));
     assert!(targets_from_joint_state(&["wrist".into()], &[0.0], &names).is_err());
+    let twice = ["stm32_shoulder".into(), "stm32_elbow".into(), "stm32_shoulder".into()];
+    let refused = targets_from_joint_state(&twice, &[0.1, 0.2, 0.3], &names).unwrap_err();
+    assert_eq!(refused, "joint `stm32_shoulder` is named twice", "no value of the two wins silently");
 
     let gains = command_for_parameter(&mut config, "pid.shoulder.ki", &ParamValue::Double(0.5)).unwrap().unwrap();
     assert!(matches!(gains, Command::SetPidGains { shoulder, .. } if shoulder.ki == 0.5));
@@ -442,6 +445,43 @@ fn hil_commands<C: Clone>(
     let config =
         HilNodeConfig { sil: SilConfig::default(), hil, rig: Default::default(), settings: HilNodeSettings::default() };
     arm_hil::nodes::hil::commands::HilCommands::new(&config, robot.clone(), requests, withdrawals).unwrap()
+}
+
+#[test]
+fn a_segment_after_a_joint_command_follows_the_commands_move_with_no_hidden_hold_before_it() {
+    use arm_hil::hil::{FeedItem, HilConfig, Withdrawals};
+    use arm_hil::nodes::hil::feeder::{feed_requests, Feeder};
+    let robot = Robot::default();
+    let (requests, queue) = feed_requests();
+    let mut commands = hil_commands::<u32>(&robot, HilConfig::default(), requests, Arc::new(Withdrawals::default()));
+    commands.loop_started();
+    let here = [0.15, 0.0, 0.2];
+    commands.frame(&hil_frame(5.0, here, here), true, 0);
+    // One joint command to the arm's own joints, then a segment 1 cm above (the case).
+    let theta = robot.inverse_kinematics(&Vec3::from(here), None).unwrap();
+    let names = ["joint1", "joint2", "joint3"].map(str::to_owned);
+    commands.joint_command(10.0, &names, theta.as_slice()).unwrap();
+    commands.segment(vec![point(0.5, [0.15, 0.0, 0.21])]).unwrap();
+
+    let initial = goal_trajectory(&robot, &[(0.0, here), (1.0, here)]);
+    let mut feeder = Feeder::new(&initial, robot.clone(), Default::default()).holding();
+    while let Some(request) = queue.try_take() {
+        feeder.request(request).unwrap();
+    }
+    let items: Vec<FeedItem> = std::iter::from_fn(|| {
+        let item = feeder.front().copied();
+        feeder.sent();
+        item
+    })
+    .collect();
+    let segment = items.iter().position(|item| *item == FeedItem::Segment).expect("the segment is queued");
+    let sample = |item: &FeedItem| if let FeedItem::Sample(w) = item { Some(*w) } else { None };
+    // The loop runs a segment from where what was queued before it ends.
+    let before: Vec<Waypoint> = items[..segment].iter().filter_map(sample).collect();
+    let move_ends = before.last().expect("the command's move is queued").t;
+    assert!(move_ends < 1.0, "the command's move ends {move_ends} s on: the segment waits that long behind it");
+    let last = items[segment..].iter().rev().find_map(sample).unwrap();
+    assert!((last.x - Vec3::new(0.15, 0.0, 0.21)).norm() < 1e-9, "the segment's end comes last: {last:?}");
 }
 
 #[test]
@@ -615,6 +655,9 @@ fn arduino_driver_samples_and_joint_commands() {
     assert_eq!(requests.len(), 2);
     assert_eq!(requests[1].values, vec![Value::Int(3), Value::Int(1), Value::Float(-0.5), Value::Bool(true)]);
     assert!(requests_from_joint_command(&["joint1".into()], &[0.1], &[0.1], &[], &names).is_err());
+    let twice = ["finger_joint1".into(), "finger_joint1".into()];
+    let refused = requests_from_joint_command(&twice, &[0.1, 0.4], &[], &[], &names).unwrap_err();
+    assert!(refused.contains("named twice"), "{refused}");
     assert!(requests_from_joint_command(&["wrist".into()], &[0.1], &[], &[], &names).is_err());
     let half_finite = ["finger_joint1".into(), "finger_joint3".into()];
     for value in [f64::NAN, f64::INFINITY] {

@@ -4,6 +4,7 @@ pub mod rdscom;
 mod rdscom_link;
 pub mod robotscara;
 pub mod stm32;
+mod stm32_limits;
 mod stm32_link;
 
 use serde::{Deserialize, Serialize};

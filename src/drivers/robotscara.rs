@@ -66,6 +66,8 @@ struct Shared {
     /// The first I/O failure of either thread.
     failure: Mutex<Option<String>>,
     stop: AtomicBool,
+    /// Set by the process's exit stop: from then on the writer sends zero rates and ends.
+    exit_closing: AtomicBool,
     /// Set by the writer once it has sent the closing (zero) rates.
     closed: AtomicBool,
 }
@@ -80,6 +82,7 @@ impl Shared {
             field: Mutex::new(None),
             failure: Mutex::new(None),
             stop: AtomicBool::new(false),
+            exit_closing: AtomicBool::new(false),
             closed: AtomicBool::new(false),
         }
     }
@@ -95,8 +98,9 @@ impl Shared {
     }
 
     /// Closes the command slot: the writer sends zero rates next and nothing after them, whatever
-    /// the loop still offers.
+    /// the loop still offers, and rates it holds already are not sent.
     fn close(&self) {
+        self.exit_closing.store(true, Ordering::SeqCst);
         if let Ok(mut slot) = self.command.lock() {
             slot.sequence += 1;
             slot.closing = true;
@@ -106,19 +110,38 @@ impl Shared {
 }
 
 /// How long the process's exit stop waits for the writer to send the zero rates before it writes
-/// them to the port itself.
+/// them to the port itself, and then for the port.
 const EXIT_WRITER_WAIT: Duration = Duration::from_millis(20);
+const EXIT_PORT_WAIT: Duration = Duration::from_millis(30);
+
+/// The Arduino's port, shared by the writer and the exit stop: one line at a time on the wire.
+type SharedPort = Arc<Mutex<Box<dyn serialport::SerialPort>>>;
 
 /// The rig's stop at the process's exit ([`crate::hil::exit`]): the writer's closing zero rates,
 /// or, if the writer does not confirm them in time (stuck, or gone), the same line written to the
-/// port directly. A second zero line is harmless; rates after it are not sent.
-fn exit_stop(shared: &Shared, port: &mut dyn serialport::SerialPort) {
+/// port here, between the writer's lines. A second zero line is harmless; the writer sends no
+/// other rates after it.
+fn exit_stop(shared: &Shared, port: &SharedPort) {
     shared.close();
-    if !exit::wait_for(EXIT_WRITER_WAIT, || shared.closed.load(Ordering::Relaxed)) {
-        let mut line = Vec::with_capacity(48);
-        encode_step_command(&StepRates::default(), &mut line);
-        if let Err(error) = port.write_all(&line) {
-            log::error!("the rig's exit stop could not write zero step rates: {error}");
+    if exit::wait_for(EXIT_WRITER_WAIT, || shared.closed.load(Ordering::Relaxed)) {
+        return;
+    }
+    let mut line = Vec::with_capacity(48);
+    encode_step_command(&StepRates::default(), &mut line);
+    let deadline = Instant::now() + EXIT_PORT_WAIT;
+    loop {
+        match port.try_lock() {
+            Ok(mut port) => {
+                break port.write_all(&line).unwrap_or_else(|error| log::error!("the rig's exit stop: {error}"))
+            }
+            Err(TryLockError::Poisoned(poisoned)) => {
+                break poisoned
+                    .into_inner()
+                    .write_all(&line)
+                    .unwrap_or_else(|error| log::error!("the rig's exit stop: {error}"))
+            }
+            Err(TryLockError::WouldBlock) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
+            Err(TryLockError::WouldBlock) => break log::error!("the rig's exit stop found the Arduino's port held"),
         }
     }
 }
@@ -148,18 +171,11 @@ impl ReferenceRig {
                 .map_err(|error| HardwareError::Link(format!("cannot open {path} at {baud} baud: {error}")))
         };
         let sensor_port = open(sensor, config.sensor_baud)?;
-        let arduino_port = open(arduino, config.arduino_baud)?;
-        let exit_port = arduino_port.try_clone().map_err(|error| {
-            HardwareError::Link(format!("cannot keep a second handle on {arduino} for the exit stop: {error}"))
-        })?;
+        let arduino_port: SharedPort = Arc::new(Mutex::new(open(arduino, config.arduino_baud)?));
         let shared = Arc::new(Shared::new());
         let exit_stop = {
-            let shared = shared.clone();
-            let port = Mutex::new(exit_port);
-            exit::on_exit(format!("the rig's step-driver Arduino ({arduino})"), move || {
-                let mut port = port.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-                exit_stop(&shared, port.as_mut());
-            })
+            let (shared, port) = (shared.clone(), arduino_port.clone());
+            exit::on_exit(format!("the rig's step-driver Arduino ({arduino})"), move || exit_stop(&shared, &port))
         };
         let spawn = |name: &str, body: Box<dyn FnOnce() + Send>| {
             std::thread::Builder::new().name(name.into()).spawn(body).map_err(HardwareError::Io)
@@ -335,14 +351,14 @@ fn read_sensor(mut port: Box<dyn serialport::SerialPort>, shared: &Shared) {
 
 /// The stepper thread: sends the newest rates whenever they change, and zero rates on closing;
 /// the field tracker learns each rate as it is sent.
-fn write_steps(mut port: Box<dyn serialport::SerialPort>, shared: &Shared, config: &StepperConfig) {
+fn write_steps(port: SharedPort, shared: &Shared, config: &StepperConfig) {
     for problem in crate::hil::realtime::prepare_thread(IO_PRIORITY) {
         log::debug!("rig stepper thread runs without {problem}");
     }
     let mut sent = 0;
     let mut line = Vec::with_capacity(48);
     loop {
-        let (rates, closing) = {
+        let (mut rates, mut closing) = {
             let Ok(slot) = shared.command.lock() else { return };
             let Ok((slot, _)) = shared
                 .command_changed
@@ -353,6 +369,11 @@ fn write_steps(mut port: Box<dyn serialport::SerialPort>, shared: &Shared, confi
             sent = slot.sequence;
             (if slot.closing { StepRates::default() } else { slot.rates }, slot.closing)
         };
+        let mut port = port.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        // The exit stop closed the slot since these rates were taken: they are not sent.
+        if shared.exit_closing.load(Ordering::SeqCst) {
+            (rates, closing) = (StepRates::default(), true);
+        }
         line.clear();
         encode_step_command(&rates, &mut line);
         // Stamped just before the write: the Arduino takes the rates as the line arrives. No
@@ -367,6 +388,7 @@ fn write_steps(mut port: Box<dyn serialport::SerialPort>, shared: &Shared, confi
         if let Err(error) = port.write_all(&line) {
             return shared.fail(format!("Arduino port: {error}"));
         }
+        drop(port);
         if closing {
             shared.closed.store(true, Ordering::Relaxed);
             return;

@@ -4,9 +4,9 @@
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
+pub use super::stm32_limits::{validate_command, CommandError, ANGLE_LIMIT};
 pub use super::stm32_link::{
-    validate_command, ArmTelemetry, CommandError, ImuSi, ImuUnits, LinkEvent, LinkState, PollMode, Stm32Config,
-    Stm32Link, ANGLE_LIMIT, STANDARD_GRAVITY,
+    ArmTelemetry, ImuSi, ImuUnits, LinkEvent, LinkState, PollMode, Stm32Config, Stm32Link, STANDARD_GRAVITY,
 };
 use crate::protocol::stm32::{Command, ControlMode, Joint, PidGains};
 use crate::serial::link_driver::{Commander, LinkDriver, PortSettings, SerialLink};

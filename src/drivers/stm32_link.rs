@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use super::stm32_limits::{validate_command, CommandError, HOLD_LIMIT};
 use crate::protocol::stm32::{
-    encode_command, error_code, kind, Command, PacketDecoder, PayloadError, PidGains, RawPacket, Telemetry,
+    encode_command, error_code, kind, Command, PacketDecoder, PayloadError, RawPacket, Telemetry,
 };
 
 /// How telemetry is obtained.
@@ -161,54 +162,6 @@ pub enum LinkEvent {
     },
 }
 
-/// A command refused before it was sent.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum CommandError {
-    #[error("{what} = {value} is outside [{min}, {max}]")]
-    OutOfRange { what: &'static str, value: f64, min: f64, max: f64 },
-    #[error("{queued} packets are waiting for the wire: a command flood is refused")]
-    Busy { queued: usize },
-}
-
-/// The protocol's limits (docs/stm32.md): the joints' angle either way [rad], the gains.
-pub const ANGLE_LIMIT: f64 = std::f64::consts::FRAC_PI_2;
-const KP_MAX: f64 = 10.0;
-const KI_MAX: f64 = 1.0;
-const KD_MAX: f64 = 2.0;
-
-fn check(what: &'static str, value: f32, min: f64, max: f64) -> Result<(), CommandError> {
-    let value = f64::from(value);
-    if (min..=max).contains(&value) {
-        Ok(())
-    } else {
-        Err(CommandError::OutOfRange { what, value, min, max })
-    }
-}
-
-fn check_gains(gains: &PidGains) -> Result<(), CommandError> {
-    check("kp", gains.kp, 0.0, KP_MAX)?;
-    check("ki", gains.ki, 0.0, KI_MAX)?;
-    check("kd", gains.kd, 0.0, KD_MAX)
-}
-
-/// Refuses targets outside [-pi/2, pi/2] and gains outside the documented ranges.
-pub fn validate_command(command: &Command) -> Result<(), CommandError> {
-    let angle = |what, value| check(what, value, -ANGLE_LIMIT, ANGLE_LIMIT);
-    match command {
-        Command::SetJointAngles { shoulder, elbow } | Command::SetTrajectoryPoint { shoulder, elbow, .. } => {
-            angle("shoulder angle", *shoulder).and_then(|()| angle("elbow angle", *elbow))
-        }
-        Command::SetJointAngleSingle { angle: value, .. } => angle("joint angle", *value),
-        Command::SetPidGains { shoulder, elbow } => check_gains(shoulder).and_then(|()| check_gains(elbow)),
-        Command::SetPidGainsSingle { gains, .. } => check_gains(gains),
-        Command::GetTelemetry
-        | Command::SystemReset
-        | Command::CalibrateImu
-        | Command::SetMode(_)
-        | Command::Debug(_) => Ok(()),
-    }
-}
-
 /// A packet waiting to be written; user commands are tracked for their ACK.
 #[derive(Debug, Clone)]
 struct Outgoing {
@@ -255,7 +208,7 @@ pub struct Stm32Link {
     in_flight: VecDeque<InFlight>,
     outbox: VecDeque<Outgoing>,
     events: VecDeque<LinkEvent>,
-    /// The joints' angles in the latest telemetry [rad]: where a shutdown holds them.
+    /// The joints' angles in the latest telemetry, within [`HOLD_LIMIT`] [rad]: the shutdown's hold.
     last_angles: Option<[f64; 2]>,
 }
 
@@ -326,7 +279,7 @@ impl Stm32Link {
     }
 
     /// The driver is stopping: a hold where the latest telemetry put the joints replaces what waits
-    /// to be sent (none known, or past the firmware's limits: nothing is sent).
+    /// to be sent (none known: nothing is sent).
     pub fn handle_shutdown(&mut self) {
         self.outbox.clear();
         if let Some([shoulder, elbow]) = self.last_angles {
@@ -378,7 +331,8 @@ impl Stm32Link {
                     return self.events.push_back(LinkEvent::Implausible { what });
                 }
                 self.last_telemetry = now;
-                self.last_angles = telemetry.angles.or(self.last_angles);
+                self.last_angles =
+                    telemetry.angles.map(|a| a.map(|x| x.clamp(-HOLD_LIMIT, HOLD_LIMIT))).or(self.last_angles);
                 self.failed_attempts = 0;
                 self.set_state(LinkState::Connected);
                 self.events.push_back(LinkEvent::Telemetry(telemetry));

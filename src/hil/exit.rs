@@ -4,24 +4,31 @@
 //! open. A signal (SIGINT, SIGTERM, SIGHUP) asks the process to end ([`requested`]): commands and
 //! nodes watch for it and end their runs, which stop their devices on the way out, as a run's end
 //! always does. Should a device still be registered [`GRACE`] after the signal, or should a
-//! second signal come, the registered stops run on the signal thread and the process exits at
-//! once. The end of `main` runs them too ([`ExitGuard`]), so a device that a detached thread
-//! still holds is stopped before the process is gone; and so does a panic in any thread
-//! ([`handle_signals`] installs the hook), which also asks the whole process to end: as an
-//! uncaught exception ends an rclcpp node, a panic ends ours, with its devices stopped first.
+//! second signal come (past [`SAME_INTERRUPT`]), the registered stops run on the signal thread and
+//! the process exits at once. The end of `main` runs them too ([`ExitGuard`]), so a device that a
+//! detached thread still holds is stopped before the process is gone; and so does a panic in any
+//! thread ([`handle_signals`] installs the hook), which also asks the whole process to end, as a
+//! first signal does: as an uncaught exception ends an rclcpp node, a panic ends ours, with its
+//! devices stopped first.
 //!
 //! What no process can do for itself (SIGKILL, a power cut) is the hardware's: docs/safety.md.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long a process that holds a device has between the first signal and its forced exit:
 /// with the stops' own bound, the process is gone within 1 s of the signal.
 pub const GRACE: Duration = Duration::from_millis(700);
 
-/// The exit status of a forced exit after a signal (128 + SIGINT, as a shell reports Ctrl-C).
+/// The exit status of a forced exit after a signal (128 + SIGINT, as a shell reports Ctrl-C), of
+/// whichever signal: the handler is not told which came.
 pub const INTERRUPTED_STATUS: i32 = 130;
+
+/// A second signal this soon after the first is the same request: `ros2 launch` forwards the
+/// terminal's Ctrl-C that the node already had (`--noninteractive`), and shell wrappers do too.
+pub const SAME_INTERRUPT: Duration = Duration::from_millis(200);
 
 /// The exit status of a process that ended after a panic (what an uncaught panic gives).
 pub const PANIC_STATUS: i32 = 101;
@@ -30,7 +37,11 @@ pub const PANIC_STATUS: i32 = 101;
 static REQUESTED: LazyLock<Arc<AtomicBool>> = LazyLock::new(|| Arc::new(AtomicBool::new(false)));
 /// Woken when [`REQUESTED`] is set, for async waiters.
 static REQUESTED_NOTIFY: tokio::sync::Notify = tokio::sync::Notify::const_new();
-static SIGNALS: AtomicUsize = AtomicUsize::new(0);
+/// How many times the process was asked to end (a signal or a panic).
+static ASKED: AtomicUsize = AtomicUsize::new(0);
+/// When it was first asked [ns since the process's exit handling started].
+static FIRST_ASKED_NS: AtomicU64 = AtomicU64::new(0);
+static STARTED: LazyLock<Instant> = LazyLock::new(Instant::now);
 static PANICKED: AtomicBool = AtomicBool::new(false);
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 static STOPS: Mutex<Vec<Registered>> = Mutex::new(Vec::new());
@@ -78,13 +89,16 @@ pub fn devices() -> Vec<String> {
 }
 
 /// Runs every registered stop, saying why; returns how many ran. The registry is not held while
-/// they run, so a stop may take its time within its bound without blocking registration.
+/// they run, so a stop may take its time within its bound without blocking registration; a stop
+/// that panics is reported and the others still run (the signal thread that runs them must live).
 pub fn stop_devices(why: &str) -> usize {
     let registered: Vec<(String, StopFn)> =
         stops().iter().map(|registered| (registered.name.clone(), registered.stop.clone())).collect();
     for (name, stop) in &registered {
         log::warn!("stopping {name}: {why}");
-        stop();
+        if std::panic::catch_unwind(AssertUnwindSafe(|| stop())).is_err() {
+            log::error!("the stop of {name} panicked");
+        }
     }
     registered.len()
 }
@@ -121,49 +135,69 @@ pub fn panicked() -> bool {
     PANICKED.load(Ordering::Relaxed)
 }
 
+/// The exit status `main` returns: `status`, or [`PANIC_STATUS`] where a panic ended the process.
+pub fn status_of(status: std::process::ExitCode) -> std::process::ExitCode {
+    if panicked() {
+        std::process::ExitCode::from(PANIC_STATUS as u8)
+    } else {
+        status
+    }
+}
+
 /// Catches SIGINT, SIGTERM and SIGHUP for the whole process, and panics in any thread.
 ///
 /// The first signal asks the process to end ([`requested`]) and starts the grace: a device still
-/// registered [`GRACE`] later is stopped and the process exits (status 130). A second signal stops
-/// every registered device and exits at once. A panic is reported by the default hook, then the
-/// devices are stopped and the process asked to end.
+/// registered [`GRACE`] later is stopped and the process exits (status 130). A second signal
+/// (past [`SAME_INTERRUPT`]) stops every registered device and exits at once. A panic stops every
+/// registered device and asks the process to end as a first signal does; then it is reported by
+/// the hook that was in place (the default one: its message, and a backtrace where asked for).
 pub fn handle_signals() -> Result<(), ctrlc::Error> {
-    ctrlc::set_handler(on_signal)?;
+    LazyLock::force(&STARTED);
+    ctrlc::set_handler(|| asked_to_end("interrupted"))?;
     let report = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        report(info);
+        // The devices first: the report can take a while (a backtrace is resolved for it).
         PANICKED.store(true, Ordering::Relaxed);
         let thread = std::thread::current();
         stop_devices(&format!("a panic in thread `{}`", thread.name().unwrap_or("unnamed")));
-        request();
+        asked_to_end("a panic");
+        report(info);
     }));
     Ok(())
 }
 
-fn on_signal() {
-    if SIGNALS.fetch_add(1, Ordering::Relaxed) == 0 {
-        log::info!("interrupted: stopping (interrupt again to stop the devices and exit at once)");
+/// A signal or a panic (`what`): the first asks the process to end and starts the grace; one
+/// after [`SAME_INTERRUPT`] ends the process at once.
+fn asked_to_end(what: &str) {
+    let now_ns = u64::try_from(STARTED.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    if ASKED.fetch_add(1, Ordering::SeqCst) == 0 {
+        FIRST_ASKED_NS.store(now_ns, Ordering::SeqCst);
+        log::info!("{what}: stopping (interrupt again to stop the devices and exit at once)");
         request();
         let watchdog = std::thread::Builder::new().name("exit-grace".into()).spawn(|| {
             std::thread::sleep(GRACE);
             let held = devices();
             if !held.is_empty() {
-                log::error!("{} still held {GRACE:?} after the interrupt: forcing the exit", held.join(", "));
+                log::error!("{} still held {GRACE:?} after the request to end: forcing the exit", held.join(", "));
                 exit_now("the process did not end in time");
             }
         });
         if watchdog.is_err() {
             exit_now("no thread for the exit's grace");
         }
-    } else {
-        exit_now("interrupted again");
+    } else if now_ns.saturating_sub(FIRST_ASKED_NS.load(Ordering::SeqCst)) > SAME_INTERRUPT.as_nanos() as u64 {
+        exit_now(&format!("{what} again"));
     }
 }
 
-/// Stops every registered device, then ends the process at once.
+/// Stops every registered device, then ends the process at once: `_exit`, not `exit`, since the
+/// other threads still run (in a node, inside DDS, whose static destructors `exit` would run under
+/// them).
 fn exit_now(why: &str) -> ! {
     stop_devices(why);
-    std::process::exit(if panicked() { PANIC_STATUS } else { INTERRUPTED_STATUS })
+    log::logger().flush();
+    // SAFETY: _exit only ends the process; it touches no memory of ours.
+    unsafe { libc::_exit(if panicked() { PANIC_STATUS } else { INTERRUPTED_STATUS }) }
 }
 
 /// Stops every device still registered when dropped: hold one in `main`, so that the end of
@@ -181,9 +215,9 @@ impl Drop for ExitGuard {
 /// Waits up to `timeout` for `done`, checking it every millisecond: the bound a stop keeps while
 /// it waits for a device's owner to confirm.
 pub fn wait_for(timeout: Duration, done: impl Fn() -> bool) -> bool {
-    let deadline = std::time::Instant::now() + timeout;
+    let deadline = Instant::now() + timeout;
     while !done() {
-        if std::time::Instant::now() >= deadline {
+        if Instant::now() >= deadline {
             return false;
         }
         std::thread::sleep(Duration::from_millis(1));

@@ -6,6 +6,7 @@
 //! values with the cycle (docs/design.md §4, ros2_control's read/update/write).
 
 pub mod exit;
+pub mod fault_injection;
 mod feed;
 pub mod protection;
 pub mod realtime;

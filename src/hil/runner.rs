@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::fault_injection::FaultInjection;
 use super::feed::{FeedItem, Withdrawals};
 use super::protection::{estimate_out_of_reach, CycleView, Protection, ProtectionConfig, Trip};
 use super::realtime;
@@ -314,8 +315,10 @@ impl HilLoop {
         let mut last_rejected: Option<(ReadingRejected, f64)> = None;
         // Until the arm's start is known, the feed waits: its samples count from there.
         let mut awaiting_arm = self.start == Start::WhereTheArmIs;
+        let injected = FaultInjection::for_this_thread();
         loop {
             realtime::sleep_until(&deadline);
+            injected.check();
             let lateness_us = realtime::seconds(realtime::now() - deadline) * 1e6;
             stats.record_lateness(lateness_us);
             let now = realtime::seconds(deadline - start);

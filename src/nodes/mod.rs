@@ -58,6 +58,7 @@ pub fn commanded_positions<J: AsRef<str>>(
     if names.len() != positions.len() {
         return Err(format!("{} names but {} positions", names.len(), positions.len()));
     }
+    each_named_once(names)?;
     joints
         .iter()
         .map(|joint| match names.iter().position(|name| name == joint.as_ref()) {
@@ -66,6 +67,16 @@ pub fn commanded_positions<J: AsRef<str>>(
             None => Err(format!("joint `{}` is missing: a command names every commanded joint", joint.as_ref())),
         })
         .collect()
+}
+
+/// Refuses a command that names a joint twice: which of its values was meant cannot be known.
+/// Linear in the names (a message may hold any number).
+pub fn each_named_once(names: &[String]) -> Result<(), String> {
+    let mut seen = std::collections::HashSet::with_capacity(names.len());
+    match names.iter().find(|name| !seen.insert(name.as_str())) {
+        Some(twice) => Err(format!("joint `{twice}` is named twice")),
+        None => Ok(()),
+    }
 }
 
 /// The nodes' trajectory_file parameter as a path: empty means the built-in arc.

@@ -8,6 +8,7 @@
 //! and recovers as [`Supervised`] says; it is brought up at start with `autostart`.
 
 use std::cell::RefCell;
+use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
@@ -100,17 +101,24 @@ pub fn spin_managed<M: Managed + 'static>(
 const FAREWELL: Duration = Duration::from_millis(150);
 
 /// Spins `node` until it is finalized (`stop`) or the process is asked to end ([`exit`]: a
-/// signal, a panic). Then a node not finalized yet is shut down through its lifecycle, as
-/// `ros2 lifecycle set NODE shutdown` would (its goals end ABORTED with the reason, its device is
-/// stopped and released), and spun for [`FAREWELL`] more; then `stop` is set for the node's other
-/// threads.
+/// signal, a panic, this thread's own among them). Then a node not finalized yet is shut down
+/// through its lifecycle, as `ros2 lifecycle set NODE shutdown` would (its goals end ABORTED with
+/// the reason, its device is stopped and released), and spun for [`FAREWELL`] more, refusing
+/// transitions; then `stop` is set for the node's other threads.
 pub fn spin_until_shut_down<M: Managed>(
     mut node: r2r::Node,
     mut pool: LocalPool,
     stop: &Arc<AtomicBool>,
     lifecycle: &ServedLifecycle<M>,
 ) -> anyhow::Result<()> {
-    spin_while(&mut node, &mut pool, || !stop.load(Ordering::Relaxed) && !exit::requested());
+    let spun = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        spin_while(&mut node, &mut pool, || !stop.load(Ordering::Relaxed) && !exit::requested());
+    }));
+    if spun.is_err() {
+        // The panic hook has stopped the devices and asked the process to end: the node's goals
+        // end and it shuts down as on a signal.
+        log::error!("a callback of the node panicked");
+    }
     if !stop.load(Ordering::Relaxed) {
         lifecycle.shut_down(if exit::panicked() { "shutdown after a panic" } else { "shutdown on a signal" });
         let farewell = Instant::now() + FAREWELL;
@@ -155,6 +163,10 @@ pub fn serve_lifecycle<M: Managed + 'static>(
     serve(spawner, node.create_service::<ChangeState::Service>("~/change_state", qos())?, move |request| {
         let mut machine = machine.borrow_mut();
         let requested = &request.transition;
+        if exit::requested() {
+            log::warn!("transition {} `{}` refused: the process is ending", requested.id, requested.label);
+            return ChangeState::Response { success: false };
+        }
         match machine.node.request(requested.id, &requested.label) {
             Ok(taken) => {
                 machine.took(taken.edges[0].label, &taken);

@@ -142,14 +142,13 @@ pub fn run(name: &str, main: fn(r2r::Node) -> anyhow::Result<()>) -> ExitCode {
         logging::publish_to_rosout(&mut node)?;
         Ok(node)
     });
-    match started.and_then(main) {
-        Ok(()) if exit::panicked() => ExitCode::from(exit::PANIC_STATUS as u8),
+    exit::status_of(match started.and_then(main) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             log::error!("{}", format!("{error:#}").replace('\n', " "));
             ExitCode::FAILURE
         }
-    }
+    })
 }
 
 /// Under DDS Security, what the node's secured participant lacks: the reason it cannot start

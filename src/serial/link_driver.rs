@@ -3,7 +3,7 @@
 //! and events out through channels. However the driver ends (dropped, stopped, or the process's
 //! exit through [`crate::hil::exit`]), its last bytes are the link's safe stop.
 
-use std::io::{Read, Write};
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
@@ -11,6 +11,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::hil::exit;
+use crate::hil::fault_injection::FaultInjection;
 
 /// A link state machine in quinn-proto's shape (time is an argument; no I/O inside).
 pub trait SerialLink: Send + 'static {
@@ -117,7 +118,12 @@ impl<L: SerialLink> LinkDriver<L> {
             }
         })?;
         let exit_requests = Mutex::new(requests.clone());
+        let driver_thread = thread.thread().id();
         let exit_stop = exit::on_exit(device, move || {
+            // A panic on the driver's own thread: it writes the safe stop itself as it unwinds.
+            if std::thread::current().id() == driver_thread {
+                return;
+            }
             if let Ok(requests) = exit_requests.lock() {
                 let _ = requests.send(Request::Stop);
             }
@@ -191,32 +197,17 @@ fn run<L: SerialLink>(
         backoff = port.backoff;
         let _ = events.send(DriverEvent::PortOpened { path: port.path.clone() });
         link.handle_port_opened(Instant::now());
-        let lost = loop {
-            if let Drained::Stop = drain_requests(requests, &mut link) {
-                return shut_down(&mut link, serial.as_mut(), &mut out);
+        let served = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            serve_port(&mut link, serial.as_mut(), requests, events, &mut buf, &mut out)
+        }));
+        let lost = match served {
+            Ok(Served::Stopped) => return shut_down(&mut link, serial.as_mut(), &mut out),
+            Ok(Served::Lost(error)) => error,
+            Err(panic) => {
+                // A panic on this thread (a decoder's, say) still leaves the device stopped.
+                shut_down(&mut link, serial.as_mut(), &mut out);
+                std::panic::resume_unwind(panic);
             }
-            let now = Instant::now();
-            if link.poll_timeout().is_some_and(|deadline| deadline <= now) {
-                link.handle_timeout(now);
-            }
-            out.clear();
-            while link.poll_transmit(now, &mut out) {}
-            if let Err(error) = serial.write_all(&out) {
-                break error;
-            }
-            forward_events(&mut link, events);
-            let wait =
-                link.poll_timeout().map_or(READ_SLICE, |deadline| deadline.saturating_duration_since(Instant::now()));
-            if let Err(error) = serial.set_timeout(wait.clamp(Duration::from_millis(1), READ_SLICE)) {
-                break error.into();
-            }
-            match serial.read(&mut buf) {
-                Ok(0) => {}
-                Ok(read) => link.handle_bytes(Instant::now(), &buf[..read]),
-                Err(error) if error.kind() == std::io::ErrorKind::TimedOut => {}
-                Err(error) => break error,
-            }
-            forward_events(&mut link, events);
         };
         drop(serial);
         link.handle_port_lost(Instant::now());
@@ -232,7 +223,55 @@ fn run<L: SerialLink>(
     }
 }
 
-/// The link's safe stop, written before the driver's thread ends.
+/// How serving an open port ended.
+enum Served {
+    /// The driver was asked to stop.
+    Stopped,
+    /// The port failed.
+    Lost(std::io::Error),
+}
+
+/// Runs `link` on the open port until the driver is asked to stop or the port fails.
+fn serve_port<L: SerialLink>(
+    link: &mut L,
+    serial: &mut dyn serialport::SerialPort,
+    requests: &Receiver<Request<L::Command>>,
+    events: &Sender<DriverEvent<L::Event>>,
+    buf: &mut [u8],
+    out: &mut Vec<u8>,
+) -> Served {
+    let injected = FaultInjection::for_this_thread();
+    loop {
+        injected.check();
+        if let Drained::Stop = drain_requests(requests, link) {
+            return Served::Stopped;
+        }
+        let now = Instant::now();
+        if link.poll_timeout().is_some_and(|deadline| deadline <= now) {
+            link.handle_timeout(now);
+        }
+        out.clear();
+        while link.poll_transmit(now, out) {}
+        if let Err(error) = serial.write_all(out) {
+            return Served::Lost(error);
+        }
+        forward_events(link, events);
+        let wait =
+            link.poll_timeout().map_or(READ_SLICE, |deadline| deadline.saturating_duration_since(Instant::now()));
+        if let Err(error) = serial.set_timeout(wait.clamp(Duration::from_millis(1), READ_SLICE)) {
+            return Served::Lost(error.into());
+        }
+        match serial.read(buf) {
+            Ok(0) => {}
+            Ok(read) => link.handle_bytes(Instant::now(), &buf[..read]),
+            Err(error) if error.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(error) => return Served::Lost(error),
+        }
+        forward_events(link, events);
+    }
+}
+
+/// The link's safe stop, written before the driver's thread ends (a panic on it too).
 fn shut_down<L: SerialLink>(link: &mut L, serial: &mut dyn serialport::SerialPort, out: &mut Vec<u8>) {
     let now = Instant::now();
     link.handle_shutdown(now);

@@ -1223,6 +1223,7 @@ if __name__ == "__main__":
     # The suite's other files use this one's helpers: one module, one list of started processes.
     sys.modules["test_nodes"] = sys.modules["__main__"]
     from test_follow_joint_trajectory import *  # noqa: F401,F403 (their test classes)
+    from test_exit_paths import *  # noqa: F401,F403
     from test_hostile_client import *  # noqa: F401,F403
     from test_moveit import *  # noqa: F401,F403
     from test_security import *  # noqa: F401,F403

@@ -50,6 +50,10 @@ pub(crate) struct RdscomEmulatorArgs {
     /// Make every datastream payload contain the bytes E N D
     #[arg(long)]
     end_in_payload: bool,
+    /// Print a JSON line each time a Stop arrives, {"unix_ns": when (to the millisecond), "stops":
+    /// how many so far}: when a driver stopped the testbench
+    #[arg(long)]
+    print_stops: bool,
 }
 
 #[derive(Debug, Args)]
@@ -67,9 +71,13 @@ pub(crate) struct Stm32EmulatorArgs {
     #[arg(long, value_name = "P", default_value_t = 0.0)]
     drop_rate: f64,
     /// Print each new joint target as a JSON line, {"unix_ns": when it arrived (to the
-    /// millisecond), "targets": [shoulder, elbow]}: when commands reach the device
+    /// millisecond), "targets": [shoulder, elbow], "angles": where the servos were then}: when
+    /// commands reach the device
     #[arg(long)]
     print_targets: bool,
+    /// The servos' time constant [s]: a first-order joint reaches 63 % of a step in this time
+    #[arg(long, value_name = "S", default_value_t = 0.05)]
+    servo_time_constant: f64,
 }
 
 #[derive(Debug, Args)]
@@ -93,6 +101,11 @@ pub(crate) struct RigArgs {
     /// When the faults begin [s after the emulator starts]
     #[arg(long, value_name = "S", default_value_t = 1.0)]
     faults_after: f64,
+    /// Print a JSON line each time the step rates stop or start, {"unix_ns": when (to the
+    /// millisecond), "moving": whether any rate is not zero, "rates": the rates [pulses/s]}: when
+    /// a driver stopped the motors
+    #[arg(long)]
+    print_stops: bool,
 }
 
 pub(crate) fn run(command: EmulateCommand) -> anyhow::Result<()> {
@@ -118,27 +131,56 @@ fn run_rdscom(args: RdscomEmulatorArgs) -> anyhow::Result<()> {
         silent: false,
     });
     println!("{}", emulator.path().display());
-    until_interrupted(|| None)?;
+    print_changes_until_interrupted(
+        args.print_stops,
+        || emulator.stats().stops,
+        |stops| serde_json::json!({ "stops": stops }),
+    )?;
     let stats = emulator.stop();
     log::info!("answered {} requests, {} heartbeats", stats.requests, stats.heartbeats);
     Ok(())
 }
 
-/// Until Ctrl-C, prints the emulator's joint targets as they change, looking every millisecond.
-fn print_targets(emulator: &Stm32Emulator) -> anyhow::Result<()> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    let mut last = emulator.stats().targets;
-    every_until_interrupted(Duration::from_millis(1), || {
-        let targets = emulator.stats().targets;
-        if targets != last {
-            let unix_ns = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_nanos();
-            writeln!(out, "{}", serde_json::json!({ "unix_ns": unix_ns as u64, "targets": targets }))?;
-            out.flush()?;
-            last = targets;
+/// Prints a JSON line, stamped with the wall clock, each time a value it is offered changes: what
+/// a device was told, and when, for a test that looks from outside.
+struct ChangePrinter<T> {
+    last: T,
+}
+
+impl<T: PartialEq> ChangePrinter<T> {
+    fn new(first: T) -> ChangePrinter<T> {
+        ChangePrinter { last: first }
+    }
+
+    /// Prints `fields(&value)` with `unix_ns` where `value` differs from the last one offered.
+    fn offer(&mut self, value: T, fields: impl FnOnce(&T) -> serde_json::Value) -> anyhow::Result<()> {
+        use std::io::Write;
+        if value == self.last {
+            return Ok(());
         }
+        let unix_ns = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_nanos() as u64;
+        let mut line = fields(&value);
+        line["unix_ns"] = unix_ns.into();
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{line}")?;
+        out.flush()?;
+        self.last = value;
         Ok(())
-    })
+    }
+}
+
+/// Runs until Ctrl-C; with `print`, prints what `read` says each time it changes, as `fields` of a
+/// JSON line ([`ChangePrinter`]), looking every millisecond.
+fn print_changes_until_interrupted<T: PartialEq>(
+    print: bool,
+    read: impl Fn() -> T,
+    fields: impl Fn(&T) -> serde_json::Value,
+) -> anyhow::Result<()> {
+    if !print {
+        return until_interrupted(|| None);
+    }
+    let mut printer = ChangePrinter::new(read());
+    every_until_interrupted(Duration::from_millis(1), || printer.offer(read(), &fields))
 }
 
 /// Runs until Ctrl-C.
@@ -167,15 +209,24 @@ fn run_stm32(args: Stm32EmulatorArgs) -> anyhow::Result<()> {
         "document" => LengthStyle::Document,
         other => anyhow::bail!("--style must be firmware or document, got `{other}`"),
     };
-    let config = Stm32EmulatorConfig { style, stream_rate_hz: args.stream_rate, ..Stm32EmulatorConfig::default() };
+    anyhow::ensure!(
+        args.servo_time_constant.is_finite() && args.servo_time_constant > 0.0,
+        "--servo-time-constant must be a number of seconds > 0"
+    );
+    let config = Stm32EmulatorConfig {
+        style,
+        stream_rate_hz: args.stream_rate,
+        servo_time_constant_s: args.servo_time_constant,
+        ..Stm32EmulatorConfig::default()
+    };
     let emulator = Stm32Emulator::start(config).context("cannot start the STM32 emulator")?;
     emulator.set_faults(Faults { bit_flip_rate: args.bit_flip_rate, drop_rate: args.drop_rate, silent: false });
     println!("{}", emulator.path().display());
-    if args.print_targets {
-        print_targets(&emulator)?;
-    } else {
-        until_interrupted(|| None)?;
-    }
+    print_changes_until_interrupted(
+        args.print_targets,
+        || emulator.stats().targets,
+        |targets| serde_json::json!({ "targets": targets, "angles": emulator.stats().angles }),
+    )?;
     let stats = emulator.stop();
     log::info!("answered {} commands, sent {} telemetry packets", stats.commands, stats.telemetry_sent);
     Ok(())
@@ -184,13 +235,21 @@ fn run_stm32(args: Stm32EmulatorArgs) -> anyhow::Result<()> {
 /// Runs until SIGINT or SIGTERM, silencing the sensor on SIGUSR1 and letting it speak on SIGUSR2:
 /// a test pulls the sensor's cable mid-run and sees what the driver commanded meanwhile. Injects
 /// `faults` once `faults_after` has passed, and says when the arm hits a hard stop.
-async fn serve_sensor_cable(emulator: &RigEmulator, faults: RigFaults, faults_after: Duration) -> anyhow::Result<()> {
+async fn serve_sensor_cable(
+    emulator: &RigEmulator,
+    faults: RigFaults,
+    faults_after: Duration,
+    print_stops: bool,
+) -> anyhow::Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut interrupt = signal(SignalKind::interrupt())?;
     let mut terminate = signal(SignalKind::terminate())?;
     let mut pull = signal(SignalKind::user_defined1())?;
     let mut plug = signal(SignalKind::user_defined2())?;
     let mut watch = tokio::time::interval(Duration::from_millis(200));
+    let mut every_millisecond = tokio::time::interval(Duration::from_millis(1));
+    let moving = |rates: &[f64; 3]| rates.iter().any(|rate| *rate != 0.0);
+    let mut stops = ChangePrinter::new(false);
     let inject = tokio::time::sleep(faults_after);
     tokio::pin!(inject);
     let (mut injected, mut stopped_said) = (faults == RigFaults::default(), false);
@@ -200,6 +259,10 @@ async fn serve_sensor_cable(emulator: &RigEmulator, faults: RigFaults, faults_af
                 injected = true;
                 emulator.set_faults(faults);
                 println!("faults injected at t = {:.3} s: {faults:?}", emulator.stats().t);
+            }
+            _ = every_millisecond.tick(), if print_stops => {
+                let rates = emulator.stats().last_rates;
+                stops.offer(moving(&rates), |moving| serde_json::json!({ "moving": moving, "rates": rates }))?;
             }
             _ = interrupt.recv() => return Ok(()),
             _ = terminate.recv() => return Ok(()),
@@ -255,7 +318,7 @@ fn run_rig(args: RigArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the signal handler")?
-        .block_on(serve_sensor_cable(&emulator, faults, faults_after))?;
+        .block_on(serve_sensor_cable(&emulator, faults, faults_after, args.print_stops))?;
     let stats = emulator.stop();
     log::info!(
         "emulated {} sensor lines, {} step commands ({} refused)",

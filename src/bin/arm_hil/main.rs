@@ -81,12 +81,11 @@ fn main() -> ExitCode {
         Command::Trajectory(command) => trajectory::run(command),
         Command::Bag(command) => bag::run(command),
     };
-    match result {
-        Ok(()) if exit::panicked() => ExitCode::from(exit::PANIC_STATUS as u8),
+    exit::status_of(match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             log::error!("{error:#}");
             ExitCode::FAILURE
         }
-    }
+    })
 }

@@ -311,6 +311,7 @@ pub fn requests_from_joint_command(
     if values.len() != names.len() {
         return Err(format!("{} names but {} values", names.len(), values.len()));
     }
+    crate::nodes::each_named_once(names)?;
     names
         .iter()
         .zip(values)

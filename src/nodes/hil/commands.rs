@@ -70,7 +70,7 @@ impl<J: Clone, C: Clone> HilCommands<J, C> {
             bounds: config.hil.protection.clone(),
             joint_goals: JointGoals::new(follower),
             cartesian: HilGoals::new(withdrawals.clone()),
-            commands: JointCommands::new(settings.joint_command_speed_m_s),
+            commands: JointCommands::new(settings.joint_command_speed_m_s).ending_at_rest(),
             requests,
             withdrawals,
             joint_claim: None,

@@ -241,8 +241,15 @@ impl ManagedHil {
             *stopping_for = why.to_owned();
         }
         running.stop.store(true, Ordering::Relaxed);
-        let (Ok((_, hardware)), Ok(feeder)) = (running.run.join(), running.feeder.join()) else {
-            return Outcome::Error("a loop thread panicked".into());
+        let (run, feeder) = (running.run.join(), running.feeder.join());
+        let (Ok((_, hardware)), Ok(feeder)) = (run, feeder) else {
+            // A panic there is a fault: its rig stopped as it unwound (and from the panic hook),
+            // but the loop never told the node: its goals end here.
+            let cause = "a loop thread panicked".to_owned();
+            self.looping.store(false, Ordering::Relaxed);
+            self.reporter.status(Level::Error, cause.clone());
+            self.reporter.loop_stopped(&LoopEnd::Fault(cause.clone()));
+            return Outcome::Error(cause);
         };
         self.hardware = Some(hardware);
         self.feeder = Some(feeder);

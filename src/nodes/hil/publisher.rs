@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Duration;
 
+use crate::hil::fault_injection::FaultInjection;
 use crate::hil::{HilError, LoopStatus};
 use crate::model::Robot;
 use crate::nodes::robot_state::Urdf;
@@ -163,7 +164,9 @@ pub fn publish_loop(
 ) {
     const TICK: Duration = Duration::from_millis(100);
     let mut last_figures = std::time::Instant::now();
+    let injected = FaultInjection::for_this_thread();
     while !stop.load(Ordering::Relaxed) {
+        injected.check();
         match frames.recv_timeout(TICK) {
             Ok(frame) => publish(HilEvent::Frame(frame)),
             Err(RecvTimeoutError::Timeout) => {}

@@ -121,15 +121,27 @@ pub struct JointCommands {
     /// The fastest a move takes the platform [m/s].
     top_speed_m_s: f64,
     gate: StreamGate,
+    /// Whether a move ends with a hold of [`HOLD_S`] (sil_node's run loop needs a trajectory to
+    /// run) or at rest (hil_node's loop holds its last reference by itself).
+    holds: bool,
 }
 
 impl JointCommands {
     /// The longest a command's move takes [s]: the first, or one after a pause.
     pub const LONGEST_S: f64 = 0.1;
 
-    /// Moves at most `top_speed_m_s` fast (the node's `joint_command_speed_m_s`).
+    /// Moves at most `top_speed_m_s` fast (the node's `joint_command_speed_m_s`), each ending with
+    /// a hold of [`HOLD_S`].
     pub fn new(top_speed_m_s: f64) -> JointCommands {
-        JointCommands { last: None, top_speed_m_s, gate: StreamGate::default() }
+        JointCommands { last: None, top_speed_m_s, gate: StreamGate::default(), holds: true }
+    }
+
+    /// Moves that end at rest, with no hold after them, for a loop that holds its last reference
+    /// by itself (hil_node's): what is queued after a move (a `~/trajectory` segment) then starts
+    /// as the move ends, not behind an hour's hold.
+    pub fn ending_at_rest(mut self) -> JointCommands {
+        self.holds = false;
+        self
     }
 
     /// The arm stopped, or another command took it over: the stream starts afresh, and its
@@ -163,7 +175,7 @@ impl JointCommands {
         };
         self.last = Some((now_s, target));
         let moving = Motion { x, xd, period_s, top_speed_m_s: self.top_speed_m_s };
-        command_trajectory(robot, &moving, &target, &stream_velocity)
+        command_trajectory(robot, &moving, &target, &stream_velocity, self.holds)
     }
 }
 
@@ -207,13 +219,14 @@ struct Motion {
 /// streams commands): within reach at the top speed, it arrives `period_s` later going on at the
 /// stream's velocity `stream_velocity` [m/s] (at most the top speed), so that a controller's
 /// smooth motion is followed smoothly, and comes to rest half a period on if no command
-/// follows; farther (a step), it ramps there at the top speed and arrives at rest. Then the
-/// platform holds for [`HOLD_S`].
+/// follows; farther (a step), it ramps there at the top speed and arrives at rest. Then, where
+/// it `holds`, the platform holds for [`HOLD_S`].
 fn command_trajectory(
     robot: &Robot,
     from: &Motion,
     target: &Vec3,
     stream_velocity: &Vec3,
+    holds: bool,
 ) -> Result<Trajectory, String> {
     let ramp_s = (target - from.x).norm() / from.top_speed_m_s;
     let (arrival_s, velocity) = if ramp_s <= from.period_s {
@@ -226,12 +239,11 @@ fn command_trajectory(
     let rest_s = arrival_s + from.period_s;
     let rest = target + velocity * (from.period_s / 2.0);
     let at = |t, x, xd| Waypoint { t, x, xd, xdd: Vec3::zeros() };
-    let waypoints = vec![
-        at(0.0, from.x, from.xd),
-        at(arrival_s, *target, velocity),
-        at(rest_s, rest, Vec3::zeros()),
-        at(rest_s + HOLD_S, rest, Vec3::zeros()),
-    ];
+    let mut waypoints =
+        vec![at(0.0, from.x, from.xd), at(arrival_s, *target, velocity), at(rest_s, rest, Vec3::zeros())];
+    if holds {
+        waypoints.push(at(rest_s + HOLD_S, rest, Vec3::zeros()));
+    }
     Trajectory::with_robot_forearm(waypoints, robot).map_err(|error| error.to_string())
 }
 

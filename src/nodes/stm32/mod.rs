@@ -208,6 +208,7 @@ pub fn targets_from_joint_state(
     if names.len() != positions.len() {
         return Err(format!("{} names but {} positions", names.len(), positions.len()));
     }
+    crate::nodes::each_named_once(names)?;
     let find = |joint: &String| names.iter().position(|name| name == joint).map(|index| positions[index] as f32);
     let command = match (find(&joint_names[0]), find(&joint_names[1])) {
         (Some(shoulder), Some(elbow)) => Command::SetJointAngles { shoulder, elbow },

@@ -1,0 +1,184 @@
+"""Whatever stops a node stops its device first (docs/safety.md, "Exit paths"): SIGTERM to
+stm32_driver, arduino_driver, hil_node and legacy_bridge in the middle of a motion on the
+emulators, and a panic injected in hil_node's loop and publishing threads (ARM_HIL_INJECT_PANIC,
+the test-only fault hook). The emulators say when the device was told to stop (their
+--print-targets and --print-stops lines, stamped with the wall clock); each node is started
+directly, as StartAndStop starts them, so that the signal reaches it.
+
+Part of the suite that tests/ros/test_nodes.py runs (its helpers and process handling)."""
+
+import json
+import os
+import signal
+import sys
+import time
+
+import rclpy
+from action_msgs.msg import GoalStatus
+
+from test_follow_joint_trajectory import FollowJointTrajectoryTest
+from test_nodes import EXECUTABLES, LOGS, OK, REPO, SHARE, free_port, start
+
+# The device commanded to a stop or hold within this of the signal [s]; the process gone within
+# EXIT_BOUND_S.
+__all__ = ["ExitPaths"]
+
+STOP_BOUND_S = 0.1
+EXIT_BOUND_S = 1.0
+
+
+def emulator(kind, *flags):
+    """`arm_hil emulate KIND FLAGS`, its output in its log; the device paths it prints first (the
+    rig's sensor and stepper, each after its name)."""
+    process = start([str(EXECUTABLES / "arm_hil"), "emulate", kind, *flags], f"emulate_{kind}")
+    count = 2 if kind == "sensor" else 1
+    deadline = time.monotonic() + 20.0
+    lines = []
+    while len(lines) < count and time.monotonic() < deadline:
+        lines = [line for line in process.log_path.read_text().splitlines() if "/" in line and "{" not in line]
+        time.sleep(0.05)
+    assert len(lines) >= count, f"arm_hil emulate {kind} printed no device path"
+    return process, [line.split()[-1] for line in lines[:count]]
+
+
+def said(process):
+    """The JSON lines a process printed so far."""
+    return [json.loads(line) for line in process.log_path.read_text().splitlines() if line.startswith("{")]
+
+
+def node(executable, *parameters, env=None):
+    """A node started from its shipped parameter file with `parameters` on top."""
+    command = [str(EXECUTABLES / executable), "--ros-args", "--params-file", str(SHARE / "config" / f"{executable}.yaml")]
+    for parameter in parameters:
+        command += ["-p", parameter]
+    return start(command, f"{executable}_exit", env)
+
+
+class ExitPaths(FollowJointTrajectoryTest):
+    def goal_on_its_way(self, points, accepted_within=20.0):
+        """A goal the node accepts (it may still be activating), its result asked for; then the
+        arm is let move for a second."""
+        client = self.client()
+        deadline = time.monotonic() + accepted_within
+        while True:
+            handle = self.send(client, points)
+            if handle.accepted or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        self.assertTrue(handle.accepted, "the goal was refused")
+        result = handle.get_result_async()
+        self.spin_until(lambda: False, 1.0)
+        return result
+
+    def terminate(self, process):
+        """SIGTERM to `process`; when it was sent [unix ns]."""
+        sent = time.time_ns()
+        os.kill(process.pid, signal.SIGTERM)
+        return sent
+
+    def assert_aborted(self, result, reason):
+        rclpy.spin_until_future_complete(self.node, result, timeout_sec=5.0)
+        self.assertTrue(result.done(), "the goal got no result")
+        self.assertEqual(result.result().status, GoalStatus.STATUS_ABORTED, result.result())
+        self.assertIn(reason, result.result().result.error_string)
+
+    def assert_gone(self, process, since_ns, status=0):
+        """The process ends within EXIT_BOUND_S of `since_ns` [unix ns], with `status`."""
+        left = EXIT_BOUND_S - (time.time_ns() - since_ns) / 1e9
+        try:
+            exit_status = process.wait(max(left, 0.0) + 0.05)
+        except Exception:
+            self.fail(f"{process.args[0]} still running {EXIT_BOUND_S} s on: {process.log_path.read_text()[-2000:]}")
+        self.assertEqual(exit_status, status, process.log_path.read_text()[-2000:])
+
+    def assert_stopped_after(self, lines, since_ns, stopped):
+        """Of the emulator's `lines`, those at or after `since_ns`: the first that `stopped` says is a
+        stop comes within STOP_BOUND_S, and none after it says otherwise."""
+        time.sleep(0.5)
+        after = [line for line in lines() if line["unix_ns"] >= since_ns]
+        stops = [i for i, line in enumerate(after) if stopped(line)]
+        self.assertTrue(stops, f"no stop after the signal: {after}")
+        self.assertLess((after[stops[0]]["unix_ns"] - since_ns) / 1e9, STOP_BOUND_S, after)
+        self.assertTrue(all(stopped(line) for line in after[stops[0]:]), f"it moved again: {after}")
+        return after[stops[0]]
+
+    def test_sigterm_mid_goal_holds_the_stm32_arm_where_it_is_and_aborts_the_goal(self):
+        self.node_name, self.joints = "stm32_driver", ("stm32_shoulder", "stm32_elbow")
+        firmware, (path,) = emulator("stm32", "--print-targets")
+        driver = node("stm32_driver", f"port:={path}")
+        result = self.goal_on_its_way([(6.0, [0.8, -0.6])])
+        sent = self.terminate(driver)
+        self.assert_aborted(result, "shut down")
+        self.assert_gone(driver, sent)
+        # Setpoints went out at the telemetry's pace until the signal; the last word is a hold short
+        # of the goal's end, where the servos were.
+        hold = self.assert_stopped_after(lambda: said(firmware), sent, lambda line: True)
+        last = said(firmware)[-1]["targets"]
+        self.assertLess(abs(last[0]), 0.6, f"the hold {last} is at the goal's end, not where the arm was: {hold}")
+
+    def test_sigterm_mid_goal_stops_the_testbench_and_aborts_the_goal(self):
+        self.node_name = "arduino_driver"
+        self.joints = ("finger_joint0", "finger_joint1", "finger_joint2", "finger_joint3")
+        mcu, (path,) = emulator("rdscom", "--print-stops")
+        driver = node("arduino_driver", f"port:={path}")
+        result = self.goal_on_its_way([(6.0, [0.1, 0.5, 0.6, 0.4])])
+        sent = self.terminate(driver)
+        self.assert_aborted(result, "shut down")
+        self.assert_gone(driver, sent)
+        self.assert_stopped_after(lambda: said(mcu), sent, lambda line: line["stops"] >= 1)
+
+    def hil_node_on_the_rig(self, env=None):
+        """hil_node on the emulated rig, running its arc; a goal on its way between two poses of
+        the arc; the rig emulator."""
+        self.node_name, self.joints = "hil_node", ("joint1", "joint2", "joint3")
+        rig, (sensor, stepper) = emulator("sensor", "--print-stops")
+        hil = node("hil_node", "hardware:=robotscara", f"sensor_device:={sensor}", f"arduino_device:={stepper}",
+                   env=env)
+        self.wait_status("hil_node: loop", OK, message="running")
+        _, apart = self.poses_of_its_own_trajectory(1.0)
+        result = self.goal_on_its_way([(4.0, apart)])
+        return rig, hil, result
+
+    def test_sigterm_mid_goal_stops_hil_nodes_motors_and_aborts_the_goal(self):
+        rig, hil, result = self.hil_node_on_the_rig()
+        sent = self.terminate(hil)
+        self.assert_aborted(result, "shut down")
+        self.assert_gone(hil, sent)
+        self.assert_stopped_after(lambda: said(rig), sent, lambda line: not line["moving"])
+
+    def panic_mid_goal(self, thread, reason):
+        """A panic injected in hil_node's `thread` 3 s after it starts: the motors stop, the goal
+        ends ABORTED with `reason`, the node ends with a panic's status."""
+        rig, hil, result = self.hil_node_on_the_rig(env={"ARM_HIL_INJECT_PANIC": f"{thread}:6"})
+        self.assert_aborted(result, reason)
+        stop = [line for line in said(rig) if not line["moving"]]
+        self.assertTrue(stop, f"the motors were not stopped: {said(rig)}")
+        self.assert_gone(hil, stop[-1]["unix_ns"], status=101)
+        self.assertIn("panicked", hil.log_path.read_text())
+
+    def test_a_panic_in_hil_nodes_loop_thread_stops_the_motors_ends_the_goal_and_the_node(self):
+        self.panic_mid_goal("hil-loop", "a loop thread panicked")
+
+    def test_a_panic_in_hil_nodes_publishing_thread_stops_the_motors_ends_the_goal_and_the_node(self):
+        self.panic_mid_goal("hil-publish", "shut down")
+
+    def test_sigterm_mid_h_session_stops_legacy_bridges_motors(self):
+        rig, (sensor, stepper) = emulator("sensor", "--print-stops")
+        port = free_port()
+        bridge = node("legacy_bridge", "hil_hardware:=robotscara", f"server.bind:=127.0.0.1:{port}",
+                      'server.device_allow_list:=["/dev/pts/*"]')
+        self.wait_status("legacy_bridge: server", OK)
+        # The arc of 31 s, from where the emulated arm rests.
+        arc = LOGS / "arc_slow.csv"
+        start([str(EXECUTABLES / "arm_hil"), "trajectory", "arc", "--max-speed", "1.5", "-o", str(arc)],
+              "arc_slow").wait(10.0)
+        start([sys.executable, str(REPO / "examples" / "legacy_client.py"), f"127.0.0.1:{port}", str(arc),
+               "--mode", "H", "--sensor", sensor, "--arduino", stepper], "legacy_client_h")
+        deadline = time.monotonic() + 20.0
+        while not any(line["moving"] for line in said(rig)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertTrue(any(line["moving"] for line in said(rig)), "the session never drove the motors")
+        time.sleep(2.0)
+        sent = self.terminate(bridge)
+        self.assert_gone(bridge, sent)
+        self.assert_stopped_after(lambda: said(rig), sent, lambda line: not line["moving"])
