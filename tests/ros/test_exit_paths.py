@@ -1,6 +1,6 @@
 """Whatever stops a node stops its device first (docs/safety.md, "Exit paths"): SIGTERM to
 stm32_driver, arduino_driver, hil_node and legacy_bridge in the middle of a motion on the
-emulators, and a panic injected in hil_node's loop and publishing threads (ARM_HIL_INJECT_PANIC,
+emulators, and a panic injected in hil_node's loop and publishing threads (ARM_HIL_INJECT_FAULT,
 the test-only fault hook). The emulators say when the device was told to stop (their
 --print-targets and --print-stops lines, stamped with the wall clock); each node is started
 directly, as StartAndStop starts them, so that the signal reaches it.
@@ -104,17 +104,24 @@ class ExitPaths(FollowJointTrajectoryTest):
 
     def test_sigterm_mid_goal_holds_the_stm32_arm_where_it_is_and_aborts_the_goal(self):
         self.node_name, self.joints = "stm32_driver", ("stm32_shoulder", "stm32_elbow")
-        firmware, (path,) = emulator("stm32", "--print-targets")
+        # Servos slow enough (2 s) that the goal's setpoints run well ahead of them.
+        firmware, (path,) = emulator("stm32", "--print-targets", "--servo-time-constant", "2")
         driver = node("stm32_driver", f"port:={path}")
-        result = self.goal_on_its_way([(6.0, [0.8, -0.6])])
+        result = self.goal_on_its_way([(4.0, [0.8, -0.6])])
         sent = self.terminate(driver)
         self.assert_aborted(result, "shut down")
         self.assert_gone(driver, sent)
-        # Setpoints went out at the telemetry's pace until the signal; the last word is a hold short
-        # of the goal's end, where the servos were.
-        hold = self.assert_stopped_after(lambda: said(firmware), sent, lambda line: True)
-        last = said(firmware)[-1]["targets"]
-        self.assertLess(abs(last[0]), 0.6, f"the hold {last} is at the goal's end, not where the arm was: {hold}")
+        # The last target is a hold where the servos were, within the bound; the goal's last
+        # setpoint before it was not there.
+        time.sleep(0.5)
+        lines = said(firmware)
+        after = [line for line in lines if line["unix_ns"] >= sent]
+        self.assertTrue(after, "no hold after the signal")
+        hold, setpoint = after[-1], [line for line in lines if line["unix_ns"] < sent][-1]
+        self.assertLess((hold["unix_ns"] - sent) / 1e9, STOP_BOUND_S, after)
+        off = lambda line: max(abs(t - a) for t, a in zip(line["targets"], hold["angles"]))  # noqa: E731
+        self.assertLess(off(hold), 0.05, f"the hold is not where the servos were: {hold}")
+        self.assertGreater(off(setpoint), 0.1, f"the goal's setpoint {setpoint} was there already: nothing shown")
 
     def test_sigterm_mid_goal_stops_the_testbench_and_aborts_the_goal(self):
         self.node_name = "arduino_driver"
@@ -127,16 +134,16 @@ class ExitPaths(FollowJointTrajectoryTest):
         self.assert_gone(driver, sent)
         self.assert_stopped_after(lambda: said(mcu), sent, lambda line: line["stops"] >= 1)
 
-    def hil_node_on_the_rig(self, env=None):
-        """hil_node on the emulated rig, running its arc; a goal on its way between two poses of
-        the arc; the rig emulator."""
+    def hil_node_on_the_rig(self, env=None, goal_s=4.0):
+        """hil_node on the emulated rig, running its arc; a goal of `goal_s` on its way between two
+        poses of the arc; the rig emulator."""
         self.node_name, self.joints = "hil_node", ("joint1", "joint2", "joint3")
         rig, (sensor, stepper) = emulator("sensor", "--print-stops")
         hil = node("hil_node", "hardware:=robotscara", f"sensor_device:={sensor}", f"arduino_device:={stepper}",
                    env=env)
         self.wait_status("hil_node: loop", OK, message="running")
         _, apart = self.poses_of_its_own_trajectory(1.0)
-        result = self.goal_on_its_way([(4.0, apart)])
+        result = self.goal_on_its_way([(goal_s, apart)])
         return rig, hil, result
 
     def test_sigterm_mid_goal_stops_hil_nodes_motors_and_aborts_the_goal(self):
@@ -147,9 +154,10 @@ class ExitPaths(FollowJointTrajectoryTest):
         self.assert_stopped_after(lambda: said(rig), sent, lambda line: not line["moving"])
 
     def panic_mid_goal(self, thread, reason):
-        """A panic injected in hil_node's `thread` 3 s after it starts: the motors stop, the goal
-        ends ABORTED with `reason`, the node ends with a panic's status."""
-        rig, hil, result = self.hil_node_on_the_rig(env={"ARM_HIL_INJECT_PANIC": f"{thread}:6"})
+        """A panic injected in hil_node's `thread` 6 s after it starts, while its goal runs: the
+        motors stop, the goal ends ABORTED with `reason`, the node ends with a panic's status."""
+        env = {"ARM_HIL_INJECT_FAULT": f"panic:{thread}:6"}
+        rig, hil, result = self.hil_node_on_the_rig(env=env, goal_s=15.0)
         self.assert_aborted(result, reason)
         stop = [line for line in said(rig) if not line["moving"]]
         self.assertTrue(stop, f"the motors were not stopped: {said(rig)}")

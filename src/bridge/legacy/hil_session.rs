@@ -73,6 +73,15 @@ impl Drop for HilSlot<'_> {
     }
 }
 
+/// Says the loop released the rig when dropped, however the loop's thread leaves its task.
+struct Released(Arc<AtomicBool>);
+
+impl Drop for Released {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
 /// Hands the HIL loop's frames to the session's writer; a full channel drops the frame.
 struct ChannelSink(mpsc::Sender<Frame>);
 
@@ -113,16 +122,14 @@ pub(super) async fn stream_hil(
     let run = {
         let (sil, setup, trajectory, running) = (shared.sil.clone(), setup.clone(), trajectory.clone(), running);
         tokio::task::spawn_blocking(move || -> Result<_, SessionError> {
-            let ran = (|| {
-                let hardware = open_hardware(setup.kind, &devices, &setup.settings, &sil, &start, trajectory.elbow())?;
-                let feed = feed_trajectory(trajectory.clone());
-                let (elbow, l_arm) = (trajectory.elbow(), trajectory.l_arm());
-                let hil = HilLoop::new(setup.hil, &sil, elbow, l_arm, hardware, feed, running.stop.clone())?;
-                Ok(hil.with_frames(Box::new(ChannelSink(frames))).run())
-            })();
-            // The loop has ended with its safe stop and dropped the rig (or never opened it).
-            running.released.store(true, Ordering::SeqCst);
-            ran
+            // Once the loop has ended with its safe stop and dropped the rig (or never opened it,
+            // or panicked: the rig stopped as it unwound).
+            let _released = Released(running.released.clone());
+            let hardware = open_hardware(setup.kind, &devices, &setup.settings, &sil, &start, trajectory.elbow())?;
+            let feed = feed_trajectory(trajectory.clone());
+            let (elbow, l_arm) = (trajectory.elbow(), trajectory.l_arm());
+            let hil = HilLoop::new(setup.hil, &sil, elbow, l_arm, hardware, feed, running.stop.clone())?;
+            Ok(hil.with_frames(Box::new(ChannelSink(frames))).run())
         })
     };
     let mut last = Frame { t: start.t, x: start.x, x_dot: start.xd, ..Frame::default() };
