@@ -346,13 +346,20 @@ fn stm32_driver_parameters_commands_and_imu_orientation() {
     let refused = targets_from_joint_state(&twice, &[0.1, 0.2, 0.3], &names).unwrap_err();
     assert_eq!(refused, "joint `stm32_shoulder` is named twice", "no value of the two wins silently");
 
-    let gains = command_for_parameter(&mut config, "pid.shoulder.ki", &ParamValue::Double(0.5)).unwrap().unwrap();
+    let gains =
+        command_for_parameter(&mut config, "pid.shoulder.ki", &ParamValue::Double(0.5), false).unwrap().unwrap();
     assert!(matches!(gains, Command::SetPidGains { shoulder, .. } if shoulder.ki == 0.5));
-    assert!(command_for_parameter(&mut config, "pid.shoulder.ki", &ParamValue::Double(5.0)).is_err());
+    assert!(command_for_parameter(&mut config, "pid.shoulder.ki", &ParamValue::Double(5.0), false).is_err());
     assert_eq!(config.pid.shoulder.ki, 0.5, "a refused change leaves the gains alone");
-    let mode = command_for_parameter(&mut config, "mode", &ParamValue::String("idle".into())).unwrap();
+    let mode = command_for_parameter(&mut config, "mode", &ParamValue::String("idle".into()), false).unwrap();
     assert_eq!(mode, Some(Command::SetMode(ControlMode::Idle)));
-    assert_eq!(command_for_parameter(&mut config, "port", &ParamValue::String("x".into())).unwrap(), None);
+    assert_eq!(command_for_parameter(&mut config, "port", &ParamValue::String("x".into()), false).unwrap(), None);
+    // A goal or trajectory followed: the gains and the mode stay as the motion was checked with.
+    for (name, value) in [("pid.elbow.kp", ParamValue::Double(1.0)), ("mode", ParamValue::String("position".into()))] {
+        let refused = command_for_parameter(&mut config, name, &value, true).unwrap_err();
+        assert!(refused.contains("while a goal or ~/joint_trajectory is followed"), "{refused}");
+    }
+    assert_eq!(config.mode, "idle", "a refused change leaves the mode alone");
 
     let [x, y, z, w] = imu_orientation(0.0, std::f64::consts::FRAC_PI_2);
     let half = std::f64::consts::FRAC_1_SQRT_2;

@@ -102,14 +102,15 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     }));
     let mut declared = to_params(&config);
     declared.extend(ros_params(&node));
-    let parameters_commanding = commanding.clone();
+    let (parameters_commanding, parameters_goals) = (commanding.clone(), goals.clone());
     serve_parameters(
         &mut node,
         &pool.spawner(),
         ParameterServer::new(declared, STM32_NODE_PARAMS),
         Box::new(move |name, value| {
             let mut config = shared_config.lock().map_err(|_| "parameters unavailable".to_owned())?;
-            match command_for_parameter(&mut config, name, value)? {
+            let followed = parameters_goals.lock().map_or(true, |goals| goals.goals.commanding());
+            match command_for_parameter(&mut config, name, value, followed)? {
                 // Sent now where the node is active; activating sends it otherwise.
                 Some(command) => match parameters_commanding.get() {
                     Ok(commander) => commander.send(command).map_err(|error| error.to_string()),

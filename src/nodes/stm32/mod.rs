@@ -221,11 +221,17 @@ pub fn targets_from_joint_state(
 }
 
 /// The command a changed parameter calls for, if any: `pid.*` sends the gains, `mode` the mode.
+/// Neither changes while a goal or trajectory is `followed`: the motion it was checked for would
+/// no longer be the one the servos make.
 pub fn command_for_parameter(
     config: &mut Stm32NodeConfig,
     name: &str,
     value: &ParamValue,
+    followed: bool,
 ) -> Result<Option<Command>, String> {
+    if followed && (name == "mode" || name.starts_with("pid.")) {
+        return Err(format!("{name} does not change while a goal or ~/joint_trajectory is followed: cancel it first"));
+    }
     let number = || match value {
         ParamValue::Double(value) => Ok(*value),
         ParamValue::Integer(value) => Ok(*value as f64),
