@@ -129,20 +129,18 @@ fn exit_stop(shared: &Shared, port: &SharedPort) {
     let mut line = Vec::with_capacity(48);
     encode_step_command(&StepRates::default(), &mut line);
     let deadline = Instant::now() + EXIT_PORT_WAIT;
-    loop {
+    let port = loop {
         match port.try_lock() {
-            Ok(mut port) => {
-                break port.write_all(&line).unwrap_or_else(|error| log::error!("the rig's exit stop: {error}"))
-            }
-            Err(TryLockError::Poisoned(poisoned)) => {
-                break poisoned
-                    .into_inner()
-                    .write_all(&line)
-                    .unwrap_or_else(|error| log::error!("the rig's exit stop: {error}"))
-            }
+            Ok(port) => break Some(port),
+            Err(TryLockError::Poisoned(poisoned)) => break Some(poisoned.into_inner()),
             Err(TryLockError::WouldBlock) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
-            Err(TryLockError::WouldBlock) => break log::error!("the rig's exit stop found the Arduino's port held"),
+            Err(TryLockError::WouldBlock) => break None,
         }
+    };
+    match port.map(|mut port| port.write_all(&line)) {
+        Some(Ok(())) => {}
+        Some(Err(error)) => log::error!("the rig's exit stop could not write zero rates: {error}"),
+        None => log::error!("the rig's exit stop found the Arduino's port held for {EXIT_PORT_WAIT:?}"),
     }
 }
 
