@@ -70,8 +70,9 @@ impl Process {
     }
 
     fn start_with(args: &[&str], environment: &[(&str, &str)]) -> Process {
-        // As users run it: with RUST_BACKTRACE set, a panic's report resolves a backtrace before
-        // a panicking thread unwinds, and a serial driver writes its hold as its thread unwinds.
+        // As users run it, without RUST_BACKTRACE (cargo test sets it): with it, a panic's report
+        // resolves a backtrace before the thread unwinds, and a serial driver whose own thread
+        // panics writes its hold as the thread unwinds (docs/safety.md, "Exit paths").
         let mut child = Command::new(env!("CARGO_BIN_EXE_arm_hil"))
             .env_remove("RUST_BACKTRACE")
             .args(args)
@@ -417,7 +418,7 @@ fn sigterm_on_stm32_holds_the_servos_where_they_are_and_ends_the_process() {
 #[test]
 fn a_panic_in_the_stm32_drivers_own_thread_holds_the_servos_and_ends_the_process() {
     let emulator = slow_stm32();
-    let mut driver = stm32_on_its_way(&emulator, &[("ARM_HIL_INJECT_FAULT", "panic:stm32-driver:1.5")]);
+    let mut driver = stm32_on_its_way(&emulator, &[("ARM_HIL_INJECT_FAULT", "panic:stm32-driver:3")]);
     let (panicked, report) = driver.logged("panicked");
     assert!(report.contains("stm32-driver"), "{report}");
     assert_held_short_of_the_target(&emulator, STOP_BOUND);

@@ -374,19 +374,21 @@ fn write_steps(port: SharedPort, shared: &Shared, config: &StepperConfig) {
         }
         line.clear();
         encode_step_command(&rates, &mut line);
-        // Stamped just before the write: the Arduino takes the rates as the line arrives. No
-        // flush after it: tcdrain waits for the other end, and a process paused meanwhile came
-        // back to a flush timed out, a lost link for nothing.
+        // No flush after the write: tcdrain waits for the other end, and a process paused
+        // meanwhile came back to a flush timed out, a lost link for nothing.
+        if let Err(error) = port.write_all(&line) {
+            return shared.fail(format!("Arduino port: {error}"));
+        }
+        drop(port);
+        // Stamped as the write returns (the line is in the kernel's buffer; the Arduino takes
+        // the rates as it arrives), outside the port's lock: the exit stop never waits on the
+        // field, which the loop's cycle takes.
         if let Ok(mut field) = shared.field.lock() {
             let now = shared.elapsed();
             if let Some(field) = field.as_mut() {
                 field.set_rates(now, &rates, config);
             }
         }
-        if let Err(error) = port.write_all(&line) {
-            return shared.fail(format!("Arduino port: {error}"));
-        }
-        drop(port);
         if closing {
             shared.closed.store(true, Ordering::Relaxed);
             return;

@@ -14,7 +14,7 @@
 //! What no process can do for itself (SIGKILL, a power cut) is the hardware's: docs/safety.md.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -37,9 +37,8 @@ pub const PANIC_STATUS: i32 = 101;
 static REQUESTED: LazyLock<Arc<AtomicBool>> = LazyLock::new(|| Arc::new(AtomicBool::new(false)));
 /// Woken when [`REQUESTED`] is set, for async waiters.
 static REQUESTED_NOTIFY: tokio::sync::Notify = tokio::sync::Notify::const_new();
-/// How many times the process was asked to end (a signal or a panic).
-static ASKED: AtomicUsize = AtomicUsize::new(0);
-/// When it was first asked [ns since the process's exit handling started].
+/// When the process was first asked to end (a signal or a panic) [ns since its exit handling
+/// started, at least 1]; 0 until then.
 static FIRST_ASKED_NS: AtomicU64 = AtomicU64::new(0);
 static STARTED: LazyLock<Instant> = LazyLock::new(Instant::now);
 static PANICKED: AtomicBool = AtomicBool::new(false);
@@ -153,25 +152,26 @@ pub fn status_of(status: std::process::ExitCode) -> std::process::ExitCode {
 /// the hook that was in place (the default one: its message, and a backtrace where asked for).
 pub fn handle_signals() -> Result<(), ctrlc::Error> {
     LazyLock::force(&STARTED);
-    ctrlc::set_handler(|| asked_to_end("interrupted"))?;
+    ctrlc::set_handler(|| asked_to_end("interrupted", true))?;
     let report = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         // The devices first: the report can take a while (a backtrace is resolved for it).
         PANICKED.store(true, Ordering::Relaxed);
         let thread = std::thread::current();
         stop_devices(&format!("a panic in thread `{}`", thread.name().unwrap_or("unnamed")));
-        asked_to_end("a panic");
+        asked_to_end("a panic", false);
         report(info);
     }));
     Ok(())
 }
 
-/// A signal or a panic (`what`): the first asks the process to end and starts the grace; one
-/// after [`SAME_INTERRUPT`] ends the process at once.
-fn asked_to_end(what: &str) {
-    let now_ns = u64::try_from(STARTED.elapsed().as_nanos()).unwrap_or(u64::MAX);
-    if ASKED.fetch_add(1, Ordering::SeqCst) == 0 {
-        FIRST_ASKED_NS.store(now_ns, Ordering::SeqCst);
+/// A signal (`by_signal`) or a panic (`what`): the first asks the process to end and starts the
+/// grace; a signal more than [`SAME_INTERRUPT`] after it ends the process at once. A later panic
+/// (one that the shutdown brings out in another thread, say) forces nothing: its report is kept.
+fn asked_to_end(what: &str, by_signal: bool) {
+    let now_ns = u64::try_from(STARTED.elapsed().as_nanos()).unwrap_or(u64::MAX).max(1);
+    let first = FIRST_ASKED_NS.compare_exchange(0, now_ns, Ordering::SeqCst, Ordering::SeqCst);
+    if first.is_ok() {
         log::info!("{what}: stopping (interrupt again to stop the devices and exit at once)");
         request();
         let watchdog = std::thread::Builder::new().name("exit-grace".into()).spawn(|| {
@@ -185,7 +185,9 @@ fn asked_to_end(what: &str) {
         if watchdog.is_err() {
             exit_now("no thread for the exit's grace");
         }
-    } else if now_ns.saturating_sub(FIRST_ASKED_NS.load(Ordering::SeqCst)) > SAME_INTERRUPT.as_nanos() as u64 {
+    } else if first
+        .is_err_and(|first_ns| by_signal && now_ns.saturating_sub(first_ns) > SAME_INTERRUPT.as_nanos() as u64)
+    {
         exit_now(&format!("{what} again"));
     }
 }
