@@ -83,7 +83,7 @@ pub fn on_exit(name: impl Into<String>, stop: impl Fn() + Send + Sync + 'static)
 }
 
 /// The names of the devices registered now.
-pub fn devices() -> Vec<String> {
+fn devices() -> Vec<String> {
     stops().iter().map(|registered| registered.name.clone()).collect()
 }
 
@@ -113,7 +113,7 @@ pub fn requested_flag() -> Arc<AtomicBool> {
 }
 
 /// Asks every run of the process to end, as a signal does.
-pub fn request() {
+fn request() {
     REQUESTED.store(true, Ordering::Relaxed);
     REQUESTED_NOTIFY.notify_waiters();
 }
@@ -211,6 +211,16 @@ pub struct ExitGuard;
 impl Drop for ExitGuard {
     fn drop(&mut self) {
         stop_devices("the end of main");
+    }
+}
+
+/// Sets its flag when dropped, however the scope that holds it ends (a panic too): how a device's
+/// owner tells a stop waiting on it ([`wait_for`]) that it has let go.
+pub struct SetOnDrop(pub Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
     }
 }
 

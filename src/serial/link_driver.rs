@@ -113,8 +113,9 @@ impl<L: SerialLink> LinkDriver<L> {
         let thread = std::thread::Builder::new().name(name.into()).spawn({
             let finished = finished.clone();
             move || {
+                // Set as the thread ends, a panic included (its safe stop is written by then).
+                let _finished = exit::SetOnDrop(finished);
                 run(port, link, &requests_rx, &events_tx);
-                finished.store(true, Ordering::Relaxed);
             }
         })?;
         let exit_requests = Mutex::new(requests.clone());

@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 use super::{write_chunk, Observed, SessionError, SessionReport, Shared};
 use crate::control::Trajectory;
 use crate::drivers::{open_hardware, RigDevices, RigKind, RigSettings};
+use crate::hil::exit::SetOnDrop;
 use crate::hil::{feed_trajectory, FrameSink, HilConfig, HilLoop};
 use crate::protocol::legacy::{encode_frame, end_marker, FRAME_BYTES};
 use crate::sim::Frame;
@@ -73,15 +74,6 @@ impl Drop for HilSlot<'_> {
     }
 }
 
-/// Says the loop released the rig when dropped, however the loop's thread leaves its task.
-struct Released(Arc<AtomicBool>);
-
-impl Drop for Released {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-}
-
 /// Hands the HIL loop's frames to the session's writer; a full channel drops the frame.
 struct ChannelSink(mpsc::Sender<Frame>);
 
@@ -124,7 +116,7 @@ pub(super) async fn stream_hil(
         tokio::task::spawn_blocking(move || -> Result<_, SessionError> {
             // Once the loop has ended with its safe stop and dropped the rig (or never opened it,
             // or panicked: the rig stopped as it unwound).
-            let _released = Released(running.released.clone());
+            let _released = SetOnDrop(running.released.clone());
             let hardware = open_hardware(setup.kind, &devices, &setup.settings, &sil, &start, trajectory.elbow())?;
             let feed = feed_trajectory(trajectory.clone());
             let (elbow, l_arm) = (trajectory.elbow(), trajectory.l_arm());
