@@ -389,11 +389,10 @@ fn write_steps(port: SharedPort, shared: &Shared, config: &StepperConfig) {
                 field.set_rates(now, &rates, config);
             }
         }
+        // The writer ends only after a closing line: zero rates are the last it sends, even when
+        // the rig is dropped while it writes older rates (the close is taken on the next turn).
         if closing {
             shared.closed.store(true, Ordering::Relaxed);
-            return;
-        }
-        if shared.stop.load(Ordering::Relaxed) {
             return;
         }
     }

@@ -93,10 +93,11 @@ fn devices() -> Vec<String> {
 pub fn stop_devices(why: &str) -> usize {
     let registered: Vec<(String, StopFn)> =
         stops().iter().map(|registered| (registered.name.clone(), registered.stop.clone())).collect();
+    // Each stop first, the log after: a log blocked on a full stderr pipe must not hold a stop.
     for (name, stop) in &registered {
-        log::warn!("stopping {name}: {why}");
-        if std::panic::catch_unwind(AssertUnwindSafe(|| stop())).is_err() {
-            log::error!("the stop of {name} panicked");
+        match std::panic::catch_unwind(AssertUnwindSafe(|| stop())) {
+            Ok(()) => log::warn!("stopped {name}: {why}"),
+            Err(_) => log::error!("the stop of {name} panicked"),
         }
     }
     registered.len()
@@ -172,8 +173,8 @@ fn asked_to_end(what: &str, by_signal: bool) {
     let now_ns = u64::try_from(STARTED.elapsed().as_nanos()).unwrap_or(u64::MAX).max(1);
     let first = FIRST_ASKED_NS.compare_exchange(0, now_ns, Ordering::SeqCst, Ordering::SeqCst);
     if first.is_ok() {
-        log::info!("{what}: stopping (interrupt again to stop the devices and exit at once)");
         request();
+        log::info!("{what}: stopping (interrupt again to stop the devices and exit at once)");
         let watchdog = std::thread::Builder::new().name("exit-grace".into()).spawn(|| {
             std::thread::sleep(GRACE);
             let held = devices();

@@ -187,7 +187,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
         .observed_by(drive_setpoints(setpoints.clone(), commanding.clone(), table, follow))
         .stopping_with(Box::new(move |why| {
             // The goal first: no step sends a setpoint once the waiting one is forgotten.
-            end_joint_goal(stopping.lock().ok().and_then(|mut goals| goals.stopped(why)));
+            end_joint_goal(stopping.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).stopped(why));
             if let Ok(mut setpoints) = stopping_setpoints.lock() {
                 setpoints.unsent();
             }

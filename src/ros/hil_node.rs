@@ -57,10 +57,9 @@ impl HilReporter for NodeReporter {
     }
 
     fn loop_stopped(&self, end: &LoopEnd) {
-        let answers = self.commands.lock().ok().map(|mut commands| commands.loop_stopped(end));
-        if let Some(answers) = answers {
-            (self.answering)(answers);
-        }
+        // Even after a panic under the lock: the goals must end (the commands are plain data).
+        let answers = self.commands.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).loop_stopped(end);
+        (self.answering)(answers);
     }
 }
 

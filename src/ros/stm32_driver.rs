@@ -98,7 +98,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let managed = follow_joint_trajectories(&mut node, &pool, goals.clone(), managed)?;
     let stopping = goals.clone();
     let managed = managed.stopping_with(Box::new(move |why| {
-        end_joint_goal(stopping.lock().ok().and_then(|mut goals| goals.stopped(why)));
+        end_joint_goal(stopping.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).stopped(why));
     }));
     let mut declared = to_params(&config);
     declared.extend(ros_params(&node));

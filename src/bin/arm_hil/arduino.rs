@@ -158,6 +158,8 @@ pub(crate) fn run(args: ArduinoArgs) -> anyhow::Result<()> {
             print_event(event, &table, args.json.json)
         },
     );
+    // The device's safe stop (a hold, a Stop) before the recording is closed, which can take a while.
+    drop(driver);
     if let Some(recording) = recording {
         finish_publisher(recording, wall_clock_ns())?;
     }

@@ -162,6 +162,8 @@ pub(crate) fn run(args: Stm32Args) -> anyhow::Result<()> {
             print_event(event, args.json.json)
         },
     );
+    // The device's safe stop (a hold, a Stop) before the recording is closed, which can take a while.
+    drop(driver);
     if let Some(recording) = recording {
         finish_publisher(recording, wall_clock_ns())?;
     }
