@@ -141,7 +141,10 @@ class ExitPaths(FollowJointTrajectoryTest):
         rig, (sensor, stepper) = emulator("sensor", "--print-stops")
         hil = node("hil_node", "hardware:=robotscara", f"sensor_device:={sensor}", f"arduino_device:={stepper}",
                    env=env)
-        self.wait_status("hil_node: loop", OK, message="running")
+        # Running, OK or with overruns (a WARN under load): the loop drives the motors either way.
+        running = self.statuses("hil_node: loop", 20.0, until=lambda found: any(
+            s.message.startswith("running") for _, s in found))
+        self.assertTrue(any(s.message.startswith("running") for _, s in running), f"the loop never ran: {running[-3:]}")
         _, apart = self.poses_of_its_own_trajectory(1.0)
         result = self.goal_on_its_way([(goal_s, apart)])
         return rig, hil, result
