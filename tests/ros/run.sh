@@ -29,10 +29,17 @@ mkdir -p "$ws/src"
 ln -sfn "$repo" "$ws/src/arm_hil"
 echo "building arm_hil with colcon in $ws"
 # CMake is told the Python that ROS runs on: Humble's interface generator would otherwise take the
-# first python3.x on PATH.
+# first python3.x on PATH. The executables are built with cargo's colcon-test profile, a
+# user's release build without its fat LTO (Cargo.toml says why).
+# ARM_HIL_CARGO_TARGET_DIR names a cargo target directory that the workspaces of other distros
+# share, one build after another (.ci/run's): the crates that bind no ROS are built once for
+# all. Both options are given every time: CMake keeps them in the workspace's cache.
+built_from=$SECONDS
 (cd "$ws" && colcon build --packages-select arm_hil --event-handlers console_cohesion- status- \
-  --cmake-args "-DPYTHON_EXECUTABLE=$(command -v python3)" >"$ws/build.log" 2>&1) \
+  --cmake-args "-DPYTHON_EXECUTABLE=$(command -v python3)" -DARM_HIL_CARGO_PROFILE=colcon-test \
+  "-DARM_HIL_CARGO_TARGET_DIR=${ARM_HIL_CARGO_TARGET_DIR:-$ws/build/arm_hil/cargo}" >"$ws/build.log" 2>&1) \
   || { tail -40 "$ws/build.log"; exit 1; }
+echo "built in $((SECONDS - built_from)) s"
 set +u
 . "$ws/install/setup.bash"
 set -u
@@ -47,6 +54,78 @@ fi
 
 # DDS stays on this machine: a fresh network namespace with nothing but lo, and a /dev/shm of
 # its own: Fast DDS's shared-memory transport finds its peers through /dev/shm, across network
-# namespaces, and a killed process leaves its segments there; this one goes with the run.
-exec unshare --net --mount -- bash -c 'mount -t tmpfs -o mode=1777 arm_hil_shm /dev/shm &&
-  ip link set lo up multicast on && exec python3 "$0" "${@:1}"' "$repo/tests/ros/$script" "$@"
+# namespaces, and a killed process leaves its segments there; this one goes with the run. And
+# pseudo-terminals of its own: a driver that retries the path of an emulator its test stopped
+# would otherwise open the next worker's emulator, given the freed number.
+in_loopback_namespace() {
+  unshare --net --mount -- bash -c 'mount -t tmpfs -o mode=1777 arm_hil_shm /dev/shm &&
+    mount -t devpts -o newinstance,ptmxmode=0666 arm_hil_pts /dev/pts && mount --bind /dev/pts/ptmx /dev/ptmx &&
+    ip link set lo up multicast on && exec "$@"' bash "$@"
+}
+
+# Named tests, or a benchmark, run in one namespace. The whole suite runs in
+# ARM_HIL_ROS_WORKERS workers (3 by default) at once, each in a namespace and on a ROS domain
+# of its own, each taking the next test class no worker has taken (test_nodes.py --claims):
+# most of a test's time is waiting for a node, not computing.
+if [ "$script" != test_nodes.py ] || [ $# -gt 0 ]; then
+  in_loopback_namespace python3 "$repo/tests/ros/$script" "$@"
+  exit
+fi
+# One compound command, read whole before it runs: an edit of this file mid-run changes nothing.
+{
+  workers="${ARM_HIL_ROS_WORKERS:-3}"
+  [ "$workers" -ge 1 ] || { echo "ARM_HIL_ROS_WORKERS=$workers: at least one worker"; exit 2; }
+  # A worker that outlives this (a test stuck past its own bounds) is stopped, and said.
+  worker_budget_s="${ARM_HIL_ROS_WORKER_BUDGET_S:-1500}"
+  claims=$(mktemp -d -t arm_hil_ros_claims.XXXXXX)
+  logs=$(mktemp -d -t arm_hil_ros_workers.XXXXXX)
+  pids=() busy=()
+  # Whatever ends this script ends its workers (each in a process group of its own) and loops,
+  # and an interrupted run still shows what its workers said so far.
+  stop_started() {
+    trap '' INT TERM
+    [ ${#pids[@]} -eq 0 ] || { kill -INT -- "${pids[@]/#/-}" 2>/dev/null || true
+      for log in "$logs"/worker*.log; do echo "=== $log, as it was when the run was stopped:"; tail -30 "$log"; done; }
+    [ ${#busy[@]} -eq 0 ] || kill "${busy[@]}" 2>/dev/null || true
+    wait || true
+    rm -rf "$claims"
+  }
+  trap stop_started EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  # ARM_HIL_ROS_BUSY_CORES=N runs N busy loops beside the suite, as a loaded robot PC or CI
+  # machine would (docs/testing.md): a test that passes only on an idle machine shows here.
+  for _ in $(seq 1 "${ARM_HIL_ROS_BUSY_CORES:-0}"); do
+    timeout "$worker_budget_s" sh -c 'while :; do :; done' &
+    busy+=($!)
+  done
+  expected=$(python3 "$repo/tests/ros/test_nodes.py" --count)
+  suite_from=$SECONDS
+  # The workers share the machine, but for tests on the emulated rig (test_nodes.py, take_the_machine).
+  export ARM_HIL_ROS_MACHINE_LOCK="$claims/machine.lock"
+  for worker in $(seq 1 "$workers"); do
+    ROS_DOMAIN_ID=$((40 + worker)) in_loopback_namespace timeout -s INT -k 30 "$worker_budget_s" \
+      python3 "$repo/tests/ros/test_nodes.py" --claims "$claims" >"$logs/worker$worker.log" 2>&1 &
+    pids+=($!)
+  done
+  failed=0
+  for pid in "${pids[@]}"; do
+    wait "$pid" || failed=1
+  done
+  pids=()
+  total=0 passed=0 failures=0 skipped=0
+  for worker in $(seq 1 "$workers"); do
+    echo "=== worker $worker of $workers"
+    cat "$logs/worker$worker.log"
+    counts=$(sed -n 's/^ros: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped$/\1 \2 \3/p' "$logs/worker$worker.log")
+    [ -n "$counts" ] || { echo "worker $worker ended without its verdict"; failed=1; continue; }
+    read -r worker_passed worker_failed worker_skipped <<<"$counts"
+    passed=$((passed + worker_passed)) failures=$((failures + worker_failed)) skipped=$((skipped + worker_skipped))
+  done
+  rm -rf "$logs"
+  total=$((passed + failures + skipped))
+  [ "$total" -eq "$expected" ] || { echo "the workers ran $total tests of the suite's $expected"; failed=1; }
+  echo "ros suite: $total tests, $passed passed, $failures failed, $skipped skipped (what this underlay lacks)," \
+    "in $((SECONDS - suite_from)) s with $workers workers"
+  exit "$failed"
+}

@@ -17,7 +17,7 @@ import rclpy
 from action_msgs.msg import GoalStatus
 
 from test_follow_joint_trajectory import FollowJointTrajectoryTest
-from test_nodes import EXECUTABLES, LOGS, OK, REPO, SHARE, free_port, start
+from test_nodes import EXECUTABLES, LOGS, OK, REPO, SHARE, free_port, on_the_emulated_rig, start
 
 # The device commanded to a stop or hold within this of the signal [s]; the process gone within
 # EXIT_BOUND_S.
@@ -138,17 +138,16 @@ class ExitPaths(FollowJointTrajectoryTest):
         """hil_node on the emulated rig, running its arc; a goal of `goal_s` on its way between two
         poses of the arc; the rig emulator."""
         self.node_name, self.joints = "hil_node", ("joint1", "joint2", "joint3")
+        self.take_the_emulated_rig()
         rig, (sensor, stepper) = emulator("sensor", "--print-stops")
         hil = node("hil_node", "hardware:=robotscara", f"sensor_device:={sensor}", f"arduino_device:={stepper}",
                    env=env)
-        # Running, OK or with overruns (a WARN under load): the loop drives the motors either way.
-        running = self.statuses("hil_node: loop", 20.0, until=lambda found: any(
-            s.message.startswith("running") for _, s in found))
-        self.assertTrue(any(s.message.startswith("running") for _, s in running), f"the loop never ran: {running[-3:]}")
+        self.wait_loop_running()
         _, apart = self.poses_of_its_own_trajectory(1.0)
         result = self.goal_on_its_way([(goal_s, apart)])
         return rig, hil, result
 
+    @on_the_emulated_rig
     def test_sigterm_mid_goal_stops_hil_nodes_motors_and_aborts_the_goal(self):
         rig, hil, result = self.hil_node_on_the_rig()
         sent = self.terminate(hil)
@@ -167,13 +166,17 @@ class ExitPaths(FollowJointTrajectoryTest):
         self.assert_gone(hil, lines[-1]["unix_ns"], status=101)
         self.assertIn("panicked", hil.log_path.read_text())
 
+    @on_the_emulated_rig
     def test_a_panic_in_hil_nodes_loop_thread_stops_the_motors_ends_the_goal_and_the_node(self):
         self.panic_mid_goal("hil-loop", "a loop thread panicked")
 
+    @on_the_emulated_rig
     def test_a_panic_in_hil_nodes_publishing_thread_stops_the_motors_ends_the_goal_and_the_node(self):
         self.panic_mid_goal("hil-publish", "shut down")
 
+    @on_the_emulated_rig
     def test_sigterm_mid_h_session_stops_legacy_bridges_motors(self):
+        self.take_the_emulated_rig()
         rig, (sensor, stepper) = emulator("sensor", "--print-stops")
         port = free_port()
         bridge = node("legacy_bridge", "hil_hardware:=robotscara", f"server.bind:=127.0.0.1:{port}",

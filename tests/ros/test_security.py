@@ -4,6 +4,7 @@ process and identity: the operator's goal moves the simulated arm; an unsecured 
 foreign CA and the viewer get nothing through, and hil_node logs no goal from them; the viewer
 reads /joint_states at the node's rate. The keystores are made for the run (tools/sros2_keystore.sh)."""
 
+import fcntl
 import fnmatch
 import json
 import os
@@ -17,7 +18,7 @@ import time
 import unittest
 import xml.etree.ElementTree as ET
 
-from test_nodes import LOGS, bag_messages, launch, start_emulator, stop, wait_for_line
+from test_nodes import LOGS, bag_messages, launch, start_emulator, stop, stop_all, leave_the_machine, take_the_machine, wait_for_line
 from test_follow_joint_trajectory import installed
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -46,6 +47,13 @@ class SecuredBringup(unittest.TestCase):
     def setUpClass(cls):
         cls.keystore = keystore("keystore")
         cls.foreign = keystore("foreign_keystore", "clients.policy.xml")
+
+    def setUp(self):
+        take_the_machine(fcntl.LOCK_SH)
+
+    def tearDown(self):
+        stop_all()  # what a failed test left
+        leave_the_machine()
 
     def probe(self, name, env, goal=False):
         """What a client in `env` saw and did (security_probe.py)."""
