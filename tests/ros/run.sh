@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The ROS 2 integration suite. Builds this package with colcon over the ROS 2 installation (or
 # underlay) at $ARM_HIL_ROS_ROOT in a workspace of its own ($ARM_HIL_ROS_WS, a temporary one
-# by default), then runs tests/ros/test_nodes.py in a network namespace that has only loopback.
+# by default), then runs tests/ros/test_nodes.py in network namespaces that have only loopback.
 #   ARM_HIL_ROS_ROOT=/path/to/underlay bash tests/ros/run.sh [unittest names...]
 #   ARM_HIL_ROS_ROOT=/path/to/underlay bash tests/ros/run.sh --benchmark [security]
 #   ARM_HIL_RMW=rmw_fastrtps_cpp ARM_HIL_ROS_ROOT=... bash tests/ros/run.sh    (default: Cyclone DDS)
@@ -57,8 +57,12 @@ fi
 # namespaces, and a killed process leaves its segments there; this one goes with the run. And
 # pseudo-terminals of its own: a driver that retries the path of an emulator its test stopped
 # would otherwise open the next worker's emulator, given the freed number.
+# And processes of its own (a PID namespace): whatever a test started ends with it, even when
+# the test's own cleanup never ran. It replaces the calling shell (exec), so that a background
+# worker's process group is the namespace's, which a signal to the group reaches.
 in_loopback_namespace() {
-  unshare --net --mount -- bash -c 'mount -t tmpfs -o mode=1777 arm_hil_shm /dev/shm &&
+  exec unshare --net --mount --pid --fork --kill-child --mount-proc -- bash -c '
+    mount -t tmpfs -o mode=1777 arm_hil_shm /dev/shm &&
     mount -t devpts -o newinstance,ptmxmode=0666 arm_hil_pts /dev/pts && mount --bind /dev/pts/ptmx /dev/ptmx &&
     ip link set lo up multicast on && exec "$@"' bash "$@"
 }
@@ -84,11 +88,24 @@ fi
   # and an interrupted run still shows what its workers said so far.
   stop_started() {
     trap '' INT TERM
-    [ ${#pids[@]} -eq 0 ] || { kill -INT -- "${pids[@]/#/-}" 2>/dev/null || true
-      for log in "$logs"/worker*.log; do echo "=== $log, as it was when the run was stopped:"; tail -30 "$log"; done; }
+    if [ ${#pids[@]} -gt 0 ]; then
+      # Each worker's tests stop what they started on SIGINT; what is left after 20 s goes with
+      # its namespace.
+      kill -INT -- "${pids[@]/#/-}" 2>/dev/null || true
+      for _ in $(seq 1 40); do
+        alive=0
+        for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+        [ "$alive" -eq 1 ] || break
+        sleep 0.5
+      done
+      kill -KILL -- "${pids[@]/#/-}" 2>/dev/null || true
+    fi
     [ ${#busy[@]} -eq 0 ] || kill "${busy[@]}" 2>/dev/null || true
     wait || true
-    rm -rf "$claims"
+    if [ ${#pids[@]} -gt 0 ]; then
+      for log in "$logs"/worker*.log; do echo "=== $log, as it was when the run was stopped:"; tail -40 "$log"; done
+    fi
+    rm -rf "$claims" "$logs"
   }
   trap stop_started EXIT
   trap 'exit 130' INT
@@ -104,8 +121,10 @@ fi
   # The workers share the machine, but for tests on the emulated rig (test_nodes.py, take_the_machine).
   export ARM_HIL_ROS_MACHINE_LOCK="$claims/machine.lock"
   for worker in $(seq 1 "$workers"); do
-    ROS_DOMAIN_ID=$((40 + worker)) in_loopback_namespace timeout -s INT -k 30 "$worker_budget_s" \
-      python3 "$repo/tests/ros/test_nodes.py" --claims "$claims" >"$logs/worker$worker.log" 2>&1 &
+    # timeout stays in the worker's process group (--foreground): a signal to it reaches the tests.
+    ROS_DOMAIN_ID=$((40 + worker)) ARM_HIL_ROS_WORKER_BUDGET_S=$worker_budget_s in_loopback_namespace \
+      timeout --foreground -s INT -k 30 "$worker_budget_s" \
+      python3 -u "$repo/tests/ros/test_nodes.py" --claims "$claims" >"$logs/worker$worker.log" 2>&1 &
     pids+=($!)
   done
   failed=0
@@ -122,9 +141,9 @@ fi
     read -r worker_passed worker_failed worker_skipped <<<"$counts"
     passed=$((passed + worker_passed)) failures=$((failures + worker_failed)) skipped=$((skipped + worker_skipped))
   done
-  rm -rf "$logs"
   total=$((passed + failures + skipped))
-  [ "$total" -eq "$expected" ] || { echo "the workers ran $total tests of the suite's $expected"; failed=1; }
+  [ "$total" -eq "$expected" ] ||
+    { echo "the workers ran $total tests of the suite's $expected (a class whose set-up failed runs none)"; failed=1; }
   echo "ros suite: $total tests, $passed passed, $failures failed, $skipped skipped (what this underlay lacks)," \
     "in $((SECONDS - suite_from)) s with $workers workers"
   exit "$failed"

@@ -59,18 +59,21 @@ RUNNING = []
 # cores, the pseudo-terminals between them lag and the arm trips its tracking bound or loses
 # its sensor, a failure of the test machine, not of the code.
 MACHINE = []  # (the lock file this process holds, how: fcntl.LOCK_SH or fcntl.LOCK_EX)
+WAITED_S = [0.0]  # how long this process waited for the machine, kept apart from the tests' times
 
 
-def take_the_machine(mode, timeout=600.0):
+def take_the_machine(mode):
     """Waits for the machine, `fcntl.LOCK_SH` (with the other workers' tests) or
     `fcntl.LOCK_EX` (alone), and holds it: a test on the emulated rig until the next test that
     is not, any other until it ends. Without ARM_HIL_ROS_MACHINE_LOCK (one worker) there is
-    nothing to wait for."""
+    nothing to wait for; a wait longer than the worker's budget is an error."""
     path = os.environ.get("ARM_HIL_ROS_MACHINE_LOCK")
     if not path or [how for _, how in MACHINE] == [mode]:
         return
     leave_the_machine()
-    deadline = time.monotonic() + timeout
+    timeout = float(os.environ.get("ARM_HIL_ROS_WORKER_BUDGET_S", "1500"))
+    began = time.monotonic()
+    deadline = began + timeout
 
     def lock(file, how):
         while True:
@@ -91,6 +94,7 @@ def take_the_machine(mode, timeout=600.0):
             held.close()
             raise
         MACHINE.append((held, mode))
+    WAITED_S[0] += time.monotonic() - began
 
 
 def leave_the_machine(unless_alone=False):
@@ -106,6 +110,10 @@ def on_the_emulated_rig(test):
     and runs before its class's other tests, so that a class's rig tests take it once."""
     test.on_the_emulated_rig = True
     return test
+
+
+def is_on_the_emulated_rig(test):
+    return getattr(getattr(test, test._testMethodName), "on_the_emulated_rig", False)
 
 
 def start(command, name, env=None):
@@ -286,21 +294,21 @@ class NodeTest(unittest.TestCase):
 
     def setUp(self):
         self.publishers = {}
-        rig = getattr(getattr(self, self._testMethodName), "on_the_emulated_rig", False)
-        take_the_machine(fcntl.LOCK_EX if rig else fcntl.LOCK_SH)
+        take_the_machine(fcntl.LOCK_EX if is_on_the_emulated_rig(self) else fcntl.LOCK_SH)
 
     def tearDown(self):
-        for publisher in self.publishers.values():
-            self.node.destroy_publisher(publisher)
-        self.publishers.clear()
-        stop_all()
-        # Alone, the machine stays this worker's for its class's next rig test, if any.
-        leave_the_machine(unless_alone=True)
+        try:
+            for publisher in self.publishers.values():
+                self.node.destroy_publisher(publisher)
+            self.publishers.clear()
+            stop_all()
+        finally:
+            # Alone, the machine stays this worker's for its class's next rig test, if any.
+            leave_the_machine(unless_alone=True)
 
     def take_the_emulated_rig(self):
-        """The emulated rig, with the machine to itself (see take_the_machine): for a test that
-        on_the_emulated_rig does not mark."""
-        take_the_machine(fcntl.LOCK_EX)
+        """Before the emulated rig starts: the test must have the machine alone."""
+        self.assertTrue(is_on_the_emulated_rig(self), "a test that runs the emulated rig is @on_the_emulated_rig")
 
     def collect(self, topic, kind, seconds, until=None, qos=50):
         """Messages on `topic` for `seconds` (or until `until(messages)`), as (receive time, msg)."""
@@ -1297,20 +1305,21 @@ class VrBridge(NodeTest):
 
 
 class TimedResult(unittest.TextTestResult):
-    """Keeps each test's wall time, for the suite's slowest to be named at its end (what to
-    shorten when it outgrows CI's budget)."""
+    """Keeps each test's wall time, less its wait for the machine (take_the_machine), for the
+    suite's slowest to be named at its end (what to shorten when it outgrows CI's budget)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.times, self.started = [], 0.0
 
     def startTest(self, test):
-        self.started = time.monotonic()
+        self.started, self.waited_before = time.monotonic(), WAITED_S[0]
         super().startTest(test)
 
     def stopTest(self, test):
         super().stopTest(test)
-        self.times.append((time.monotonic() - self.started, test.id()))
+        waited = WAITED_S[0] - self.waited_before
+        self.times.append((time.monotonic() - self.started - waited, test.id()))
 
 
 class TimedRunner(unittest.TextTestRunner):
@@ -1319,9 +1328,10 @@ class TimedRunner(unittest.TextTestRunner):
 
 # The classes that take longest, started first when the suite runs in several workers, so that
 # none of them starts last and keeps the others waiting (their times: the "slowest tests" list).
-# Those that need the machine alone for some tests (the emulated rig) alternate with those that
-# never do, so that the workers do not begin by waiting for each other.
-LONGEST_FIRST = ("ManagedNodes", "SecuredBringup", "HostileClient", "Ros2ControlBringup", "ExitPaths", "SilNode")
+# Those that need the machine alone for some tests (the emulated rig: ManagedNodes, HostileClient,
+# ExitPaths) are never two among the first three claims, so that the workers do not begin by
+# waiting for each other.
+LONGEST_FIRST = ("ManagedNodes", "SecuredBringup", "Ros2ControlBringup", "HostileClient", "SilNode", "ExitPaths")
 
 
 class ClaimingSuite(unittest.TestSuite):
@@ -1347,9 +1357,14 @@ class ClaimingSuite(unittest.TestSuite):
                 os.close(os.open(self.claims / test_class.__name__, os.O_CREAT | os.O_EXCL))
             except FileExistsError:
                 continue
-            tests = list(unittest.defaultTestLoader.loadTestsFromTestCase(test_class))
-            yield from sorted(tests, key=lambda test: not getattr(getattr(test, test._testMethodName),
-                                                                  "on_the_emulated_rig", False))
+            tests = sorted(unittest.defaultTestLoader.loadTestsFromTestCase(test_class),
+                           key=lambda test: not is_on_the_emulated_rig(test))
+            # The class's set-up, and the previous class's tear-down before it, run under the
+            # lock its first test takes.
+            if tests:
+                take_the_machine(fcntl.LOCK_EX if is_on_the_emulated_rig(tests[0]) else fcntl.LOCK_SH)
+            yield from tests
+        leave_the_machine()
 
 
 if __name__ == "__main__":
@@ -1364,6 +1379,7 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["--count"]:
         # The suite's size, for tests/ros/run.sh to check that its workers ran every test.
         print(unittest.defaultTestLoader.loadTestsFromModule(sys.modules["__main__"]).countTestCases())
+        LOGS.rmdir()
         sys.exit(0)
     started = time.monotonic()
     if sys.argv[1:2] == ["--claims"]:
