@@ -72,8 +72,7 @@ in_loopback_namespace() {
 # of its own, each taking the next test class no worker has taken (test_nodes.py --claims):
 # most of a test's time is waiting for a node, not computing.
 if [ "$script" != test_nodes.py ] || [ $# -gt 0 ]; then
-  in_loopback_namespace python3 "$repo/tests/ros/$script" "$@"
-  exit
+  in_loopback_namespace python3 "$repo/tests/ros/$script" "$@"   # does not return
 fi
 # One compound command, read whole before it runs: an edit of this file mid-run changes nothing.
 {
