@@ -116,6 +116,11 @@ def is_on_the_emulated_rig(test):
     return getattr(getattr(test, test._testMethodName), "on_the_emulated_rig", False)
 
 
+def machine_mode(test):
+    """How `test` takes the machine: alone on the emulated rig, else shared."""
+    return fcntl.LOCK_EX if is_on_the_emulated_rig(test) else fcntl.LOCK_SH
+
+
 def start(command, name, env=None):
     """Starts `command` in a process group of its own, output to LOGS/name.log."""
     with open(LOGS / f"{name}.log", "w") as log:
@@ -294,7 +299,7 @@ class NodeTest(unittest.TestCase):
 
     def setUp(self):
         self.publishers = {}
-        take_the_machine(fcntl.LOCK_EX if is_on_the_emulated_rig(self) else fcntl.LOCK_SH)
+        take_the_machine(machine_mode(self))
 
     def tearDown(self):
         try:
@@ -344,28 +349,27 @@ class NodeTest(unittest.TestCase):
         self.collect("/diagnostics", DiagnosticArray, seconds, until=seen)
         return found
 
-    def wait_status(self, name, level, timeout=20.0, message=None):
-        def matches(status):
-            return level_of(status) == level and (message is None or message in status.message)
-
+    def wait_status_where(self, name, matches, what, timeout):
+        """The first status `name` that `matches`, waiting up to `timeout` s; `what` names it
+        when none comes."""
         found = self.statuses(name, timeout, until=lambda s: any(matches(x) for _, x in s))
         matching = [s for _, s in found if matches(s)]
-        self.assertTrue(matching, f"{name}: no level {level} status within {timeout} s; saw "
+        self.assertTrue(matching, f"{name}: {what} within {timeout} s; saw "
                                   f"{[(level_of(s), s.message) for _, s in found[-5:]]}")
         return matching[0]
+
+    def wait_status(self, name, level, timeout=20.0, message=None):
+        return self.wait_status_where(
+            name, lambda status: level_of(status) == level and (message is None or message in status.message),
+            f"no level {level} status", timeout)
 
     def wait_loop_running(self, timeout=20.0):
         """hil_node's first loop status that says it runs: OK, or a warning that counts overruns
         (a 1 kHz loop on a shared 2-core machine may overrun once in a second; the figures are
         docs/performance.md's business, not this suite's)."""
-        def running(status):
-            return level_of(status) in (OK, WARN) and status.message.startswith("running")
-
-        found = self.statuses("hil_node: loop", timeout, until=lambda s: any(running(x) for _, x in s))
-        matching = [s for _, s in found if running(s)]
-        self.assertTrue(matching, f"hil_node: loop: not running within {timeout} s; saw "
-                                  f"{[(level_of(s), s.message) for _, s in found[-5:]]}")
-        return matching[0]
+        return self.wait_status_where(
+            "hil_node: loop", lambda status: level_of(status) in (OK, WARN) and status.message.startswith("running"),
+            "not running", timeout)
 
     def assert_once_a_second(self, name):
         """The status `name` comes about once a second (and at once on a change)."""
@@ -1362,7 +1366,7 @@ class ClaimingSuite(unittest.TestSuite):
             # The class's set-up, and the previous class's tear-down before it, run under the
             # lock its first test takes.
             if tests:
-                take_the_machine(fcntl.LOCK_EX if is_on_the_emulated_rig(tests[0]) else fcntl.LOCK_SH)
+                take_the_machine(machine_mode(tests[0]))
             yield from tests
         leave_the_machine()
 
