@@ -18,7 +18,10 @@ set -m
 root="${ARM_HIL_ROS_ROOT:?set ARM_HIL_ROS_ROOT to a ROS 2 installation}"
 ws="${ARM_HIL_ROS_WS:?set ARM_HIL_ROS_WS to a workspace where arm_hil is built (tests/ros/run.sh makes one)}"
 export RMW_IMPLEMENTATION="${RMW_IMPLEMENTATION:-rmw_cyclonedds_cpp}"
-robot="arm_hil_robot_$$" laptop="arm_hil_laptop_$$"
+# A tag of this run for the namespaces' and links' names, not the PID: inside a PID namespace
+# (each worker of tests/ros/run.sh) PIDs are small and the same from run to run.
+tag=$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')
+robot="arm_hil_robot_$tag" laptop="arm_hil_laptop_$tag"
 laptop_keystore=""
 
 cleanup() {
@@ -36,8 +39,8 @@ trap 'exit 130' INT TERM
 
 ip netns add "$robot"
 ip netns add "$laptop"
-ip link add "veth_r$$" netns "$robot" type veth peer name "veth_l$$" netns "$laptop"
-for side in "$robot:veth_r$$:10.77.0.1" "$laptop:veth_l$$:10.77.0.2"; do
+ip link add "veth_r$tag" netns "$robot" type veth peer name "veth_l$tag" netns "$laptop"
+for side in "$robot:veth_r$tag:10.77.0.1" "$laptop:veth_l$tag:10.77.0.2"; do
   IFS=: read -r ns dev address <<<"$side"
   ip -n "$ns" link set lo up
   ip -n "$ns" addr add "$address/24" dev "$dev"
@@ -76,7 +79,7 @@ if [ -n "${KEYSTORE:-}" ]; then
 fi
 
 echo "middleware: $RMW_IMPLEMENTATION; robot PC 10.77.0.1, laptop 10.77.0.2${secured:+; secured, the laptop in /arm_hil/operator}"
-on "$robot" "${robot_env[@]}" ros2 launch arm_hil sil.launch.py rsp:=false $secured >"/tmp/two_machines_robot_$$.log" 2>&1 &
+on "$robot" "${robot_env[@]}" ros2 launch arm_hil sil.launch.py rsp:=false $secured >"/tmp/two_machines_robot_$tag.log" 2>&1 &
 sleep 8
 laptop() { on "$laptop" "${laptop_env[@]}" "$@"; }
 # The laptop's `ros2` asks its daemon, which stays up and discovered between commands: run
@@ -128,5 +131,5 @@ if [ -n "$secured" ]; then
     echo "the beacon, none of the node's topics"
   fi
 fi
-[ "$seen" = 0 ] && echo "the laptop saw the robot PC" || echo "the laptop did NOT see everything (robot's log: /tmp/two_machines_robot_$$.log)"
+[ "$seen" = 0 ] && echo "the laptop saw the robot PC" || echo "the laptop did NOT see everything (robot's log: /tmp/two_machines_robot_$tag.log)"
 exit "$seen"
