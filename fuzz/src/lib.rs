@@ -385,10 +385,10 @@ fn arm_at(robot: &arm_hil::model::Robot) -> (arm_hil::model::math::Vec3, Vec<f64
 }
 
 /// A goal from bytes: a byte of joint names (each a further byte picking one of `names`, or
-/// another), a little-endian u16 of points (up to 65 535), a u64 header stamp [ns] and an f64
-/// goal time tolerance; then per point a time and a position per name (f64 each), and eight
-/// bytes whose lowest bits say whether velocities and accelerations follow. Missing bytes read
-/// as zeros.
+/// another), a little-endian u16 of points (read as at most one past the goal limit), a u64
+/// header stamp [ns] and an f64 goal time tolerance; then per point a time and a position per
+/// name (f64 each), and eight bytes whose lowest bits say whether velocities and accelerations
+/// follow. Missing bytes read as zeros.
 fn goal_from_bytes(bytes: &[u8], names: &[String]) -> arm_hil::nodes::follower::Goal {
     use arm_hil::nodes::follower::spline::TrajectoryPoint;
     use arm_hil::nodes::follower::Goal;
@@ -404,7 +404,10 @@ fn goal_from_bytes(bytes: &[u8], names: &[String]) -> arm_hil::nodes::follower::
         .iter()
         .map(|&choice| names.get(usize::from(choice)).cloned().unwrap_or_else(|| format!("joint_{choice}")))
         .collect::<Vec<_>>();
-    let points = usize::from(u16::from_le_bytes([take(1)[0], take(1)[0]]));
+    // One point past the limit reaches the refusal as surely as 65 535 do; building the rest
+    // only halved the runs a second.
+    let max_points = arm_hil::nodes::follower::GoalLimits::default().max_points as usize + 1;
+    let points = usize::from(u16::from_le_bytes([take(1)[0], take(1)[0]])).min(max_points);
     let stamp_ns = u64::from_le_bytes(take(8));
     let goal_time_tolerance_s = f64::from_le_bytes(take(8));
     let mut values = |n: usize| (0..n).map(|_| f64::from_le_bytes(take(8))).collect::<Vec<f64>>();
