@@ -149,12 +149,13 @@ class HostileClient(FollowJointTrajectoryTest):
         """A frozen sensor under a moving goal: the loop ends in a protective stop (the tracking
         error) or a fault (a run of readings the rig cannot produce), whichever comes first; the
         goal ends with it, aborted with the stop's reason and code."""
-        # The sensor freezes 25 s after the emulator starts: within the goal below however long
-        # the bringup takes to be seen.
-        rig, start, apart = self.hil_node_on_the_emulated_rig("--freeze-sensor", "--faults-after", "25")
+        # The sensor freezes when the test says (SIGHUP), once the goal has the arm moving: a
+        # freeze at a fixed time after the emulator starts left the arm tracking for 10-20 s
+        # before it, long enough, on a loaded machine, for the tracking bound to trip first.
+        rig, start, apart = self.hil_node_on_the_emulated_rig("--freeze-sensor", "--faults-after", "3600")
         client = self.client()
-        # Back and forth between two poses of its own trajectory for 60 s, 4 s a way: the arm moves all the
-        # while, so a frozen estimate is soon off its reference. Stopping at each
+        # Back and forth between two poses of its own trajectory for 60 s, 4 s a way: the arm
+        # moves all the while, so a frozen estimate is soon off its reference. Stopping at each
         # pose (velocities 0, as a planner's trajectory gives them): straight lines would turn at
         # full speed there, which slips a stepper by itself.
         goal = FollowJointTrajectory.Goal(
@@ -165,7 +166,20 @@ class HostileClient(FollowJointTrajectoryTest):
         rclpy.spin_until_future_complete(self.node, sent, timeout_sec=10.0)
         handle = sent.result()
         self.assertTrue(handle.accepted)
-        done = self.result_of(handle, timeout=70.0)
+
+        def moved(messages):
+            poses = [[m.position[m.name.index(joint)] for joint in MOTORS] for _, m in messages
+                     if set(MOTORS) <= set(m.name)]
+            return poses and max(abs(a - b) for a, b in zip(poses[-1], poses[0])) > 0.02
+
+        ending = handle.get_result_async()
+        self.assertTrue(moved(self.collect("/joint_states", JointState, 5.0, until=moved)),
+                        "the arm did not move under the goal within 5 s")
+        self.assertFalse(ending.done(), f"the goal ended before the sensor froze: {ending.result()}")
+        os.killpg(rig.pid, signal.SIGHUP)
+        rclpy.spin_until_future_complete(self.node, ending, timeout_sec=70.0)
+        self.assertTrue(ending.done(), "no result within 70 s of the sensor's freeze")
+        done = ending.result()
         self.assertEqual(done.status, GoalStatus.STATUS_ABORTED, done.result.error_string)
         self.assertIn("the arm stopped, holding", done.result.error_string)
         code = Result.PATH_TOLERANCE_VIOLATED if "protective stop" in done.result.error_string else Result.INVALID_GOAL
@@ -174,7 +188,7 @@ class HostileClient(FollowJointTrajectoryTest):
         self.assertIsNone(self.launched.poll(), "the node ended")
         client.destroy()
         self.assertIn("faults injected", self.rig_said(rig),
-                      f"the loop stopped before the sensor froze: {done.result.error_string}")
+                      "the emulator did not freeze the sensor")
 
     @unittest.skipUnless(installed("controller_manager") and installed("topic_based_ros2_control"),
                          "ros2_control is not built here (tools/ros_underlay.sh with ROS2_CONTROL=1)")

@@ -23,7 +23,8 @@ use crate::hil::HilSections;
 pub(crate) enum EmulateCommand {
     /// The lab's rig's angle sensor (docs/rig.md), reading the simulated arm that the emulated stepper
     /// drives move: prints both device paths (`sensor PATH`, `stepper PATH`). SIGUSR1 silences
-    /// the sensor (its cable pulled), SIGUSR2 lets it speak again; each prints what it did.
+    /// the sensor (its cable pulled), SIGUSR2 lets it speak again, SIGHUP injects the faults
+    /// asked for at once; each prints what it did.
     Sensor(RigArgs),
     /// The lab's rig's step-driver Arduino: the same emulated rig as `sensor`.
     Stepper(RigArgs),
@@ -234,7 +235,8 @@ fn run_stm32(args: Stm32EmulatorArgs) -> anyhow::Result<()> {
 
 /// Runs until SIGINT or SIGTERM, silencing the sensor on SIGUSR1 and letting it speak on SIGUSR2:
 /// a test pulls the sensor's cable mid-run and sees what the driver commanded meanwhile. Injects
-/// `faults` once `faults_after` has passed, and says when the arm hits a hard stop.
+/// `faults` once `faults_after` has passed or on SIGHUP, whichever comes first (a test injects
+/// them at the moment it wants, mid-move), and says when the arm hits a hard stop.
 async fn serve_sensor_cable(
     emulator: &RigEmulator,
     faults: RigFaults,
@@ -246,11 +248,14 @@ async fn serve_sensor_cable(
     let mut terminate = signal(SignalKind::terminate())?;
     let mut pull = signal(SignalKind::user_defined1())?;
     let mut plug = signal(SignalKind::user_defined2())?;
+    let mut hangup = signal(SignalKind::hangup())?;
     let mut watch = tokio::time::interval(Duration::from_millis(200));
     let mut every_millisecond = tokio::time::interval(Duration::from_millis(1));
     let moving = |rates: &[f64; 3]| rates.iter().any(|rate| *rate != 0.0);
     let mut stops = ChangePrinter::new(false);
-    let inject = tokio::time::sleep(faults_after);
+    let inject = async {
+        tokio::select! { _ = tokio::time::sleep(faults_after) => (), _ = hangup.recv() => () }
+    };
     tokio::pin!(inject);
     let (mut injected, mut stopped_said) = (faults == RigFaults::default(), false);
     loop {
