@@ -277,7 +277,7 @@ mod node_goals {
     #[test]
     fn each_step_commands_the_setpoint_and_feeds_the_goal_back_until_it_ends() {
         let mut goals = JointGoals::new(follower());
-        goals.observe(at([0.0, 0.0]));
+        goals.observe(0, at([0.0, 0.0]));
         assert_eq!(goals.accept("g1", &goal(NAMES, vec![point(1.0, [0.2, 0.4])]), 0, any), Ok(((), None)));
         let middle = goals.tick(S / 2, at([0.1, 0.2]));
         assert_eq!(middle.command, Some(Setpoint::Follow(vec![0.1, 0.2])));
@@ -296,7 +296,7 @@ mod node_goals {
     #[test]
     fn cancel_commands_the_hold_once_and_a_new_goal_replaces_the_old() {
         let mut goals = JointGoals::new(follower());
-        goals.observe(at([0.0, 0.0]));
+        goals.observe(0, at([0.0, 0.0]));
         goals.accept("g1", &goal(NAMES, vec![point(2.0, [0.5, 0.5])]), 0, any).unwrap();
         let ((), replaced) = goals.accept("g2", &goal(NAMES, vec![point(2.0, [0.5, 0.5])]), 0, any).unwrap();
         assert!(matches!(replaced, Some(("g1", Outcome::Canceled { .. }))));
@@ -317,7 +317,7 @@ mod node_goals {
         let mut device = DeviceGoals::new(follower());
         let trajectory = goal(NAMES, vec![point(1.0, [0.2, 0.4])]);
         assert!(device.follow_trajectory(&trajectory, 0, true).is_err(), "nothing heard of the joints yet");
-        device.goals.observe(at([0.0, 0.0]));
+        device.goals.observe(0, at([0.0, 0.0]));
         assert!(device.follow_trajectory(&trajectory, 0, false).is_err(), "not while the node is inactive");
         device.goals.accept("g1", &goal(NAMES, vec![point(2.0, [0.5, 0.5])]), 0, any).unwrap();
         let too_fast = goal(NAMES, vec![point(0.01, [0.5, 0.5])]);
@@ -332,6 +332,38 @@ mod node_goals {
         device.follow_trajectory(&trajectory, S, true).unwrap();
         assert!(device.stopped("deactivated").is_none(), "no client to answer");
         assert_eq!(device.goals.tick(2 * S, at([0.1, 0.2])).command, None, "a stop ends the trajectory");
+    }
+
+    /// A device that reports angles alone (the STM32's short telemetry, the testbench's older
+    /// table): its joints' velocities are the angles' change between two states, unknown before.
+    fn angles(positions: [f64; 2]) -> JointState {
+        JointState { positions: positions.to_vec(), velocities: Vec::new() }
+    }
+
+    #[test]
+    fn a_joint_whose_velocity_is_not_reported_is_not_taken_as_stopped() {
+        let mut goals = JointGoals::new(follower());
+        goals.observe(0, angles([0.0, 0.0]));
+        let refused = goals.accept("g1", &goal(NAMES, vec![point(1.0, [0.2, 0.4])]), 0, any).unwrap_err();
+        assert_eq!(refused.code, ErrorCode::InvalidGoal, "one state tells no velocity: {}", refused.reason);
+        goals.observe(S / 50, angles([0.0, 0.0]));
+        goals.accept("g1", &goal(NAMES, vec![point(1.0, [0.2, 0.4])]), S / 50, any).unwrap();
+        // At its goal on time but still moving at 0.5 rad/s, as the last 20 ms say: not done.
+        goals.tick(S, angles([0.19, 0.4]));
+        let passing = goals.tick(S + S / 50, angles([0.2, 0.4]));
+        assert_eq!(passing.events.iter().filter(|event| matches!(event, GoalEvent::Finished { .. })).count(), 0);
+        assert!((passing.state.feedback.velocities[0] - 0.5).abs() < 1e-9, "{:?}", passing.state.feedback);
+        let stopped = goals.tick(S + 2 * S / 50, angles([0.2, 0.4]));
+        assert_eq!(stopped.events, vec![GoalEvent::Finished { goal: "g1", outcome: Outcome::Succeeded }]);
+    }
+
+    #[test]
+    fn a_velocity_the_device_reports_is_taken_as_it_is() {
+        let mut goals = JointGoals::<&str>::new(follower());
+        goals.observe(0, at([0.0, 0.0]));
+        let reported = JointState { positions: vec![0.3, 0.0], velocities: vec![f64::NAN, 0.25] };
+        let tick = goals.tick(S, reported);
+        assert_eq!(tick.state.feedback.velocities, vec![0.3, 0.25], "only the unknown one estimated");
     }
 
     #[test]
@@ -456,7 +488,7 @@ mod simulated_arm {
         let theta = robot.inverse_kinematics(&start.x, None).unwrap();
         let target: Vec<f64> = theta.iter().zip([0.05, -0.04, 0.03]).map(|(a, d)| a + d).collect();
         let mut goals = JointGoals::new(arm_follower(&Constraints::default(), &GoalLimits::default()).unwrap());
-        goals.observe(JointState { positions: theta.iter().copied().collect(), velocities: vec![0.0; 3] });
+        goals.observe(0, JointState { positions: theta.iter().copied().collect(), velocities: vec![0.0; 3] });
         let names = ["joint1", "joint2", "joint3"].map(str::to_owned).to_vec();
         let to = |time_s: f64, positions: Vec<f64>| {
             let point = TrajectoryPoint { time_s, positions, velocities: Vec::new(), accelerations: Vec::new() };

@@ -340,7 +340,7 @@ pub fn follow_joint_trajectory_goal(data: &[u8]) {
     let goal = goal_from_bytes(bytes, &joints.names);
     let now_ns = 1_000_000_000_000;
     let mut goals = JointGoals::new(follower);
-    goals.observe(JointState { positions: actual.clone(), velocities: vec![0.0; actual.len()] });
+    goals.observe(now_ns, JointState { positions: actual.clone(), velocities: vec![0.0; actual.len()] });
     let accepted = goals.accept((), &goal, now_ns, |plan| {
         let spline = plan.spline();
         let start = spline.sample(0.0);

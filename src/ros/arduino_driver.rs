@@ -92,7 +92,7 @@ fn follow_joint_trajectories(
     Ok(move |time_ns, actual, active: bool| {
         let mut goals = goals.lock().ok()?;
         if !active {
-            goals.goals.observe(actual);
+            goals.goals.observe(time_ns, actual);
             return None;
         }
         let tick = goals.goals.tick(time_ns, actual);

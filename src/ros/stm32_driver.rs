@@ -64,7 +64,7 @@ fn follow_joint_trajectories(
         let Some(actual) = follower_state(event) else { return };
         let Ok(mut goals) = goals.lock() else { return };
         if commanding.get().is_err() {
-            return goals.goals.observe(actual);
+            return goals.goals.observe(time_ns, actual);
         }
         // Sent under the goals' lock, so that no setpoint goes out after a stop's hold.
         let tick = goals.goals.tick(time_ns, actual);

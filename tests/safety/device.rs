@@ -169,7 +169,7 @@ pub(crate) fn run(seed: u64, kind: Kind) {
     let mut stale: Option<Vec<f64>> = None;
     // A goal just accepted: where the joints were at its receipt, and when.
     let mut started: Option<(Vec<f64>, u64)> = None;
-    goals.goals.observe(device.state());
+    goals.goals.observe(now_ns, device.state());
     for _ in 0..60 {
         match dice.below(20) {
             0..=3 if active => {
@@ -260,7 +260,7 @@ pub(crate) fn run(seed: u64, kind: Kind) {
                         device.control_done(now_ns);
                     }
                     if !active {
-                        goals.goals.observe(device.state());
+                        goals.goals.observe(now_ns, device.state());
                         continue;
                     }
                     let tick = goals.goals.tick(now_ns, device.state());

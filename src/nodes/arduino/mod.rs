@@ -107,7 +107,8 @@ pub fn follower(config: &ArduinoNodeConfig) -> Result<Follower, String> {
 }
 
 /// The testbench's joints' state from its datastream, which sends one joint a message: a whole
-/// state each time the last joint's sample ends a round in which every joint was heard.
+/// state each time the last joint's sample ends a round in which every joint was heard. A
+/// velocity the older table does not carry is not a number: unknown, not stopped.
 #[derive(Debug, Clone, Default)]
 pub struct JointRounds {
     positions: [Option<f64>; 4],
@@ -118,7 +119,7 @@ impl JointRounds {
     /// Takes `sample`; the joints' state when it ends a round.
     pub fn sample(&mut self, sample: &JointSample) -> Option<follower::JointState> {
         *self.positions.get_mut(sample.joint)? = Some(sample.position);
-        self.velocities[sample.joint] = sample.velocity.unwrap_or(0.0);
+        self.velocities[sample.joint] = sample.velocity.unwrap_or(f64::NAN);
         if sample.joint != self.positions.len() - 1 {
             return None;
         }

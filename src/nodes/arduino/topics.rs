@@ -81,7 +81,7 @@ impl ArduinoTopics {
                 name: self.joint_names.clone(),
                 effort: vec![0.0; round.positions.len()],
                 position: round.positions,
-                velocity: round.velocities,
+                velocity: reported(&round.velocities),
             }),
         };
         if let Some(state) = state {
@@ -152,4 +152,11 @@ impl RdscomMessage {
             _ => None,
         }
     }
+}
+
+/// Velocities as `/joint_states` has always carried them: 0 where the older table tells none
+/// (its readers, topic_based_ros2_control among them, take a number a joint; the follower
+/// takes it as unknown).
+fn reported(velocities: &[f64]) -> Vec<f64> {
+    velocities.iter().map(|velocity| if velocity.is_nan() { 0.0 } else { *velocity }).collect()
 }

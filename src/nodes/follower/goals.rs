@@ -63,7 +63,8 @@ pub struct Tick<G> {
 pub struct JointGoals<G> {
     follower: Follower,
     goal: Option<G>,
-    actual: Option<JointState>,
+    /// The joints' last state, and when it came [ns].
+    actual: Option<(u64, JointState)>,
     /// The last positions commanded, and whether the hold still has to be commanded.
     output: Option<Vec<f64>>,
     hold_pending: bool,
@@ -95,7 +96,7 @@ impl<G: Clone> JointGoals<G> {
         now_ns: u64,
         check: impl FnOnce(&Plan) -> Result<T, String>,
     ) -> Result<(T, Option<(G, Outcome)>), Refusal> {
-        let Some(actual) = self.actual.clone() else {
+        let Some((_, actual)) = self.actual.clone() else {
             return Err(Refusal::new(ErrorCode::InvalidGoal, "the device has not reported its joints' state yet"));
         };
         self.accept_from(handle, goal, now_ns, &actual, check)
@@ -125,7 +126,7 @@ impl<G: Clone> JointGoals<G> {
     /// as [`JointGoals::accept`] checks a goal, it replaces the goal followed, which comes back
     /// cancelled; an empty trajectory stops what is followed, the joints holding where they are.
     pub fn follow(&mut self, goal: &Goal, now_ns: u64) -> Result<Option<(G, Outcome)>, Refusal> {
-        let Some(actual) = self.actual.clone() else {
+        let Some((_, actual)) = self.actual.clone() else {
             return Err(Refusal::new(ErrorCode::InvalidGoal, "the device has not reported its joints' state yet"));
         };
         let replaced = if goal.points.is_empty() {
@@ -147,7 +148,7 @@ impl<G: Clone> JointGoals<G> {
         if !self.goal.as_ref().is_some_and(is_it) {
             return None;
         }
-        let actual = self.actual.as_ref()?;
+        let (_, actual) = self.actual.as_ref()?;
         let outcome = self.follower.cancel(actual)?;
         self.hold_pending = true;
         self.goal.take().map(|goal| (goal, outcome))
@@ -170,7 +171,9 @@ impl<G: Clone> JointGoals<G> {
 
     /// A control step at `now_ns` with the joints at `actual`: the goal's setpoint (or the hold,
     /// once, after a cancel or a violation), its feedback and end, and the controller's state.
+    /// Velocities the device does not report are estimated ([`JointGoals::with_velocities`]).
     pub fn tick(&mut self, now_ns: u64, actual: JointState) -> Tick<G> {
+        let actual = self.with_velocities(now_ns, actual);
         let mut events = Vec::new();
         let mut command = None;
         let (reference, error) = match self.follower.update(now_ns, &actual) {
@@ -215,13 +218,34 @@ impl<G: Clone> JointGoals<G> {
             self.output = Some(command.positions().to_vec());
         }
         let state = self.state(now_ns, &reference, &actual, &error, &self.output);
-        self.actual = Some(actual);
+        self.actual = Some((now_ns, actual));
         Tick { command, events, state }
     }
 
-    /// Records where the joints are, for the next goal's start, without a control step.
-    pub fn observe(&mut self, actual: JointState) {
-        self.actual = Some(actual);
+    /// Records where the joints are at `now_ns`, for the next goal's start, without a control
+    /// step.
+    pub fn observe(&mut self, now_ns: u64, actual: JointState) {
+        let actual = self.with_velocities(now_ns, actual);
+        self.actual = Some((now_ns, actual));
+    }
+
+    /// `actual` with each velocity the device does not report (NaN, or no velocities at all:
+    /// the STM32's short telemetry, the testbench's older table) estimated from the positions'
+    /// change since the last state. Until two states have come, it stays unknown: never taken
+    /// as stopped, outside every velocity tolerance, no goal's start.
+    fn with_velocities(&self, now_ns: u64, mut actual: JointState) -> JointState {
+        let joints = actual.positions.len();
+        if actual.velocities.len() != joints {
+            actual.velocities = vec![f64::NAN; joints];
+        }
+        let last = self.actual.as_ref().filter(|(then_ns, last)| *then_ns < now_ns && last.positions.len() == joints);
+        for (joint, velocity) in actual.velocities.iter_mut().enumerate().filter(|(_, velocity)| velocity.is_nan()) {
+            if let Some((then_ns, last)) = last {
+                let dt_s = (now_ns - then_ns) as f64 * 1e-9;
+                *velocity = (actual.positions[joint] - last.positions[joint]) / dt_s;
+            }
+        }
+        actual
     }
 
     fn state(

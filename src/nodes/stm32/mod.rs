@@ -146,11 +146,15 @@ pub fn follower(config: &Stm32NodeConfig) -> Result<Follower, String> {
     Ok(Follower::new(joints, config.constraints.tolerances(2)?, config.goal_limits.clone()))
 }
 
-/// The joints' state in `event`, for the follower: telemetry with angles.
+/// The joints' state in `event`, for the follower: telemetry with angles, and velocities where
+/// it has them (the short telemetry has not: the follower estimates them).
 pub fn follower_state(event: &DriverEvent) -> Option<follower::JointState> {
     let DriverEvent::Link(LinkEvent::Telemetry(telemetry)) = event else { return None };
-    let (positions, velocities) = joint_state(telemetry)?;
-    Some(follower::JointState { positions: positions.to_vec(), velocities: velocities.to_vec() })
+    let positions = telemetry.angles?;
+    Some(follower::JointState {
+        positions: positions.to_vec(),
+        velocities: telemetry.velocities.map_or_else(Vec::new, |velocities| velocities.to_vec()),
+    })
 }
 
 /// The follower's setpoint (shoulder, elbow) [rad] as the command that moves both joints, each
