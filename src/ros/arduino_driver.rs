@@ -74,9 +74,9 @@ fn send_all(commander: &RdscomCommander, requests: Vec<Request>) -> Result<(), S
 type Goals = Arc<Mutex<DeviceGoals<JointGoalHandle>>>;
 
 /// Serves `~/follow_joint_trajectory` (and `~/controller_state`) on the node's `goals`: each
-/// round of the datastream (every joint heard) while active is a control step whose setpoint
-/// goes out as the four joints' position controls and ControlGo, once the MCU has run the one
-/// before.
+/// round of the datastream (every joint heard) while active is a control step, timed on a
+/// steady clock whatever /clock does under use_sim_time, whose setpoint goes out as the four
+/// joints' position controls and ControlGo, once the MCU has run the one before.
 #[cfg(not(feature = "ros-doc-only"))]
 fn follow_joint_trajectories(
     node: &mut r2r::Node,
@@ -86,16 +86,22 @@ fn follow_joint_trajectories(
 ) -> anyhow::Result<impl Fn(u64, JointStateData, bool) -> Option<Setpoint> + Send + Sync + 'static> {
     use super::joint_trajectory_action::FollowJointTrajectoryServer;
 
-    let clock = node.get_ros_clock();
-    let (active, now) = (Box::new(move || commanding.get().is_ok()), Box::new(move || now_ns(&clock)));
+    use super::now_for_device;
+    use crate::nodes::follower::clocks::SteadyClock;
+
+    let (clock, steady) = (node.get_ros_clock(), SteadyClock::start());
+    let active = Box::new(move || commanding.get().is_ok());
+    let now = Box::new(move || now_for_device(&clock, &steady));
     let server = FollowJointTrajectoryServer::serve(node, &pool.spawner(), goals.clone(), active, now)?;
     Ok(move |time_ns, actual, active: bool| {
         let mut goals = goals.lock().ok()?;
         if !active {
-            goals.goals.observe(time_ns, actual);
+            goals.goals.observe(steady.now_ns(), actual);
             return None;
         }
-        let tick = goals.goals.tick(time_ns, actual);
+        let mut tick = goals.goals.tick(steady.now_ns(), actual);
+        // Stamped on the ROS clock, as everything the node publishes.
+        tick.state.time_ns = time_ns;
         drop(goals);
         server.answer(tick)
     })

@@ -74,12 +74,13 @@ fn serve_goals(
 ) -> anyhow::Result<Answering> {
     use super::joint_trajectory_action::{answer_goals, FollowJointTrajectoryServer};
     use super::trajectory_action::{deliver_all, serve};
+    use crate::nodes::follower::clocks::Now;
 
     serve(node, &pool.spawner(), robot.clone(), commands.clone())?;
     let clock = node.get_ros_clock();
     let taking = commands.clone();
     let active = Box::new(move || taking.lock().is_ok_and(|commands| commands.taking().is_ok()));
-    let now = Box::new(move || now_ns(&clock));
+    let now = Box::new(move || Now::on_one_clock(now_ns(&clock)));
     let server = FollowJointTrajectoryServer::serve(node, &pool.spawner(), commands.clone(), active, now)?;
     Ok(Arc::new(move |answers: Answers<JointGoalHandle, CartesianGoalHandle>| {
         answer_goals(answers.joint);

@@ -18,6 +18,7 @@ use r2r::trajectory_msgs::msg::JointTrajectoryPoint;
 use r2r::QosProfile;
 
 use super::{seconds, trajectory_goal};
+use crate::nodes::follower::clocks::Now;
 use crate::nodes::follower::goals::{ControllerState, GoalEvent, Setpoint, TakesJointGoals, Tick};
 use crate::nodes::follower::{ErrorCode, Goal, JointTolerance, Outcome};
 
@@ -36,14 +37,15 @@ pub struct FollowJointTrajectoryServer {
 impl FollowJointTrajectoryServer {
     /// Serves `~/follow_joint_trajectory` and advertises `~/controller_state` on `node`: a goal
     /// while the node is not `active` is rejected; the node's `goals` take the rest, on the
-    /// node's clock `now_ns`: one refused is aborted at once with its error code, nothing
-    /// commanded; an accepted goal replaces the one followed (cancelled).
+    /// node's clocks `now` (its stamp moved onto the clock the steps are timed on): one refused
+    /// is aborted at once with its error code, nothing commanded; an accepted goal replaces the
+    /// one followed (cancelled).
     pub fn serve<M: TakesJointGoals<Handle> + Send + 'static>(
         node: &mut r2r::Node,
         spawner: &LocalSpawner,
         goals: Arc<Mutex<M>>,
         active: Box<dyn Fn() -> bool>,
-        now_ns: Box<dyn Fn() -> u64>,
+        now: Box<dyn Fn() -> Now>,
     ) -> anyhow::Result<FollowJointTrajectoryServer> {
         let state = node.create_publisher("~/controller_state", QosProfile::default())?;
         let mut incoming = node.create_action_server::<Action>("~/follow_joint_trajectory")?;
@@ -57,7 +59,8 @@ impl FollowJointTrajectoryServer {
                     }
                     continue;
                 }
-                let goal = goal_from_message(&request.goal);
+                let received = now();
+                let goal = received.restamped(goal_from_message(&request.goal));
                 let (handle, cancels) = match request.accept() {
                     Ok(accepted) => accepted,
                     Err(error) => {
@@ -67,7 +70,7 @@ impl FollowJointTrajectoryServer {
                 };
                 let uuid = handle.uuid;
                 let accepted = match goals.lock() {
-                    Ok(mut goals) => goals.accept_joint_goal(handle.clone(), &goal, now_ns()),
+                    Ok(mut goals) => goals.accept_joint_goal(handle.clone(), &goal, received.steps_ns),
                     Err(_) => continue,
                 };
                 match accepted {

@@ -36,6 +36,7 @@ use r2r::trajectory_msgs::msg::{JointTrajectory, MultiDOFJointTrajectory};
 use r2r::{ParameterValue, QosProfile, ServiceRequest, WrappedServiceTypeSupport};
 
 use crate::hil::exit;
+use crate::nodes::follower::clocks::{Now, SteadyClock};
 use crate::nodes::params::{ParamValue, ROS_PARAMETERS};
 use crate::nodes::security::{SecuritySettings, Strategy};
 
@@ -249,6 +250,12 @@ pub fn trajectory_goal(trajectory: &JointTrajectory) -> crate::nodes::follower::
 pub fn now_ns(clock: &Mutex<r2r::Clock>) -> u64 {
     let now = clock.lock().ok().and_then(|mut clock| clock.get_now().ok()).unwrap_or_default();
     u64::try_from(now.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Now on the node's ROS clock and on a serial device's `steady` clock, the one its control
+/// steps are timed on.
+pub fn now_for_device(clock: &Mutex<r2r::Clock>, steady: &SteadyClock) -> Now {
+    Now { ros_ns: now_ns(clock), steps_ns: steady.now_ns() }
 }
 
 /// The shortest turn of [`spin`]'s loop: at most 1000 turns a second.

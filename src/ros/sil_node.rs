@@ -42,10 +42,11 @@ fn serve_goals(
     use super::joint_trajectory_action::{answer_goals, FollowJointTrajectoryServer};
     use super::now_ns;
     use super::trajectory_action::{deliver_all, serve};
+    use crate::nodes::follower::clocks::Now;
 
     serve(node, &pool.spawner(), robot.clone(), commands.clone())?;
     let clock = node.get_ros_clock();
-    let now = Box::new(move || now_ns(&clock));
+    let now = Box::new(move || Now::on_one_clock(now_ns(&clock)));
     let server = FollowJointTrajectoryServer::serve(node, &pool.spawner(), commands.clone(), Box::new(|| true), now)?;
     Ok(Box::new(move |answers: Answers<JointGoalHandle, CartesianGoalHandle>| {
         answer_goals(answers.joint);

@@ -16,8 +16,11 @@ use r2r::QosProfile;
 
 use super::lifecycle::{spin_managed, Supervisor};
 use super::params::serve_parameters;
-use super::{end_joint_goal, node_params, now_ns, ros_outputs, ros_params, trajectory_goal, JointGoalHandle};
+use super::{
+    end_joint_goal, node_params, now_for_device, now_ns, ros_outputs, ros_params, trajectory_goal, JointGoalHandle,
+};
 use crate::drivers::stm32::Stm32Commander;
+use crate::nodes::follower::clocks::SteadyClock;
 use crate::nodes::follower::goals::DeviceGoals;
 use crate::nodes::managed_driver::{Commanding, ManagedDriver};
 use crate::nodes::param_server::ParameterServer;
@@ -44,30 +47,33 @@ fn send(commanding: &Commanding<Stm32Commander>, command: Command, what: &str) -
 type Goals = Arc<Mutex<DeviceGoals<JointGoalHandle>>>;
 
 /// Serves `~/follow_joint_trajectory` (and `~/controller_state`) on the node's `goals`: each
-/// telemetry packet while active is a control step whose setpoint goes out as both joints'
-/// angles.
+/// telemetry packet while active is a control step, timed on the `steady` clock, whose
+/// setpoint goes out as both joints' angles.
 #[cfg(not(feature = "ros-doc-only"))]
 fn follow_joint_trajectories(
     node: &mut r2r::Node,
     pool: &LocalPool,
     goals: Goals,
     managed: ManagedDriver<Stm32Arm, super::RosSink>,
+    steady: SteadyClock,
 ) -> anyhow::Result<ManagedDriver<Stm32Arm, super::RosSink>> {
     use super::joint_trajectory_action::FollowJointTrajectoryServer;
     use crate::nodes::stm32::{angles_command, follower_state};
 
     let (commanding, clock) = (managed.commanding(), node.get_ros_clock());
     let active = commanding.clone();
-    let (active, now) = (Box::new(move || active.get().is_ok()), Box::new(move || now_ns(&clock)));
+    let (active, now) = (Box::new(move || active.get().is_ok()), Box::new(move || now_for_device(&clock, &steady)));
     let server = FollowJointTrajectoryServer::serve(node, &pool.spawner(), goals.clone(), active, now)?;
     Ok(managed.observed_by(Arc::new(move |event, time_ns| {
         let Some(actual) = follower_state(event) else { return };
         let Ok(mut goals) = goals.lock() else { return };
         if commanding.get().is_err() {
-            return goals.goals.observe(time_ns, actual);
+            return goals.goals.observe(steady.now_ns(), actual);
         }
         // Sent under the goals' lock, so that no setpoint goes out after a stop's hold.
-        let tick = goals.goals.tick(time_ns, actual);
+        let mut tick = goals.goals.tick(steady.now_ns(), actual);
+        // Stamped on the ROS clock, as everything the node publishes.
+        tick.state.time_ns = time_ns;
         if let Some(setpoint) = server.answer(tick) {
             send(&commanding, angles_command(setpoint.positions()), "trajectory setpoint");
         }
@@ -93,9 +99,11 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
 
     let pool = LocalPool::new();
     let goals: Goals = Arc::new(Mutex::new(DeviceGoals::new(follower(&config).map_err(anyhow::Error::msg)?)));
+    // The goals' steps are timed on it, whatever /clock does under use_sim_time.
+    let steady = SteadyClock::start();
     // FollowJointTrajectory's types are control_msgs', which the doc-only type-check lacks.
     #[cfg(not(feature = "ros-doc-only"))]
-    let managed = follow_joint_trajectories(&mut node, &pool, goals.clone(), managed)?;
+    let managed = follow_joint_trajectories(&mut node, &pool, goals.clone(), managed, steady)?;
     let stopping = goals.clone();
     let managed = managed.stopping_with(Box::new(move |why| {
         end_joint_goal(stopping.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).stopped(why));
@@ -146,8 +154,10 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let trajectories = node.subscribe::<JointTrajectory>("~/joint_trajectory", QosProfile::default())?;
     pool.spawner().spawn_local(trajectories.for_each(move |message| {
         let followed = goals.lock().map_err(|_| "the node's goals are unavailable".to_owned()).and_then(|mut goals| {
-            let taking = trajectory_commanding.get().is_ok();
-            goals.follow_trajectory(&trajectory_goal(&message), now_ns(&clock), taking).map_err(|r| r.reason)
+            let (taking, now) = (trajectory_commanding.get().is_ok(), now_for_device(&clock, &steady));
+            goals
+                .follow_trajectory(&now.restamped(trajectory_goal(&message)), now.steps_ns, taking)
+                .map_err(|r| r.reason)
         });
         match followed {
             Ok(replaced) => end_joint_goal(replaced),

@@ -24,7 +24,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from test_nodes import LOGS, SHARE, DriverTest, bag_messages, launch, stop
+from test_nodes import LOGS, OK, SHARE, DriverTest, bag_messages, launch, start_emulator, stop
 
 Result = FollowJointTrajectory.Result
 
@@ -207,6 +207,21 @@ class Stm32FollowJointTrajectory(FollowJointTrajectoryTest):
     def test_goals_move_the_arm_with_joint_trajectory_controllers_semantics(self):
         self.start_driver("stm32", "stm32.launch.py", "stm32_driver: link", "rsp:=false")
         self.check_the_action([[0.3, -0.2], [0.6, 0.4]], [2.0, 0.0])
+
+    def test_a_goal_plays_at_the_devices_pace_under_sim_time_with_no_clock(self):
+        """Under use_sim_time with nothing on /clock, the ROS clock stands at 0: a goal is timed
+        on the driver's steady clock, so it still plays and ends, as the servos do."""
+        self.emulator, path = start_emulator("stm32")
+        self.launched = launch("stm32.launch.py", f"port:={path}", "rsp:=false", "use_sim_time:=true")
+        self.wait_status("stm32_driver: link", OK, message="connected")
+        client = self.client()
+        target = [0.3, -0.2]
+        handle = self.send(client, [(1.0, target)])
+        self.assertTrue(handle.accepted)
+        done = self.result_of(handle, timeout=10.0)
+        self.assertEqual(done.result.error_code, Result.SUCCESSFUL, done.result.error_string)
+        self.assertTrue(all(abs(a - b) < 0.05 for a, b in zip(self.positions(), target)), "not at the goal")
+        client.destroy()
 
     def test_its_joint_trajectory_topic_is_followed_as_a_goal_is_and_ends_with_a_deactivate(self):
         self.start_driver("stm32", "stm32.launch.py", "stm32_driver: link", "rsp:=false")

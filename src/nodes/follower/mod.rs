@@ -9,6 +9,7 @@
 //! holds the joints where they are. The node converts messages and applies the setpoints; the
 //! follower decides.
 
+pub mod clocks;
 pub mod goals;
 pub mod spline;
 pub mod stream_gate;
