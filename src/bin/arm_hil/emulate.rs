@@ -24,7 +24,7 @@ pub(crate) enum EmulateCommand {
     /// The lab's rig's angle sensor (docs/rig.md), reading the simulated arm that the emulated stepper
     /// drives move: prints both device paths (`sensor PATH`, `stepper PATH`). SIGUSR1 silences
     /// the sensor (its cable pulled), SIGUSR2 lets it speak again, SIGHUP injects the faults
-    /// asked for at once; each prints what it did.
+    /// still to come at once (with none, it ends the emulator); each prints what it did.
     Sensor(RigArgs),
     /// The lab's rig's step-driver Arduino: the same emulated rig as `sensor`.
     Stepper(RigArgs),
@@ -236,7 +236,8 @@ fn run_stm32(args: Stm32EmulatorArgs) -> anyhow::Result<()> {
 /// Runs until SIGINT or SIGTERM, silencing the sensor on SIGUSR1 and letting it speak on SIGUSR2:
 /// a test pulls the sensor's cable mid-run and sees what the driver commanded meanwhile. Injects
 /// `faults` once `faults_after` has passed or on SIGHUP, whichever comes first (a test injects
-/// them at the moment it wants, mid-move), and says when the arm hits a hard stop.
+/// them at the moment it wants, mid-move; a SIGHUP with none to come ends it), and says when
+/// the arm hits a hard stop.
 async fn serve_sensor_cable(
     emulator: &RigEmulator,
     faults: RigFaults,
@@ -253,18 +254,28 @@ async fn serve_sensor_cable(
     let mut every_millisecond = tokio::time::interval(Duration::from_millis(1));
     let moving = |rates: &[f64; 3]| rates.iter().any(|rate| *rate != 0.0);
     let mut stops = ChangePrinter::new(false);
-    let inject = async {
-        tokio::select! { _ = tokio::time::sleep(faults_after) => (), _ = hangup.recv() => () }
-    };
+    let inject = tokio::time::sleep(faults_after);
     tokio::pin!(inject);
     let (mut injected, mut stopped_said) = (faults == RigFaults::default(), false);
+    let inject_faults = || {
+        emulator.set_faults(faults);
+        println!("faults injected at t = {:.3} s: {faults:?}", emulator.stats().t);
+    };
     loop {
         tokio::select! {
             _ = &mut inject, if !injected => {
+                inject_faults();
                 injected = true;
-                emulator.set_faults(faults);
-                println!("faults injected at t = {:.3} s: {faults:?}", emulator.stats().t);
             }
+            // With no faults still to come, a hangup ends the emulator as it would without a
+            // handler (its terminal closed).
+            _ = hangup.recv() => match injected {
+                false => {
+                    inject_faults();
+                    injected = true;
+                }
+                true => return Ok(()),
+            },
             _ = every_millisecond.tick(), if print_stops => {
                 let rates = emulator.stats().last_rates;
                 stops.offer(moving(&rates), |moving| serde_json::json!({ "moving": moving, "rates": rates }))?;
