@@ -264,7 +264,7 @@ mod node_goals {
     //! A node's goals around its follower: what each control step commands and tells the goal.
 
     use super::*;
-    use arm_hil::nodes::follower::goals::{GoalEvent, JointGoals, Setpoint};
+    use arm_hil::nodes::follower::goals::{GoalEvent, JointGoals, Setpoint, VelocityEstimate};
     use arm_hil::nodes::follower::Constraints;
 
     #[test]
@@ -335,35 +335,67 @@ mod node_goals {
     }
 
     /// A device that reports angles alone (the STM32's short telemetry, the testbench's older
-    /// table): its joints' velocities are the angles' change between two states, unknown before.
+    /// table): its joints' velocities are estimated from the angles.
     fn angles(positions: [f64; 2]) -> JointState {
         JointState { positions: positions.to_vec(), velocities: Vec::new() }
     }
 
+    const SPAN: u64 = VelocityEstimate::SPAN_NS;
+
     #[test]
-    fn a_joint_whose_velocity_is_not_reported_is_not_taken_as_stopped() {
+    fn a_velocity_not_reported_is_the_angles_change_over_a_span_and_never_taken_as_stopped() {
         let mut goals = JointGoals::new(follower());
         goals.observe(0, angles([0.0, 0.0]));
-        let refused = goals.accept("g1", &goal(NAMES, vec![point(1.0, [0.2, 0.4])]), 0, any).unwrap_err();
-        assert_eq!(refused.code, ErrorCode::InvalidGoal, "one state tells no velocity: {}", refused.reason);
-        goals.observe(S / 50, angles([0.0, 0.0]));
-        goals.accept("g1", &goal(NAMES, vec![point(1.0, [0.2, 0.4])]), S / 50, any).unwrap();
-        // At its goal on time but still moving at 0.5 rad/s, as the last 20 ms say: not done.
-        goals.tick(S, angles([0.19, 0.4]));
-        let passing = goals.tick(S + S / 50, angles([0.2, 0.4]));
-        assert_eq!(passing.events.iter().filter(|event| matches!(event, GoalEvent::Finished { .. })).count(), 0);
+        // One state tells no velocity: the goal starts from rest.
+        goals.accept("g1", &goal(NAMES, vec![point(1.0, [0.2, 0.4])]), 0, any).unwrap();
+        assert!(goals.tick(SPAN / 2, angles([0.0, 0.0])).state.feedback.velocities.iter().all(|v| v.is_nan()));
+        goals.tick(SPAN, angles([0.0, 0.0]));
+        let end = S;
+        goals.tick(end - SPAN, angles([0.1, 0.4]));
+        // At its goal on time, but 0.1 rad away a span ago: moving at 0.5 rad/s, not done; a
+        // state right after (a burst) keeps the span's estimate.
+        let passing = goals.tick(end, angles([0.2, 0.4]));
         assert!((passing.state.feedback.velocities[0] - 0.5).abs() < 1e-9, "{:?}", passing.state.feedback);
-        let stopped = goals.tick(S + 2 * S / 50, angles([0.2, 0.4]));
+        let burst = goals.tick(end + 1_000_000, angles([0.2, 0.4]));
+        for tick in [&passing, &burst] {
+            assert!(!tick.events.iter().any(|event| matches!(event, GoalEvent::Finished { .. })), "{tick:?}");
+        }
+        let stopped = goals.tick(end + SPAN, angles([0.2, 0.4]));
         assert_eq!(stopped.events, vec![GoalEvent::Finished { goal: "g1", outcome: Outcome::Succeeded }]);
     }
 
     #[test]
-    fn a_velocity_the_device_reports_is_taken_as_it_is() {
+    fn a_gap_or_a_stop_makes_an_estimated_velocity_unknown_again() {
+        let mut estimate = VelocityEstimate::default();
+        let filled = |estimate: &mut VelocityEstimate, now_ns, positions| {
+            let mut state = angles(positions);
+            estimate.fill(now_ns, &mut state);
+            state.velocities
+        };
+        assert!(filled(&mut estimate, 0, [0.0, 0.0]).iter().all(|v| v.is_nan()), "one state");
+        assert_eq!(filled(&mut estimate, SPAN, [0.025, 0.0]), vec![0.125, 0.0]);
+        let after_gap = SPAN + VelocityEstimate::MAX_SPAN_NS + 1;
+        assert!(filled(&mut estimate, after_gap, [0.025, 0.0]).iter().all(|v| v.is_nan()), "a link that dropped");
+        assert_eq!(filled(&mut estimate, after_gap + SPAN, [0.025, 0.0]), vec![0.0, 0.0]);
+        assert!(filled(&mut estimate, 0, [0.025, 0.0]).iter().all(|v| v.is_nan()), "a clock that went back");
+        let mut device = arm_hil::nodes::follower::goals::DeviceGoals::<&str>::new(follower());
+        device.goals.observe(0, angles([0.0, 0.0]));
+        device.goals.observe(SPAN, angles([0.0, 0.0]));
+        device.stopped("deactivated");
+        let after = device.goals.tick(SPAN + 1, angles([0.0, 0.0]));
+        assert!(after.state.feedback.velocities.iter().all(|v| v.is_nan()), "unknown after a stop");
+    }
+
+    #[test]
+    fn a_velocity_the_device_reports_is_kept_a_nan_among_them_too() {
         let mut goals = JointGoals::<&str>::new(follower());
         goals.observe(0, at([0.0, 0.0]));
         let reported = JointState { positions: vec![0.3, 0.0], velocities: vec![f64::NAN, 0.25] };
         let tick = goals.tick(S, reported);
-        assert_eq!(tick.state.feedback.velocities, vec![0.3, 0.25], "only the unknown one estimated");
+        assert!(tick.state.feedback.velocities[0].is_nan(), "a NaN fails closed, not estimated away");
+        assert_eq!(tick.state.feedback.velocities[1], 0.25);
+        let refused = goals.accept("g1", &goal(NAMES, vec![point(1.0, [0.2, 0.4])]), S, any).unwrap_err();
+        assert_eq!(refused.code, ErrorCode::InvalidGoal, "no goal starts from a NaN the device reported");
     }
 
     #[test]

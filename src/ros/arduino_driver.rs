@@ -24,6 +24,7 @@ use crate::nodes::arduino::{
     arduino_node_config, follower, requests_from_joint_command, send_line, ArduinoNodeConfig, Testbench,
     TestbenchSetpoints, ARDUINO_NODE_PARAMS,
 };
+use crate::nodes::follower::clocks::{Now, SteadyClock};
 use crate::nodes::follower::goals::{DeviceGoals, Setpoint};
 use crate::nodes::follower::JointState as JointStateData;
 use crate::nodes::managed_driver::{Commanding, ManagedDriver, Observer};
@@ -40,20 +41,22 @@ fn send(commanding: &Commanding<RdscomCommander>, line: &str) {
 
 /// What the running driver's events command: a setpoint waiting for the MCU's ControlDone goes
 /// out with it, and each round of the datastream is a control step of `follow` (none in the
-/// doc-only type-check).
+/// doc-only type-check), timed on the `steady` clock.
 fn drive_setpoints(
     setpoints: Arc<Mutex<TestbenchSetpoints>>,
     commanding: Commanding<RdscomCommander>,
     table: PrototypeTable,
-    follow: impl Fn(u64, JointStateData, bool) -> Option<Setpoint> + Send + Sync + 'static,
+    steady: SteadyClock,
+    follow: impl Fn(Now, JointStateData, bool) -> Option<Setpoint> + Send + Sync + 'static,
 ) -> Observer<DriverEvent> {
     Arc::new(move |event, time_ns| {
         let Ok(mut setpoints) = setpoints.lock() else { return };
         let commander = commanding.get();
-        let mut requests = setpoints.heard(time_ns, event, &table);
+        let now = Now { ros_ns: time_ns, steps_ns: steady.now_ns() };
+        let mut requests = setpoints.heard(now.steps_ns, event, &table);
         if let Some(actual) = setpoints.sample(event, &table) {
-            if let Some(setpoint) = follow(time_ns, actual, commander.is_ok()) {
-                requests.extend(setpoints.setpoint(time_ns, setpoint.positions().to_vec()));
+            if let Some(setpoint) = follow(now, actual, commander.is_ok()) {
+                requests.extend(setpoints.setpoint(now.steps_ns, setpoint.positions().to_vec()));
             }
         }
         if !requests.is_empty() {
@@ -74,34 +77,33 @@ fn send_all(commander: &RdscomCommander, requests: Vec<Request>) -> Result<(), S
 type Goals = Arc<Mutex<DeviceGoals<JointGoalHandle>>>;
 
 /// Serves `~/follow_joint_trajectory` (and `~/controller_state`) on the node's `goals`: each
-/// round of the datastream (every joint heard) while active is a control step, timed on a
-/// steady clock whatever /clock does under use_sim_time, whose setpoint goes out as the four
-/// joints' position controls and ControlGo, once the MCU has run the one before.
+/// round of the datastream (every joint heard) while active is a control step, timed on the
+/// `steady` clock, whose setpoint goes out as the four joints' position controls and
+/// ControlGo, once the MCU has run the one before.
 #[cfg(not(feature = "ros-doc-only"))]
 fn follow_joint_trajectories(
     node: &mut r2r::Node,
     pool: &LocalPool,
     goals: Goals,
     commanding: Commanding<RdscomCommander>,
-) -> anyhow::Result<impl Fn(u64, JointStateData, bool) -> Option<Setpoint> + Send + Sync + 'static> {
+    steady: SteadyClock,
+) -> anyhow::Result<impl Fn(Now, JointStateData, bool) -> Option<Setpoint> + Send + Sync + 'static> {
     use super::joint_trajectory_action::FollowJointTrajectoryServer;
 
     use super::now_for_device;
-    use crate::nodes::follower::clocks::SteadyClock;
 
-    let (clock, steady) = (node.get_ros_clock(), SteadyClock::start());
+    let clock = node.get_ros_clock();
     let active = Box::new(move || commanding.get().is_ok());
     let now = Box::new(move || now_for_device(&clock, &steady));
     let server = FollowJointTrajectoryServer::serve(node, &pool.spawner(), goals.clone(), active, now)?;
-    Ok(move |time_ns, actual, active: bool| {
+    Ok(move |now: Now, actual, active: bool| {
         let mut goals = goals.lock().ok()?;
         if !active {
-            goals.goals.observe(steady.now_ns(), actual);
+            goals.goals.observe(now.steps_ns, actual);
             return None;
         }
-        let mut tick = goals.goals.tick(steady.now_ns(), actual);
         // Stamped on the ROS clock, as everything the node publishes.
-        tick.state.time_ns = time_ns;
+        let tick = goals.goals.tick(now.steps_ns, actual).stamped(now.ros_ns);
         drop(goals);
         server.answer(tick)
     })
@@ -114,9 +116,9 @@ fn serve_joint_commands(
     pool: &LocalPool,
     config: &ArduinoNodeConfig,
     commanding: Commanding<RdscomCommander>,
-    (setpoints, goals): (Arc<Mutex<TestbenchSetpoints>>, Goals),
+    (setpoints, goals, steady): (Arc<Mutex<TestbenchSetpoints>>, Goals, SteadyClock),
 ) -> anyhow::Result<()> {
-    let (joint_names, ros2_control, clock) = (config.joint_names.clone(), config.ros2_control, node.get_ros_clock());
+    let (joint_names, ros2_control) = (config.joint_names.clone(), config.ros2_control);
     let joint_commands = node.subscribe::<JointState>("~/joint_command", QosProfile::default())?;
     let (mut refusals, started) = (Refusals::default(), std::time::Instant::now());
     pool.spawner().spawn_local(joint_commands.for_each(move |message| {
@@ -124,7 +126,7 @@ fn serve_joint_commands(
         // goal's setpoint, computed or waiting, goes out between this command and its effects.
         let Ok(mut setpoints) = setpoints.lock() else { return futures::future::ready(()) };
         let requests = match ros2_control {
-            true => setpoints.command(now_ns(&clock), &message.name, &message.position, &joint_names),
+            true => setpoints.command(steady.now_ns(), &message.name, &message.position, &joint_names),
             false => requests_from_joint_command(
                 &message.name,
                 &message.position,
@@ -182,15 +184,17 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
 
     let pool = LocalPool::new();
     let setpoints = Arc::new(Mutex::new(TestbenchSetpoints::default()));
+    // Goals and the MCU's setpoints are timed on it, whatever /clock does under use_sim_time.
+    let steady = SteadyClock::start();
     let goals: Goals = Arc::new(Mutex::new(DeviceGoals::new(follower(&config).map_err(anyhow::Error::msg)?)));
     // FollowJointTrajectory's types are control_msgs', which the doc-only type-check lacks.
     #[cfg(not(feature = "ros-doc-only"))]
-    let follow = follow_joint_trajectories(&mut node, &pool, goals.clone(), commanding.clone())?;
+    let follow = follow_joint_trajectories(&mut node, &pool, goals.clone(), commanding.clone(), steady)?;
     #[cfg(feature = "ros-doc-only")]
-    let follow = |_: u64, _: JointStateData, _: bool| None;
+    let follow = |_: Now, _: JointStateData, _: bool| None;
     let (stopping, stopping_setpoints) = (goals.clone(), setpoints.clone());
     let managed = managed
-        .observed_by(drive_setpoints(setpoints.clone(), commanding.clone(), table, follow))
+        .observed_by(drive_setpoints(setpoints.clone(), commanding.clone(), table, steady, follow))
         .stopping_with(Box::new(move |why| {
             // The goal first: no step sends a setpoint once the waiting one is forgotten.
             end_joint_goal(stopping.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).stopped(why));
@@ -200,7 +204,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
         }));
     let parameters = ParameterServer::new(node_params(&node), ARDUINO_NODE_PARAMS);
     serve_parameters(&mut node, &pool.spawner(), parameters, nothing_at_run_time())?;
-    serve_joint_commands(&mut node, &pool, &config, commanding.clone(), (setpoints, goals))?;
+    serve_joint_commands(&mut node, &pool, &config, commanding.clone(), (setpoints, goals, steady))?;
     for (topic, line) in [("~/go", "go"), ("~/stop", "stop"), ("~/clear", "clear")] {
         let requests = node.subscribe::<Empty>(topic, QosProfile::default())?;
         let commanding = commanding.clone();

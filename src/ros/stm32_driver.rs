@@ -71,9 +71,8 @@ fn follow_joint_trajectories(
             return goals.goals.observe(steady.now_ns(), actual);
         }
         // Sent under the goals' lock, so that no setpoint goes out after a stop's hold.
-        let mut tick = goals.goals.tick(steady.now_ns(), actual);
         // Stamped on the ROS clock, as everything the node publishes.
-        tick.state.time_ns = time_ns;
+        let tick = goals.goals.tick(steady.now_ns(), actual).stamped(time_ns);
         if let Some(setpoint) = server.answer(tick) {
             send(&commanding, angles_command(setpoint.positions()), "trajectory setpoint");
         }

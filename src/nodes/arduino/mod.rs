@@ -107,24 +107,25 @@ pub fn follower(config: &ArduinoNodeConfig) -> Result<Follower, String> {
 }
 
 /// The testbench's joints' state from its datastream, which sends one joint a message: a whole
-/// state each time the last joint's sample ends a round in which every joint was heard. A
-/// velocity the older table does not carry is not a number: unknown, not stopped.
+/// state each time the last joint's sample ends a round in which every joint was heard. The
+/// older table carries no velocities: a round without all four has none (unknown, not stopped).
 #[derive(Debug, Clone, Default)]
 pub struct JointRounds {
     positions: [Option<f64>; 4],
-    velocities: [f64; 4],
+    velocities: [Option<f64>; 4],
 }
 
 impl JointRounds {
     /// Takes `sample`; the joints' state when it ends a round.
     pub fn sample(&mut self, sample: &JointSample) -> Option<follower::JointState> {
         *self.positions.get_mut(sample.joint)? = Some(sample.position);
-        self.velocities[sample.joint] = sample.velocity.unwrap_or(f64::NAN);
+        self.velocities[sample.joint] = sample.velocity;
         if sample.joint != self.positions.len() - 1 {
             return None;
         }
         let positions = self.positions.iter().copied().collect::<Option<Vec<f64>>>()?;
-        Some(follower::JointState { positions, velocities: self.velocities.to_vec() })
+        let velocities = self.velocities.iter().copied().collect::<Option<Vec<f64>>>().unwrap_or_default();
+        Some(follower::JointState { positions, velocities })
     }
 }
 

@@ -80,8 +80,8 @@ impl ArduinoTopics {
                 header,
                 name: self.joint_names.clone(),
                 effort: vec![0.0; round.positions.len()],
+                velocity: reported(&round.velocities, round.positions.len()),
                 position: round.positions,
-                velocity: reported(&round.velocities),
             }),
         };
         if let Some(state) = state {
@@ -156,7 +156,10 @@ impl RdscomMessage {
 
 /// Velocities as `/joint_states` has always carried them: 0 where the older table tells none
 /// (its readers, topic_based_ros2_control among them, take a number a joint; the follower
-/// takes it as unknown).
-fn reported(velocities: &[f64]) -> Vec<f64> {
-    velocities.iter().map(|velocity| if velocity.is_nan() { 0.0 } else { *velocity }).collect()
+/// takes none as unknown).
+fn reported(velocities: &[f64], joints: usize) -> Vec<f64> {
+    match velocities.len() == joints {
+        true => velocities.to_vec(),
+        false => vec![0.0; joints],
+    }
 }

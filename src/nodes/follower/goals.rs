@@ -58,13 +58,30 @@ pub struct Tick<G> {
     pub state: ControllerState,
 }
 
+impl<G> Tick<G> {
+    /// This step stamped `ros_ns` for what the node publishes (the controller's state, the
+    /// feedback), where the step was timed on another clock (a serial device's steady one).
+    pub fn stamped(mut self, ros_ns: u64) -> Tick<G> {
+        self.state.time_ns = ros_ns;
+        for event in &mut self.events {
+            if let GoalEvent::Feedback { state, .. } = event {
+                state.time_ns = ros_ns;
+            }
+        }
+        self
+    }
+}
+
 /// One node's goals: at most one followed at a time.
 #[derive(Debug)]
 pub struct JointGoals<G> {
     follower: Follower,
     goal: Option<G>,
-    /// The joints' last state, and when it came [ns].
-    actual: Option<(u64, JointState)>,
+    actual: Option<JointState>,
+    /// The velocities of a device that reports positions alone, and whether `actual`'s are
+    /// its.
+    estimate: VelocityEstimate,
+    estimated: bool,
     /// The last positions commanded, and whether the hold still has to be commanded.
     output: Option<Vec<f64>>,
     hold_pending: bool,
@@ -72,7 +89,8 @@ pub struct JointGoals<G> {
 
 impl<G: Clone> JointGoals<G> {
     pub fn new(follower: Follower) -> JointGoals<G> {
-        JointGoals { follower, goal: None, actual: None, output: None, hold_pending: false }
+        let estimate = VelocityEstimate::default();
+        JointGoals { follower, goal: None, actual: None, estimate, estimated: false, output: None, hold_pending: false }
     }
 
     pub fn follower(&self) -> &Follower {
@@ -96,10 +114,21 @@ impl<G: Clone> JointGoals<G> {
         now_ns: u64,
         check: impl FnOnce(&Plan) -> Result<T, String>,
     ) -> Result<(T, Option<(G, Outcome)>), Refusal> {
-        let Some((_, actual)) = self.actual.clone() else {
+        let start = self.start()?;
+        self.accept_from(handle, goal, now_ns, &start, check)
+    }
+
+    /// Where a goal starts: the joints' last state, from rest where their velocities are an
+    /// estimate still unknown (as joint_trajectory_controller starts a device without a
+    /// velocity interface); a velocity the device reported is kept, a NaN too (refused).
+    fn start(&self) -> Result<JointState, Refusal> {
+        let Some(mut start) = self.actual.clone() else {
             return Err(Refusal::new(ErrorCode::InvalidGoal, "the device has not reported its joints' state yet"));
         };
-        self.accept_from(handle, goal, now_ns, &actual, check)
+        if self.estimated {
+            start.velocities.iter_mut().filter(|velocity| velocity.is_nan()).for_each(|velocity| *velocity = 0.0);
+        }
+        Ok(start)
     }
 
     /// [`JointGoals::accept`] with the first segment from `start` rather than from the joints'
@@ -126,9 +155,7 @@ impl<G: Clone> JointGoals<G> {
     /// as [`JointGoals::accept`] checks a goal, it replaces the goal followed, which comes back
     /// cancelled; an empty trajectory stops what is followed, the joints holding where they are.
     pub fn follow(&mut self, goal: &Goal, now_ns: u64) -> Result<Option<(G, Outcome)>, Refusal> {
-        let Some((_, actual)) = self.actual.clone() else {
-            return Err(Refusal::new(ErrorCode::InvalidGoal, "the device has not reported its joints' state yet"));
-        };
+        let actual = self.start()?;
         let replaced = if goal.points.is_empty() {
             let stopped = self.follower.cancel(&actual);
             self.hold_pending |= stopped.is_some();
@@ -148,7 +175,7 @@ impl<G: Clone> JointGoals<G> {
         if !self.goal.as_ref().is_some_and(is_it) {
             return None;
         }
-        let (_, actual) = self.actual.as_ref()?;
+        let actual = self.actual.as_ref()?;
         let outcome = self.follower.cancel(actual)?;
         self.hold_pending = true;
         self.goal.take().map(|goal| (goal, outcome))
@@ -171,9 +198,9 @@ impl<G: Clone> JointGoals<G> {
 
     /// A control step at `now_ns` with the joints at `actual`: the goal's setpoint (or the hold,
     /// once, after a cancel or a violation), its feedback and end, and the controller's state.
-    /// Velocities the device does not report are estimated ([`JointGoals::with_velocities`]).
-    pub fn tick(&mut self, now_ns: u64, actual: JointState) -> Tick<G> {
-        let actual = self.with_velocities(now_ns, actual);
+    /// Velocities the device does not report are estimated ([`VelocityEstimate`]).
+    pub fn tick(&mut self, now_ns: u64, mut actual: JointState) -> Tick<G> {
+        self.estimated = self.estimate.fill(now_ns, &mut actual);
         let mut events = Vec::new();
         let mut command = None;
         let (reference, error) = match self.follower.update(now_ns, &actual) {
@@ -218,34 +245,20 @@ impl<G: Clone> JointGoals<G> {
             self.output = Some(command.positions().to_vec());
         }
         let state = self.state(now_ns, &reference, &actual, &error, &self.output);
-        self.actual = Some((now_ns, actual));
+        self.actual = Some(actual);
         Tick { command, events, state }
     }
 
     /// Records where the joints are at `now_ns`, for the next goal's start, without a control
     /// step.
-    pub fn observe(&mut self, now_ns: u64, actual: JointState) {
-        let actual = self.with_velocities(now_ns, actual);
-        self.actual = Some((now_ns, actual));
+    pub fn observe(&mut self, now_ns: u64, mut actual: JointState) {
+        self.estimated = self.estimate.fill(now_ns, &mut actual);
+        self.actual = Some(actual);
     }
 
-    /// `actual` with each velocity the device does not report (NaN, or no velocities at all:
-    /// the STM32's short telemetry, the testbench's older table) estimated from the positions'
-    /// change since the last state. Until two states have come, it stays unknown: never taken
-    /// as stopped, outside every velocity tolerance, no goal's start.
-    fn with_velocities(&self, now_ns: u64, mut actual: JointState) -> JointState {
-        let joints = actual.positions.len();
-        if actual.velocities.len() != joints {
-            actual.velocities = vec![f64::NAN; joints];
-        }
-        let last = self.actual.as_ref().filter(|(then_ns, last)| *then_ns < now_ns && last.positions.len() == joints);
-        for (joint, velocity) in actual.velocities.iter_mut().enumerate().filter(|(_, velocity)| velocity.is_nan()) {
-            if let Some((then_ns, last)) = last {
-                let dt_s = (now_ns - then_ns) as f64 * 1e-9;
-                *velocity = (actual.positions[joint] - last.positions[joint]) / dt_s;
-            }
-        }
-        actual
+    /// The device stopped or went away: what its positions said of its velocities is forgotten.
+    pub fn forget_velocities(&mut self) {
+        self.estimate = VelocityEstimate::default();
     }
 
     fn state(
@@ -333,6 +346,7 @@ impl<G: Clone> DeviceGoals<G> {
     /// aborted), and the stream's command in force is not followed again.
     pub fn stopped(&mut self, why: &str) -> Option<(G, Outcome)> {
         self.stream.close();
+        self.goals.forget_velocities();
         let reason = format!("{why}: the joints hold where they are");
         self.goals.end(Outcome::Aborted { code: ErrorCode::InvalidGoal, reason })
     }
@@ -347,5 +361,56 @@ impl<G: Clone> TakesJointGoals<G> for DeviceGoals<G> {
 
     fn cancel_joint_goal(&mut self, is_it: &dyn Fn(&G) -> bool) -> Option<(G, Outcome)> {
         self.goals.cancel(is_it)
+    }
+}
+
+/// The velocities of a device that reports positions alone (no velocities: the STM32's short
+/// telemetry, the testbench's older table): the positions' change over a span of at least
+/// [`VelocityEstimate::SPAN_NS`], held until the next span ends. Unknown (not a number: never
+/// stopped, outside every velocity tolerance; a goal starts from rest) until a first span has passed,
+/// and again after a gap of more than [`VelocityEstimate::MAX_SPAN_NS`] (a link drop, a replug)
+/// or a stop. A device that reports velocities keeps its own, a NaN among them too.
+#[derive(Debug, Clone, Default)]
+pub struct VelocityEstimate {
+    /// Where the span began [ns], and the positions then [rad].
+    anchor: Option<(u64, Vec<f64>)>,
+    /// The last span's velocities [rad/s].
+    velocities: Option<Vec<f64>>,
+}
+
+impl VelocityEstimate {
+    /// The shortest span [ns]: states that come in a burst (a host that was busy, a USB-serial
+    /// adapter's latency) are not differenced, and a servo dithering by one count of a 12-bit
+    /// encoder (1.5 mrad) reads under the stopped tolerance's 0.01 rad/s.
+    pub const SPAN_NS: u64 = 200_000_000;
+    /// The longest [ns]: positions further apart (a link that dropped) tell no velocity worth
+    /// trusting; the testbench's slowest datastream (1 Hz) still tells them.
+    pub const MAX_SPAN_NS: u64 = 2_500_000_000;
+
+    /// `actual`'s velocities at `now_ns`, where the device gave none; whether it gave none.
+    pub fn fill(&mut self, now_ns: u64, actual: &mut JointState) -> bool {
+        if !actual.velocities.is_empty() {
+            return false;
+        }
+        let joints = actual.positions.len();
+        let span_ns = self.anchor.as_ref().map(|(since_ns, _)| now_ns.checked_sub(*since_ns));
+        match span_ns {
+            Some(Some(span_ns)) if span_ns < Self::SPAN_NS => {}
+            Some(Some(span_ns)) if span_ns <= Self::MAX_SPAN_NS => {
+                let anchor = self.anchor.as_ref().map(|(_, positions)| positions);
+                self.velocities = anchor.filter(|anchor| anchor.len() == joints).map(|anchor| {
+                    let span_s = span_ns as f64 * 1e-9;
+                    actual.positions.iter().zip(anchor).map(|(now, then)| (now - then) / span_s).collect()
+                });
+                self.anchor = Some((now_ns, actual.positions.clone()));
+            }
+            _ => {
+                self.velocities = None;
+                self.anchor = Some((now_ns, actual.positions.clone()));
+            }
+        }
+        let known = self.velocities.as_ref().filter(|velocities| velocities.len() == joints);
+        actual.velocities = known.cloned().unwrap_or_else(|| vec![f64::NAN; joints]);
+        true
     }
 }
