@@ -346,14 +346,19 @@ mod node_goals {
     fn a_velocity_not_reported_is_the_angles_change_over_a_span_and_never_taken_as_stopped() {
         let mut goals = JointGoals::new(follower());
         goals.observe(0, angles([0.0, 0.0]));
+        // A path velocity tolerance cannot be kept on an estimate a span behind: refused.
+        let mut strict = goal(NAMES, vec![point(1.0, [0.2, 0.4])]);
+        strict.path_tolerance = vec![(NAMES[0].into(), JointTolerance { position: 0.0, velocity: 0.1 })];
+        let refused = goals.accept("g0", &strict, 0, any).unwrap_err();
+        assert!(refused.reason.contains("reports no velocities"), "{}", refused.reason);
         // One state tells no velocity: the goal starts from rest.
         goals.accept("g1", &goal(NAMES, vec![point(1.0, [0.2, 0.4])]), 0, any).unwrap();
         assert!(goals.tick(SPAN / 2, angles([0.0, 0.0])).state.feedback.velocities.iter().all(|v| v.is_nan()));
         goals.tick(SPAN, angles([0.0, 0.0]));
         let end = S;
         goals.tick(end - SPAN, angles([0.1, 0.4]));
-        // At its goal on time, but 0.1 rad away a span ago: moving at 0.5 rad/s, not done; a
-        // state right after (a burst) keeps the span's estimate.
+        // At its goal on time, but 0.1 rad away a span ago: moving at 0.5 rad/s, not done; nor
+        // a state right after (a burst), still measured against one a span back.
         let passing = goals.tick(end, angles([0.2, 0.4]));
         assert!((passing.state.feedback.velocities[0] - 0.5).abs() < 1e-9, "{:?}", passing.state.feedback);
         let burst = goals.tick(end + 1_000_000, angles([0.2, 0.4]));

@@ -3,6 +3,8 @@
 //! and `~/controller_state` (reference, feedback, error, output), as joint_trajectory_controller
 //! gives them in its update. `G` is the node's handle of a goal (r2r's, in the nodes).
 
+use std::collections::VecDeque;
+
 use super::spline::Sample;
 use super::{ErrorCode, Follower, Goal, JointState, Outcome, Plan, Refusal};
 use crate::nodes::follower::stream_gate::StreamGate;
@@ -114,19 +116,25 @@ impl<G: Clone> JointGoals<G> {
         now_ns: u64,
         check: impl FnOnce(&Plan) -> Result<T, String>,
     ) -> Result<(T, Option<(G, Outcome)>), Refusal> {
-        let start = self.start()?;
+        let start = self.start(goal)?;
         self.accept_from(handle, goal, now_ns, &start, check)
     }
 
-    /// Where a goal starts: the joints' last state, from rest where their velocities are an
-    /// estimate still unknown (as joint_trajectory_controller starts a device without a
-    /// velocity interface); a velocity the device reported is kept, a NaN too (refused).
-    fn start(&self) -> Result<JointState, Refusal> {
+    /// Where `goal` starts: the joints' last state; from rest where their velocities are an
+    /// estimate, as joint_trajectory_controller starts a device without a velocity interface
+    /// (and refused if it asks a path velocity tolerance, which an estimate lagging a span
+    /// cannot keep). A velocity the device reported is kept, a NaN too (refused).
+    fn start(&self, goal: &Goal) -> Result<JointState, Refusal> {
         let Some(mut start) = self.actual.clone() else {
             return Err(Refusal::new(ErrorCode::InvalidGoal, "the device has not reported its joints' state yet"));
         };
         if self.estimated {
-            start.velocities.iter_mut().filter(|velocity| velocity.is_nan()).for_each(|velocity| *velocity = 0.0);
+            if let Some((joint, _)) = goal.path_tolerance.iter().find(|(_, tolerance)| tolerance.velocity > 0.0) {
+                let reason =
+                    format!("a path velocity tolerance ({joint}) cannot be checked: this device reports no velocities");
+                return Err(Refusal::new(ErrorCode::InvalidGoal, reason));
+            }
+            start.velocities.fill(0.0);
         }
         Ok(start)
     }
@@ -155,7 +163,7 @@ impl<G: Clone> JointGoals<G> {
     /// as [`JointGoals::accept`] checks a goal, it replaces the goal followed, which comes back
     /// cancelled; an empty trajectory stops what is followed, the joints holding where they are.
     pub fn follow(&mut self, goal: &Goal, now_ns: u64) -> Result<Option<(G, Outcome)>, Refusal> {
-        let actual = self.start()?;
+        let actual = self.start(goal)?;
         let replaced = if goal.points.is_empty() {
             let stopped = self.follower.cancel(&actual);
             self.hold_pending |= stopped.is_some();
@@ -259,6 +267,9 @@ impl<G: Clone> JointGoals<G> {
     /// The device stopped or went away: what its positions said of its velocities is forgotten.
     pub fn forget_velocities(&mut self) {
         self.estimate = VelocityEstimate::default();
+        if let (true, Some(actual)) = (self.estimated, &mut self.actual) {
+            actual.velocities.fill(f64::NAN);
+        }
     }
 
     fn state(
@@ -365,17 +376,16 @@ impl<G: Clone> TakesJointGoals<G> for DeviceGoals<G> {
 }
 
 /// The velocities of a device that reports positions alone (no velocities: the STM32's short
-/// telemetry, the testbench's older table): the positions' change over a span of at least
-/// [`VelocityEstimate::SPAN_NS`], held until the next span ends. Unknown (not a number: never
-/// stopped, outside every velocity tolerance; a goal starts from rest) until a first span has passed,
-/// and again after a gap of more than [`VelocityEstimate::MAX_SPAN_NS`] (a link drop, a replug)
-/// or a stop. A device that reports velocities keeps its own, a NaN among them too.
+/// telemetry, the testbench's older table): each state's positions against those of the newest
+/// state at least [`VelocityEstimate::SPAN_NS`] before it, a window that slides with every
+/// state. Unknown (not a number: never stopped, outside every velocity tolerance) until a first
+/// span has passed, and again after a gap of more than [`VelocityEstimate::MAX_SPAN_NS`] (a
+/// link drop, a replug), a clock that went back, or a stop. A device that reports velocities
+/// keeps its own, a NaN among them too.
 #[derive(Debug, Clone, Default)]
 pub struct VelocityEstimate {
-    /// Where the span began [ns], and the positions then [rad].
-    anchor: Option<(u64, Vec<f64>)>,
-    /// The last span's velocities [rad/s].
-    velocities: Option<Vec<f64>>,
+    /// The states of the last span and the one before it: when [ns], the positions [rad].
+    window: VecDeque<(u64, Vec<f64>)>,
 }
 
 impl VelocityEstimate {
@@ -383,8 +393,8 @@ impl VelocityEstimate {
     /// adapter's latency) are not differenced, and a servo dithering by one count of a 12-bit
     /// encoder (1.5 mrad) reads under the stopped tolerance's 0.01 rad/s.
     pub const SPAN_NS: u64 = 200_000_000;
-    /// The longest [ns]: positions further apart (a link that dropped) tell no velocity worth
-    /// trusting; the testbench's slowest datastream (1 Hz) still tells them.
+    /// The longest gap [ns]: positions further apart (a link that dropped) tell no velocity
+    /// worth trusting; the testbench's slowest datastream (1 Hz) still tells them.
     pub const MAX_SPAN_NS: u64 = 2_500_000_000;
 
     /// `actual`'s velocities at `now_ns`, where the device gave none; whether it gave none.
@@ -393,24 +403,24 @@ impl VelocityEstimate {
             return false;
         }
         let joints = actual.positions.len();
-        let span_ns = self.anchor.as_ref().map(|(since_ns, _)| now_ns.checked_sub(*since_ns));
-        match span_ns {
-            Some(Some(span_ns)) if span_ns < Self::SPAN_NS => {}
-            Some(Some(span_ns)) if span_ns <= Self::MAX_SPAN_NS => {
-                let anchor = self.anchor.as_ref().map(|(_, positions)| positions);
-                self.velocities = anchor.filter(|anchor| anchor.len() == joints).map(|anchor| {
-                    let span_s = span_ns as f64 * 1e-9;
-                    actual.positions.iter().zip(anchor).map(|(now, then)| (now - then) / span_s).collect()
-                });
-                self.anchor = Some((now_ns, actual.positions.clone()));
-            }
-            _ => {
-                self.velocities = None;
-                self.anchor = Some((now_ns, actual.positions.clone()));
-            }
+        let continues = self.window.back().is_some_and(|(then_ns, positions)| {
+            *then_ns < now_ns && now_ns - then_ns <= Self::MAX_SPAN_NS && positions.len() == joints
+        });
+        if !continues {
+            self.window.clear();
         }
-        let known = self.velocities.as_ref().filter(|velocities| velocities.len() == joints);
-        actual.velocities = known.cloned().unwrap_or_else(|| vec![f64::NAN; joints]);
+        // The newest state at least a span old is the base; those before it are no longer needed.
+        while self.window.get(1).is_some_and(|(then_ns, _)| now_ns - then_ns >= Self::SPAN_NS) {
+            self.window.pop_front();
+        }
+        actual.velocities = match self.window.front() {
+            Some((then_ns, then)) if now_ns - then_ns >= Self::SPAN_NS => {
+                let span_s = (now_ns - then_ns) as f64 * 1e-9;
+                actual.positions.iter().zip(then).map(|(now, then)| (now - then) / span_s).collect()
+            }
+            _ => vec![f64::NAN; joints],
+        };
+        self.window.push_back((now_ns, actual.positions.clone()));
         true
     }
 }
