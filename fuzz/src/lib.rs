@@ -388,7 +388,9 @@ fn arm_at(robot: &arm_hil::model::Robot) -> (arm_hil::model::math::Vec3, Vec<f64
 /// another), a little-endian u16 of points (read as at most one past the goal limit), a u64
 /// header stamp [ns] and an f64 goal time tolerance; then per point a time and a position per
 /// name (f64 each), and eight bytes whose lowest bits say whether velocities and accelerations
-/// follow. Missing bytes read as zeros; points past what the bytes can fill have no values.
+/// follow. Missing bytes read as zeros; points past what the bytes can fill repeat the last
+/// one 10 ms later each when the goal names the device's number of joints, and have no values
+/// otherwise.
 fn goal_from_bytes(bytes: &[u8], names: &[String]) -> arm_hil::nodes::follower::Goal {
     use arm_hil::nodes::follower::spline::TrajectoryPoint;
     use arm_hil::nodes::follower::Goal;
@@ -411,28 +413,35 @@ fn goal_from_bytes(bytes: &[u8], names: &[String]) -> arm_hil::nodes::follower::
     let stamp_ns = u64::from_le_bytes(take(8));
     let goal_time_tolerance_s = f64::from_le_bytes(take(8));
     let mut values = |n: usize| (0..n).map(|_| f64::from_le_bytes(take(8))).collect::<Vec<f64>>();
-    // Points past what the input's bytes can fill (a time, a position a joint, the flags) have
-    // no values: the count still reaches the limit's refusal without the harness making
-    // megabytes of zeros a run.
+    // Points past what the input's bytes can fill (a time, a position a joint, the flags) go on
+    // from the last one filled, 10 ms a point, where the goal names as many joints as the
+    // device has (long valid goals, through the spline and its checks); otherwise they have no
+    // values (the count still reaches the limit's refusal, without megabytes of zeros a run).
     let filled = bytes.len() / (8 * (count + 2)) + 1;
-    let points = (0..points)
-        .map(|k| {
-            if k >= filled {
-                return TrajectoryPoint {
-                    time_s: 0.0,
-                    positions: Vec::new(),
-                    velocities: Vec::new(),
-                    accelerations: Vec::new(),
-                };
+    let wanted = points;
+    let mut points: Vec<TrajectoryPoint> = Vec::with_capacity(wanted);
+    for k in 0..wanted {
+        let point = match (k < filled, points.last()) {
+            (true, _) => {
+                let time_s = values(1)[0];
+                let positions = values(count);
+                let flags = values(1)[0].to_bits() as u8;
+                let velocities = if flags & 1 == 1 { values(count) } else { Vec::new() };
+                let accelerations = if flags & 2 == 2 { values(count) } else { Vec::new() };
+                TrajectoryPoint { time_s, positions, velocities, accelerations }
             }
-            let time_s = values(1)[0];
-            let positions = values(count);
-            let flags = values(1)[0].to_bits() as u8;
-            let velocities = if flags & 1 == 1 { values(count) } else { Vec::new() };
-            let accelerations = if flags & 2 == 2 { values(count) } else { Vec::new() };
-            TrajectoryPoint { time_s, positions, velocities, accelerations }
-        })
-        .collect();
+            (false, Some(last)) if count == names.len() => {
+                TrajectoryPoint { time_s: last.time_s + 0.01, ..last.clone() }
+            }
+            (false, _) => TrajectoryPoint {
+                time_s: 0.0,
+                positions: Vec::new(),
+                velocities: Vec::new(),
+                accelerations: Vec::new(),
+            },
+        };
+        points.push(point);
+    }
     Goal { joint_names, points, stamp_ns, goal_time_tolerance_s, ..Goal::default() }
 }
 
