@@ -382,6 +382,8 @@ mod node_goals {
         let after_gap = SPAN + VelocityEstimate::MAX_SPAN_NS + 1;
         assert!(filled(&mut estimate, after_gap, [0.025, 0.0]).iter().all(|v| v.is_nan()), "a link that dropped");
         assert_eq!(filled(&mut estimate, after_gap + SPAN, [0.025, 0.0]), vec![0.0, 0.0]);
+        let again = filled(&mut estimate, after_gap + SPAN, [0.05, 0.0]);
+        assert_eq!(again, vec![0.125, 0.0], "a state at the same time takes the last one's place");
         assert!(filled(&mut estimate, 0, [0.025, 0.0]).iter().all(|v| v.is_nan()), "a clock that went back");
         let mut device = arm_hil::nodes::follower::goals::DeviceGoals::<&str>::new(follower());
         device.goals.observe(0, angles([0.0, 0.0]));

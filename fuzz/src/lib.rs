@@ -328,7 +328,10 @@ pub fn follow_joint_trajectory_goal(data: &[u8]) {
     use arm_hil::nodes::stm32::{follower, Stm32NodeConfig};
 
     let Some((&which, bytes)) = data.split_first() else { return };
-    let arm = which % 2 == 1;
+    // Bit 0: the parallel arm or the STM32; bit 1: a device that reports no velocities (the
+    // follower estimates them, a goal starting from rest); bit 2: a path velocity tolerance on
+    // the goal's first joint (refused where the velocities are estimated).
+    let (arm, reports_velocities) = (which & 1 == 1, which & 2 == 0);
     let robot = arm_hil::model::Robot::default();
     let (follower, actual) = match arm {
         false => (follower(&Stm32NodeConfig::default()).expect("the defaults"), STM32_AT.to_vec()),
@@ -337,10 +340,19 @@ pub fn follow_joint_trajectory_goal(data: &[u8]) {
         }
     };
     let joints = follower.joints().clone();
-    let goal = goal_from_bytes(bytes, &joints.names);
+    let mut goal = goal_from_bytes(bytes, &joints.names);
+    if let (true, Some(joint)) = (which & 4 != 0, goal.joint_names.first()) {
+        let tolerance = arm_hil::nodes::follower::JointTolerance { position: 0.0, velocity: 0.1 };
+        goal.path_tolerance = vec![(joint.clone(), tolerance)];
+    }
     let now_ns = 1_000_000_000_000;
+    let state = || JointState {
+        positions: actual.clone(),
+        velocities: if reports_velocities { vec![0.0; actual.len()] } else { Vec::new() },
+    };
     let mut goals = JointGoals::new(follower);
-    goals.observe(now_ns, JointState { positions: actual.clone(), velocities: vec![0.0; actual.len()] });
+    goals.observe(now_ns - 100_000_000, state());
+    goals.observe(now_ns, state());
     let accepted = goals.accept((), &goal, now_ns, |plan| {
         let spline = plan.spline();
         let start = spline.sample(0.0);
@@ -361,7 +373,7 @@ pub fn follow_joint_trajectory_goal(data: &[u8]) {
     let end_s = goals.follower().plan().map_or(0.0, |plan| plan.spline().end_s());
     for k in 0..=16 {
         let t_ns = now_ns + (end_s * 1e9 * f64::from(k) / 16.0) as u64;
-        let tick = goals.tick(t_ns, JointState { positions: actual.clone(), velocities: vec![0.0; actual.len()] });
+        let tick = goals.tick(t_ns, state());
         if let Some(command) = tick.command {
             for (joint, position) in command.positions().iter().enumerate() {
                 assert!(
@@ -417,7 +429,8 @@ fn goal_from_bytes(bytes: &[u8], names: &[String]) -> arm_hil::nodes::follower::
     // from the last one filled, 10 ms a point, where the goal names as many joints as the
     // device has (long valid goals, through the spline and its checks); otherwise they have no
     // values (the count still reaches the limit's refusal, without megabytes of zeros a run).
-    let filled = bytes.len() / (8 * (count + 2)) + 1;
+    let header = 1 + count + 2 + 8 + 8;
+    let filled = bytes.len().saturating_sub(header) / (8 * (count + 2));
     let wanted = points;
     let mut points: Vec<TrajectoryPoint> = Vec::with_capacity(wanted);
     for k in 0..wanted {

@@ -129,7 +129,13 @@ impl<G: Clone> JointGoals<G> {
             return Err(Refusal::new(ErrorCode::InvalidGoal, "the device has not reported its joints' state yet"));
         };
         if self.estimated {
-            if let Some((joint, _)) = goal.path_tolerance.iter().find(|(_, tolerance)| tolerance.velocity > 0.0) {
+            // Names of no joint of the device are the follower's to refuse (INVALID_JOINTS).
+            let joints = &self.follower.joints().names;
+            let asked = goal
+                .path_tolerance
+                .iter()
+                .find(|(joint, tolerance)| tolerance.velocity > 0.0 && joints.contains(joint));
+            if let Some((joint, _)) = asked {
                 let reason =
                     format!("a path velocity tolerance ({joint}) cannot be checked: this device reports no velocities");
                 return Err(Refusal::new(ErrorCode::InvalidGoal, reason));
@@ -404,10 +410,14 @@ impl VelocityEstimate {
         }
         let joints = actual.positions.len();
         let continues = self.window.back().is_some_and(|(then_ns, positions)| {
-            *then_ns < now_ns && now_ns - then_ns <= Self::MAX_SPAN_NS && positions.len() == joints
+            *then_ns <= now_ns && now_ns - then_ns <= Self::MAX_SPAN_NS && positions.len() == joints
         });
         if !continues {
             self.window.clear();
+        }
+        // A state at the same time as the last takes its place.
+        if self.window.back().is_some_and(|(then_ns, _)| *then_ns == now_ns) {
+            self.window.pop_back();
         }
         // The newest state at least a span old is the base; those before it are no longer needed.
         while self.window.get(1).is_some_and(|(then_ns, _)| now_ns - then_ns >= Self::SPAN_NS) {
