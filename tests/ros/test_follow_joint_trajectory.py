@@ -19,12 +19,13 @@ from builtin_interfaces.msg import Duration
 from control_msgs.action import FollowJointTrajectory
 from control_msgs.msg import JointTolerance, JointTrajectoryControllerState
 from lifecycle_msgs.msg import Transition
+from lifecycle_msgs.srv import GetState
 from rclpy.action import ActionClient
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from test_nodes import LOGS, OK, SHARE, DriverTest, bag_messages, launch, start_emulator, stop
+from test_nodes import LOGS, SHARE, DriverTest, bag_messages, launch, start_emulator, stop
 
 Result = FollowJointTrajectory.Result
 
@@ -213,7 +214,12 @@ class Stm32FollowJointTrajectory(FollowJointTrajectoryTest):
         on the driver's steady clock, so it still plays and ends, as the servos do."""
         self.emulator, path = start_emulator("stm32")
         self.launched = launch("stm32.launch.py", f"port:={path}", "rsp:=false", "use_sim_time:=true")
-        self.wait_status("stm32_driver: link", OK, message="connected")
+        # Its statuses go out once a second on the ROS clock, which stands still here: the first
+        # may come before this node has discovered the driver. The lifecycle says when it runs.
+        deadline = time.monotonic() + 20.0
+        while self.call(GetState, "/stm32_driver/get_state", GetState.Request()).current_state.label != "active":
+            self.assertLess(time.monotonic(), deadline, "stm32_driver not active within 20 s")
+            self.spin_until(lambda: False, 0.2)
         client = self.client()
         target = [0.3, -0.2]
         handle = self.send(client, [(1.0, target)])
