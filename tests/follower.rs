@@ -172,6 +172,23 @@ fn a_past_stamp_never_jumps_points_due_before_the_receipt_are_skipped() {
 }
 
 #[test]
+fn points_a_hair_apart_that_a_future_stamp_makes_simultaneous_are_refused_and_every_point_is_within_limits() {
+    let mut follower = follower();
+    // Found by the fuzzer: 4e-312 s apart, 30 s in the future; added to 30 s the two times are
+    // one, and the second point (far outside the limits) ended a segment of no time.
+    let mut hair = goal(NAMES, vec![point(0.0, [1.0, 0.11]), point(4e-312, [0.0, 4e86])]);
+    hair.stamp_ns = 130 * S;
+    let refused = follower.accept(&hair, 100 * S, &at([0.1, -0.2]), any).unwrap_err();
+    assert_eq!(refused.code, ErrorCode::InvalidGoal);
+    assert!(refused.reason.contains("point 1") && refused.reason.contains("header stamp"), "{}", refused.reason);
+    // Apart by more than the stamp's rounding, the point's own position is refused.
+    hair.points[1].time_s = 1e-6;
+    let refused = follower.accept(&hair, 100 * S, &at([0.1, -0.2]), any).unwrap_err();
+    assert!(refused.reason.contains("stm32_elbow at") && refused.reason.contains("outside"), "{}", refused.reason);
+    assert!(!follower.is_running(), "nothing moves");
+}
+
+#[test]
 fn a_goals_cost_is_bounded_before_anything_is_allocated() {
     let mut follower = follower();
     let refused =

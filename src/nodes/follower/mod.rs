@@ -10,11 +10,12 @@
 //! follower decides.
 
 pub mod clocks;
+mod constraints;
 pub mod goals;
 pub mod spline;
 pub mod stream_gate;
 
-use serde::{Deserialize, Serialize};
+pub use constraints::{Constraints, GoalLimits};
 use spline::{Sample, Spline, TrajectoryPoint};
 
 /// control_msgs/FollowJointTrajectory's result codes.
@@ -72,100 +73,6 @@ pub struct Tolerances {
     /// How long after the trajectory's end the joints may take to come within goal tolerance
     /// [s]; in a plan, always more than 0 and within the goal limits.
     pub goal_time_s: f64,
-}
-
-/// A node's default tolerances, its `constraints.*` parameters, as joint_trajectory_controller's
-/// `constraints` but per joint as arrays in the device's order (one value: every joint), since
-/// the joints' names are parameters themselves.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Constraints {
-    /// How long after the trajectory's end the joints may take to come within goal tolerance
-    /// [s], where a goal gives none; 0 waits as long as `goal_limits.max_duration_s` lets it.
-    pub goal_time: f64,
-    /// Position tolerance at the end [rad].
-    pub goal: Vec<f64>,
-    /// Position tolerance along the trajectory [rad]; 0 checks nothing.
-    pub trajectory: Vec<f64>,
-    /// The fastest a joint may still move when its goal is done [rad/s]: the goal tolerance's
-    /// velocity where a goal gives none; 0 checks nothing. As joint_trajectory_controller's.
-    pub stopped_velocity_tolerance: f64,
-}
-
-impl Default for Constraints {
-    fn default() -> Self {
-        Constraints { goal_time: 1.0, goal: vec![0.02], trajectory: vec![0.0], stopped_velocity_tolerance: 0.01 }
-    }
-}
-
-impl Constraints {
-    /// The defaults, with joints taken as stopped below `velocity` [rad/s]: the parallel arm's
-    /// nodes, whose joint rates are an estimate's, noisier than a device's own.
-    pub fn stopped_below(velocity: f64) -> Constraints {
-        Constraints { stopped_velocity_tolerance: velocity, ..Constraints::default() }
-    }
-
-    /// These constraints as the tolerances of a device of `joints` joints.
-    pub fn tolerances(&self, joints: usize) -> Result<Tolerances, String> {
-        if !(self.stopped_velocity_tolerance >= 0.0 && self.stopped_velocity_tolerance.is_finite()) {
-            return Err(format!(
-                "constraints.stopped_velocity_tolerance must be 0 or more, got {}",
-                self.stopped_velocity_tolerance
-            ));
-        }
-        let per_joint = |values: &[f64], name: &str, velocity: f64| {
-            let tolerance = |position: f64| JointTolerance { position, velocity };
-            match values {
-                _ if values.iter().any(|value| value.is_nan()) => {
-                    Err(format!("constraints.{name} holds a value that is not a number"))
-                }
-                [every] => Ok(vec![tolerance(*every); joints]),
-                values if values.len() == joints => Ok(values.iter().map(|&position| tolerance(position)).collect()),
-                values => {
-                    Err(format!("constraints.{name} holds {} values: one, or one per joint ({joints})", values.len()))
-                }
-            }
-        };
-        if !(self.goal_time >= 0.0) {
-            return Err(format!("constraints.goal_time must be 0 or more, got {}", self.goal_time));
-        }
-        Ok(Tolerances {
-            path: per_joint(&self.trajectory, "trajectory", 0.0)?,
-            goal: per_joint(&self.goal, "goal", self.stopped_velocity_tolerance)?,
-            goal_time_s: self.goal_time,
-        })
-    }
-}
-
-/// The most a goal may cost a node, checked before anything is allocated for it: its
-/// `goal_limits.*` parameters. What exceeds them is refused as INVALID_GOAL, saying which.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct GoalLimits {
-    /// The most points a goal may hold. Default 10 000 (a planner's trajectory holds tens to
-    /// hundreds).
-    pub max_points: u32,
-    /// The longest a goal may last, from its receipt to its last point, a future header stamp
-    /// and the goal's own `goal_time_tolerance` included [s]. Default 600.
-    pub max_duration_s: f64,
-}
-
-impl Default for GoalLimits {
-    fn default() -> Self {
-        GoalLimits { max_points: 10_000, max_duration_s: 600.0 }
-    }
-}
-
-impl GoalLimits {
-    pub fn validate(&self) -> Result<(), String> {
-        match self.max_points > 0 && self.max_duration_s.is_finite() && self.max_duration_s > 0.0 {
-            true => Ok(()),
-            false => Err(format!(
-                "goal_limits.max_points and max_duration_s must be > 0, got {} and {}",
-                self.max_points, self.max_duration_s
-            )),
-        }
-    }
 }
 
 /// The device's actuated joints, in its own order, with their limits.
@@ -385,8 +292,21 @@ impl Follower {
         // state then to the first point still to come (joint_trajectory_controller's first
         // segment), never a jump.
         let due = |point: &TrajectoryPoint| offset_s + point.time_s;
-        let mut points = Vec::with_capacity(goal.points.len());
-        for point in goal.points.iter().filter(|point| due(point) > 0.0) {
+        let mut points: Vec<TrajectoryPoint> = Vec::with_capacity(goal.points.len());
+        for (index, point) in goal.points.iter().enumerate().filter(|(_, point)| due(point) > 0.0) {
+            // Times a hair apart can fall together once the stamp's offset is added to them: a
+            // segment of no time would jump, and its end would escape the limit checks.
+            if let Some(before) = points.last().filter(|before| !(due(point) > before.time_s)) {
+                return Err(Refusal::new(
+                    ErrorCode::InvalidGoal,
+                    format!(
+                        "point {index}: due {:.9} s after its receipt, no later than the point before it ({:.9} s): \
+                         too close to it for the header stamp's offset",
+                        due(point),
+                        before.time_s
+                    ),
+                ));
+            }
             let reorder = |values: &[f64]| match values.is_empty() {
                 true => Vec::new(),
                 false => order.iter().map(|&from| values[from]).collect(),
@@ -426,9 +346,17 @@ impl Follower {
     }
 
     /// Why `spline` leaves the joints' limits or goes faster than they may, if it does: its
-    /// points, and [`CHECKS_PER_SEGMENT`] samples inside each segment (a cubic or quintic may
+    /// points' positions, and [`CHECKS_PER_SEGMENT`] samples inside each segment (a cubic or quintic may
     /// overshoot its ends).
     fn check_limits(&self, spline: &Spline) -> Result<(), String> {
+        // The goal's own points (the start is where the joints are, wherever that is).
+        spline.points().iter().skip(1).try_for_each(|point| {
+            point
+                .positions
+                .iter()
+                .enumerate()
+                .try_for_each(|(joint, &position)| self.within(joint, position, point.time_s))
+        })?;
         let mut sample_times = spline.times().zip(spline.times().skip(1)).flat_map(|(from, to)| {
             (1..=CHECKS_PER_SEGMENT).map(move |k| from + (to - from) * k as f64 / CHECKS_PER_SEGMENT as f64)
         });
@@ -436,13 +364,9 @@ impl Follower {
             // Just inside the segment's end, where its own polynomial still holds.
             let sample = spline.sample(t - 1e-9 * t.max(1.0));
             (0..self.joints.names.len()).try_for_each(|joint| {
-                let (name, position, velocity) =
-                    (&self.joints.names[joint], sample.positions[joint], sample.velocities[joint]);
-                let (lower, upper) = (self.joints.lower[joint], self.joints.upper[joint]);
-                if !(lower..=upper).contains(&position) {
-                    return Err(format!("{name} at {position:.4} rad at {t:.3} s is outside [{lower}, {upper}]"));
-                }
-                let top = self.joints.max_velocity[joint];
+                self.within(joint, sample.positions[joint], t)?;
+                let (name, velocity, top) =
+                    (&self.joints.names[joint], sample.velocities[joint], self.joints.max_velocity[joint]);
                 match velocity.abs() <= top * (1.0 + 1e-9) {
                     true => Ok(()),
                     false => Err(format!(
@@ -452,6 +376,18 @@ impl Follower {
                 }
             })
         })
+    }
+
+    /// Why `position` [rad] of `joint` at `t` [s] is outside its limits, if it is.
+    fn within(&self, joint: usize, position: f64, t: f64) -> Result<(), String> {
+        let (lower, upper) = (self.joints.lower[joint], self.joints.upper[joint]);
+        match (lower..=upper).contains(&position) {
+            true => Ok(()),
+            false => Err(format!(
+                "{} at {position:.4} rad at {t:.3} s is outside [{lower}, {upper}]",
+                self.joints.names[joint]
+            )),
+        }
     }
 
     /// Each of the device's joints' index in `names`: every joint named once, no other.

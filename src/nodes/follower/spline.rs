@@ -82,6 +82,11 @@ impl Spline {
         self.points.iter().map(|point| point.time_s)
     }
 
+    /// Its points, the start first.
+    pub fn points(&self) -> &[TrajectoryPoint] {
+        &self.points
+    }
+
     /// The time of the last point [s].
     pub fn end_s(&self) -> f64 {
         self.points.last().map_or(0.0, |last| last.time_s)
