@@ -281,7 +281,9 @@ mod node_goals {
     //! A node's goals around its follower: what each control step commands and tells the goal.
 
     use super::*;
-    use arm_hil::nodes::follower::goals::{GoalEvent, JointGoals, Setpoint, VelocityEstimate};
+    use arm_hil::nodes::follower::goals::{
+        GoalEvent, JointGoals, Setpoint, VelocityEstimate, DEFAULT_STATE_MAX_AGE_NS,
+    };
     use arm_hil::nodes::follower::Constraints;
 
     #[test]
@@ -289,6 +291,27 @@ mod node_goals {
         let mut goals = JointGoals::new(follower());
         let refused = goals.accept("g1", &goal(NAMES, vec![point(1.0, [0.2, 0.2])]), 0, any).unwrap_err();
         assert_eq!(refused.code, ErrorCode::InvalidGoal);
+    }
+
+    #[test]
+    fn a_goal_after_the_device_fell_silent_is_refused_and_a_stop_is_not() {
+        let mut goals = JointGoals::new(follower());
+        goals.observe(0, at([0.0, 0.0]));
+        let move_to = goal(NAMES, vec![point(1.0, [0.2, 0.2])]);
+        assert!(goals.accept("g1", &move_to, DEFAULT_STATE_MAX_AGE_NS, any).is_ok(), "a state just old enough");
+        // Silent a second: the joints may be anywhere the last setpoint took them.
+        let refused = goals.accept("g2", &move_to, S + DEFAULT_STATE_MAX_AGE_NS, any).unwrap_err();
+        assert_eq!(refused.code, ErrorCode::InvalidGoal);
+        assert!(refused.reason.contains("last reported its joints 1.250 s ago"), "{}", refused.reason);
+        assert!(refused.reason.contains("0.250 s"), "{}", refused.reason);
+        assert!(goals.follow(&move_to, 2 * S).is_err(), "~/joint_trajectory as a goal");
+        // A stop on ~/joint_trajectory holds all the same.
+        let stop = goal(NAMES, Vec::new());
+        assert!(goals.follow(&stop, 2 * S).is_ok());
+        assert_eq!(goals.goal(), None);
+        // Heard again: goals start.
+        goals.observe(3 * S, at([0.1, 0.0]));
+        assert!(goals.accept("g3", &move_to, 3 * S, any).is_ok());
     }
 
     #[test]
@@ -346,7 +369,7 @@ mod node_goals {
         assert!(device.follow_trajectory(&goal(NAMES, Vec::new()), S / 2, true).unwrap().is_none());
         let held = device.goals.tick(S / 2 + S / 10, at([0.11, 0.21])).command;
         assert_eq!(held, Some(Setpoint::Hold(vec![0.1, 0.2])), "an empty trajectory holds where the joints were");
-        device.follow_trajectory(&trajectory, S, true).unwrap();
+        device.follow_trajectory(&trajectory, S / 2 + S / 5, true).unwrap();
         assert!(device.stopped("deactivated").is_none(), "no client to answer");
         assert_eq!(device.goals.tick(2 * S, at([0.1, 0.2])).command, None, "a stop ends the trajectory");
     }
@@ -544,7 +567,7 @@ mod simulated_arm {
         let theta = robot.inverse_kinematics(&start.x, None).unwrap();
         let target: Vec<f64> = theta.iter().zip([0.05, -0.04, 0.03]).map(|(a, d)| a + d).collect();
         let mut goals = JointGoals::new(arm_follower(&Constraints::default(), &GoalLimits::default()).unwrap());
-        goals.observe(0, JointState { positions: theta.iter().copied().collect(), velocities: vec![0.0; 3] });
+        goals.observe(5 * S, JointState { positions: theta.iter().copied().collect(), velocities: vec![0.0; 3] });
         let names = ["joint1", "joint2", "joint3"].map(str::to_owned).to_vec();
         let to = |time_s: f64, positions: Vec<f64>| {
             let point = TrajectoryPoint { time_s, positions, velocities: Vec::new(), accelerations: Vec::new() };

@@ -21,8 +21,8 @@ use super::{end_joint_goal, node_params, now_ns, ros_outputs, JointGoalHandle};
 use crate::drivers::rdscom::{prototype_table, DriverEvent, RdscomCommander, Request};
 use crate::nodes::arduino::topics::ArduinoTopics;
 use crate::nodes::arduino::{
-    arduino_node_config, follower, requests_from_joint_command, send_line, ArduinoNodeConfig, Testbench,
-    TestbenchSetpoints, ARDUINO_NODE_PARAMS,
+    arduino_node_config, follower, requests_from_joint_command, send_line, state_max_age_ns, ArduinoNodeConfig,
+    Testbench, TestbenchSetpoints, ARDUINO_NODE_PARAMS,
 };
 use crate::nodes::follower::clocks::{Now, SteadyClock};
 use crate::nodes::follower::goals::{DeviceGoals, Setpoint};
@@ -186,7 +186,8 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let setpoints = Arc::new(Mutex::new(TestbenchSetpoints::default()));
     // Goals and the MCU's setpoints are timed on it, whatever /clock does under use_sim_time.
     let steady = SteadyClock::start();
-    let goals: Goals = Arc::new(Mutex::new(DeviceGoals::new(follower(&config).map_err(anyhow::Error::msg)?)));
+    let goals = DeviceGoals::new(follower(&config).map_err(anyhow::Error::msg)?);
+    let goals: Goals = Arc::new(Mutex::new(goals.with_state_max_age_ns(state_max_age_ns(&config))));
     // FollowJointTrajectory's types are control_msgs', which the doc-only type-check lacks.
     #[cfg(not(feature = "ros-doc-only"))]
     let follow = follow_joint_trajectories(&mut node, &pool, goals.clone(), commanding.clone(), steady)?;

@@ -106,6 +106,16 @@ pub fn follower(config: &ArduinoNodeConfig) -> Result<Follower, String> {
     Ok(Follower::new(joints, config.constraints.tolerances(JOINT_LIMITS.len())?, config.goal_limits.clone()))
 }
 
+/// How old the joints' state may be for a goal to start from it [ns]: three datastream periods,
+/// and no less than a serial device's default.
+pub fn state_max_age_ns(config: &ArduinoNodeConfig) -> u64 {
+    let default = follower::goals::DEFAULT_STATE_MAX_AGE_NS;
+    match config.stream_rate_hz {
+        0 => default,
+        hz => default.max(3_000_000_000 / u64::from(hz)),
+    }
+}
+
 /// The testbench's joints' state from its datastream, which sends one joint a message: a whole
 /// state each time the last joint's sample ends a round in which every joint was heard. The
 /// older table carries no velocities: a round without all four has none (unknown, not stopped).

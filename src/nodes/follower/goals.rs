@@ -74,12 +74,20 @@ impl<G> Tick<G> {
     }
 }
 
+/// How old the joints' last state may be for a goal to start from it [ns]: a few of a device's
+/// telemetry periods (the STM32's 10 ms, the testbench's datastream at its default 50 Hz).
+pub const DEFAULT_STATE_MAX_AGE_NS: u64 = 250_000_000;
+
 /// One node's goals: at most one followed at a time.
 #[derive(Debug)]
 pub struct JointGoals<G> {
     follower: Follower,
     goal: Option<G>,
+    /// The joints' last state, and when it came [ns].
     actual: Option<JointState>,
+    actual_ns: u64,
+    /// How old that state may be for a goal to start from it [ns].
+    state_max_age_ns: u64,
     /// The velocities of a device that reports positions alone, and whether `actual`'s are
     /// its.
     estimate: VelocityEstimate,
@@ -91,8 +99,17 @@ pub struct JointGoals<G> {
 
 impl<G: Clone> JointGoals<G> {
     pub fn new(follower: Follower) -> JointGoals<G> {
-        let estimate = VelocityEstimate::default();
-        JointGoals { follower, goal: None, actual: None, estimate, estimated: false, output: None, hold_pending: false }
+        JointGoals {
+            follower,
+            goal: None,
+            actual: None,
+            actual_ns: 0,
+            state_max_age_ns: DEFAULT_STATE_MAX_AGE_NS,
+            estimate: VelocityEstimate::default(),
+            estimated: false,
+            output: None,
+            hold_pending: false,
+        }
     }
 
     pub fn follower(&self) -> &Follower {
@@ -116,18 +133,29 @@ impl<G: Clone> JointGoals<G> {
         now_ns: u64,
         check: impl FnOnce(&Plan) -> Result<T, String>,
     ) -> Result<(T, Option<(G, Outcome)>), Refusal> {
-        let start = self.start(goal)?;
+        let start = self.start(goal, now_ns)?;
         self.accept_from(handle, goal, now_ns, &start, check)
     }
 
-    /// Where `goal` starts: the joints' last state; from rest where their velocities are an
-    /// estimate, as joint_trajectory_controller starts a device without a velocity interface
-    /// (and refused if it asks a path velocity tolerance, which an estimate lagging a span
-    /// cannot keep). A velocity the device reported is kept, a NaN too (refused).
-    fn start(&self, goal: &Goal) -> Result<JointState, Refusal> {
+    /// Where `goal`, received at `now_ns`, starts: the joints' last state, refused if it is
+    /// older than the limit (a silent device: the joints may be elsewhere by now, and the first
+    /// setpoint would jump); from rest where their velocities are an estimate, as
+    /// joint_trajectory_controller starts a device without a velocity interface (and refused if
+    /// it asks a path velocity tolerance, which an estimate lagging a span cannot keep). A
+    /// velocity the device reported is kept, a NaN too (refused).
+    fn start(&self, goal: &Goal, now_ns: u64) -> Result<JointState, Refusal> {
         let Some(mut start) = self.actual.clone() else {
             return Err(Refusal::new(ErrorCode::InvalidGoal, "the device has not reported its joints' state yet"));
         };
+        let age_ns = now_ns.saturating_sub(self.actual_ns);
+        if age_ns > self.state_max_age_ns {
+            let reason = format!(
+                "the device last reported its joints {:.3} s ago (at most {:.3} s for a goal to start from)",
+                age_ns as f64 * 1e-9,
+                self.state_max_age_ns as f64 * 1e-9
+            );
+            return Err(Refusal::new(ErrorCode::InvalidGoal, reason));
+        }
         if self.estimated {
             // Names of no joint of the device are the follower's to refuse (INVALID_JOINTS).
             let joints = &self.follower.joints().names;
@@ -169,13 +197,14 @@ impl<G: Clone> JointGoals<G> {
     /// as [`JointGoals::accept`] checks a goal, it replaces the goal followed, which comes back
     /// cancelled; an empty trajectory stops what is followed, the joints holding where they are.
     pub fn follow(&mut self, goal: &Goal, now_ns: u64) -> Result<Option<(G, Outcome)>, Refusal> {
-        let actual = self.start(goal)?;
         let replaced = if goal.points.is_empty() {
-            let stopped = self.follower.cancel(&actual);
+            // A stop: however old the joints' state, they hold where it says.
+            let Some(actual) = &self.actual else { return Ok(None) };
+            let stopped = self.follower.cancel(actual);
             self.hold_pending |= stopped.is_some();
             stopped.map(|_| "stopped by an empty ~/joint_trajectory")
         } else {
-            let plan = self.follower.validate(goal, now_ns, &actual)?;
+            let plan = self.follower.validate(goal, now_ns, &self.start(goal, now_ns)?)?;
             self.hold_pending = false;
             self.follower.start(plan).map(|_| "replaced by ~/joint_trajectory")
         };
@@ -259,7 +288,7 @@ impl<G: Clone> JointGoals<G> {
             self.output = Some(command.positions().to_vec());
         }
         let state = self.state(now_ns, &reference, &actual, &error, &self.output);
-        self.actual = Some(actual);
+        (self.actual, self.actual_ns) = (Some(actual), now_ns);
         Tick { command, events, state }
     }
 
@@ -267,7 +296,7 @@ impl<G: Clone> JointGoals<G> {
     /// step.
     pub fn observe(&mut self, now_ns: u64, mut actual: JointState) {
         self.estimated = self.estimate.fill(now_ns, &mut actual);
-        self.actual = Some(actual);
+        (self.actual, self.actual_ns) = (Some(actual), now_ns);
     }
 
     /// The device stopped or went away: what its positions said of its velocities is forgotten.
@@ -329,6 +358,13 @@ pub struct DeviceGoals<G> {
 impl<G: Clone> DeviceGoals<G> {
     pub fn new(follower: Follower) -> DeviceGoals<G> {
         DeviceGoals { goals: JointGoals::new(follower), stream: StreamGate::default() }
+    }
+
+    /// These goals, starting only from a state at most `max_age_ns` old: a device that speaks
+    /// less often than [`DEFAULT_STATE_MAX_AGE_NS`] allows.
+    pub fn with_state_max_age_ns(mut self, max_age_ns: u64) -> DeviceGoals<G> {
+        self.goals.state_max_age_ns = max_age_ns;
+        self
     }
 
     /// A `~/joint_command` of `positions` that came at `now_s` [s] while the node takes
