@@ -1,30 +1,37 @@
-//! Command safety (docs/safety.md) as a stateful randomized test: random interleavings of
-//! goals (hostile ones among them: huge and tiny times, stamps past and future, values that are
-//! not finite, points at and past the limits and the workspace's edge, tens of thousands of
-//! points), cancels, joint command streams, Cartesian goals, lifecycle transitions and injected
-//! faults (a frozen arm, a lagging one, a failed run), over the sans-IO layer of every motion
-//! node: a serial device's goals and stream (stm32_driver, arduino_driver), sil_node's and
-//! hil_node's commands. Every invariant is checked after every step.
+//! Command safety (docs/safety.md) as state machines (proptest-state-machine): a reference
+//! model of what may happen to each motion node next drives random sequences of goals (hostile
+//! ones among them: huge and tiny times, stamps past and future, values that are not finite,
+//! points at and past the limits and the workspace's edge, thousands of points, tolerances of
+//! their own), cancels, joint command streams (positions, and the testbench's velocities and
+//! efforts), Cartesian goals and trajectory segments, lifecycle transitions, signals and
+//! panics, silent links and injected faults (a stuck device, a frozen arm, a lagging one, a
+//! failed run) through the sans-IO layer of every motion node: a serial device's goals and
+//! stream (stm32_driver, arduino_driver), sil_node's and hil_node's commands. Every invariant,
+//! every goal's end within its bound among them, is checked after every step; a failure shrinks
+//! to the shortest sequence that still fails, and prints it.
 //!
-//! Each case is a seed: a failure names it, and `ARM_HIL_SAFETY_SEED=N` runs that case alone.
-//! `ARM_HIL_SAFETY_CASES=N` runs N cases per node (default 1000).
+//! `ARM_HIL_SAFETY_CASES=N` runs N cases a node (default 1000); `PROPTEST_RNG_SEED=N` another
+//! set of them.
 
 mod safety;
 
-use safety::{cases, device, parallel_arm};
+use proptest_state_machine::prop_state_machine;
+use safety::config;
+use safety::device::DeviceMachine;
+use safety::parallel_arm::{HilMachine, SilMachine};
 
-#[test]
-fn serial_devices_keep_every_invariant() {
-    cases("stm32_driver", |seed| device::run(seed, device::Kind::Stm32));
-    cases("arduino_driver", |seed| device::run(seed, device::Kind::Arduino));
-}
+prop_state_machine! {
+    #![proptest_config(config())]
 
-#[test]
-fn sil_node_keeps_every_invariant() {
-    cases("sil_node", parallel_arm::run_sil);
-}
+    #[test]
+    fn stm32_driver_keeps_every_invariant(sequential 1..60 => DeviceMachine<true>);
 
-#[test]
-fn hil_node_keeps_every_invariant() {
-    cases("hil_node", parallel_arm::run_hil);
+    #[test]
+    fn arduino_driver_keeps_every_invariant(sequential 1..60 => DeviceMachine<false>);
+
+    #[test]
+    fn sil_node_keeps_every_invariant(sequential 1..50 => SilMachine);
+
+    #[test]
+    fn hil_node_keeps_every_invariant(sequential 1..50 => HilMachine);
 }

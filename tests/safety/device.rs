@@ -1,12 +1,14 @@
-//! A serial device's commands (stm32_driver's, arduino_driver's): its FollowJointTrajectory goals
-//! and its `~/joint_command` stream over [`DeviceGoals`], its setpoints as the node makes them
-//! for the device (the STM32's commands, the testbench's MotorControl requests), under
-//! activations, deactivations and device faults, against a device that moves its joints toward
-//! the last setpoint at their top speed (or, faulted, not at all).
+//! A serial device's commands (stm32_driver's, arduino_driver's) as a state machine: its
+//! FollowJointTrajectory goals and its `~/joint_command` stream over [`DeviceGoals`], its
+//! setpoints as the node makes them for the device (the STM32's commands, the testbench's
+//! MotorControl requests), under activations, stops (a deactivation, a cleanup, a device fault,
+//! a signal, a panic in the node's thread), silences of the link and device faults, against a
+//! device that moves its joints toward the last setpoint at their top speed (or, stuck, not at
+//! all) and that reports its joints' velocities or only their angles.
 
 use arm_hil::drivers::stm32::validate_command;
 use arm_hil::nodes::arduino::{
-    requests_from_joint_command, ArduinoNodeConfig, TestbenchSetpoints, JOINT_LIMITS,
+    requests_from_joint_command, state_max_age_ns, ArduinoNodeConfig, TestbenchSetpoints, JOINT_LIMITS, MAX_EFFORT_NM,
     MAX_VELOCITY_RAD_S as TESTBENCH_SPEED,
 };
 use arm_hil::nodes::follower::goals::{DeviceGoals, Setpoint, TakesJointGoals};
@@ -16,8 +18,10 @@ use arm_hil::nodes::stm32::{
     angles_command, targets_from_joint_state, Stm32NodeConfig, MAX_VELOCITY_RAD_S as STM32_SPEED,
 };
 use arm_hil::protocol::rdscom::{PrototypeTable, Value};
+use proptest::prelude::*;
+use proptest_state_machine::{ReferenceStateMachine, StateMachineTest};
 
-use super::{hostile_goal, limits, Dice, GoalBook, S};
+use super::{hostile_goal, limits, Dice, GoalBook, GOAL_RECIPES, S};
 
 /// Which device.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -39,11 +43,14 @@ struct Device {
     velocities: Vec<f64>,
     target: Vec<f64>,
     stuck: bool,
+    /// Whether its telemetry holds velocities (the STM32's full telemetry, the testbench's
+    /// firmware table) or only angles (the STM32's short telemetry, the document table).
+    reports_velocities: bool,
     setpoints: TestbenchSetpoints,
 }
 
 impl Device {
-    fn new(kind: Kind) -> (Device, Follower) {
+    fn new(kind: Kind, reports_velocities: bool) -> (Device, Follower) {
         let (names, lower, upper, top_speed, follower) = match kind {
             Kind::Stm32 => {
                 let config = Stm32NodeConfig { goal_limits: limits(), ..Stm32NodeConfig::default() };
@@ -69,14 +76,14 @@ impl Device {
             target: middle.clone(),
             positions: middle,
             stuck: false,
+            reports_velocities,
             setpoints: TestbenchSetpoints::default(),
         };
         (device, follower)
     }
 
-    /// One period: the joints move toward the target at their top speed, unless stuck.
-    fn step(&mut self) {
-        let dt = PERIOD_NS as f64 * 1e-9;
+    /// `dt` [s] on: the joints move toward the target at their top speed, unless stuck.
+    fn step(&mut self, dt: f64) {
         for joint in 0..self.positions.len() {
             let before = self.positions[joint];
             if !self.stuck {
@@ -87,8 +94,10 @@ impl Device {
         }
     }
 
+    /// What its telemetry says.
     fn state(&self) -> JointState {
-        JointState { positions: self.positions.clone(), velocities: self.velocities.clone() }
+        let velocities = if self.reports_velocities { self.velocities.clone() } else { Vec::new() };
+        JointState { positions: self.positions.clone(), velocities }
     }
 
     fn within(&self, positions: &[f64]) -> bool {
@@ -123,7 +132,9 @@ impl Device {
                     assert!((lower..=upper).contains(&value), "joint {motor} sent to {value} rad");
                     self.target[motor] = value;
                 }
-                _ => assert!(value.abs() <= 3.0 + 1e-12 && value.is_finite(), "joint {motor}: {value} in mode {mode}"),
+                // Velocity and effort modes: within their bounds (the joints stay where they are).
+                1 => assert!(value.abs() <= TESTBENCH_SPEED, "joint {motor} at {value} rad/s"),
+                _ => assert!(value.abs() <= MAX_EFFORT_NM, "joint {motor} at {value} N m"),
             }
         }
     }
@@ -153,144 +164,369 @@ fn control_done_prototype() -> u8 {
     table().by_name("ControlDone").map(|prototype| prototype.id).unwrap()
 }
 
-/// One case: random commands, transitions and faults against one device.
-pub(crate) fn run(seed: u64, kind: Kind) {
-    let mut dice = Dice::new(seed);
-    let (mut device, follower) = Device::new(kind);
-    let mut goals = DeviceGoals::<u64>::new(follower);
-    let mut book = GoalBook::stopped_below(0.01);
-    let (mut now_ns, mut active) = (100 * S, true);
-    // A stop with no command since: the device must not be commanded.
-    let mut held_since_stop = false;
-    // The stream's last command, and whether it is the stale one a stop closed the stream on.
-    let mut stream: Option<Vec<f64>> = None;
-    // When the stream's last command came [s]: a pause longer than STREAM_GAP_S makes a new one.
-    let mut stream_at = f64::NEG_INFINITY;
-    let mut stale: Option<Vec<f64>> = None;
-    // A goal just accepted: where the joints were at its receipt, and when.
-    let mut started: Option<(Vec<f64>, u64)> = None;
-    goals.goals.observe(now_ns, device.state());
-    for _ in 0..60 {
-        match dice.below(20) {
-            0..=3 if active => {
-                let handle = book.handle();
-                let goal =
-                    hostile_goal(&mut dice, &device.names, &device.positions, (&device.lower, &device.upper), now_ns);
-                let before = book.running();
-                match goals.accept_joint_goal(handle, &goal, now_ns) {
-                    Ok(replaced) => {
-                        book.accepted(handle, &goal, replaced);
-                        (held_since_stop, stale) = (false, stream.clone());
-                        started = Some((device.positions.clone(), now_ns));
-                    }
-                    Err(_) => assert_eq!(book.running(), before, "a refused goal leaves the one running"),
-                }
-            }
-            4 => {
-                if let Some(running) = book.running() {
-                    let which = if dice.chance(0.8) { running } else { running + 1 };
-                    if let Some((goal, _)) = goals.cancel_joint_goal(&|goal| *goal == which) {
-                        book.ended_once(goal);
-                    }
-                }
-            }
-            5..=7 => {
-                // A joint command stream: the same command again, a new one, or one out of bounds.
-                let positions = match (dice.below(3), &stream) {
-                    (0, Some(last)) => last.clone(),
-                    (1, _) => device.positions.iter().map(|p| p + dice.range(-1.0, 1.0)).collect(),
-                    _ => device.positions.iter().map(|p| p + dice.range(-0.05, 0.05)).collect(),
-                };
-                let now_s = now_ns as f64 * 1e-9;
-                let offered = goals.offer_command(&positions, now_s, active);
-                let unbroken = now_s - stream_at <= STREAM_GAP_S;
-                if active && unbroken && stale.as_ref() == Some(&positions) {
-                    assert!(offered.is_err(), "the stream's command in force at the stop is followed again");
-                }
-                (stream, stream_at) = (Some(positions.clone()), now_s);
-                // The gate: commands while inactive after a stop are stale too; one that passes
-                // while active opens it.
-                match (active, offered.is_ok()) {
-                    (false, _) if held_since_stop => stale = Some(positions.clone()),
-                    (true, true) => stale = None,
-                    _ => {}
-                }
-                if active && offered.is_ok() {
-                    let sent = match kind {
-                        Kind::Stm32 => targets_from_joint_state(&device.names, &positions, &device.names)
-                            .map(|_| device.target = positions.clone()),
-                        Kind::Arduino => match dice.chance(0.5) {
-                            true => device.setpoints.command(now_ns, &device.names, &positions, &device.names),
-                            false => requests_from_joint_command(&device.names, &positions, &[], &[], &device.names),
-                        }
-                        .map(|requests| device.take_requests(&requests)),
-                    };
-                    assert_eq!(
-                        sent.is_ok(),
-                        device.within(&positions),
-                        "a command is refused exactly when it is beyond the limits"
-                    );
-                    if sent.is_ok() {
-                        if let Some((goal, _)) = goals.command_sent() {
-                            book.ended_once(goal);
-                        }
-                        (held_since_stop, stale) = (false, None);
-                    }
-                }
-            }
-            8 if active => {
-                // Deactivate, clean up, or the device fails: the goal ends at once.
-                let why = ["the node was deactivated", "the node was cleaned up", "the device failed"]
-                    [dice.below(3) as usize];
-                if let Some((goal, outcome)) = goals.stopped(why) {
-                    assert!(matches!(outcome, arm_hil::nodes::follower::Outcome::Aborted { .. }), "{outcome:?}");
-                    book.ended_once(goal);
-                }
-                assert!(!book.any_running() && !goals.goals.commanding(), "a goal outlives the stop");
-                (active, held_since_stop, stale) = (false, true, stream.clone());
-                device.target = device.positions.clone();
-            }
-            9 if !active => active = true,
-            10 => device.stuck = !device.stuck,
-            _ => {
-                for _ in 0..dice.below(60) {
-                    now_ns += PERIOD_NS;
-                    device.step();
-                    if dice.chance(0.3) {
-                        device.control_done(now_ns);
-                    }
-                    if !active {
-                        goals.goals.observe(now_ns, device.state());
-                        continue;
-                    }
-                    let tick = goals.goals.tick(now_ns, device.state());
-                    book.events(tick.events.clone(), Some(&tick.state));
-                    if let Some(command) = tick.command {
-                        assert!(!held_since_stop, "commanded after a stop before any new command: {command:?}");
-                        let positions = command.positions().to_vec();
-                        assert!(positions.iter().all(|p| p.is_finite()), "{positions:?}");
-                        if let (Setpoint::Follow(_), Some((from, at))) = (&command, started.take()) {
-                            let dt = (now_ns - at) as f64 * 1e-9;
-                            for (to, from) in positions.iter().zip(&from) {
-                                assert!(
-                                    (to - from).abs() <= device.top_speed * dt + 1e-6,
-                                    "a goal's first setpoint jumps from {from} to {to}"
-                                );
-                            }
-                        }
-                        device.send(now_ns, positions);
-                    }
-                }
-            }
-        }
-        book.check();
-        if !active {
-            assert!(!book.any_running(), "a goal runs on an inactive node");
+/// How a stop comes: each ends the goal at once and closes the command stream.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Stop {
+    Deactivated,
+    CleanedUp,
+    DeviceFailed,
+    Signalled,
+    Panicked,
+}
+
+impl Stop {
+    fn why(self) -> &'static str {
+        match self {
+            Stop::Deactivated => "the node was deactivated",
+            Stop::CleanedUp => "the node was cleaned up",
+            Stop::DeviceFailed => "the device failed",
+            Stop::Signalled => "SIGTERM",
+            Stop::Panicked => "the node's thread panicked",
         }
     }
-    // The node ends: so does every goal.
-    if let Some((goal, _)) = goals.stopped("the node was shut down") {
-        book.ended_once(goal);
+}
+
+/// What a `~/joint_command` holds.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Command {
+    /// The stream's last command again.
+    Again,
+    /// Up to 1 rad from the joints: often beyond their limits.
+    Far,
+    /// Up to 0.05 rad from them.
+    Near,
+    /// Joint velocities [rad/s] or efforts [N m] (the testbench's other modes), up to twice its
+    /// bounds.
+    Velocities,
+    Efforts,
+}
+
+/// One thing that happens to the node.
+#[derive(Debug, Clone)]
+pub(crate) enum Transition {
+    /// A FollowJointTrajectory goal ([`hostile_goal`]'s `recipe`, its choices from `seed`).
+    Goal {
+        recipe: u8,
+        seed: u64,
+    },
+    /// A cancel of the running goal, or of another.
+    Cancel {
+        running: bool,
+    },
+    JointCommand {
+        command: Command,
+        seed: u64,
+        through_setpoints: bool,
+    },
+    Stop(Stop),
+    Activate,
+    /// The device stops moving (or moves again).
+    Stuck(bool),
+    /// Control periods of telemetry and steps; the testbench says ControlDone at about one in
+    /// `done_odds` of them.
+    Run {
+        periods: u16,
+        done_odds: u8,
+    },
+    /// The link is silent for `seconds` while the device goes on (a cable pulled and put back).
+    Silence {
+        seconds: u8,
+    },
+}
+
+/// What may happen next: the node active or not.
+#[derive(Debug, Clone)]
+pub(crate) struct Expected {
+    kind: Kind,
+    reports_velocities: bool,
+    active: bool,
+}
+
+/// The reference model of a serial device's node.
+pub(crate) struct DeviceMachine<const STM32: bool>;
+
+impl<const STM32: bool> ReferenceStateMachine for DeviceMachine<STM32> {
+    type State = Expected;
+    type Transition = Transition;
+
+    fn init_state() -> BoxedStrategy<Expected> {
+        let kind = if STM32 { Kind::Stm32 } else { Kind::Arduino };
+        any::<bool>().prop_map(move |reports_velocities| Expected { kind, reports_velocities, active: true }).boxed()
     }
-    assert!(!book.any_running());
+
+    fn transitions(state: &Expected) -> BoxedStrategy<Transition> {
+        let command = prop_oneof![
+            Just(Command::Again),
+            Just(Command::Far),
+            Just(Command::Near),
+            Just(Command::Velocities),
+            Just(Command::Efforts)
+        ];
+        let always = prop_oneof![
+            6 => (1u16..=60, 1u8..=4).prop_map(|(periods, done_odds)| Transition::Run { periods, done_odds }),
+            1 => (60u16..=900, 1u8..=4).prop_map(|(periods, done_odds)| Transition::Run { periods, done_odds }),
+            3 => (command, any::<u64>(), any::<bool>()).prop_map(|(command, seed, through_setpoints)| {
+                Transition::JointCommand { command, seed, through_setpoints }
+            }),
+            1 => any::<bool>().prop_map(|running| Transition::Cancel { running }),
+            1 => any::<bool>().prop_map(Transition::Stuck),
+            1 => (1u8..=6).prop_map(|seconds| Transition::Silence { seconds }),
+        ];
+        match state.active {
+            true => prop_oneof![
+                4 => (0..GOAL_RECIPES, any::<u64>()).prop_map(|(recipe, seed)| Transition::Goal { recipe, seed }),
+                1 => prop_oneof![
+                    Just(Stop::Deactivated),
+                    Just(Stop::CleanedUp),
+                    Just(Stop::DeviceFailed),
+                    Just(Stop::Signalled),
+                    Just(Stop::Panicked)
+                ]
+                .prop_map(Transition::Stop),
+                12 => always,
+            ]
+            .boxed(),
+            false => prop_oneof![1 => Just(Transition::Activate), 4 => always].boxed(),
+        }
+    }
+
+    fn apply(mut state: Expected, transition: &Transition) -> Expected {
+        match transition {
+            Transition::Stop(_) => state.active = false,
+            Transition::Activate => state.active = true,
+            _ => {}
+        }
+        state
+    }
+
+    fn preconditions(state: &Expected, transition: &Transition) -> bool {
+        match transition {
+            Transition::Goal { .. } | Transition::Stop(_) => state.active,
+            Transition::Activate => !state.active,
+            _ => true,
+        }
+    }
+}
+
+/// The node's goals and stream with the device they command, and what the invariants need to
+/// remember.
+pub(crate) struct Node {
+    device: Device,
+    goals: DeviceGoals<u64>,
+    book: GoalBook,
+    now_ns: u64,
+    active: bool,
+    /// A stop with no command since: the device must not be commanded.
+    held_since_stop: bool,
+    /// The stream's last command, and when it came [s]: a pause longer than STREAM_GAP_S makes
+    /// a new one.
+    stream: Option<Vec<f64>>,
+    stream_at: f64,
+    /// The stream's command in force at a stop: not to be followed again.
+    stale: Option<Vec<f64>>,
+    /// A goal just accepted: where the joints were at its receipt, and when.
+    started: Option<(Vec<f64>, u64)>,
+}
+
+impl Node {
+    fn new(expected: &Expected) -> Node {
+        let (device, follower) = Device::new(expected.kind, expected.reports_velocities);
+        let mut goals = match expected.kind {
+            Kind::Stm32 => DeviceGoals::<u64>::new(follower),
+            Kind::Arduino => {
+                DeviceGoals::new(follower).with_state_max_age_ns(state_max_age_ns(&ArduinoNodeConfig::default()))
+            }
+        };
+        let now_ns = 100 * S;
+        goals.goals.observe(now_ns, device.state());
+        Node {
+            device,
+            goals,
+            book: GoalBook::stopped_below(0.01),
+            now_ns,
+            active: true,
+            held_since_stop: false,
+            stream: None,
+            stream_at: f64::NEG_INFINITY,
+            stale: None,
+            started: None,
+        }
+    }
+
+    fn goal(&mut self, recipe: u8, seed: u64) {
+        let device = &self.device;
+        let goal = hostile_goal(
+            &mut Dice::new(seed),
+            recipe,
+            &device.names,
+            &device.positions,
+            (&device.lower, &device.upper),
+            self.now_ns,
+        );
+        let (handle, before) = (self.book.handle(), self.book.running());
+        match self.goals.accept_joint_goal(handle, &goal, self.now_ns) {
+            Ok(replaced) => {
+                self.book.accepted(handle, &goal, replaced, self.now_ns);
+                (self.held_since_stop, self.stale) = (false, self.stream.clone());
+                self.started = Some((self.device.positions.clone(), self.now_ns));
+            }
+            Err(_) => assert_eq!(self.book.running(), before, "a refused goal leaves the one running"),
+        }
+    }
+
+    fn cancel(&mut self, running: bool) {
+        if let Some(goal) = self.book.running() {
+            let which = if running { goal } else { goal + 1 };
+            if let Some((goal, _)) = self.goals.cancel_joint_goal(&|goal| *goal == which) {
+                self.book.ended_once(goal);
+            }
+        }
+    }
+
+    fn joint_command(&mut self, command: Command, seed: u64, through_setpoints: bool) {
+        let mut dice = Dice::new(seed);
+        let arduino = self.device.kind == Kind::Arduino;
+        let mut around =
+            |reach: f64| -> Vec<f64> { self.device.positions.iter().map(|p| p + dice.range(-reach, reach)).collect() };
+        // Rates up to twice their bound (the testbench's velocity and effort modes).
+        let (mode, values) = match (command, &self.stream) {
+            (Command::Again, Some(last)) => (0, last.clone()),
+            (Command::Far, _) => (0, around(1.0)),
+            (Command::Velocities, _) if arduino => (1, around(0.0).iter().map(|_| dice.range(-6.0, 6.0)).collect()),
+            (Command::Efforts, _) if arduino => (2, around(0.0).iter().map(|_| dice.range(-2.0, 2.0)).collect()),
+            _ => (0, around(0.05)),
+        };
+        let now_s = self.now_ns as f64 * 1e-9;
+        let offered = self.goals.offer_command(&values, now_s, self.active);
+        let unbroken = now_s - self.stream_at <= STREAM_GAP_S;
+        if self.active && unbroken && self.stale.as_ref() == Some(&values) {
+            assert!(offered.is_err(), "the stream's command in force at the stop is followed again");
+        }
+        (self.stream, self.stream_at) = (Some(values.clone()), now_s);
+        // The gate: commands while inactive after a stop are stale too; one that passes while
+        // active opens it.
+        match (self.active, offered.is_ok()) {
+            (false, _) if self.held_since_stop => self.stale = Some(values.clone()),
+            (true, true) => self.stale = None,
+            _ => {}
+        }
+        if !(self.active && offered.is_ok()) {
+            return;
+        }
+        let device = &mut self.device;
+        let (names, none) = (&device.names, &[][..]);
+        let sent = match (device.kind, mode, through_setpoints) {
+            (Kind::Stm32, _, _) => targets_from_joint_state(names, &values, names).map(|_| Vec::new()),
+            (Kind::Arduino, 0, true) => device.setpoints.command(self.now_ns, names, &values, names),
+            (Kind::Arduino, 0, false) => requests_from_joint_command(names, &values, none, none, names),
+            (Kind::Arduino, 1, _) => requests_from_joint_command(names, none, &values, none, names),
+            (Kind::Arduino, _, _) => requests_from_joint_command(names, none, none, &values, names),
+        };
+        let within = match mode {
+            0 => device.within(&values),
+            1 => values.iter().all(|velocity| velocity.abs() <= TESTBENCH_SPEED),
+            _ => values.iter().all(|effort| effort.abs() <= MAX_EFFORT_NM),
+        };
+        assert_eq!(sent.is_ok(), within, "a command is refused exactly when it is beyond the limits");
+        if let Ok(requests) = sent {
+            match device.kind {
+                Kind::Stm32 => device.target = values,
+                Kind::Arduino => device.take_requests(&requests),
+            }
+            self.command_taken();
+        }
+    }
+
+    fn command_taken(&mut self) {
+        if let Some((goal, _)) = self.goals.command_sent() {
+            self.book.ended_once(goal);
+        }
+        (self.held_since_stop, self.stale) = (false, None);
+    }
+
+    fn stop(&mut self, stop: Stop) {
+        if let Some((goal, outcome)) = self.goals.stopped(stop.why()) {
+            assert!(matches!(outcome, arm_hil::nodes::follower::Outcome::Aborted { .. }), "{outcome:?}");
+            self.book.ended_once(goal);
+        }
+        assert!(!self.book.any_running() && !self.goals.goals.commanding(), "a goal outlives the stop");
+        (self.active, self.held_since_stop, self.stale) = (false, true, self.stream.clone());
+        self.device.target = self.device.positions.clone();
+    }
+
+    fn run(&mut self, periods: u16, done_odds: u8) {
+        let mut dice = Dice::new(u64::from(periods) << 8 | u64::from(done_odds));
+        for _ in 0..periods {
+            self.now_ns += PERIOD_NS;
+            self.device.step(PERIOD_NS as f64 * 1e-9);
+            if dice.below(u64::from(done_odds)) == 0 {
+                self.device.control_done(self.now_ns);
+            }
+            if !self.active {
+                self.goals.goals.observe(self.now_ns, self.device.state());
+                continue;
+            }
+            let tick = self.goals.goals.tick(self.now_ns, self.device.state());
+            self.book.events(tick.events.clone(), Some(&tick.state));
+            // Every goal ends within its bound: the node's step sees it.
+            self.book.check(self.now_ns, PERIOD_NS);
+            if let Some(command) = tick.command {
+                assert!(!self.held_since_stop, "commanded after a stop before any new command: {command:?}");
+                let positions = command.positions().to_vec();
+                assert!(positions.iter().all(|p| p.is_finite()), "{positions:?}");
+                if let (Setpoint::Follow(_), Some((from, at))) = (&command, self.started.take()) {
+                    let dt = (self.now_ns - at) as f64 * 1e-9;
+                    for (to, from) in positions.iter().zip(&from) {
+                        assert!(
+                            (to - from).abs() <= self.device.top_speed * dt + 1e-6,
+                            "a goal's first setpoint jumps from {from} to {to}"
+                        );
+                    }
+                }
+                self.device.send(self.now_ns, positions);
+            }
+        }
+    }
+}
+
+impl<const STM32: bool> StateMachineTest for DeviceMachine<STM32> {
+    type SystemUnderTest = Node;
+    type Reference = DeviceMachine<STM32>;
+
+    fn init_test(expected: &Expected) -> Node {
+        Node::new(expected)
+    }
+
+    fn apply(mut node: Node, _: &Expected, transition: Transition) -> Node {
+        match transition {
+            Transition::Goal { recipe, seed } => node.goal(recipe, seed),
+            Transition::Cancel { running } => node.cancel(running),
+            Transition::JointCommand { command, seed, through_setpoints } => {
+                node.joint_command(command, seed, through_setpoints)
+            }
+            Transition::Stop(stop) => node.stop(stop),
+            Transition::Activate => node.active = true,
+            Transition::Stuck(stuck) => node.device.stuck = stuck,
+            Transition::Run { periods, done_odds } => node.run(periods, done_odds),
+            Transition::Silence { seconds } => {
+                node.now_ns += u64::from(seconds) * S;
+                node.device.step(f64::from(seconds));
+            }
+        }
+        node
+    }
+
+    fn check_invariants(node: &Node, expected: &Expected) {
+        assert_eq!(node.active, expected.active);
+        assert!(node.active || !node.book.any_running(), "a goal runs on an inactive node");
+        assert!(node.active || !node.goals.goals.commanding(), "an inactive node commands");
+    }
+
+    fn teardown(mut node: Node, _: Expected) {
+        // The node ends: so does every goal.
+        if let Some((goal, _)) = node.goals.stopped("the node was shut down") {
+            node.book.ended_once(goal);
+        }
+        assert!(!node.book.any_running());
+    }
 }

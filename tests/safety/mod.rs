@@ -1,5 +1,6 @@
-//! What the command safety cases share: the dice, the hostile goals, and the book of goals that
-//! checks every goal ends exactly once and ends right.
+//! What the command safety state machines share: their configuration, the dice a transition's
+//! seed drives, the hostile goals, and the book of goals that checks every goal ends exactly
+//! once, ends right, and ends within its bound.
 
 pub(crate) mod device;
 pub(crate) mod parallel_arm;
@@ -9,27 +10,23 @@ use std::collections::BTreeMap;
 use arm_hil::nodes::follower::goals::{ControllerState, GoalEvent};
 use arm_hil::nodes::follower::spline::TrajectoryPoint;
 use arm_hil::nodes::follower::{Goal, GoalLimits, JointTolerance, Outcome};
+use proptest::test_runner::{Config, RngSeed};
 use rand_chacha::rand_core::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 pub(crate) const S: u64 = 1_000_000_000;
 
-/// Runs `case` on every seed (or the one `ARM_HIL_SAFETY_SEED` names), naming the seed that fails.
-pub(crate) fn cases(node: &str, case: impl Fn(u64)) {
-    let seeds: Vec<u64> = match std::env::var("ARM_HIL_SAFETY_SEED").ok().and_then(|seed| seed.parse().ok()) {
-        Some(seed) => vec![seed],
-        None => {
-            let count = std::env::var("ARM_HIL_SAFETY_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(1000);
-            (0..count).collect()
-        }
+/// The runner's settings: `ARM_HIL_SAFETY_CASES` cases a node (default 1000), from a fixed seed
+/// so that every run of `cargo test` tries the same cases (proptest's `PROPTEST_RNG_SEED` picks
+/// another). A failure shrinks to the shortest sequence of transitions that still fails and
+/// prints it.
+pub(crate) fn config() -> Config {
+    let cases = std::env::var("ARM_HIL_SAFETY_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(1000);
+    let rng_seed = match std::env::var("PROPTEST_RNG_SEED") {
+        Ok(_) => Config::default().rng_seed,
+        Err(_) => RngSeed::Fixed(0x5afe),
     };
-    for seed in seeds {
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| case(seed)));
-        if let Err(panic) = outcome {
-            eprintln!("{node}: case {seed} failed; rerun it alone with ARM_HIL_SAFETY_SEED={seed}");
-            std::panic::resume_unwind(panic);
-        }
-    }
+    Config { cases, rng_seed, failure_persistence: None, ..Config::default() }
 }
 
 /// A seeded source of choices.
@@ -59,20 +56,25 @@ impl Dice {
 }
 
 /// The goal limits every case's nodes run with: small enough that a goal past them is cheap to
-/// make.
+/// make, and that a case runs long enough for a goal to reach its bound.
 pub(crate) fn limits() -> GoalLimits {
-    GoalLimits { max_points: 2_000, max_duration_s: 60.0 }
+    GoalLimits { max_points: 2_000, max_duration_s: 8.0 }
 }
+
+/// How many kinds of goal [`hostile_goal`] makes.
+pub(crate) const GOAL_RECIPES: u8 = 14;
 
 fn point(time_s: f64, positions: Vec<f64>) -> TrajectoryPoint {
     TrajectoryPoint { time_s, positions, velocities: Vec::new(), accelerations: Vec::new() }
 }
 
 /// A goal as a careless or hostile client sends it, for joints `names` at `actual` [rad] within
-/// `lower`..`upper`, received at `now_ns`: most are ordinary moves a little way off, the rest
-/// each break one rule (or none, at the edge of one).
+/// `lower`..`upper`, received at `now_ns`: `recipe` (below [`GOAL_RECIPES`]) picks its kind, from
+/// those that each break one rule (or none, at the edge of one) to ordinary moves a little way
+/// off, the most common.
 pub(crate) fn hostile_goal(
     dice: &mut Dice,
+    recipe: u8,
     names: &[String],
     actual: &[f64],
     bounds: (&[f64], &[f64]),
@@ -87,18 +89,18 @@ pub(crate) fn hostile_goal(
             .collect()
     };
     let mut goal = Goal { joint_names: names.to_vec(), ..Goal::default() };
-    match dice.below(14) {
+    match recipe {
         // The far goal: its own position, two billion seconds away.
         0 => goal.points = vec![point(2e9, actual.to_vec())],
         // Tiny times between points.
         1 => goal.points = (1..=5).map(|k| point(k as f64 * 1e-9, near(dice, 0.01))).collect(),
-        // A stamp in the past, up to 3 s, or in the future, up to 120 s.
+        // A stamp in the past, up to 3 s, or in the future, up to 12 s.
         2 => {
             goal.stamp_ns = now_ns - dice.below(3 * S);
             goal.points = vec![point(dice.range(0.1, 4.0), near(dice, 0.1))];
         }
         3 => {
-            goal.stamp_ns = now_ns + dice.below(120 * S);
+            goal.stamp_ns = now_ns + dice.below(12 * S);
             goal.points = vec![point(dice.range(0.1, 2.0), near(dice, 0.1))];
         }
         // A value that is not finite.
@@ -136,7 +138,7 @@ pub(crate) fn hostile_goal(
         }
         // Too fast: the whole way in a millisecond.
         9 => goal.points = vec![point(1e-3, near(dice, 0.5))],
-        // Velocities and accelerations given, and tolerances of its own.
+        // Velocities and accelerations given, and tolerances of its own (some negative: none).
         10 => {
             let mut end = point(dice.range(1.0, 3.0), near(dice, 0.1));
             end.velocities = vec![0.0; joints];
@@ -144,7 +146,11 @@ pub(crate) fn hostile_goal(
             goal.points = vec![end];
             goal.goal_tolerance = names
                 .iter()
-                .map(|name| (name.clone(), JointTolerance { position: dice.range(-0.1, 0.1), velocity: f64::NAN }))
+                .map(|name| {
+                    let tolerance =
+                        JointTolerance { position: dice.range(-0.02, 0.1), velocity: dice.range(-0.01, 0.05) };
+                    (name.clone(), tolerance)
+                })
                 .collect();
         }
         // Ordinary moves: one to four points a little way off, a second or so apart.
@@ -161,22 +167,26 @@ pub(crate) fn hostile_goal(
     goal
 }
 
-/// Every goal a node took: running until it ends, and ending once.
+/// Every goal a node took: running until it ends, ending once, and within its bound.
 #[derive(Default)]
 pub(crate) struct GoalBook {
-    running: BTreeMap<u64, Tolerance>,
-    ended: Vec<u64>,
+    /// Each goal running: what its success must show, and when it was taken [ns].
+    running: BTreeMap<u64, (Tolerance, u64)>,
     next: u64,
     /// The node's default stopped velocity [rad/s].
     stopped: f64,
 }
 
-/// What a goal's success must show: its own tolerances, or the node's defaults.
-#[derive(Debug, Clone, Copy)]
+/// What a goal's success must show: the node's default tolerances, or the goal's own per joint
+/// in the device's order.
+#[derive(Debug, Clone)]
 pub(crate) enum Tolerance {
     Defaults,
-    Own,
+    Own(Vec<JointTolerance>),
 }
+
+/// The node's default goal tolerance [rad].
+const DEFAULT_GOAL_RAD: f64 = 0.02;
 
 impl GoalBook {
     /// The goals of a node that takes joints below `stopped` [rad/s] as stopped.
@@ -190,40 +200,59 @@ impl GoalBook {
         self.next
     }
 
-    /// The node took `handle`, replacing `replaced`.
-    pub(crate) fn accepted(&mut self, handle: u64, goal: &Goal, replaced: Option<(u64, Outcome)>) {
+    /// The node took `handle` at `now_ns`, replacing `replaced`. `goal` names the device's
+    /// joints in its order, if it has tolerances of its own.
+    pub(crate) fn accepted(&mut self, handle: u64, goal: &Goal, replaced: Option<(u64, Outcome)>, now_ns: u64) {
         if let Some((replaced, outcome)) = replaced {
             assert!(matches!(outcome, Outcome::Canceled { .. }), "a replaced goal is cancelled: {outcome:?}");
             self.ended_once(replaced);
         }
-        let tolerance = if goal.goal_tolerance.is_empty() { Tolerance::Defaults } else { Tolerance::Own };
-        self.running.insert(handle, tolerance);
+        let tolerance = match goal.goal_tolerance.is_empty() {
+            true => Tolerance::Defaults,
+            false => Tolerance::Own(goal.goal_tolerance.iter().map(|(_, tolerance)| *tolerance).collect()),
+        };
+        self.running.insert(handle, (tolerance, now_ns));
     }
 
     /// `handle` ended.
     pub(crate) fn ended_once(&mut self, handle: u64) {
         assert!(self.running.remove(&handle).is_some(), "goal {handle} ended, but it was not running (ended twice?)");
-        self.ended.push(handle);
     }
 
     /// Goals' feedback and ends from a step whose controller state is `state`: a goal that
-    /// succeeds does so within its goal tolerance and stopped (the node's defaults: 0.02 rad,
-    /// and its stopped velocity).
+    /// succeeds does so within its goal tolerance and stopped (0 takes the node's default, a
+    /// negative tolerance checks nothing).
     pub(crate) fn events(&mut self, events: Vec<GoalEvent<u64>>, state: Option<&ControllerState>) {
         for event in events {
             match event {
                 GoalEvent::Feedback { goal, .. } => assert!(self.running.contains_key(&goal), "feedback to {goal}"),
                 GoalEvent::Finished { goal, outcome } => {
-                    let tolerance = self.running.get(&goal).copied();
-                    if let (Outcome::Succeeded, Some(Tolerance::Defaults), Some(state)) = (&outcome, tolerance, state) {
-                        for (error, velocity) in state.error.positions.iter().zip(&state.feedback.velocities) {
-                            assert!(error.abs() <= 0.02 + 1e-9, "succeeded {error} rad from its goal");
-                            assert!(velocity.abs() <= self.stopped + 1e-9, "succeeded moving at {velocity} rad/s");
-                        }
+                    if let (Outcome::Succeeded, Some((tolerance, _)), Some(state)) =
+                        (&outcome, self.running.get(&goal), state)
+                    {
+                        self.check_success(tolerance, state);
                     }
                     self.ended_once(goal);
                 }
             }
+        }
+    }
+
+    fn check_success(&self, tolerance: &Tolerance, state: &ControllerState) {
+        let joints = state.error.positions.iter().zip(&state.feedback.velocities).enumerate();
+        for (joint, (error, velocity)) in joints {
+            let own = match tolerance {
+                Tolerance::Defaults => JointTolerance::default(),
+                Tolerance::Own(own) => own[joint],
+            };
+            let bound = |own: f64, default: f64| match own {
+                own if own < 0.0 => f64::INFINITY,
+                own if own > 0.0 => own,
+                _ => default,
+            };
+            let (position, speed) = (bound(own.position, DEFAULT_GOAL_RAD), bound(own.velocity, self.stopped));
+            assert!(error.abs() <= position + 1e-9, "succeeded {error} rad from its goal (tolerance {position})");
+            assert!(velocity.abs() <= speed + 1e-9, "succeeded moving at {velocity} rad/s (tolerance {speed})");
         }
     }
 
@@ -237,8 +266,14 @@ impl GoalBook {
         self.running.keys().next().copied()
     }
 
-    /// At most one goal runs at a time.
-    pub(crate) fn check(&self) {
+    /// At most one goal runs at a time, and none after its bound: the goal limits' duration
+    /// from its receipt, and `slack_ns` for the node's step to see it, at `now_ns`.
+    pub(crate) fn check(&self, now_ns: u64, slack_ns: u64) {
         assert!(self.running.len() <= 1, "goals running at once: {:?}", self.running.keys());
+        let bound_ns = (limits().max_duration_s * 1e9) as u64 + slack_ns;
+        for (goal, (_, taken_ns)) in &self.running {
+            let age_s = now_ns.saturating_sub(*taken_ns) as f64 * 1e-9;
+            assert!(now_ns <= taken_ns + bound_ns, "goal {goal} still runs {age_s:.3} s after its receipt");
+        }
     }
 }

@@ -1,32 +1,27 @@
-//! The parallel arm's commands: sil_node's ([`SilCommands`], its run loop's requests and events)
-//! and hil_node's ([`HilCommands`], its feeder's requests, the loop's withdrawals and frames, the
-//! loop's ends). The run and the loop are modelled: their reference follows what was sent
-//! from when it took effect, the arm follows that reference (or, faulted, lags or stands still).
+//! The parallel arm's commands as state machines: sil_node's ([`SilCommands`], its run loop's
+//! requests and events) and hil_node's ([`HilCommands`], its feeder's requests, the loop's
+//! withdrawals and frames, the loop's ends). The run and the loop are modelled: their reference
+//! follows what was sent from when it took effect, the arm follows that reference (or, faulted,
+//! lags or stands still).
 
-use std::sync::mpsc::sync_channel;
+mod hil;
+mod sil;
+
 use std::sync::Arc;
 
 use arm_hil::control::arc::ArcSpec;
 use arm_hil::control::{Reference, ReferenceSampler, Trajectory, Waypoint};
-use arm_hil::hil::protection::ProtectionConfig;
-use arm_hil::hil::Withdrawals;
 use arm_hil::model::math::Vec3;
 use arm_hil::model::Robot;
-use arm_hil::nodes::follower::goals::TakesJointGoals;
-use arm_hil::nodes::follower::stream_gate::STREAM_GAP_S;
-use arm_hil::nodes::goals::{Answers, GoalUpdate, TakesCartesianGoals};
-use arm_hil::nodes::hil::commands::HilCommands;
-use arm_hil::nodes::hil::feeder::{feed_requests, FeedRequest, RequestQueue};
+use arm_hil::nodes::goals::{Answers, GoalUpdate};
 use arm_hil::nodes::hil::managed::LoopEnd;
-use arm_hil::nodes::hil::{HilNodeConfig, HilNodeSettings};
 use arm_hil::nodes::joints::JOINT_NAMES;
-use arm_hil::nodes::sil::commands::{SilCommands, REQUEST_DEPTH};
-use arm_hil::nodes::sil::run::{RunEnd, RunRequest, SilEvent};
-use arm_hil::nodes::sil::SilNodeSettings;
-use arm_hil::nodes::trajectory_input::MultiDofPoint;
-use arm_hil::sim::{Frame, RunStats, SilConfig, SimError};
+use arm_hil::sim::Frame;
 
-use super::{hostile_goal, limits, Dice, GoalBook, S};
+use proptest::prelude::*;
+use proptest_state_machine::ReferenceStateMachine;
+
+use super::{hostile_goal, Dice, GoalBook, GOAL_RECIPES, S};
 
 /// The publish period: every frame is a control step [s].
 const PERIOD_S: f64 = 0.004;
@@ -37,7 +32,7 @@ const TOP_PLATFORM_SPEED_M_S: f64 = 3.0;
 
 /// What the model's arm does with its reference.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Arm {
+pub(crate) enum Arm {
     Follows,
     /// Moves toward its reference at 5 cm/s at most.
     Lags,
@@ -142,15 +137,15 @@ impl Model {
 
     /// A FollowCartesianTrajectory goal: a short move from where its reference holds, one that starts
     /// away from it, or one toward the workspace's edge.
-    fn cartesian_goal(&self, dice: &mut Dice) -> Option<Arc<Trajectory>> {
+    fn cartesian_goal(&self, shape: Shape, dice: &mut Dice) -> Option<Arc<Trajectory>> {
         let from = self.following.held_or(self.t);
         let offset = |dice: &mut Dice, size: f64| {
             Vec3::new(dice.range(-size, size), dice.range(-size, size), dice.range(-size, size))
         };
-        let (start, end) = match dice.below(4) {
-            0 => (from + offset(dice, 0.05), from + offset(dice, 0.05)),
-            1 => (from, from + offset(dice, 0.3)),
-            _ => (from, from + offset(dice, 0.02)),
+        let (start, end) = match shape {
+            Shape::AwayFromTheReference => (from + offset(dice, 0.05), from + offset(dice, 0.05)),
+            Shape::TowardTheEdge => (from, from + offset(dice, 0.3)),
+            Shape::Short => (from, from + offset(dice, 0.02)),
         };
         let still = |t, x| Waypoint { t, x, xd: Vec3::zeros(), xdd: Vec3::zeros() };
         let waypoints = vec![still(0.0, start), still(dice.range(0.5, 2.0), end)];
@@ -158,11 +153,11 @@ impl Model {
     }
 
     /// A `~/joint_command`: near the arm, far, or the stream's last again.
-    fn joint_command(&self, dice: &mut Dice, stream: &Option<Vec<f64>>) -> Vec<f64> {
-        match (dice.below(4), stream) {
-            (0, Some(last)) => last.clone(),
-            (1, _) => self.theta.iter().map(|theta| theta + dice.range(-1.0, 1.0)).collect(),
-            (2, _) => vec![f64::NAN, 0.0, 0.0],
+    fn joint_command(&self, command: Command, dice: &mut Dice, stream: &Option<Vec<f64>>) -> Vec<f64> {
+        match (command, stream) {
+            (Command::Again, Some(last)) => last.clone(),
+            (Command::Far, _) => self.theta.iter().map(|theta| theta + dice.range(-1.0, 1.0)).collect(),
+            (Command::NotANumber, _) => vec![f64::NAN, 0.0, 0.0],
             _ => self.theta.iter().map(|theta| theta + dice.range(-0.02, 0.02)).collect(),
         }
     }
@@ -191,311 +186,190 @@ fn book_answers(book: &mut GoalBook, cartesian: &mut GoalBook, answers: Answers<
     }
 }
 
-/// At most one goal, of either kind, has the arm.
-fn one_owner(joint: &GoalBook, cartesian: &GoalBook) {
-    joint.check();
-    cartesian.check();
+/// At most one goal, of either kind, has the arm, and each ends within its bound (the next
+/// frame sees it) at `now_ns`.
+fn one_owner(joint: &GoalBook, cartesian: &GoalBook, now_ns: u64) {
+    let slack_ns = (PERIOD_S * 1e9) as u64;
+    joint.check(now_ns, slack_ns);
+    cartesian.check(now_ns, slack_ns);
     assert!(!(joint.any_running() && cartesian.any_running()), "goals of both kinds running at once");
 }
 
-/// One sil_node case.
-pub(crate) fn run_sil(seed: u64) {
-    let mut dice = Dice::new(seed);
-    let mut model = Model::new();
-    let settings = SilNodeSettings { goal_limits: limits(), ..SilNodeSettings::default() };
-    let (requests, run_requests) = sync_channel(REQUEST_DEPTH);
-    let mut commands = SilCommands::<u64, u64>::new(&settings, model.robot.clone(), model.x, requests).unwrap();
-    let stopped = settings.constraints.stopped_velocity_tolerance;
-    let (mut book, mut cartesian) = (GoalBook::stopped_below(stopped), GoalBook::default());
-    let (mut stream, mut stream_at): (Option<Vec<f64>>, f64) = (None, f64::NEG_INFINITY);
-    let mut running = true;
-    let now_ns = |model: &Model| 100 * S + (model.t * 1e9) as u64;
-    for _ in 0..50 {
-        match dice.below(16) {
-            0..=2 => {
-                let handle = book.handle();
-                let actual: Vec<f64> = model.theta.iter().copied().collect();
-                let bounds = (&[-std::f64::consts::PI; 3][..], &[std::f64::consts::PI; 3][..]);
-                let goal = hostile_goal(&mut dice, &Model::names(), &actual, bounds, now_ns(&model));
-                let before = book.running();
-                match commands.accept_joint_goal(handle, &goal, now_ns(&model)) {
-                    Ok(replaced) => {
-                        book.accepted(handle, &goal, replaced);
-                        // The stream going on with its command does not overtake the goal.
-                        if let (Some(last), true) = (&stream, model.t - stream_at <= STREAM_GAP_S) {
-                            assert!(
-                                commands.joint_command(model.t, &Model::names(), last).is_err(),
-                                "the stream overtakes a goal"
-                            );
-                            stream_at = model.t;
-                        }
-                    }
-                    Err(_) => assert_eq!(book.running(), before, "a refused goal leaves the one running"),
-                }
-            }
-            3 => {
-                if let Some(goal) = book.running() {
-                    if let Some((goal, _)) = commands.cancel_joint_goal(&|handle| *handle == goal) {
-                        book.ended_once(goal);
-                    }
-                }
-            }
-            4..=5 => {
-                let positions = model.joint_command(&mut dice, &stream);
-                (stream, stream_at) = (Some(positions.clone()), model.t);
-                let _ = commands.joint_command(model.t, &Model::names(), &positions);
-            }
-            6 => {
-                if let Some(trajectory) = model.cartesian_goal(&mut dice) {
-                    let handle = cartesian.handle();
-                    if let Ok(replaced) = commands.follow_cartesian_goal(handle, trajectory) {
-                        cartesian.accepted(handle, &Default::default(), None);
-                        if let Some((replaced, result)) = replaced {
-                            assert!(!result.success);
-                            cartesian.ended_once(replaced);
-                        }
-                    }
-                }
-            }
-            7 => {
-                if let Some(goal) = cartesian.running() {
-                    commands.cancel_cartesian_goal(&|handle: &u64| *handle == goal);
-                }
-            }
-            8 if running => {
-                // The simulation fails: every goal it ran ends with the run.
-                let failed = RunEnd::Failed(SimError::NonFinite { t: model.t });
-                let answers = commands.event(
-                    &SilEvent::RunEnded { stats: RunStats::default(), end: failed },
-                    true,
-                    now_ns(&model),
-                );
-                book_answers(&mut book, &mut cartesian, answers);
-                assert!(!book.any_running(), "a goal outlives the run that failed");
-                running = false;
-            }
-            9 => model.arm = [Arm::Follows, Arm::Lags, Arm::Frozen][dice.below(3) as usize],
-            _ => {
-                for _ in 0..dice.below(200) {
-                    // The run loop takes its requests between frames.
-                    while let Ok(request) = run_requests.try_recv() {
-                        let (end, next) = match request {
-                            // A run started afresh puts the simulated arm at rest on its start.
-                            RunRequest::Follow(trajectory) => {
-                                model.x = trajectory.waypoints()[0].x;
-                                (RunEnd::Replaced, Some(trajectory))
-                            }
-                            // A steered run goes on from where the arm is; with none running,
-                            // the simulation starts afresh on it.
-                            RunRequest::Steer(trajectory) => {
-                                match running {
-                                    true => model.check_sent(&trajectory),
-                                    false => model.x = trajectory.waypoints()[0].x,
-                                }
-                                (RunEnd::Replaced, Some(trajectory))
-                            }
-                            RunRequest::Stop => (RunEnd::Stopped, None),
-                        };
-                        if running {
-                            let answers = commands.event(
-                                &SilEvent::RunEnded { stats: RunStats::default(), end },
-                                true,
-                                now_ns(&model),
-                            );
-                            book_answers(&mut book, &mut cartesian, answers);
-                        }
-                        running = next.is_some();
-                        if let Some(trajectory) = next {
-                            model.following.follow(trajectory.clone(), model.t);
-                            let answers = commands.event(&SilEvent::RunStarted(trajectory), true, now_ns(&model));
-                            book_answers(&mut book, &mut cartesian, answers);
-                        }
-                    }
-                    if !running {
-                        break;
-                    }
-                    let (frame, ended) = model.frame();
-                    let event = SilEvent::Frame { frame, clock_s: model.t, publish_rate_hz: 250.0 };
-                    let answers = commands.event(&event, true, now_ns(&model));
-                    book_answers(&mut book, &mut cartesian, answers);
-                    if ended {
-                        let answers = commands.event(
-                            &SilEvent::RunEnded { stats: RunStats::default(), end: RunEnd::Complete },
-                            true,
-                            now_ns(&model),
-                        );
-                        book_answers(&mut book, &mut cartesian, answers);
-                        let x = model.following.held_or(model.t);
-                        model.following.hold(x);
-                    }
-                }
-            }
-        }
-        book_answers(&mut book, &mut cartesian, commands.drain());
-        one_owner(&book, &cartesian);
-    }
-    let answers = commands.stopped("sil_node is ending");
-    book_answers(&mut book, &mut cartesian, answers);
-    assert!(!book.any_running() && !cartesian.any_running(), "a goal outlives the node");
+/// A FollowCartesianTrajectory goal's shape: a short move from where its reference holds, one
+/// that starts away from it, or one toward the workspace's edge.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Shape {
+    Short,
+    AwayFromTheReference,
+    TowardTheEdge,
 }
 
-/// The loop's side of hil_node's feeder: each request as the loop makes it take effect, every
-/// waypoint sent within the protective stop's bounds.
-fn take_requests(model: &mut Model, queue: &RequestQueue, withdrawals: &Withdrawals, bounds: &ProtectionConfig) {
-    while let Some(request) = queue.try_take() {
-        match request {
-            FeedRequest::Follow { trajectory, withdrawal } => {
-                model.check_sent(&trajectory);
-                bounds.check_path(&model.robot, trajectory.waypoints()).expect("a path past the bounds was sent");
-                withdrawals.done(withdrawal, model.t);
-                model.following.follow(trajectory, model.t);
+/// What a `~/joint_command` holds: the stream's last command again, one far, one not a number,
+/// one near.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Command {
+    Again,
+    Far,
+    NotANumber,
+    Near,
+}
+
+/// How hil_node's loop ends: each ends every goal at once.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum LoopStop {
+    Deactivated,
+    ProtectiveStop,
+    Fault,
+    Signalled,
+    Panicked,
+}
+
+impl LoopStop {
+    fn end(self) -> LoopEnd {
+        match self {
+            LoopStop::Deactivated => LoopEnd::Asked("hil_node was deactivated".into()),
+            LoopStop::ProtectiveStop => {
+                LoopEnd::ProtectiveStop("protective stop at t = 1.000 s: tracking_error".into())
             }
-            FeedRequest::Hold { withdrawal } => {
-                withdrawals.done(withdrawal, model.t);
-                let x = model.following.held_or(model.t);
-                model.following.hold(x);
-            }
-            // A segment joins what is queued; the feeder checks it (its tests say how): here
-            // its reference holds.
-            FeedRequest::Append(_) => {}
+            LoopStop::Fault => LoopEnd::Fault("sensor lost".into()),
+            LoopStop::Signalled => LoopEnd::Asked("SIGTERM".into()),
+            LoopStop::Panicked => LoopEnd::Fault("the HIL loop's thread panicked".into()),
         }
     }
 }
 
-/// One hil_node case.
-pub(crate) fn run_hil(seed: u64) {
-    let mut dice = Dice::new(seed);
-    let mut model = Model::new();
-    let mut config = HilNodeConfig {
-        sil: SilConfig::default(),
-        hil: Default::default(),
-        rig: Default::default(),
-        settings: HilNodeSettings::default(),
-    };
-    config.settings.goal_limits = limits();
-    let bounds = config.hil.protection.clone();
-    let (requests, queue) = feed_requests();
-    let withdrawals = Arc::new(Withdrawals::default());
-    let mut commands =
-        HilCommands::<u64, u64>::new(&config, model.robot.clone(), requests, withdrawals.clone()).unwrap();
-    let stopped = config.settings.constraints.stopped_velocity_tolerance;
-    let (mut book, mut cartesian) = (GoalBook::stopped_below(stopped), GoalBook::default());
-    let (mut stream, mut stream_at): (Option<Vec<f64>>, f64) = (None, f64::NEG_INFINITY);
-    // No command taken since the loop stopped: nothing may reach the loop.
-    let mut held_since_stop = false;
-    let mut looping = true;
-    commands.loop_started();
-    let now_ns = |model: &Model| 100 * S + (model.t * 1e9) as u64;
-    for _ in 0..50 {
-        match dice.below(17) {
-            0..=2 => {
-                let handle = book.handle();
-                let actual: Vec<f64> = model.theta.iter().copied().collect();
-                let bounds = (&[-std::f64::consts::PI; 3][..], &[std::f64::consts::PI; 3][..]);
-                let goal = hostile_goal(&mut dice, &Model::names(), &actual, bounds, now_ns(&model));
-                let before = book.running();
-                match commands.accept_joint_goal(handle, &goal, now_ns(&model)) {
-                    Ok(replaced) => {
-                        assert!(looping, "a goal was taken while no loop runs");
-                        book.accepted(handle, &goal, replaced);
-                        held_since_stop = false;
-                    }
-                    Err(_) => assert_eq!(book.running(), before, "a refused goal leaves the one running"),
-                }
+/// One thing that happens to the node.
+#[derive(Debug, Clone)]
+pub(crate) enum Transition {
+    /// A FollowJointTrajectory goal ([`hostile_goal`]'s `recipe`, its choices from `seed`).
+    JointGoal {
+        recipe: u8,
+        seed: u64,
+    },
+    CancelJointGoal,
+    JointCommand {
+        command: Command,
+        seed: u64,
+    },
+    CartesianGoal {
+        shape: Shape,
+        seed: u64,
+    },
+    CancelCartesianGoal,
+    /// A `~/trajectory` segment of 1 to 3 points, up to 20 cm up or down (hil_node's).
+    Segment {
+        points: u8,
+        seed: u64,
+    },
+    /// sil_node's simulation fails.
+    RunFails,
+    /// hil_node's loop ends, or starts again (an activation).
+    LoopStops(LoopStop),
+    LoopStarts,
+    Arm(Arm),
+    /// Frames, one a publish period each.
+    Run {
+        frames: u16,
+    },
+}
+
+/// What may happen next: whether hil_node's loop runs (sil_node's run starts and ends of its own).
+#[derive(Debug, Clone)]
+pub(crate) struct Expected {
+    looping: bool,
+}
+
+fn arm_transitions() -> BoxedStrategy<Transition> {
+    let command = prop_oneof![Just(Command::Again), Just(Command::Far), Just(Command::NotANumber), Just(Command::Near)];
+    let shape = prop_oneof![Just(Shape::Short), Just(Shape::AwayFromTheReference), Just(Shape::TowardTheEdge)];
+    let arm = prop_oneof![Just(Arm::Follows), Just(Arm::Lags), Just(Arm::Frozen)];
+    prop_oneof![
+        3 => (0..GOAL_RECIPES, any::<u64>()).prop_map(|(recipe, seed)| Transition::JointGoal { recipe, seed }),
+        1 => Just(Transition::CancelJointGoal),
+        2 => (command, any::<u64>()).prop_map(|(command, seed)| Transition::JointCommand { command, seed }),
+        1 => (shape, any::<u64>()).prop_map(|(shape, seed)| Transition::CartesianGoal { shape, seed }),
+        1 => Just(Transition::CancelCartesianGoal),
+        1 => arm.prop_map(Transition::Arm),
+        5 => (1u16..=200).prop_map(|frames| Transition::Run { frames }),
+        1 => (200u16..=2500).prop_map(|frames| Transition::Run { frames }),
+    ]
+    .boxed()
+}
+
+/// The reference model of sil_node.
+pub(crate) struct SilMachine;
+
+impl ReferenceStateMachine for SilMachine {
+    type State = Expected;
+    type Transition = Transition;
+
+    fn init_state() -> BoxedStrategy<Expected> {
+        Just(Expected { looping: true }).boxed()
+    }
+
+    fn transitions(_: &Expected) -> BoxedStrategy<Transition> {
+        prop_oneof![12 => arm_transitions(), 1 => Just(Transition::RunFails)].boxed()
+    }
+
+    fn apply(state: Expected, _: &Transition) -> Expected {
+        state
+    }
+}
+
+/// The reference model of hil_node.
+pub(crate) struct HilMachine;
+
+impl ReferenceStateMachine for HilMachine {
+    type State = Expected;
+    type Transition = Transition;
+
+    fn init_state() -> BoxedStrategy<Expected> {
+        Just(Expected { looping: true }).boxed()
+    }
+
+    fn transitions(state: &Expected) -> BoxedStrategy<Transition> {
+        let stop = prop_oneof![
+            Just(LoopStop::Deactivated),
+            Just(LoopStop::ProtectiveStop),
+            Just(LoopStop::Fault),
+            Just(LoopStop::Signalled),
+            Just(LoopStop::Panicked)
+        ];
+        let segment = (1u8..=3, any::<u64>()).prop_map(|(points, seed)| Transition::Segment { points, seed });
+        match state.looping {
+            true => {
+                prop_oneof![12 => arm_transitions(), 1 => segment, 1 => stop.prop_map(Transition::LoopStops)].boxed()
             }
-            3 => {
-                if let Some(goal) = book.running() {
-                    if let Some((goal, _)) = commands.cancel_joint_goal(&|handle| *handle == goal) {
-                        book.ended_once(goal);
-                    }
-                }
-            }
-            4..=5 => {
-                let positions = model.joint_command(&mut dice, &stream);
-                let unbroken = model.t - stream_at <= STREAM_GAP_S;
-                let stale = held_since_stop && unbroken && stream.as_ref() == Some(&positions);
-                (stream, stream_at) = (Some(positions.clone()), model.t);
-                let taken = commands.joint_command(model.t, &Model::names(), &positions);
-                if stale {
-                    assert!(taken.is_err(), "the command in force at the stop is followed again");
-                }
-                if taken.is_ok() {
-                    held_since_stop = false;
-                }
-            }
-            6 => {
-                if let Some(trajectory) = model.cartesian_goal(&mut dice) {
-                    let handle = cartesian.handle();
-                    if let Ok(replaced) = commands.follow_cartesian_goal(handle, trajectory) {
-                        cartesian.accepted(handle, &Default::default(), None);
-                        held_since_stop = false;
-                        if let Some((replaced, result)) = replaced {
-                            assert!(!result.success);
-                            cartesian.ended_once(replaced);
-                        }
-                    }
-                }
-            }
-            7 => {
-                if let Some(goal) = cartesian.running() {
-                    commands.cancel_cartesian_goal(&|handle: &u64| *handle == goal);
-                }
-            }
-            8 => {
-                let points = (1..=1 + dice.below(3))
-                    .map(|k| MultiDofPoint {
-                        translations: vec![(model.x + Vec3::new(0.0, 0.0, dice.range(-0.2, 0.2))).into()],
-                        time_from_start_s: k as f64 * 0.5,
-                        ..MultiDofPoint::default()
-                    })
-                    .collect();
-                if commands.segment(points).is_ok() {
-                    held_since_stop = false;
-                }
-            }
-            9 if looping => {
-                // The loop ends: deactivated, a protective stop, a fault. Every goal ends at once.
-                let end = match dice.below(3) {
-                    0 => LoopEnd::Asked("hil_node was deactivated".into()),
-                    1 => LoopEnd::ProtectiveStop("protective stop at t = 1.000 s: tracking_error".into()),
-                    _ => LoopEnd::Fault("sensor lost".into()),
-                };
-                let answers = commands.loop_stopped(&end);
-                book_answers(&mut book, &mut cartesian, answers);
-                assert!(!book.any_running() && !cartesian.any_running(), "a goal outlives the loop");
-                take_requests(&mut model, &queue, &withdrawals, &bounds);
-                (looping, held_since_stop) = (false, true);
-            }
-            10 if !looping => {
-                // Activated again: the loop starts where the arm is, nothing queued.
-                queue.drop_waiting();
-                model.following.hold(model.x);
-                commands.loop_started();
-                looping = true;
-            }
-            11 => model.arm = [Arm::Follows, Arm::Lags, Arm::Frozen][dice.below(3) as usize],
-            _ if looping => {
-                for _ in 0..dice.below(200) {
-                    if held_since_stop {
-                        assert!(queue.try_take().is_none(), "the loop was fed after a stop before any new command");
-                    }
-                    take_requests(&mut model, &queue, &withdrawals, &bounds);
-                    let (frame, _) = model.frame();
-                    let answers = commands.frame(&frame, true, now_ns(&model));
-                    book_answers(&mut book, &mut cartesian, answers);
-                }
-            }
-            _ => {
-                assert!(commands.taking().is_err(), "commands taken while no loop runs");
-            }
-        }
-        book_answers(&mut book, &mut cartesian, commands.drain());
-        one_owner(&book, &cartesian);
-        if !looping {
-            assert!(!book.any_running() && !cartesian.any_running());
+            false => prop_oneof![1 => Just(Transition::LoopStarts), 3 => arm_transitions(), 1 => segment].boxed(),
         }
     }
-    let answers = commands.loop_stopped(&LoopEnd::Asked("hil_node is ending".into()));
-    book_answers(&mut book, &mut cartesian, answers);
-    assert!(!book.any_running() && !cartesian.any_running(), "a goal outlives the node");
+
+    fn apply(mut state: Expected, transition: &Transition) -> Expected {
+        match transition {
+            Transition::LoopStops(_) => state.looping = false,
+            Transition::LoopStarts => state.looping = true,
+            _ => {}
+        }
+        state
+    }
+
+    fn preconditions(state: &Expected, transition: &Transition) -> bool {
+        match transition {
+            Transition::LoopStops(_) => state.looping,
+            Transition::LoopStarts => !state.looping,
+            _ => true,
+        }
+    }
+}
+
+/// A joint goal for the arm at `model`'s joints: its choices from `seed`.
+fn joint_goal(model: &Model, recipe: u8, seed: u64, now_ns: u64) -> arm_hil::nodes::follower::Goal {
+    let actual: Vec<f64> = model.theta.iter().copied().collect();
+    let bounds = (&[-std::f64::consts::PI; 3][..], &[std::f64::consts::PI; 3][..]);
+    hostile_goal(&mut Dice::new(seed), recipe, &Model::names(), &actual, bounds, now_ns)
+}
+
+/// The node's time for the model's `t`.
+fn now_ns(model: &Model) -> u64 {
+    100 * S + (model.t * 1e9) as u64
 }

@@ -1,0 +1,231 @@
+//! hil_node as a state machine: its commands ([`HilCommands`]), its feeder's requests, the
+//! loop's withdrawals, frames and ends modelled.
+
+use std::sync::Arc;
+
+use arm_hil::hil::protection::ProtectionConfig;
+use arm_hil::hil::Withdrawals;
+use arm_hil::model::math::Vec3;
+use arm_hil::nodes::follower::goals::TakesJointGoals;
+use arm_hil::nodes::follower::stream_gate::STREAM_GAP_S;
+use arm_hil::nodes::goals::{Answers, TakesCartesianGoals};
+use arm_hil::nodes::hil::commands::HilCommands;
+use arm_hil::nodes::hil::feeder::{feed_requests, FeedRequest, RequestQueue};
+use arm_hil::nodes::hil::managed::LoopEnd;
+use arm_hil::nodes::hil::{HilNodeConfig, HilNodeSettings};
+use arm_hil::nodes::trajectory_input::MultiDofPoint;
+use arm_hil::sim::SilConfig;
+use proptest_state_machine::StateMachineTest;
+
+use super::{book_answers, joint_goal, now_ns, one_owner, Command, Expected, HilMachine, LoopStop, Model, Transition};
+use crate::safety::{limits, Dice, GoalBook};
+
+/// The loop's side of hil_node's feeder: each request as the loop makes it take effect, every
+/// waypoint sent within the protective stop's bounds.
+fn take_requests(model: &mut Model, queue: &RequestQueue, withdrawals: &Withdrawals, bounds: &ProtectionConfig) {
+    while let Some(request) = queue.try_take() {
+        match request {
+            FeedRequest::Follow { trajectory, withdrawal } => {
+                model.check_sent(&trajectory);
+                bounds.check_path(&model.robot, trajectory.waypoints()).expect("a path past the bounds was sent");
+                withdrawals.done(withdrawal, model.t);
+                model.following.follow(trajectory, model.t);
+            }
+            FeedRequest::Hold { withdrawal } => {
+                withdrawals.done(withdrawal, model.t);
+                let x = model.following.held_or(model.t);
+                model.following.hold(x);
+            }
+            // A segment joins what is queued; the feeder checks it (its tests say how): here
+            // its reference holds.
+            FeedRequest::Append(_) => {}
+        }
+    }
+}
+
+/// hil_node's commands with its loop and feeder modelled, and what the invariants need to
+/// remember.
+pub(crate) struct HilNode {
+    model: Model,
+    commands: HilCommands<u64, u64>,
+    queue: RequestQueue,
+    withdrawals: Arc<Withdrawals>,
+    bounds: ProtectionConfig,
+    book: GoalBook,
+    cartesian: GoalBook,
+    stream: Option<Vec<f64>>,
+    stream_at: f64,
+    /// No command taken since the loop stopped: nothing may reach the loop.
+    held_since_stop: bool,
+    looping: bool,
+}
+
+impl HilNode {
+    fn answers(&mut self, answers: Answers<u64, u64>) {
+        book_answers(&mut self.book, &mut self.cartesian, answers);
+    }
+
+    fn joint_goal(&mut self, recipe: u8, seed: u64) {
+        let (now, handle, before) = (now_ns(&self.model), self.book.handle(), self.book.running());
+        let goal = joint_goal(&self.model, recipe, seed, now);
+        match self.commands.accept_joint_goal(handle, &goal, now) {
+            Ok(replaced) => {
+                assert!(self.looping, "a goal was taken while no loop runs");
+                self.book.accepted(handle, &goal, replaced, now);
+                self.held_since_stop = false;
+            }
+            Err(_) => assert_eq!(self.book.running(), before, "a refused goal leaves the one running"),
+        }
+    }
+
+    fn joint_command(&mut self, command: Command, seed: u64) {
+        let positions = self.model.joint_command(command, &mut Dice::new(seed), &self.stream);
+        let unbroken = self.model.t - self.stream_at <= STREAM_GAP_S;
+        let stale = self.held_since_stop && unbroken && self.stream.as_ref() == Some(&positions);
+        (self.stream, self.stream_at) = (Some(positions.clone()), self.model.t);
+        let taken = self.commands.joint_command(self.model.t, &Model::names(), &positions);
+        if stale {
+            assert!(taken.is_err(), "the command in force at the stop is followed again");
+        }
+        if taken.is_ok() {
+            self.held_since_stop = false;
+        }
+    }
+
+    fn segment(&mut self, points: u8, seed: u64) {
+        let mut dice = Dice::new(seed);
+        let points = (1..=points)
+            .map(|k| MultiDofPoint {
+                translations: vec![(self.model.x + Vec3::new(0.0, 0.0, dice.range(-0.2, 0.2))).into()],
+                time_from_start_s: f64::from(k) * 0.5,
+                ..MultiDofPoint::default()
+            })
+            .collect();
+        if self.commands.segment(points).is_ok() {
+            self.held_since_stop = false;
+        }
+    }
+
+    fn stop(&mut self, stop: LoopStop) {
+        let answers = self.commands.loop_stopped(&stop.end());
+        self.answers(answers);
+        assert!(!self.book.any_running() && !self.cartesian.any_running(), "a goal outlives the loop");
+        take_requests(&mut self.model, &self.queue, &self.withdrawals, &self.bounds);
+        (self.looping, self.held_since_stop) = (false, true);
+    }
+
+    fn run(&mut self, frames: u16) {
+        if !self.looping {
+            assert!(self.commands.taking().is_err(), "commands taken while no loop runs");
+            return;
+        }
+        for _ in 0..frames {
+            if self.held_since_stop {
+                assert!(self.queue.try_take().is_none(), "the loop was fed after a stop before any new command");
+            }
+            take_requests(&mut self.model, &self.queue, &self.withdrawals, &self.bounds);
+            let (frame, _) = self.model.frame();
+            let now = now_ns(&self.model);
+            let answers = self.commands.frame(&frame, true, now);
+            self.answers(answers);
+            one_owner(&self.book, &self.cartesian, now);
+        }
+    }
+}
+
+impl StateMachineTest for HilMachine {
+    type SystemUnderTest = HilNode;
+    type Reference = HilMachine;
+
+    fn init_test(_: &Expected) -> HilNode {
+        let model = Model::new();
+        let mut config = HilNodeConfig {
+            sil: SilConfig::default(),
+            hil: Default::default(),
+            rig: Default::default(),
+            settings: HilNodeSettings::default(),
+        };
+        config.settings.goal_limits = limits();
+        let (requests, queue) = feed_requests();
+        let withdrawals = Arc::new(Withdrawals::default());
+        let mut commands =
+            HilCommands::<u64, u64>::new(&config, model.robot.clone(), requests, withdrawals.clone()).unwrap();
+        commands.loop_started();
+        let stopped = config.settings.constraints.stopped_velocity_tolerance;
+        HilNode {
+            model,
+            commands,
+            queue,
+            withdrawals,
+            bounds: config.hil.protection.clone(),
+            book: GoalBook::stopped_below(stopped),
+            cartesian: GoalBook::default(),
+            stream: None,
+            stream_at: f64::NEG_INFINITY,
+            held_since_stop: false,
+            looping: true,
+        }
+    }
+
+    fn apply(mut node: HilNode, _: &Expected, transition: Transition) -> HilNode {
+        let now = now_ns(&node.model);
+        match transition {
+            Transition::JointGoal { recipe, seed } => node.joint_goal(recipe, seed),
+            Transition::CancelJointGoal => {
+                if let Some(goal) = node.book.running() {
+                    if let Some((goal, _)) = node.commands.cancel_joint_goal(&|handle| *handle == goal) {
+                        node.book.ended_once(goal);
+                    }
+                }
+            }
+            Transition::JointCommand { command, seed } => node.joint_command(command, seed),
+            Transition::CartesianGoal { shape, seed } => {
+                if let Some(trajectory) = node.model.cartesian_goal(shape, &mut Dice::new(seed)) {
+                    let handle = node.cartesian.handle();
+                    if let Ok(replaced) = node.commands.follow_cartesian_goal(handle, trajectory) {
+                        node.cartesian.accepted(handle, &Default::default(), None, now);
+                        node.held_since_stop = false;
+                        if let Some((replaced, result)) = replaced {
+                            assert!(!result.success);
+                            node.cartesian.ended_once(replaced);
+                        }
+                    }
+                }
+            }
+            Transition::CancelCartesianGoal => {
+                if let Some(goal) = node.cartesian.running() {
+                    node.commands.cancel_cartesian_goal(&|handle: &u64| *handle == goal);
+                }
+            }
+            Transition::Segment { points, seed } => node.segment(points, seed),
+            Transition::LoopStops(stop) => node.stop(stop),
+            Transition::LoopStarts => {
+                // Activated again: the loop starts where the arm is, nothing queued.
+                node.queue.drop_waiting();
+                node.model.following.hold(node.model.x);
+                node.commands.loop_started();
+                node.looping = true;
+            }
+            Transition::Arm(arm) => node.model.arm = arm,
+            Transition::Run { frames } => node.run(frames),
+            Transition::RunFails => {}
+        }
+        let answers = node.commands.drain();
+        node.answers(answers);
+        node
+    }
+
+    fn check_invariants(node: &HilNode, expected: &Expected) {
+        assert_eq!(node.looping, expected.looping);
+        one_owner(&node.book, &node.cartesian, now_ns(&node.model));
+        if !node.looping {
+            assert!(!node.book.any_running() && !node.cartesian.any_running(), "a goal runs with no loop");
+        }
+    }
+
+    fn teardown(mut node: HilNode, _: Expected) {
+        let answers = node.commands.loop_stopped(&LoopEnd::Asked("hil_node is ending".into()));
+        node.answers(answers);
+        assert!(!node.book.any_running() && !node.cartesian.any_running(), "a goal outlives the node");
+    }
+}
