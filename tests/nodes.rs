@@ -419,7 +419,8 @@ fn hil_node_feeds_the_initial_trajectory_then_segments_then_a_goal_in_place_of_w
     use arm_hil::nodes::hil::feeder::{FeedRequest, Feeder};
     let robot = Robot::default();
     let initial = goal_trajectory(&robot, &[(0.0, [0.15, 0.0, 0.2]), (1.0, [0.151, 0.0, 0.2])]);
-    let mut feeder = Feeder::new(&initial, robot.clone(), Default::default());
+    let withdrawals = Arc::new(arm_hil::hil::Withdrawals::default());
+    let mut feeder = Feeder::new(&initial, robot.clone(), Default::default(), withdrawals);
     let take = |feeder: &mut Feeder| {
         let item = feeder.front().copied();
         feeder.sent();
@@ -441,6 +442,42 @@ fn hil_node_feeds_the_initial_trajectory_then_segments_then_a_goal_in_place_of_w
     assert_eq!(std::iter::from_fn(|| take(&mut feeder)).collect::<Vec<_>>(), [FeedItem::Withdrawn(8)]);
 }
 
+#[test]
+fn a_segment_after_a_hold_starts_where_the_loop_holds_and_is_checked_from_there() {
+    use arm_hil::hil::{FeedItem, Withdrawals};
+    use arm_hil::nodes::hil::feeder::{FeedRequest, Feeder, SegmentError};
+    let robot = Robot::default();
+    // A move of 4 cm; the loop holds 1 cm along it when the hold comes.
+    let initial = goal_trajectory(&robot, &[(0.0, [0.15, 0.0, 0.2]), (4.0, [0.19, 0.0, 0.2])]);
+    let withdrawals = Arc::new(Withdrawals::default());
+    let mut feeder = Feeder::new(&initial, robot.clone(), Default::default(), withdrawals.clone());
+    let hold = withdrawals.request();
+    // From where the move was to end, the segment below would pass.
+    let mut unheld = Feeder::new(&initial, robot.clone(), Default::default(), withdrawals.clone());
+    unheld.request(FeedRequest::Append(vec![point(0.1, [0.2, 0.0, 0.2])])).unwrap();
+    feeder.request(FeedRequest::Hold { withdrawal: hold }).unwrap();
+    // 1 cm on from the end of the move, in 0.1 s: from the hold that is 4 cm in 0.1 s.
+    let segment = || FeedRequest::Append(vec![point(0.1, [0.2, 0.0, 0.2])]);
+    assert_eq!(feeder.request(segment()), Err(SegmentError::HoldNotMade(hold)), "not before the loop holds");
+    assert!(feeder.awaits_hold());
+    withdrawals.done(hold, 1.0, Some(Vec3::new(0.16, 0.0, 0.2)));
+    let refused = feeder.request(segment()).unwrap_err().to_string();
+    assert!(refused.contains("harder than hil.protection.max_joint_acceleration_rad_s2"), "{refused}");
+    // From the hold at a walking pace, from rest: taken, and it starts there.
+    feeder.request(FeedRequest::Append(vec![point(1.0, [0.165, 0.0, 0.2])])).unwrap();
+    let items: Vec<FeedItem> = std::iter::from_fn(|| {
+        let item = feeder.front().copied();
+        feeder.sent();
+        item
+    })
+    .collect();
+    assert_eq!(items[..2], [FeedItem::Withdrawn(hold), FeedItem::Segment]);
+    // A sudden start from the hold: 1 mm in the first millisecond.
+    let jerk = FeedRequest::Append(vec![point(0.001, [0.166, 0.0, 0.2]), point(1.0, [0.17, 0.0, 0.2])]);
+    let refused = feeder.request(jerk).unwrap_err().to_string();
+    assert!(refused.contains("max_joint_acceleration_rad_s2") || refused.contains("max_joint_speed"), "{refused}");
+}
+
 /// hil_node's commands, fed to the loop through `requests` and `withdrawals`.
 fn hil_commands<C: Clone>(
     robot: &Robot,
@@ -460,7 +497,8 @@ fn a_segment_after_a_joint_command_follows_the_commands_move_with_no_hidden_hold
     use arm_hil::nodes::hil::feeder::{feed_requests, Feeder};
     let robot = Robot::default();
     let (requests, queue) = feed_requests();
-    let mut commands = hil_commands::<u32>(&robot, HilConfig::default(), requests, Arc::new(Withdrawals::default()));
+    let withdrawals = Arc::new(Withdrawals::default());
+    let mut commands = hil_commands::<u32>(&robot, HilConfig::default(), requests, withdrawals.clone());
     commands.loop_started();
     let here = [0.15, 0.0, 0.2];
     commands.frame(&hil_frame(5.0, here, here), true, 0);
@@ -471,7 +509,10 @@ fn a_segment_after_a_joint_command_follows_the_commands_move_with_no_hidden_hold
     commands.segment(vec![point(0.5, [0.15, 0.0, 0.21])]).unwrap();
 
     let initial = goal_trajectory(&robot, &[(0.0, here), (1.0, here)]);
-    let mut feeder = Feeder::new(&initial, robot.clone(), Default::default()).holding();
+    // A loop resumed where the arm is (as hil_node's is after a deactivation).
+    let resumed = withdrawals.request();
+    let mut feeder = Feeder::new(&initial, robot.clone(), Default::default(), withdrawals.clone()).holding(resumed);
+    withdrawals.done(resumed, 5.0, Some(Vec3::from(here)));
     while let Some(request) = queue.try_take() {
         feeder.request(request).unwrap();
     }
@@ -509,6 +550,10 @@ fn a_hil_goal_starts_only_where_the_arm_holds() {
     commands.frame(&hil_frame(5.001, here, [0.152, 0.0, 0.2]), true, 0);
     let endless = goal_trajectory(&robot, &[(0.0, [0.152, 0.0, 0.2]), (2e9, [0.152, 0.0, 0.2])]);
     assert!(commands.follow_cartesian_goal(1, endless).unwrap_err().contains("max_duration_s"), "bounded as FJT's");
+    // A waypoint 5 cm away 1 ms later: the loop would lose the arm.
+    let jump = goal_trajectory(&robot, &[(0.0, [0.152, 0.0, 0.2]), (0.001, [0.152, 0.05, 0.2])]);
+    let refused = commands.follow_cartesian_goal(1, jump).unwrap_err();
+    assert!(refused.contains("faster than hil.protection.max_joint_speed_rad_s"), "{refused}");
     assert_eq!(commands.follow_cartesian_goal(1, goal), Ok(None));
 }
 
@@ -552,12 +597,12 @@ fn hil_goals_run_on_the_loop_complete_with_a_result_and_a_cancel_holds_the_arm()
     let (feed, samples) = std::sync::mpsc::sync_channel(FEED_DEPTH);
     let (requests, feeder_requests) = feed_requests();
     let hil_config = HilConfig { realtime_priority: None, ..Default::default() };
-    let feeder = Feeder::new(&initial, robot.clone(), hil_config.protection.clone());
+    let withdrawals = Arc::new(Withdrawals::default());
+    let feeder = Feeder::new(&initial, robot.clone(), hil_config.protection.clone(), withdrawals.clone());
     let stop = Arc::new(AtomicBool::new(false));
     let feeder_stop = stop.clone();
     let feeding = std::thread::spawn(move || run_feeder(feeder, feeder_requests, feed, &feeder_stop));
     let (frames_tx, frames) = std::sync::mpsc::sync_channel(20_000);
-    let withdrawals = Arc::new(Withdrawals::default());
     let mut commands = hil_commands::<u32>(&robot, hil_config.clone(), requests, withdrawals.clone());
     let hil = HilLoop::new(hil_config, &config, robot.elbow(), 0.45, Box::new(rig), samples, stop.clone())
         .unwrap()

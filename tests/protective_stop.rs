@@ -229,6 +229,22 @@ fn a_port_5555_hil_session_whose_trajectory_would_trip_the_stop_is_refused_befor
         "session_refused",
     );
     assert!(times.is_empty(), "frames were sent: {times:?}");
-    let refusal = logged.iter().find(|line| line.contains("would trip the protective stop")).expect("a refusal");
+    let refusal =
+        logged.iter().find(|line| line.contains("to keep the protective stop from tripping")).expect("a refusal");
     assert!(refusal.contains("reach_margin"), "{refusal}");
+}
+
+#[test]
+fn a_port_5555_hil_session_faster_than_the_motors_may_turn_is_refused_before_the_rig_moves() {
+    // The arc turns a motor at up to 0.54 rad/s: held to 0.3, nothing runs.
+    let (times, logged) = port_5555_session(
+        &[],
+        "    max_joint_speed_rad_s: 0.3
+",
+        "session_too_fast",
+    );
+    assert!(times.is_empty(), "frames were sent: {times:?}");
+    let refusal =
+        logged.iter().find(|line| line.contains("to keep the protective stop from tripping")).expect("a refusal");
+    assert!(refusal.contains("faster than hil.protection.max_joint_speed_rad_s (0.3 rad/s)"), "{refusal}");
 }

@@ -117,7 +117,7 @@ pub enum SessionError {
     Hardware(#[from] HardwareError),
     #[error("the HIL run stopped: {0}")]
     Hil(#[from] HilError),
-    #[error("the trajectory would trip the protective stop: {0}")]
+    #[error("the trajectory is refused, to keep the protective stop from tripping: {0}")]
     Bounds(String),
     #[error("the client read nothing for {0:?}")]
     WriteStalled(Duration),
@@ -341,10 +341,14 @@ async fn serve_connection(
             let _slot = HilSlot::take(&shared.hil_running).ok_or(SessionError::HilBusy)?;
             // Up to a million waypoints: checked beside the server's tasks, not on them.
             let (robot, bounds, checked) = (shared.robot.clone(), setup.hil.protection.clone(), trajectory.clone());
-            tokio::task::spawn_blocking(move || bounds.check_path(&robot, checked.waypoints()))
-                .await
-                .map_err(|error| std::io::Error::other(error.to_string()))?
-                .map_err(SessionError::Bounds)?;
+            tokio::task::spawn_blocking(move || {
+                // The session runs from rest on the first waypoint to rest on the last.
+                bounds.check_path(&robot, checked.waypoints())?;
+                bounds.check_motion(&robot, checked.waypoints(), (true, true))
+            })
+            .await
+            .map_err(|error| std::io::Error::other(error.to_string()))?
+            .map_err(SessionError::Bounds)?;
             if let Some(observed) = &observer {
                 observed.observer.started(peer, true, &trajectory);
             }

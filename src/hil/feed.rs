@@ -11,6 +11,7 @@ use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
 
 use crate::control::{Trajectory, Waypoint};
+use crate::model::math::Vec3;
 
 /// Samples in flight between a feeder and the loop.
 pub const FEED_DEPTH: usize = 256;
@@ -39,6 +40,9 @@ pub struct Withdrawals {
     done: AtomicU64,
     /// Trajectory time of the last withdrawal done [s], as f64 bits.
     done_at: AtomicU64,
+    /// Where the loop held the platform for it [m], as f64 bits; NaN where it held nothing (its
+    /// trajectory had ended).
+    held_at: [AtomicU64; 3],
 }
 
 impl Withdrawals {
@@ -54,10 +58,25 @@ impl Withdrawals {
         (requested != self.done.load(Ordering::Relaxed)).then_some(requested)
     }
 
-    /// The loop made withdrawal `n` at trajectory time `t` [s] (the loop's side).
-    pub fn done(&self, n: u64, t: f64) {
+    /// The loop made withdrawal `n` at trajectory time `t` [s], holding the platform at `held`
+    /// [m] if anywhere (the loop's side).
+    pub fn done(&self, n: u64, t: f64, held: Option<Vec3>) {
         self.done_at.store(t.to_bits(), Ordering::Relaxed);
+        let held = held.unwrap_or(Vec3::repeat(f64::NAN));
+        for (slot, value) in self.held_at.iter().zip(held.iter()) {
+            slot.store(value.to_bits(), Ordering::Relaxed);
+        }
         self.done.store(n, Ordering::Release);
+    }
+
+    /// Where the loop held the platform for withdrawal `n` [m]; None until it has made it, or
+    /// if it held nothing. After a later withdrawal, where it held for that one.
+    pub fn held_at(&self, n: u64) -> Option<Vec3> {
+        if self.done.load(Ordering::Acquire) < n {
+            return None;
+        }
+        let held = Vec3::from_fn(|axis, _| f64::from_bits(self.held_at[axis].load(Ordering::Relaxed)));
+        held.iter().all(|value| value.is_finite()).then_some(held)
     }
 
     /// When the loop made withdrawal `n` [s, trajectory time]; None until it has. After a

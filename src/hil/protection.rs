@@ -43,6 +43,16 @@ pub struct ProtectionConfig {
     /// 20 ms leaves the drives' last rates in force, and the lag loop takes a few milliseconds to
     /// bring the lag back; a slipping motor stays past the bound. Default 20.
     pub lag_cycles: u32,
+    /// Fastest a Cartesian goal, a `~/trajectory` segment or a port-5555 trajectory may turn a
+    /// motor [rad/s], checked before it runs (not a trip). Default 2, as joint goals: well above
+    /// the built-in arc's 0.54, and slow enough for the controller to keep the platform within
+    /// `max_tracking_error_m`.
+    pub max_joint_speed_rad_s: f64,
+    /// Hardest such a trajectory may accelerate a motor [rad/s^2], likewise: the change of its
+    /// speed from one line between waypoints to the next over their mean time, from rest at
+    /// its start and to rest at its end. Default 20: the built-in arc asks 1.2, an arc at
+    /// 30 deg/s 9.2; a waypoint 5 cm away 1 ms later asks thousands.
+    pub max_joint_acceleration_rad_s2: f64,
 }
 
 impl Default for ProtectionConfig {
@@ -57,6 +67,8 @@ impl Default for ProtectionConfig {
             stopping_deceleration_m_s2: 5.0,
             max_lag_rad: 2.2,
             lag_cycles: 20,
+            max_joint_speed_rad_s: 2.0,
+            max_joint_acceleration_rad_s2: 20.0,
         }
     }
 }
@@ -75,8 +87,12 @@ impl ProtectionConfig {
                 return Err(format!("hil.protection.{name} must be finite and >= 0, got {value}"));
             }
         }
-        if !(self.stopping_deceleration_m_s2 > 0.0) || self.lag_cycles == 0 {
-            return Err("hil.protection.stopping_deceleration_m_s2 and lag_cycles must be > 0".into());
+        let positive =
+            [self.stopping_deceleration_m_s2, self.max_joint_speed_rad_s, self.max_joint_acceleration_rad_s2];
+        if !positive.iter().all(|value| *value > 0.0 && value.is_finite()) || self.lag_cycles == 0 {
+            return Err("hil.protection.stopping_deceleration_m_s2, max_joint_speed_rad_s, \
+                 max_joint_acceleration_rad_s2 and lag_cycles must be finite and > 0"
+                .into());
         }
         let lower = self.joint_lower_rad.unwrap_or([f64::NEG_INFINITY; 3]);
         let upper = self.joint_upper_rad.unwrap_or([f64::INFINITY; 3]);
@@ -236,6 +252,66 @@ impl ProtectionConfig {
             }
         }
         Ok(())
+    }
+
+    /// Why the arm along `waypoints` would turn a motor faster or accelerate it harder than
+    /// `max_joint_speed_rad_s` and `max_joint_acceleration_rad_s2` allow, if it would: each
+    /// motor's speed over each line between two waypoints (as the loop's ring interpolates
+    /// them), and its change from one line to the next over the mean of their times. With
+    /// `from_rest` the arm holds before the first waypoint; with `to_rest`, after the last.
+    pub fn check_motion(
+        &self,
+        robot: &Robot,
+        waypoints: &[crate::control::Waypoint],
+        (from_rest, to_rest): (bool, bool),
+    ) -> Result<(), String> {
+        let Some(first) = waypoints.first() else { return Ok(()) };
+        let place = |x: &Vec3, near: Option<&Vec3>, t: f64| {
+            robot.inverse_kinematics(x, near).map_err(|error| format!("at {t:.3} s the arm cannot be placed: {error}"))
+        };
+        let mut theta = place(&first.x, None, 0.0)?;
+        // The line before: its motors' speeds [rad/s] and time [s]; rest is a line of no time.
+        let mut before: Option<(Vec3, f64)> = from_rest.then_some((Vec3::zeros(), 0.0));
+        for pair in waypoints.windows(2) {
+            let (dt, at) = (pair[1].t - pair[0].t, pair[1].t - first.t);
+            let next = place(&pair[1].x, Some(&theta), at)?;
+            let speeds = (next - theta) / dt;
+            self.within_motion(speeds, before, dt, at)?;
+            (theta, before) = (next, Some((speeds, dt)));
+        }
+        match (to_rest, before) {
+            (true, Some((speeds, dt))) => {
+                let end = waypoints[waypoints.len() - 1].t - first.t;
+                self.within_motion(Vec3::zeros(), Some((speeds, dt)), 0.0, end)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Why motors at `speeds` [rad/s] over a line of `dt` [s] after `before` (the line before's
+    /// speeds and time) break the motion bounds, at `at` [s].
+    fn within_motion(&self, speeds: Vec3, before: Option<(Vec3, f64)>, dt: f64, at: f64) -> Result<(), String> {
+        let (motor, speed) = (speeds.iamax(), speeds.amax());
+        if !(speed <= self.max_joint_speed_rad_s) {
+            return Err(format!(
+                "at {at:.3} s motor {} would turn at {speed:.3} rad/s, faster than hil.protection.max_joint_speed_rad_s \
+                 ({} rad/s)",
+                motor + 1,
+                self.max_joint_speed_rad_s
+            ));
+        }
+        let Some((previous, previous_dt)) = before else { return Ok(()) };
+        let change = speeds - previous;
+        let (motor, acceleration) = (change.iamax(), change.amax() / ((dt + previous_dt) / 2.0));
+        match acceleration <= self.max_joint_acceleration_rad_s2 {
+            true => Ok(()),
+            false => Err(format!(
+                "at {at:.3} s motor {} would accelerate at {acceleration:.1} rad/s^2, harder than \
+                 hil.protection.max_joint_acceleration_rad_s2 ({} rad/s^2)",
+                motor + 1,
+                self.max_joint_acceleration_rad_s2
+            )),
+        }
     }
 
     /// The first bound the arm at joint angles `theta` [rad] with its platform at `p` [m]

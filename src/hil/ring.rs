@@ -116,8 +116,8 @@ impl TrajectoryRing {
 
     /// Withdraws every sample after `now` [s] and holds at the position it gave for `now` (at
     /// rest) from there: the samples that follow form a new segment starting at `now`. A closed
-    /// trajectory takes no more samples, so withdrawing ends it.
-    pub fn withdraw(&mut self, now: f64) {
+    /// trajectory takes no more samples, so withdrawing ends it. Returns where it holds [m].
+    pub fn withdraw(&mut self, now: f64) -> Option<Vec3> {
         let x = match self.sample(now) {
             RingSample::Reference(reference) | RingSample::Starved(reference) => Some(reference.x),
             RingSample::Ended | RingSample::Empty => None,
@@ -125,10 +125,10 @@ impl TrajectoryRing {
         self.samples.clear();
         self.last_t = None;
         self.segment_start = now;
-        if let Some(x) = x.filter(|_| !self.closed) {
-            // Cannot fail: the ring is empty and open, and its reference came from finite samples.
-            let _ = self.hold_from(now, x);
-        }
+        let held = x.filter(|_| !self.closed)?;
+        // Cannot fail: the ring is empty and open, and its reference came from finite samples.
+        let _ = self.hold_from(now, held);
+        Some(held)
     }
 
     /// Marks the trajectory complete: once past its last sample the ring reports the end.

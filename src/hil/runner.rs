@@ -461,8 +461,8 @@ impl HilLoop {
     fn withdraw(&mut self, ring: &mut TrajectoryRing, now: f64) {
         let Some(withdrawals) = &self.withdrawals else { return };
         if let Some(n) = withdrawals.pending() {
-            ring.withdraw(now);
-            withdrawals.done(n, now);
+            let held = ring.withdraw(now);
+            withdrawals.done(n, now, held);
             self.dropping_until = Some(n);
         }
     }

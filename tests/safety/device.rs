@@ -44,7 +44,7 @@ struct Device {
     target: Vec<f64>,
     stuck: bool,
     /// Whether its telemetry holds velocities (the STM32's full telemetry, the testbench's
-    /// firmware table) or only angles (the STM32's short telemetry, the document table).
+    /// firmware table) or only angles (the STM32's short telemetry, the testbench's older table).
     reports_velocities: bool,
     setpoints: TestbenchSetpoints,
 }
@@ -242,7 +242,7 @@ pub(crate) struct Expected {
     active: bool,
 }
 
-/// The reference model of a serial device's node.
+/// What may happen to a serial device's node next: its model.
 pub(crate) struct DeviceMachine<const STM32: bool>;
 
 impl<const STM32: bool> ReferenceStateMachine for DeviceMachine<STM32> {

@@ -256,9 +256,11 @@ pub(crate) enum Transition {
         seed: u64,
     },
     CancelCartesianGoal,
-    /// A `~/trajectory` segment of 1 to 3 points, up to 20 cm up or down (hil_node's).
+    /// A `~/trajectory` segment of 1 to 3 points half a second apart, up to `reach_mm` up or
+    /// down (hil_node's).
     Segment {
         points: u8,
+        reach_mm: u8,
         seed: u64,
     },
     /// sil_node's simulation fails.
@@ -296,7 +298,7 @@ fn arm_transitions() -> BoxedStrategy<Transition> {
     .boxed()
 }
 
-/// The reference model of sil_node.
+/// What may happen to sil_node next: its model.
 pub(crate) struct SilMachine;
 
 impl ReferenceStateMachine for SilMachine {
@@ -316,7 +318,7 @@ impl ReferenceStateMachine for SilMachine {
     }
 }
 
-/// The reference model of hil_node.
+/// What may happen to hil_node next: its model.
 pub(crate) struct HilMachine;
 
 impl ReferenceStateMachine for HilMachine {
@@ -335,7 +337,11 @@ impl ReferenceStateMachine for HilMachine {
             Just(LoopStop::Signalled),
             Just(LoopStop::Panicked)
         ];
-        let segment = (1u8..=3, any::<u64>()).prop_map(|(points, seed)| Transition::Segment { points, seed });
+        let segment = (1u8..=3, 1u8..=200, any::<u64>()).prop_map(|(points, reach_mm, seed)| Transition::Segment {
+            points,
+            reach_mm,
+            seed,
+        });
         match state.looping {
             true => {
                 prop_oneof![12 => arm_transitions(), 1 => segment, 1 => stop.prop_map(Transition::LoopStops)].boxed()

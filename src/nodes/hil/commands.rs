@@ -277,6 +277,8 @@ impl<J: Clone, C: Clone> TakesCartesianGoals<C> for HilCommands<J, C> {
             ));
         }
         self.bounds.check_path(&self.robot, trajectory.waypoints())?;
+        // From the hold the goal's withdrawal makes, to the hold at its end.
+        self.bounds.check_motion(&self.robot, trajectory.waypoints(), (true, true))?;
         let follow = trajectory.clone();
         let withdrawal = self
             .claim(CommandSource::CartesianGoal, |withdrawal| FeedRequest::Follow { trajectory: follow, withdrawal })?;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::control::{Trajectory, Waypoint};
 use crate::hil::protection::ProtectionConfig;
-use crate::hil::FeedItem;
+use crate::hil::{FeedItem, Withdrawals};
 use crate::model::math::Vec3;
 use crate::model::Robot;
 use crate::nodes::trajectory_input::MultiDofPoint;
@@ -30,6 +30,8 @@ pub enum SegmentError {
     Full { queued: usize, points: usize },
     #[error("{0}")]
     Bounds(String),
+    #[error("the HIL loop has not held the arm for withdrawal {0}: the segment has nowhere to start from")]
+    HoldNotMade(u64),
 }
 
 /// Turns a trajectory segment into samples timed from the segment's start, continuing from
@@ -162,24 +164,42 @@ pub struct Feeder {
     robot: Robot,
     bounds: ProtectionConfig,
     queue: VecDeque<FeedItem>,
-    /// The last position queued [m]: where a segment continues from.
-    last: Vec3,
+    /// Where a segment continues from.
+    start: SegmentStart,
+    /// Where the loop held for each withdrawal.
+    withdrawals: Arc<Withdrawals>,
+}
+
+/// Where the loop's ring starts the next segment.
+#[derive(Debug, Clone, Copy)]
+enum SegmentStart {
+    /// After the last position queued [m]: the arm moving toward it, or already holding there.
+    After(Vec3),
+    /// Where the loop holds for withdrawal `n` (a hold, or a loop resumed where the arm is),
+    /// known once the loop has made it.
+    Hold(u64),
 }
 
 impl Feeder {
     /// Queues `initial`, run at its own times; segments are held to the protective stop's
-    /// `bounds`.
-    pub fn new(initial: &Trajectory, robot: Robot, bounds: ProtectionConfig) -> Feeder {
+    /// `bounds`, and start where the loop says in `withdrawals` it holds after a withdrawal.
+    pub fn new(initial: &Trajectory, robot: Robot, bounds: ProtectionConfig, withdrawals: Arc<Withdrawals>) -> Feeder {
         let queue: VecDeque<FeedItem> = initial.waypoints().iter().map(|&sample| FeedItem::Sample(sample)).collect();
         let last = initial.waypoints().last().map_or(Vec3::zeros(), |last| last.x);
-        Feeder { robot, bounds, queue, last }
+        Feeder { robot, bounds, queue, start: SegmentStart::After(last), withdrawals }
     }
 
-    /// The feeder of a loop that resumes holding where the arm is: nothing queued; segments
-    /// continue from there.
-    pub fn holding(mut self) -> Feeder {
-        self.queue.clear();
+    /// The feeder of a loop that resumes holding where the arm is, as withdrawal `withdrawal`
+    /// (asked of it before it starts): nothing queued; segments continue from where it holds.
+    pub fn holding(mut self, withdrawal: u64) -> Feeder {
+        self.hold(withdrawal);
         self
+    }
+
+    /// Whether the next segment waits for the loop to make a withdrawal (within a cycle of the
+    /// loop's, while one runs).
+    pub fn awaits_hold(&self) -> bool {
+        matches!(self.start, SegmentStart::Hold(n) if self.withdrawals.done_at(n).is_none())
     }
 
     /// The next item for the loop.
@@ -199,10 +219,20 @@ impl Feeder {
                 if self.queue.len() + points.len() > MAX_QUEUED_SAMPLES {
                     return Err(SegmentError::Full { queued: self.queue.len(), points: points.len() });
                 }
-                let samples = segment_after(&points, &self.last, &self.robot)?;
-                let from = Waypoint { t: 0.0, x: self.last, ..Waypoint::default() };
+                // From a hold the arm starts at rest; after what is queued it may be moving.
+                let (last, from_rest) = match self.start {
+                    SegmentStart::After(last) => (last, false),
+                    SegmentStart::Hold(n) => match self.withdrawals.done_at(n) {
+                        Some(_) => (self.withdrawals.held_at(n).ok_or(SegmentError::HoldNotMade(n))?, true),
+                        None => return Err(SegmentError::HoldNotMade(n)),
+                    },
+                };
+                let samples = segment_after(&points, &last, &self.robot)?;
+                let from = Waypoint { t: 0.0, x: last, ..Waypoint::default() };
                 let way: Vec<Waypoint> = std::iter::once(from).chain(samples.iter().copied()).collect();
                 self.bounds.check_path(&self.robot, &way).map_err(SegmentError::Bounds)?;
+                // Its end is not taken as a stop: the next segment may go on from it.
+                self.bounds.check_motion(&self.robot, &way, (from_rest, false)).map_err(SegmentError::Bounds)?;
                 self.queue.push_back(FeedItem::Segment);
                 self.queue_samples(samples);
             }
@@ -210,14 +240,20 @@ impl Feeder {
                 self.withdrawn(withdrawal);
                 let waypoints = trajectory.waypoints();
                 let start = waypoints[0].t;
-                self.last = waypoints[0].x;
+                self.start = SegmentStart::After(waypoints[0].x);
                 // The first waypoint is where the arm holds (admitted within the tolerance), so
                 // the hold stands for it.
                 self.queue_samples(waypoints[1..].iter().map(|w| Waypoint { t: w.t - start, ..*w }));
             }
-            FeedRequest::Hold { withdrawal } => self.withdrawn(withdrawal),
+            FeedRequest::Hold { withdrawal } => self.hold(withdrawal),
         }
         Ok(())
+    }
+
+    /// Withdraws what is queued; the next segment starts where the loop holds for it.
+    fn hold(&mut self, withdrawal: u64) {
+        self.withdrawn(withdrawal);
+        self.start = SegmentStart::Hold(withdrawal);
     }
 
     fn withdrawn(&mut self, withdrawal: u64) {
@@ -227,7 +263,7 @@ impl Feeder {
 
     fn queue_samples(&mut self, samples: impl IntoIterator<Item = Waypoint>) {
         for sample in samples {
-            self.last = sample.x;
+            self.start = SegmentStart::After(sample.x);
             self.queue.push_back(FeedItem::Sample(sample));
         }
     }
@@ -235,6 +271,10 @@ impl Feeder {
 
 /// How long the feeding thread waits for a request while the loop's feed is full.
 const FULL_FEED_WAIT: Duration = Duration::from_millis(5);
+/// How long a segment waits for the loop to make the hold it starts from, and how often it
+/// looks.
+const HOLD_WAIT: Duration = Duration::from_millis(100);
+const HOLD_POLL: Duration = Duration::from_millis(1);
 /// How long it waits for a request with nothing to feed, between looks at its stop flag.
 const IDLE_WAIT: Duration = Duration::from_millis(50);
 
@@ -273,6 +313,12 @@ pub fn run_feeder(
         };
         if let Some(request) = request {
             let segment = matches!(request, FeedRequest::Append(_));
+            // A segment right after a hold starts where the loop holds: it says so within a
+            // cycle or two of its own (it makes withdrawals without waiting for the feed).
+            let asked = std::time::Instant::now();
+            while segment && feeder.awaits_hold() && asked.elapsed() < HOLD_WAIT && !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(HOLD_POLL);
+            }
             match feeder.request(request) {
                 Ok(()) if segment => log::info!("~/trajectory: segment queued"),
                 Ok(()) => {}

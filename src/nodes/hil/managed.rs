@@ -109,7 +109,7 @@ impl ManagedHil {
         links: HilLinks,
         reporter: Arc<dyn HilReporter>,
     ) -> ManagedHil {
-        let feeder = Feeder::new(&initial, robot.clone(), config.hil.protection.clone());
+        let feeder = Feeder::new(&initial, robot.clone(), config.hil.protection.clone(), links.withdrawals.clone());
         ManagedHil {
             config,
             initial,
@@ -170,7 +170,8 @@ impl ManagedHil {
         if stale > 0 {
             log::warn!("{stale} trajectory requests made while inactive dropped");
         }
-        let feeder = if self.resumed { feeder.holding() } else { feeder };
+        // A loop resumed holds where the arm is: the withdrawal it makes at its start says where.
+        let feeder = if self.resumed { feeder.holding(self.withdrawals.request()) } else { feeder };
         let (feed, samples) = sync_channel(FEED_DEPTH);
         let sil = &self.config.sil;
         let (elbow, l_arm) = (self.initial.elbow(), self.initial.l_arm());

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use arm_hil::control::{Trajectory, Waypoint};
 use arm_hil::hil::protection::ProtectionConfig;
 use arm_hil::hil::Withdrawals;
 use arm_hil::model::math::Vec3;
@@ -10,7 +11,7 @@ use arm_hil::nodes::follower::goals::TakesJointGoals;
 use arm_hil::nodes::follower::stream_gate::STREAM_GAP_S;
 use arm_hil::nodes::goals::{Answers, TakesCartesianGoals};
 use arm_hil::nodes::hil::commands::HilCommands;
-use arm_hil::nodes::hil::feeder::{feed_requests, FeedRequest, RequestQueue};
+use arm_hil::nodes::hil::feeder::{feed_requests, segment_after, FeedRequest, Feeder, RequestQueue, SegmentError};
 use arm_hil::nodes::hil::managed::LoopEnd;
 use arm_hil::nodes::hil::{HilNodeConfig, HilNodeSettings};
 use arm_hil::nodes::trajectory_input::MultiDofPoint;
@@ -20,26 +21,67 @@ use proptest_state_machine::StateMachineTest;
 use super::{book_answers, joint_goal, now_ns, one_owner, Command, Expected, HilMachine, LoopStop, Model, Transition};
 use crate::safety::{limits, Dice, GoalBook};
 
-/// The loop's side of hil_node's feeder: each request as the loop makes it take effect, every
-/// waypoint sent within the protective stop's bounds.
-fn take_requests(model: &mut Model, queue: &RequestQueue, withdrawals: &Withdrawals, bounds: &ProtectionConfig) {
-    while let Some(request) = queue.try_take() {
-        match request {
-            FeedRequest::Follow { trajectory, withdrawal } => {
-                model.check_sent(&trajectory);
-                bounds.check_path(&model.robot, trajectory.waypoints()).expect("a path past the bounds was sent");
-                withdrawals.done(withdrawal, model.t);
-                model.following.follow(trajectory, model.t);
+/// The loop's side of hil_node's feeder: each request as the loop makes it take effect (through
+/// the node's own [`Feeder`]), every waypoint sent within the protective stop's bounds; a
+/// segment after a hold runs from where the loop holds, and its way from there is within them.
+struct Loop {
+    feeder: Option<Feeder>,
+    /// Where the loop holds for the next segment to start from, if it holds.
+    holding_at: Option<Vec3>,
+}
+
+impl Loop {
+    fn take_requests(&mut self, model: &mut Model, queue: &RequestQueue, withdrawals: &Withdrawals) {
+        let Some(feeder) = &mut self.feeder else { return };
+        let bounds = ProtectionConfig::default();
+        while let Some(request) = queue.try_take() {
+            match &request {
+                FeedRequest::Follow { trajectory, withdrawal } => {
+                    model.check_sent(trajectory);
+                    bounds.check_path(&model.robot, trajectory.waypoints()).expect("a path past the bounds was sent");
+                    withdrawals.done(*withdrawal, model.t, Some(model.following.held_or(model.t)));
+                    model.following.follow(trajectory.clone(), model.t);
+                    self.holding_at = None;
+                }
+                FeedRequest::Hold { withdrawal } => {
+                    let x = model.following.held_or(model.t);
+                    withdrawals.done(*withdrawal, model.t, Some(x));
+                    model.following.hold(x);
+                    self.holding_at = Some(x);
+                }
+                FeedRequest::Append(_) => {}
             }
-            FeedRequest::Hold { withdrawal } => {
-                withdrawals.done(withdrawal, model.t);
-                let x = model.following.held_or(model.t);
-                model.following.hold(x);
+            let segment = match &request {
+                FeedRequest::Append(points) => Some(points.clone()),
+                _ => None,
+            };
+            match (feeder.request(request), segment, self.holding_at) {
+                // Queued behind what runs: the model's reference goes on with that.
+                (Ok(()), Some(_), None) => {}
+                (Ok(()), Some(points), Some(from)) => {
+                    let samples = segment_after(&points, &from, &model.robot).expect("a segment taken");
+                    let way: Vec<Waypoint> =
+                        std::iter::once(Waypoint { t: 0.0, x: from, ..Waypoint::default() }).chain(samples).collect();
+                    bounds.check_path(&model.robot, &way).expect("a segment's way from the hold past the bounds");
+                    bounds.check_motion(&model.robot, &way, (true, false)).expect("a segment too fast from the hold");
+                    let trajectory = Trajectory::with_robot_forearm(way, &model.robot).expect("a segment's way");
+                    model.following.follow(Arc::new(trajectory), model.t);
+                    self.holding_at = None;
+                }
+                (result, _, _) => assert!(
+                    !matches!(result, Err(SegmentError::HoldNotMade(_))),
+                    "a segment waits for a hold the loop made"
+                ),
             }
-            // A segment joins what is queued; the feeder checks it (its tests say how): here
-            // its reference holds.
-            FeedRequest::Append(_) => {}
         }
+    }
+
+    /// A loop starts (again), holding where the arm is: the withdrawal it makes first says so.
+    fn start(&mut self, model: &Model, withdrawals: &Withdrawals) {
+        let withdrawal = withdrawals.request();
+        self.feeder = self.feeder.take().map(|feeder| feeder.holding(withdrawal));
+        withdrawals.done(withdrawal, model.t, Some(model.x));
+        self.holding_at = Some(model.x);
     }
 }
 
@@ -50,7 +92,7 @@ pub(crate) struct HilNode {
     commands: HilCommands<u64, u64>,
     queue: RequestQueue,
     withdrawals: Arc<Withdrawals>,
-    bounds: ProtectionConfig,
+    hil_loop: Loop,
     book: GoalBook,
     cartesian: GoalBook,
     stream: Option<Vec<f64>>,
@@ -92,11 +134,11 @@ impl HilNode {
         }
     }
 
-    fn segment(&mut self, points: u8, seed: u64) {
-        let mut dice = Dice::new(seed);
+    fn segment(&mut self, points: u8, reach_mm: u8, seed: u64) {
+        let (mut dice, reach) = (Dice::new(seed), f64::from(reach_mm) * 1e-3);
         let points = (1..=points)
             .map(|k| MultiDofPoint {
-                translations: vec![(self.model.x + Vec3::new(0.0, 0.0, dice.range(-0.2, 0.2))).into()],
+                translations: vec![(self.model.x + Vec3::new(0.0, 0.0, dice.range(-reach, reach))).into()],
                 time_from_start_s: f64::from(k) * 0.5,
                 ..MultiDofPoint::default()
             })
@@ -110,7 +152,7 @@ impl HilNode {
         let answers = self.commands.loop_stopped(&stop.end());
         self.answers(answers);
         assert!(!self.book.any_running() && !self.cartesian.any_running(), "a goal outlives the loop");
-        take_requests(&mut self.model, &self.queue, &self.withdrawals, &self.bounds);
+        self.hil_loop.take_requests(&mut self.model, &self.queue, &self.withdrawals);
         (self.looping, self.held_since_stop) = (false, true);
     }
 
@@ -123,7 +165,7 @@ impl HilNode {
             if self.held_since_stop {
                 assert!(self.queue.try_take().is_none(), "the loop was fed after a stop before any new command");
             }
-            take_requests(&mut self.model, &self.queue, &self.withdrawals, &self.bounds);
+            self.hil_loop.take_requests(&mut self.model, &self.queue, &self.withdrawals);
             let (frame, _) = self.model.frame();
             let now = now_ns(&self.model);
             let answers = self.commands.frame(&frame, true, now);
@@ -150,6 +192,13 @@ impl StateMachineTest for HilMachine {
         let withdrawals = Arc::new(Withdrawals::default());
         let mut commands =
             HilCommands::<u64, u64>::new(&config, model.robot.clone(), requests, withdrawals.clone()).unwrap();
+        // The loop starts holding where the arm is, nothing of the node's initial trajectory
+        // queued.
+        let still = |t| Waypoint { t, x: model.x, ..Waypoint::default() };
+        let initial = Trajectory::with_robot_forearm(vec![still(0.0), still(1.0)], &model.robot).unwrap();
+        let feeder = Feeder::new(&initial, model.robot.clone(), config.hil.protection.clone(), withdrawals.clone());
+        let mut hil_loop = Loop { feeder: Some(feeder), holding_at: None };
+        hil_loop.start(&model, &withdrawals);
         commands.loop_started();
         let stopped = config.settings.constraints.stopped_velocity_tolerance;
         HilNode {
@@ -157,7 +206,7 @@ impl StateMachineTest for HilMachine {
             commands,
             queue,
             withdrawals,
-            bounds: config.hil.protection.clone(),
+            hil_loop,
             book: GoalBook::stopped_below(stopped),
             cartesian: GoalBook::default(),
             stream: None,
@@ -197,12 +246,13 @@ impl StateMachineTest for HilMachine {
                     node.commands.cancel_cartesian_goal(&|handle: &u64| *handle == goal);
                 }
             }
-            Transition::Segment { points, seed } => node.segment(points, seed),
+            Transition::Segment { points, reach_mm, seed } => node.segment(points, reach_mm, seed),
             Transition::LoopStops(stop) => node.stop(stop),
             Transition::LoopStarts => {
                 // Activated again: the loop starts where the arm is, nothing queued.
                 node.queue.drop_waiting();
                 node.model.following.hold(node.model.x);
+                node.hil_loop.start(&node.model, &node.withdrawals);
                 node.commands.loop_started();
                 node.looping = true;
             }
