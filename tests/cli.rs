@@ -434,3 +434,50 @@ fn the_lab_clients_hil_mode_gets_every_frame_of_a_run_on_the_simulated_rig() {
     let expected = (end_t - start_t) * 1000.0;
     assert!((times.len() as f64 - expected).abs() < 0.02 * expected, "{} frames for {expected} cycles", times.len());
 }
+
+#[test]
+fn the_arduino_console_holds_a_velocity_to_the_joints_limits_through_the_datastream() {
+    use arm_hil::emulate::rdscom::RdscomEmulator;
+    use arm_hil::protocol::rdscom::PrototypeTable;
+    use std::io::{BufRead, Write};
+    let emulator = RdscomEmulator::start(PrototypeTable::document()).unwrap();
+    let mut console = Command::new(env!("CARGO_BIN_EXE_arm_hil"))
+        .args(["arduino", "--port", emulator.path().to_str().unwrap()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (lines_tx, lines) = std::sync::mpsc::channel();
+    // The guard's stop is logged (stderr), as every refusal of the node's.
+    let stderr = std::io::BufReader::new(console.stderr.take().unwrap());
+    let errors_tx = lines_tx.clone();
+    std::thread::spawn(move || stderr.lines().map_while(Result::ok).try_for_each(|line| errors_tx.send(line)));
+    let stdout = std::io::BufReader::new(console.stdout.take().unwrap());
+    std::thread::spawn(move || stdout.lines().map_while(Result::ok).try_for_each(|line| lines_tx.send(line)));
+    let line_with = |text: &str| loop {
+        match lines.recv_timeout(std::time::Duration::from_secs(5)) {
+            Ok(line) if line.contains(text) => break line,
+            Ok(_) => {}
+            Err(_) => panic!("no line with {text} within 5 s"),
+        }
+    };
+    let mut stdin = console.stdin.take().unwrap();
+    line_with("link Up");
+    writeln!(stdin, "move 1 velocity 2.0").unwrap();
+    assert!(line_with("refused").contains("need a datastream"), "no rate without the datastream to watch it");
+    writeln!(stdin, "move 1 position 2.0").unwrap();
+    assert!(line_with("refused").contains("outside [0, 1.5707"), "a position past the limit");
+    writeln!(stdin, "stream all 50").unwrap();
+    writeln!(stdin, "move 1 velocity 2.0").unwrap();
+    writeln!(stdin, "go").unwrap();
+    // pi/2 in 0.8 s at 2 rad/s: the console stops the MCU short of it.
+    let stopped = (0..500).find(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        emulator.stats().stops >= 1
+    });
+    assert!(stopped.is_some(), "the MCU was never stopped: {:?}", emulator.stats());
+    line_with("the MCU was stopped");
+    drop(stdin);
+    Background { child: console, first_line: String::new() }.interrupt();
+}

@@ -415,3 +415,42 @@ fn docs_rdscom_md_lists_every_prototype_of_both_tables_as_the_code_has_it() {
         assert_eq!(on_page, in_code, "docs/rdscom.md's {name} table");
     }
 }
+
+#[test]
+fn a_velocity_control_turns_its_joint_until_the_nodes_guard_stops_the_mcu_short_of_its_limit() {
+    use arm_hil::nodes::arduino::{joint_sample, requests_from_joint_command, TestbenchSetpoints};
+    let (emulator, driver) = start();
+    wait_for(&driver, Duration::from_secs(1), link_up).expect("heartbeats answered");
+    let table = PrototypeTable::document();
+    let mut setpoints = TestbenchSetpoints::heard_at(50);
+    send(&driver, "stream all 50");
+    // finger_joint1 at 2 rad/s from 0: pi/2 in 0.79 s without the guard (the MCU has no limit).
+    let names: Vec<String> = (0..4).map(|joint| format!("finger_joint{joint}")).collect();
+    let requests = requests_from_joint_command(&names[1..2], &[], &[2.0], &[], &names).unwrap();
+    setpoints.check(&requests).unwrap();
+    for request in &requests {
+        driver.send(request.clone()).unwrap();
+    }
+    setpoints.others_sent(&requests);
+    send(&driver, "go");
+    let (mut highest, mut stopped_at) = (0.0f64, None);
+    let until = Instant::now() + Duration::from_secs(2);
+    while let Ok(event) = driver.events().recv_timeout(until.saturating_duration_since(Instant::now())) {
+        let sample = match &event {
+            DriverEvent::Link(RdscomEvent::Received(message)) => joint_sample(message, &table),
+            _ => None,
+        };
+        if let Some(sample) = sample.filter(|sample| sample.joint == 1) {
+            highest = highest.max(sample.position);
+        }
+        for stop in setpoints.heard(0, &event, &table) {
+            stopped_at.get_or_insert(highest);
+            driver.send(stop).unwrap();
+        }
+    }
+    let stopped_at = stopped_at.expect("the guard stopped the MCU");
+    assert!(stopped_at > 1.2, "stopped early, at {stopped_at} rad");
+    assert!(highest < std::f64::consts::FRAC_PI_2, "the joint passed its limit: {highest} rad");
+    assert!(highest - stopped_at < 0.1, "it went on {} rad after the stop", highest - stopped_at);
+    assert_eq!(emulator.stats().stops, 1);
+}

@@ -1,7 +1,9 @@
 //! An rdscom MCU (the finger testbench's Teensy) on a pseudo-terminal, with the queue semantics
 //! of the message document (docs/rdscom.md): MotorControl requests queue up, ControlGo executes them (a control
 //! marked simultaneous runs together with the one before it), ControlDone reports the count and
-//! the time and is resent until acknowledged; datastreams run at the requested rate. Faults:
+//! the time and is resent until acknowledged; datastreams run at the requested rate. A velocity
+//! control turns its joint at its rate from ControlGo until a Stop or the joint's next control,
+//! with no limit, as the firmware does (an effort control moves nothing: no dynamics). Faults:
 //! dropped frames, delayed acknowledgements, garbage between frames, payloads containing `END`.
 
 use std::io::{Read, Write};
@@ -136,6 +138,10 @@ struct Mcu {
     rng: ChaCha8Rng,
     queue: Vec<Queued>,
     positions: [f64; JOINTS as usize],
+    /// Each joint's rate under a velocity control [rad/s], and when the positions were last
+    /// moved by them.
+    rates: [f64; JOINTS as usize],
+    moved_at: Option<Instant>,
     /// Executing: when it ends, how many controls, when it started.
     executing: Option<(Instant, usize, Instant)>,
     streams: Vec<(u8, Duration, Instant)>,
@@ -154,6 +160,8 @@ impl Mcu {
             rng: ChaCha8Rng::seed_from_u64(11),
             queue: Vec::new(),
             positions: [0.0; JOINTS as usize],
+            rates: [0.0; JOINTS as usize],
+            moved_at: None,
             executing: None,
             streams: Vec::new(),
             outstanding: Vec::new(),
@@ -277,6 +285,11 @@ impl Mcu {
                 self.acknowledge(now, &message, None, faults, out);
                 let groups = self.queue.iter().filter(|control| !control.simultaneous).count().max(1);
                 self.executing = Some((now + GROUP_DURATION * groups as u32, self.queue.len(), now));
+                for control in &self.queue {
+                    if let Some(rate) = self.rates.get_mut(usize::from(control.motor)) {
+                        *rate = if control.mode == 1 { control.value } else { 0.0 };
+                    }
+                }
             }
             "StartSensorDatastream" => {
                 let joint = value("joint_id") as u8;
@@ -298,6 +311,7 @@ impl Mcu {
                 self.stats.stops += 1;
                 self.queue.clear();
                 self.executing = None;
+                self.rates = [0.0; JOINTS as usize];
                 self.acknowledge(now, &message, None, faults, out);
             }
             _ => {
@@ -319,6 +333,11 @@ impl Mcu {
     }
 
     fn tick(&mut self, now: Instant, faults: &RdscomFaults, out: &mut Vec<u8>) {
+        let dt = self.moved_at.map_or(0.0, |at| (now - at).as_secs_f64());
+        self.moved_at = Some(now);
+        for (position, rate) in self.positions.iter_mut().zip(self.rates) {
+            *position += rate * dt;
+        }
         let (due, later): (Vec<_>, Vec<_>) = self.delayed.drain(..).partition(|(at, _)| *at <= now);
         self.delayed = later;
         for (_, bytes) in due {

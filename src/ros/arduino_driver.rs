@@ -32,11 +32,13 @@ use crate::nodes::param_server::ParameterServer;
 use crate::nodes::refusals::Refusals;
 use crate::protocol::rdscom::PrototypeTable;
 
-/// Sends `line` if the node is active; says why not otherwise.
-fn send(commanding: &Commanding<RdscomCommander>, line: &str) {
-    if let Err(error) = commanding.get().and_then(|commander| send_line(&commander, line)) {
+/// Sends `line` if the node is active; says why not otherwise. Whether it went.
+fn send(commanding: &Commanding<RdscomCommander>, line: &str) -> bool {
+    let sent = commanding.get().and_then(|commander| send_line(&commander, line));
+    if let Err(error) = &sent {
         log::error!("`{line}` refused: {error}");
     }
+    sent.is_ok()
 }
 
 /// What the running driver's events command: a setpoint waiting for the MCU's ControlDone goes
@@ -136,27 +138,27 @@ fn serve_joint_commands(
             ),
         };
         let sent = requests.and_then(|requests| {
+            setpoints.check(&requests)?;
             let commander = commanding.get();
             let mut goals = goals.lock().map_err(|_| "the node's goals are unavailable".to_owned())?;
             let values: Vec<f64> =
                 message.position.iter().chain(&message.velocity).chain(&message.effort).copied().collect();
             goals.offer_command(&values, started.elapsed().as_secs_f64(), commander.is_ok())?;
-            send_all(&commander?, requests)?;
+            send_all(&commander?, requests.clone())?;
             // The command has the joints: the goal followed ends.
             end_joint_goal(goals.command_sent());
-            Ok(())
+            Ok(requests)
         });
-        // A setpoint not sent: the next goes out even if it is the same. MotorControl requests
-        // sent: no setpoint that waited goes out after them.
-        let forget = match ros2_control {
-            true => sent.is_err(),
-            false => sent.is_ok(),
-        };
-        if forget {
-            setpoints.unsent();
+        match (ros2_control, &sent) {
+            // A setpoint not sent: the next goes out even if it is the same.
+            (true, Err(_)) => setpoints.unsent(),
+            // MotorControl requests sent: their rates are watched, and no setpoint that waited
+            // goes out after them.
+            (false, Ok(requests)) => setpoints.others_sent(requests),
+            _ => {}
         }
         drop(setpoints);
-        if let Some(error) = refusals.said(sent) {
+        if let Some(error) = refusals.said(sent.map(|_| ())) {
             log::error!("~/joint_command refused: {error} (said once while it lasts)");
         }
         futures::future::ready(())
@@ -183,7 +185,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let commanding = managed.commanding();
 
     let pool = LocalPool::new();
-    let setpoints = Arc::new(Mutex::new(TestbenchSetpoints::default()));
+    let setpoints = Arc::new(Mutex::new(TestbenchSetpoints::heard_at(config.stream_rate_hz)));
     // Goals and the MCU's setpoints are timed on it, whatever /clock does under use_sim_time.
     let steady = SteadyClock::start();
     let goals = DeviceGoals::new(follower(&config).map_err(anyhow::Error::msg)?);
@@ -200,17 +202,23 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
             // The goal first: no step sends a setpoint once the waiting one is forgotten.
             end_joint_goal(stopping.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).stopped(why));
             if let Ok(mut setpoints) = stopping_setpoints.lock() {
-                setpoints.unsent();
+                setpoints.stopped();
             }
         }));
     let parameters = ParameterServer::new(node_params(&node), ARDUINO_NODE_PARAMS);
     serve_parameters(&mut node, &pool.spawner(), parameters, nothing_at_run_time())?;
+    let stopped_setpoints = setpoints.clone();
     serve_joint_commands(&mut node, &pool, &config, commanding.clone(), (setpoints, goals, steady))?;
     for (topic, line) in [("~/go", "go"), ("~/stop", "stop"), ("~/clear", "clear")] {
         let requests = node.subscribe::<Empty>(topic, QosProfile::default())?;
-        let commanding = commanding.clone();
+        let (commanding, setpoints) = (commanding.clone(), stopped_setpoints.clone());
         pool.spawner().spawn_local(requests.for_each(move |_| {
-            send(&commanding, line);
+            // A Stop ends every control: no rate is left to watch.
+            if send(&commanding, line) && line == "stop" {
+                if let Ok(mut setpoints) = setpoints.lock() {
+                    setpoints.stopped();
+                }
+            }
             futures::future::ready(())
         }))?;
     }

@@ -42,6 +42,10 @@ struct Device {
     positions: Vec<f64>,
     velocities: Vec<f64>,
     target: Vec<f64>,
+    /// The testbench's joints under a velocity control turn at these [rad/s], to no limit of
+    /// the MCU's; with the link silent, nothing can stop them (`unguarded`).
+    rates: Vec<f64>,
+    unguarded: bool,
     stuck: bool,
     /// Whether its telemetry holds velocities (the STM32's full telemetry, the testbench's
     /// firmware table) or only angles (the STM32's short telemetry, the testbench's older table).
@@ -74,6 +78,8 @@ impl Device {
             top_speed,
             velocities: vec![0.0; middle.len()],
             target: middle.clone(),
+            rates: vec![0.0; middle.len()],
+            unguarded: false,
             positions: middle,
             stuck: false,
             reports_velocities,
@@ -86,7 +92,9 @@ impl Device {
     fn step(&mut self, dt: f64) {
         for joint in 0..self.positions.len() {
             let before = self.positions[joint];
-            if !self.stuck {
+            if !self.stuck && self.rates[joint] != 0.0 {
+                self.positions[joint] += self.rates[joint] * dt;
+            } else if !self.stuck {
                 let reach = self.top_speed * dt;
                 self.positions[joint] += (self.target[joint] - before).clamp(-reach, reach);
             }
@@ -98,6 +106,11 @@ impl Device {
     fn state(&self) -> JointState {
         let velocities = if self.reports_velocities { self.velocities.clone() } else { Vec::new() };
         JointState { positions: self.positions.clone(), velocities }
+    }
+
+    /// Whether each joint is within its limits.
+    fn each_within(&self) -> Vec<bool> {
+        self.positions.iter().zip(self.lower.iter().zip(&self.upper)).map(|(p, (l, u))| (*l..=*u).contains(p)).collect()
     }
 
     fn within(&self, positions: &[f64]) -> bool {
@@ -121,6 +134,12 @@ impl Device {
 
     /// The MotorControl position requests among `requests`: each within its joint's limits.
     fn take_requests(&mut self, requests: &[arm_hil::drivers::rdscom::Request]) {
+        if requests.iter().any(|request| request.prototype == "Stop") {
+            // Its controls end; the motors hold.
+            self.rates.fill(0.0);
+            self.target = self.positions.clone();
+            self.unguarded = false;
+        }
         for request in requests.iter().filter(|request| request.prototype == "MotorControl") {
             let [Value::Int(motor), Value::Int(mode), Value::Float(value), _] = request.values[..] else {
                 panic!("a MotorControl request of another shape: {request:?}");
@@ -130,12 +149,47 @@ impl Device {
                 0 => {
                     let (lower, upper) = JOINT_LIMITS[motor];
                     assert!((lower..=upper).contains(&value), "joint {motor} sent to {value} rad");
-                    self.target[motor] = value;
+                    (self.target[motor], self.rates[motor]) = (value, 0.0);
                 }
                 // Velocity and effort modes: within their bounds (the joints stay where they are).
-                1 => assert!(value.abs() <= TESTBENCH_SPEED, "joint {motor} at {value} rad/s"),
+                1 => {
+                    assert!(value.abs() <= TESTBENCH_SPEED, "joint {motor} at {value} rad/s");
+                    self.rates[motor] = value;
+                }
                 _ => assert!(value.abs() <= MAX_EFFORT_NM, "joint {motor} at {value} N m"),
             }
+        }
+    }
+
+    /// The testbench's datastream: a sample of each joint, which the node's guard of its rates
+    /// hears (its Stop, if any, reaches the MCU).
+    fn datastream(&mut self, now_ns: u64) {
+        if self.kind != Kind::Arduino {
+            return;
+        }
+        let table = table();
+        let Some(prototype) = table.by_name("SensorDatastream").cloned() else { return };
+        for joint in 0..self.positions.len() {
+            let values = prototype
+                .fields
+                .iter()
+                .map(|field| match field.name.as_str() {
+                    "joint_id" => Value::Int(joint as i64),
+                    "joint_pos" | "data" => Value::Float(self.positions[joint]),
+                    "motor_vel" => Value::Float(self.velocities[joint]),
+                    _ => Value::Float(0.0),
+                })
+                .collect();
+            let message = arm_hil::protocol::rdscom::Message {
+                kind: arm_hil::protocol::rdscom::FrameType::Response,
+                prototype: prototype.id,
+                number: 0,
+                values,
+            };
+            let sample =
+                arm_hil::drivers::rdscom::DriverEvent::Link(arm_hil::drivers::rdscom::RdscomEvent::Received(message));
+            let requests = self.setpoints.heard(now_ns, &sample, &table);
+            self.take_requests(&requests);
         }
     }
 
@@ -429,9 +483,14 @@ impl Node {
         };
         assert_eq!(sent.is_ok(), within, "a command is refused exactly when it is beyond the limits");
         if let Ok(requests) = sent {
-            match device.kind {
-                Kind::Stm32 => device.target = values,
-                Kind::Arduino => device.take_requests(&requests),
+            match (device.kind, mode, through_setpoints) {
+                (Kind::Stm32, _, _) => device.target = values,
+                // ros2_control's setpoints: the setpoints know them already.
+                (Kind::Arduino, 0, true) => device.take_requests(&requests),
+                (Kind::Arduino, _, _) => {
+                    device.setpoints.others_sent(&requests);
+                    device.take_requests(&requests);
+                }
             }
             self.command_taken();
         }
@@ -451,6 +510,10 @@ impl Node {
         }
         assert!(!self.book.any_running() && !self.goals.goals.commanding(), "a goal outlives the stop");
         (self.active, self.held_since_stop, self.stale) = (false, true, self.stream.clone());
+        // Every way out of active stops the device: the testbench's MCU gets Stop.
+        self.device.setpoints.stopped();
+        self.device
+            .take_requests(&[arm_hil::drivers::rdscom::Request { prototype: "Stop".into(), values: Vec::new() }]);
         self.device.target = self.device.positions.clone();
     }
 
@@ -458,7 +521,12 @@ impl Node {
         let mut dice = Dice::new(u64::from(periods) << 8 | u64::from(done_odds));
         for _ in 0..periods {
             self.now_ns += PERIOD_NS;
+            // A joint within its limits stays within them, but for a rate run on unheard.
+            let (within, unguarded) = (self.device.each_within(), self.device.unguarded);
             self.device.step(PERIOD_NS as f64 * 1e-9);
+            self.device.datastream(self.now_ns);
+            let left = within.iter().zip(self.device.each_within()).any(|(before, now)| *before && !now);
+            assert!(unguarded || !left, "a joint left its limits: {:?}", self.device.positions);
             if dice.below(u64::from(done_odds)) == 0 {
                 self.device.control_done(self.now_ns);
             }
@@ -509,7 +577,10 @@ impl<const STM32: bool> StateMachineTest for DeviceMachine<STM32> {
             Transition::Stuck(stuck) => node.device.stuck = stuck,
             Transition::Run { periods, done_odds } => node.run(periods, done_odds),
             Transition::Silence { seconds } => {
+                // A velocity control runs on while nothing is heard: no software on the PC can
+                // stop it (docs/safety.md, exit paths); the guard stops it when heard again.
                 node.now_ns += u64::from(seconds) * S;
+                node.device.unguarded |= node.device.rates.iter().any(|rate| *rate != 0.0);
                 node.device.step(f64::from(seconds));
             }
         }

@@ -1,6 +1,7 @@
 //! `arm_hil arduino`: the tendon-driven finger testbench over rdscom. Prints events and sensor
 //! data, one line per event (JSON lines with `--json`), and takes commands on stdin.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -15,7 +16,7 @@ use arm_hil::drivers::rdscom::{
     TableChoice,
 };
 use arm_hil::nodes::arduino::topics::ArduinoTopics;
-use arm_hil::nodes::arduino::ArduinoNodeConfig;
+use arm_hil::nodes::arduino::{ArduinoNodeConfig, TestbenchSetpoints};
 use arm_hil::outputs::wall_clock_ns;
 use arm_hil::protocol::rdscom::{FrameType, Message, PrototypeTable, Value};
 use arm_hil::serial::detect::{resolve_port, DeviceKind};
@@ -140,13 +141,21 @@ pub(crate) fn run(args: ArduinoArgs) -> anyhow::Result<()> {
     let driver =
         RdscomDriver::start(&port.to_string_lossy(), config, table.clone()).context("cannot start the driver")?;
     let mut nonce: i8 = 0;
+    // The joints' limits, as arduino_driver keeps them: every control checked, and a velocity or
+    // effort watched through the datastream (`stream all HZ`), the MCU stopped short of a limit.
+    let setpoints = RefCell::new(TestbenchSetpoints::heard_at(0));
     let served = console::run(
         driver.events(),
         |input| {
             nonce = nonce.wrapping_add(1);
-            match parse_console_command(input, nonce)
-                .and_then(|request| driver.send(request).map_err(|error| error.to_string()))
-            {
+            let sent = parse_console_command(input, nonce).and_then(|request| {
+                let request = [request];
+                setpoints.borrow().check(&request)?;
+                driver.send(request[0].clone()).map_err(|error| error.to_string())?;
+                setpoints.borrow_mut().others_sent(&request);
+                Ok(())
+            });
+            match sent {
                 Ok(()) => Ok(()),
                 Err(reason) => print(&Line::Refused { input, reason: &reason }, args.json.json),
             }
@@ -154,6 +163,11 @@ pub(crate) fn run(args: ArduinoArgs) -> anyhow::Result<()> {
         |event| {
             if let Some(recording) = &mut recording {
                 recording.event(wall_clock_ns(), event.clone());
+            }
+            for stop in setpoints.borrow_mut().heard(0, event, &table) {
+                if let Err(error) = driver.send(stop) {
+                    log::error!("the MCU could not be stopped: {error}");
+                }
             }
             print_event(event, &table, args.json.json)
         },

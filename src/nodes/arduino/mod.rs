@@ -1,6 +1,7 @@
 //! arduino_driver without ROS: parameters, datastream samples to joint states, joint commands
 //! to MotorControl requests, and the MCU as the managed node drives it ([`Testbench`]).
 
+pub mod rate_guard;
 pub mod topics;
 
 use std::collections::BTreeMap;
@@ -8,6 +9,7 @@ use std::sync::mpsc::Receiver;
 
 use serde::Deserialize;
 
+use self::rate_guard::RateGuard;
 use self::topics::ArduinoTopics;
 use crate::drivers::rdscom::{
     parse_console_command, DriverEvent, RdscomCommander, RdscomConfig, RdscomDriver, RdscomEvent, RdscomLinkState,
@@ -149,6 +151,8 @@ impl JointRounds {
 #[derive(Debug, Clone, Default)]
 pub struct TestbenchSetpoints {
     rounds: JointRounds,
+    /// The joints under a velocity or an effort control.
+    rates: RateGuard,
     /// When the setpoint the MCU runs was sent [ns].
     running_since_ns: Option<u64>,
     waiting: Option<Vec<f64>>,
@@ -160,6 +164,44 @@ pub struct TestbenchSetpoints {
 pub const SETPOINT_TIMEOUT_NS: u64 = 500_000_000;
 
 impl TestbenchSetpoints {
+    /// The setpoints of a testbench whose joints are heard `stream_rate_hz` times a second.
+    pub fn heard_at(stream_rate_hz: u8) -> TestbenchSetpoints {
+        TestbenchSetpoints { rates: RateGuard::heard_at(stream_rate_hz), ..TestbenchSetpoints::default() }
+    }
+
+    /// `requests` before they go: each MotorControl within its joint's limits in its mode, and a
+    /// velocity or effort only with a datastream to watch it by.
+    pub fn check(&self, requests: &[Request]) -> Result<(), String> {
+        for request in requests.iter().filter(|request| request.prototype == "MotorControl") {
+            let (motor, mode, value) = match request.values[..] {
+                [Value::Int(motor), Value::Int(mode), Value::Float(value), ..] => (motor, mode, value),
+                _ => return Err(format!("a MotorControl of another shape: {:?}", request.values)),
+            };
+            let joint = usize::try_from(motor).ok().filter(|motor| *motor < JOINT_LIMITS.len());
+            let joint = joint.ok_or(format!("motor {motor}: the testbench has motors 0 to 3"))?;
+            if let Some(why) = beyond_limits(joint, mode, value) {
+                return Err(format!("motor {motor}: {why}"));
+            }
+            if mode != 0 {
+                self.rates.check_allowed()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `requests` other than the setpoints' went to the MCU: its rates are watched from now
+    /// ([`RateGuard::sent`]), and the setpoints sent and waiting are forgotten.
+    pub fn others_sent(&mut self, requests: &[Request]) {
+        self.rates.sent(requests);
+        self.unsent();
+    }
+
+    /// The node stopped the MCU (deactivated, say): no control runs, none is waiting.
+    pub fn stopped(&mut self) {
+        self.rates.stopped();
+        self.unsent();
+    }
+
     /// Takes `event`'s sample, if it carries one; the joints' state when it ends a round.
     pub fn sample(&mut self, event: &DriverEvent, table: &PrototypeTable) -> Option<follower::JointState> {
         let DriverEvent::Link(RdscomEvent::Received(message)) = event else { return None };
@@ -189,6 +231,7 @@ impl TestbenchSetpoints {
             _ => {
                 self.running_since_ns = Some(now_ns);
                 let requests = setpoint_requests(&positions);
+                self.rates.sent(&requests);
                 self.sent = Some(positions);
                 requests
             }
@@ -222,7 +265,8 @@ impl TestbenchSetpoints {
     }
 
     /// What `event` changes: ControlDone (the MCU ran its queue) sends the waiting setpoint's
-    /// requests; a link that comes up (a new MCU, maybe) forgets what was sent.
+    /// requests; a link that comes up (a new MCU, maybe) forgets what was sent; a joint's sample
+    /// that its rate takes to its limits stops the MCU ([`RateGuard::sample`]).
     pub fn heard(&mut self, now_ns: u64, event: &DriverEvent, table: &PrototypeTable) -> Vec<Request> {
         let message = match event {
             DriverEvent::Link(RdscomEvent::Received(message)) => message,
@@ -232,6 +276,11 @@ impl TestbenchSetpoints {
             }
             _ => return Vec::new(),
         };
+        if let Some((stop, why)) = joint_sample(message, table).and_then(|sample| self.rates.sample(&sample)) {
+            log::error!("{why}");
+            self.unsent();
+            return vec![stop];
+        }
         if table.get(message.prototype).is_none_or(|prototype| prototype.name != "ControlDone") {
             return Vec::new();
         }
