@@ -36,17 +36,74 @@ pub enum GoalUpdate<G> {
 /// `G` being the node's handle of a goal. The node's run answers the goal (feedback, result)
 /// through its own methods.
 pub trait TakesCartesianGoals<G> {
-    /// Follows `trajectory` for `handle` in place of the goal served, which comes back with its
-    /// result; or why the node cannot follow it now (the goal is then refused).
+    /// The checks of a goal's trajectory that need nothing of the node's state (its path
+    /// against the arm's bounds): the server runs them off the node's thread, a million
+    /// waypoints taking a while, before [`TakesCartesianGoals::follow_checked_cartesian_goal`].
+    fn cartesian_check(&self) -> CartesianCheck;
+
+    /// Follows `checked`'s trajectory for `handle` in place of the goal served, which comes back
+    /// with its result; or why the node cannot follow it now (the goal is then refused): among
+    /// the reasons, a stop of the node since the check was taken.
+    fn follow_checked_cartesian_goal(
+        &mut self,
+        handle: G,
+        checked: Checked,
+    ) -> Result<Option<(G, FollowCartesianTrajectoryResult)>, String>;
+
+    /// Checks `trajectory` and follows it, on the caller's thread.
     fn follow_cartesian_goal(
         &mut self,
         handle: G,
         trajectory: Arc<Trajectory>,
-    ) -> Result<Option<(G, FollowCartesianTrajectoryResult)>, String>;
+    ) -> Result<Option<(G, FollowCartesianTrajectoryResult)>, String> {
+        let checked = self.cartesian_check().run(trajectory)?;
+        self.follow_checked_cartesian_goal(handle, checked)
+    }
 
     /// Stops the goal served if `is_it` says it is the one (its run then ends it as
     /// cancelled); whether it was.
     fn cancel_cartesian_goal(&mut self, is_it: &dyn Fn(&G) -> bool) -> bool;
+}
+
+/// A node's checks of a goal's trajectory that need nothing of its state, taken out of it to run
+/// on any thread, and how many times the node had stopped when they were taken.
+pub struct CartesianCheck {
+    check: Box<TrajectoryCheck>,
+    stops: u64,
+}
+
+/// Why a trajectory may not run, if it may not.
+type TrajectoryCheck = dyn Fn(&Trajectory) -> Result<(), String> + Send;
+
+impl CartesianCheck {
+    /// The check `check` of a node stopped `stops` times so far.
+    pub fn new(check: impl Fn(&Trajectory) -> Result<(), String> + Send + 'static, stops: u64) -> CartesianCheck {
+        CartesianCheck { check: Box::new(check), stops }
+    }
+
+    /// Runs the check on `trajectory`: the trajectory checked, or why not.
+    pub fn run(self, trajectory: Arc<Trajectory>) -> Result<Checked, String> {
+        (self.check)(&trajectory)?;
+        Ok(Checked { trajectory, stops: self.stops })
+    }
+}
+
+/// A trajectory that passed a node's [`CartesianCheck`], and how many times the node had
+/// stopped when the check was taken: a goal given before a stop does not move the arm after it.
+pub struct Checked {
+    trajectory: Arc<Trajectory>,
+    stops: u64,
+}
+
+impl Checked {
+    /// The trajectory, if the node has not stopped since the check was taken (`stops` times
+    /// now); why not otherwise.
+    pub fn since(self, stops: u64, node: &str) -> Result<Arc<Trajectory>, String> {
+        match self.stops == stops {
+            true => Ok(self.trajectory),
+            false => Err(format!("{node} stopped while the goal was checked: nothing moves until a new command")),
+        }
+    }
 }
 
 /// What a node answers after its run's events, a frame or a stop: FollowJointTrajectory goals'

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use futures::executor::LocalSpawner;
 use futures::task::LocalSpawnExt;
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use r2r::arm_hil::action::FollowCartesianTrajectory;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -20,7 +20,7 @@ use crate::control::MAX_WAYPOINTS;
 use crate::model::Robot;
 use crate::msg::interfaces::{CartesianWaypoint, FollowCartesianTrajectoryGoal, FollowCartesianTrajectoryResult};
 use crate::msg::standard::Vector3;
-use crate::nodes::goals::{GoalOutcome, GoalUpdate, TakesCartesianGoals};
+use crate::nodes::goals::{CartesianCheck, Checked, GoalOutcome, GoalUpdate, TakesCartesianGoals};
 
 type Action = FollowCartesianTrajectory::Action;
 /// r2r's handle of a goal, which the node's tracker holds.
@@ -54,8 +54,10 @@ fn goal_from_message(goal: &FollowCartesianTrajectory::Goal) -> anyhow::Result<F
 }
 
 /// Serves `~/follow_cartesian_trajectory` on `node`: a goal's trajectory, validated for
-/// `robot`, goes to the node's `goals`, which follow it or say why not (the goal is then
-/// aborted); a cancel goes to them too. The node's run answers the goal with [`deliver`].
+/// `robot` and checked off the node's thread ([`TakesCartesianGoals::cartesian_check`]), goes
+/// to the node's `goals`, which follow it or say why not (the goal is then aborted); a cancel
+/// goes to them too, or, while the goal is checked, keeps it from starting. Goals are checked
+/// one at a time. The node's run answers the goal with [`deliver`].
 pub fn serve<T>(node: &mut r2r::Node, spawner: &LocalSpawner, robot: Robot, goals: Arc<Mutex<T>>) -> anyhow::Result<()>
 where
     T: TakesCartesianGoals<Goal> + Send + 'static,
@@ -72,11 +74,23 @@ where
                     continue;
                 }
             };
-            let followed = goal.and_then(|goal| Ok(goal.trajectory(&robot)?)).and_then(|trajectory| {
-                let waypoints = trajectory.waypoints().len();
+            let check = goals.lock().map(|goals| goals.cartesian_check());
+            let checked = match (goal, check) {
+                (Ok(goal), Ok(check)) => checked_off_thread(goal, robot.clone(), check).await,
+                (Err(error), _) => Err(error),
+                (_, Err(_)) => Err(anyhow::anyhow!("goals unavailable")),
+            };
+            // Cancelled while it was checked: it never starts.
+            if let Some(Some(cancel)) = cancels.next().now_or_never() {
+                cancel.accept();
+                let result = FollowCartesianTrajectoryResult::refused("cancelled before it started");
+                finish(&mut handle, GoalOutcome::Canceled, result);
+                continue;
+            }
+            let followed = checked.and_then(|(waypoints, checked)| {
                 let mut goals = goals.lock().map_err(|_| anyhow::anyhow!("goals unavailable"))?;
                 let replaced =
-                    goals.follow_cartesian_goal(handle.clone(), Arc::new(trajectory)).map_err(anyhow::Error::msg)?;
+                    goals.follow_checked_cartesian_goal(handle.clone(), checked).map_err(anyhow::Error::msg)?;
                 Ok((waypoints, replaced))
             });
             match followed {
@@ -111,6 +125,26 @@ where
         }
     })?;
     Ok(())
+}
+
+/// `goal`'s trajectory for `robot`, through the node's `check`, on a thread of its own: the
+/// node's thread goes on with its transitions, cancels and frames meanwhile (a million
+/// waypoints take a while). Its number of waypoints and the trajectory checked.
+async fn checked_off_thread(
+    goal: FollowCartesianTrajectoryGoal,
+    robot: Robot,
+    check: CartesianCheck,
+) -> anyhow::Result<(usize, Checked)> {
+    let (done, checked) = futures::channel::oneshot::channel();
+    std::thread::Builder::new().name("goal-check".into()).spawn(move || {
+        let trajectory = goal.trajectory(&robot).map_err(anyhow::Error::from);
+        let _ = done.send(trajectory.and_then(|trajectory| {
+            let waypoints = trajectory.waypoints().len();
+            Ok((waypoints, check.run(Arc::new(trajectory)).map_err(anyhow::Error::msg)?))
+        }));
+    })?;
+    // A check that panicked drops its end of the channel: the goal is refused.
+    checked.await.map_err(|_| anyhow::anyhow!("the goal's check ended without an answer"))?
 }
 
 /// Answers the goals: feedback, or their end with its result.

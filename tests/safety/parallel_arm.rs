@@ -251,10 +251,14 @@ pub(crate) enum Transition {
         command: Command,
         seed: u64,
     },
+    /// A FollowCartesianTrajectory goal; `checked_later`: hil_node's server checks it off the
+    /// node's thread, the node going on meanwhile, and follows it at [`Transition::CheckDone`].
     CartesianGoal {
         shape: Shape,
         seed: u64,
+        checked_later: bool,
     },
+    CheckDone,
     CancelCartesianGoal,
     /// A `~/trajectory` segment of 1 to 3 points half a second apart, up to `reach_mm` up or
     /// down (hil_node's).
@@ -289,7 +293,9 @@ fn arm_transitions() -> BoxedStrategy<Transition> {
         3 => (0..GOAL_RECIPES, any::<u64>()).prop_map(|(recipe, seed)| Transition::JointGoal { recipe, seed }),
         1 => Just(Transition::CancelJointGoal),
         2 => (command, any::<u64>()).prop_map(|(command, seed)| Transition::JointCommand { command, seed }),
-        1 => (shape, any::<u64>()).prop_map(|(shape, seed)| Transition::CartesianGoal { shape, seed }),
+        1 => (shape, any::<u64>(), any::<bool>())
+            .prop_map(|(shape, seed, checked_later)| Transition::CartesianGoal { shape, seed, checked_later }),
+        1 => Just(Transition::CheckDone),
         1 => Just(Transition::CancelCartesianGoal),
         1 => arm.prop_map(Transition::Arm),
         5 => (1u16..=200).prop_map(|frames| Transition::Run { frames }),

@@ -21,7 +21,9 @@ use crate::model::Robot;
 use crate::msg::interfaces::FollowCartesianTrajectoryResult;
 use crate::nodes::follower::goals::{GoalEvent, JointGoals, Setpoint, TakesJointGoals};
 use crate::nodes::follower::{ErrorCode, Goal, JointState, Outcome, Refusal};
-use crate::nodes::goals::{check_duration, Answers, CommandSource, GoalUpdate, TakesCartesianGoals};
+use crate::nodes::goals::{
+    check_duration, Answers, CartesianCheck, Checked, CommandSource, GoalUpdate, TakesCartesianGoals,
+};
 use crate::nodes::sil::joint_goals::{arm_follower, goal_trajectory, reference_joints, JointCommands};
 use crate::nodes::trajectory_input::MultiDofPoint;
 use crate::sim::Frame;
@@ -48,6 +50,8 @@ pub struct HilCommands<J, C> {
     /// the arm's.
     theta: [f64; 3],
     looping: bool,
+    /// How many times the loop has stopped: a Cartesian goal checked across a stop is refused.
+    stops: u64,
     /// Goals ended when a command of the other kind took the arm over, answered with the next
     /// frame.
     overtaken_joint: Vec<GoalEvent<J>>,
@@ -77,6 +81,7 @@ impl<J: Clone, C: Clone> HilCommands<J, C> {
             reference: None,
             theta: [0.0; 3],
             looping: false,
+            stops: 0,
             overtaken_joint: Vec::new(),
             overtaken_cartesian: Vec::new(),
         })
@@ -207,6 +212,7 @@ impl<J: Clone, C: Clone> HilCommands<J, C> {
     /// stream closes; the next loop starts from where the arm is, with nothing of this one's.
     pub fn loop_stopped(&mut self, end: &LoopEnd) -> Answers<J, C> {
         (self.looping, self.reference, self.joint_claim) = (false, None, None);
+        self.stops += 1;
         let mut answers = self.drain();
         let reason = format!("the arm stopped, holding: {}", end.reason());
         let code = match end {
@@ -261,11 +267,23 @@ impl<J: Clone, C: Clone> TakesJointGoals<J> for HilCommands<J, C> {
 impl<J: Clone, C: Clone> TakesCartesianGoals<C> for HilCommands<J, C> {
     /// A goal starts where the arm's reference holds (the loop never jumps to a goal) and
     /// keeps within the protective stop's bounds; it takes the place of what is queued.
-    fn follow_cartesian_goal(
+    /// Its path against the protective stop's bounds and the motors' speed and acceleration,
+    /// from the hold the goal's withdrawal makes to the hold at its end.
+    fn cartesian_check(&self) -> CartesianCheck {
+        let (robot, bounds) = (self.robot.clone(), self.bounds.clone());
+        let check = move |trajectory: &Trajectory| {
+            bounds.check_path(&robot, trajectory.waypoints())?;
+            bounds.check_motion(&robot, trajectory.waypoints(), (true, true))
+        };
+        CartesianCheck::new(check, self.stops)
+    }
+
+    fn follow_checked_cartesian_goal(
         &mut self,
         handle: C,
-        trajectory: Arc<Trajectory>,
+        checked: Checked,
     ) -> Result<Option<(C, FollowCartesianTrajectoryResult)>, String> {
+        let trajectory = checked.since(self.stops, "hil_node")?;
         check_duration(&trajectory, self.joint_goals.follower().limits())?;
         let (reference, _) = self.taking()?;
         let first = trajectory.waypoints()[0].x;
@@ -276,9 +294,6 @@ impl<J: Clone, C: Clone> TakesCartesianGoals<C> for HilCommands<J, C> {
                 reference.x, reference.y, reference.z
             ));
         }
-        self.bounds.check_path(&self.robot, trajectory.waypoints())?;
-        // From the hold the goal's withdrawal makes, to the hold at its end.
-        self.bounds.check_motion(&self.robot, trajectory.waypoints(), (true, true))?;
         let follow = trajectory.clone();
         let withdrawal = self
             .claim(CommandSource::CartesianGoal, |withdrawal| FeedRequest::Follow { trajectory: follow, withdrawal })?;

@@ -17,7 +17,8 @@ use crate::msg::interfaces::{FollowCartesianTrajectoryFeedback, FollowCartesianT
 use crate::nodes::follower::goals::{GoalEvent, JointGoals, Setpoint, TakesJointGoals};
 use crate::nodes::follower::{ErrorCode, Goal, JointState, Outcome, Refusal};
 use crate::nodes::goals::{
-    check_duration, overtaken_result, Answers, CommandSource, GoalOutcome, GoalUpdate, TakesCartesianGoals,
+    check_duration, overtaken_result, Answers, CartesianCheck, Checked, CommandSource, GoalOutcome, GoalUpdate,
+    TakesCartesianGoals,
 };
 use crate::sim::Frame;
 
@@ -276,13 +277,19 @@ impl<J: Clone, C: Clone> TakesJointGoals<J> for SilCommands<J, C> {
 }
 
 impl<J: Clone, C: Clone> TakesCartesianGoals<C> for SilCommands<J, C> {
+    /// None: a simulation runs what it is given.
+    fn cartesian_check(&self) -> CartesianCheck {
+        CartesianCheck::new(|_| Ok(()), 0)
+    }
+
     /// The simulation starts the goal's trajectory afresh, the arm at rest on its first
     /// waypoint.
-    fn follow_cartesian_goal(
+    fn follow_checked_cartesian_goal(
         &mut self,
         handle: C,
-        trajectory: Arc<Trajectory>,
+        checked: Checked,
     ) -> Result<Option<(C, FollowCartesianTrajectoryResult)>, String> {
+        let trajectory = checked.since(0, "sil_node")?;
         check_duration(&trajectory, self.joint_goals.follower().limits())?;
         self.claim(CommandSource::CartesianGoal, RunRequest::Follow(trajectory.clone()))?;
         let served = ServedGoal { handle, trajectory, running: false };

@@ -9,7 +9,7 @@ use arm_hil::hil::Withdrawals;
 use arm_hil::model::math::Vec3;
 use arm_hil::nodes::follower::goals::TakesJointGoals;
 use arm_hil::nodes::follower::stream_gate::STREAM_GAP_S;
-use arm_hil::nodes::goals::{Answers, TakesCartesianGoals};
+use arm_hil::nodes::goals::{Answers, Checked, TakesCartesianGoals};
 use arm_hil::nodes::hil::commands::HilCommands;
 use arm_hil::nodes::hil::feeder::{feed_requests, segment_after, FeedRequest, Feeder, RequestQueue, SegmentError};
 use arm_hil::nodes::hil::managed::LoopEnd;
@@ -99,6 +99,9 @@ pub(crate) struct HilNode {
     stream_at: f64,
     /// No command taken since the loop stopped: nothing may reach the loop.
     held_since_stop: bool,
+    /// A Cartesian goal checked off the node's thread, to be followed at the check's end, and
+    /// whether the loop stopped meanwhile.
+    checking: Option<(u64, Result<Checked, String>, bool)>,
     looping: bool,
 }
 
@@ -148,7 +151,25 @@ impl HilNode {
         }
     }
 
+    /// The goal `handle`, `checked`, followed if the node takes it; whether it did.
+    fn cartesian_goal(&mut self, handle: u64, checked: Result<Checked, String>, now: u64) -> bool {
+        let Ok(Ok(replaced)) = checked.map(|checked| self.commands.follow_checked_cartesian_goal(handle, checked))
+        else {
+            return false;
+        };
+        self.cartesian.accepted(handle, &Default::default(), None, now);
+        self.held_since_stop = false;
+        if let Some((replaced, result)) = replaced {
+            assert!(!result.success);
+            self.cartesian.ended_once(replaced);
+        }
+        true
+    }
+
     fn stop(&mut self, stop: LoopStop) {
+        if let Some((_, _, stopped_since)) = &mut self.checking {
+            *stopped_since = true;
+        }
         let answers = self.commands.loop_stopped(&stop.end());
         self.answers(answers);
         assert!(!self.book.any_running() && !self.cartesian.any_running(), "a goal outlives the loop");
@@ -212,6 +233,7 @@ impl StateMachineTest for HilMachine {
             stream: None,
             stream_at: f64::NEG_INFINITY,
             held_since_stop: false,
+            checking: None,
             looping: true,
         }
     }
@@ -228,17 +250,20 @@ impl StateMachineTest for HilMachine {
                 }
             }
             Transition::JointCommand { command, seed } => node.joint_command(command, seed),
-            Transition::CartesianGoal { shape, seed } => {
+            Transition::CartesianGoal { shape, seed, checked_later } => {
                 if let Some(trajectory) = node.model.cartesian_goal(shape, &mut Dice::new(seed)) {
                     let handle = node.cartesian.handle();
-                    if let Ok(replaced) = node.commands.follow_cartesian_goal(handle, trajectory) {
-                        node.cartesian.accepted(handle, &Default::default(), None, now);
-                        node.held_since_stop = false;
-                        if let Some((replaced, result)) = replaced {
-                            assert!(!result.success);
-                            node.cartesian.ended_once(replaced);
-                        }
+                    let checked = node.commands.cartesian_check().run(trajectory);
+                    match checked_later {
+                        false => _ = node.cartesian_goal(handle, checked, now),
+                        true => node.checking = Some((handle, checked, false)),
                     }
+                }
+            }
+            Transition::CheckDone => {
+                if let Some((handle, checked, stopped_since)) = node.checking.take() {
+                    let followed = node.cartesian_goal(handle, checked, now);
+                    assert!(!(followed && stopped_since), "a goal checked across a stop moved the arm after it");
                 }
             }
             Transition::CancelCartesianGoal => {

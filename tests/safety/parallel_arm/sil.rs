@@ -144,7 +144,7 @@ impl StateMachineTest for SilMachine {
                 (node.stream, node.stream_at) = (Some(positions.clone()), node.model.t);
                 let _ = node.commands.joint_command(node.model.t, &Model::names(), &positions);
             }
-            Transition::CartesianGoal { shape, seed } => {
+            Transition::CartesianGoal { shape, seed, .. } => {
                 if let Some(trajectory) = node.model.cartesian_goal(shape, &mut Dice::new(seed)) {
                     let handle = node.cartesian.handle();
                     if let Ok(replaced) = node.commands.follow_cartesian_goal(handle, trajectory) {
