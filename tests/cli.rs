@@ -455,29 +455,36 @@ fn the_arduino_console_holds_a_velocity_to_the_joints_limits_through_the_datastr
     std::thread::spawn(move || stderr.lines().map_while(Result::ok).try_for_each(|line| errors_tx.send(line)));
     let stdout = std::io::BufReader::new(console.stdout.take().unwrap());
     std::thread::spawn(move || stdout.lines().map_while(Result::ok).try_for_each(|line| lines_tx.send(line)));
-    let line_with = |text: &str| loop {
-        match lines.recv_timeout(std::time::Duration::from_secs(5)) {
-            Ok(line) if line.contains(text) => break line,
-            Ok(_) => {}
-            Err(_) => panic!("no line with {text} within 5 s"),
+    let line_with = |text: &str| {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            match lines.recv_timeout(until.saturating_duration_since(std::time::Instant::now())) {
+                Ok(line) if line.contains(text) => break line,
+                Ok(_) => {}
+                Err(_) => panic!("no line with {text} within 5 s"),
+            }
         }
     };
     let mut stdin = console.stdin.take().unwrap();
     line_with("link Up");
     writeln!(stdin, "move 1 velocity 2.0").unwrap();
-    assert!(line_with("refused").contains("need a datastream"), "no rate without the datastream to watch it");
+    assert!(line_with("refused").contains("datastream"), "no rate without the datastream to watch it");
     writeln!(stdin, "move 1 position 2.0").unwrap();
     assert!(line_with("refused").contains("outside [0, 1.5707"), "a position past the limit");
     writeln!(stdin, "stream all 50").unwrap();
+    line_with("joint_id=1");
     writeln!(stdin, "move 1 velocity 2.0").unwrap();
     writeln!(stdin, "go").unwrap();
-    // pi/2 in 0.8 s at 2 rad/s: the console stops the MCU short of it.
-    let stopped = (0..500).find(|_| {
-        std::thread::sleep(std::time::Duration::from_millis(10));
-        emulator.stats().stops >= 1
-    });
-    assert!(stopped.is_some(), "the MCU was never stopped: {:?}", emulator.stats());
+    // pi/2 in 0.8 s at 2 rad/s: the console stops the MCU short of it, and the joint stays there
+    // (a sample or two already on their way).
     line_with("the MCU was stopped");
+    // `response SensorDatastream #0 data=1.4321 joint_id=1`
+    let joint_1 = |line: String| line.split("data=").nth(1)?.split(' ').next()?.parse::<f64>().ok();
+    let after: Vec<f64> = (0..25).filter_map(|_| joint_1(line_with("joint_id=1"))).collect();
+    assert_eq!(after.len(), 25, "{after:?}");
+    assert!(after.iter().all(|position| (1.2..std::f64::consts::FRAC_PI_2).contains(position)), "{after:?}");
+    assert!(after[2..].windows(2).all(|pair| pair[0] == pair[1]), "still moving after the stop: {after:?}");
+    assert_eq!(emulator.stats().stops, 1);
     drop(stdin);
     Background { child: console, first_line: String::new() }.interrupt();
 }

@@ -186,6 +186,18 @@ fn points_a_hair_apart_that_a_future_stamp_makes_simultaneous_are_refused_and_ev
     let refused = follower.accept(&hair, 100 * S, &at([0.1, -0.2]), any).unwrap_err();
     assert!(refused.reason.contains("stm32_elbow at") && refused.reason.contains("outside"), "{}", refused.reason);
     assert!(!follower.is_running(), "nothing moves");
+    // A nanosecond apart, with velocities (cubic segments): no sample falls inside so short a
+    // segment, its mean speed gives it away.
+    let with_rest =
+        |time_s: f64, positions: [f64; 2]| TrajectoryPoint { velocities: vec![0.0; 2], ..point(time_s, positions) };
+    for points in [
+        vec![with_rest(1e-9, [1.5, -0.2])],
+        vec![with_rest(1.0, [0.1, -0.2]), with_rest(1.0 + 1e-9, [1.5, -0.2])],
+        vec![with_rest(50.0, [0.1, -0.2]), with_rest(50.0 + 1e-7, [1.5, -0.2])],
+    ] {
+        let refused = follower.accept(&goal(NAMES, points), 100 * S, &at([0.1, -0.2]), any).unwrap_err();
+        assert!(refused.reason.contains("on average"), "{}", refused.reason);
+    }
 }
 
 #[test]

@@ -423,30 +423,40 @@ fn a_velocity_control_turns_its_joint_until_the_nodes_guard_stops_the_mcu_short_
     wait_for(&driver, Duration::from_secs(1), link_up).expect("heartbeats answered");
     let table = PrototypeTable::document();
     let mut setpoints = TestbenchSetpoints::heard_at(50);
+    let clock = Instant::now();
+    let now_ns = || clock.elapsed().as_nanos() as u64;
     send(&driver, "stream all 50");
-    // finger_joint1 at 2 rad/s from 0: pi/2 in 0.79 s without the guard (the MCU has no limit).
-    let names: Vec<String> = (0..4).map(|joint| format!("finger_joint{joint}")).collect();
-    let requests = requests_from_joint_command(&names[1..2], &[], &[2.0], &[], &names).unwrap();
-    setpoints.check(&requests).unwrap();
-    for request in &requests {
-        driver.send(request.clone()).unwrap();
-    }
-    setpoints.others_sent(&requests);
-    send(&driver, "go");
+    // Every event goes through the setpoints, as the node's do; its Stops go out.
     let (mut highest, mut stopped_at) = (0.0f64, None);
-    let until = Instant::now() + Duration::from_secs(2);
-    while let Ok(event) = driver.events().recv_timeout(until.saturating_duration_since(Instant::now())) {
-        let sample = match &event {
+    let mut hear = |setpoints: &mut TestbenchSetpoints, event: &DriverEvent, stopped_at: &mut Option<f64>| {
+        let sample = match event {
             DriverEvent::Link(RdscomEvent::Received(message)) => joint_sample(message, &table),
             _ => None,
         };
         if let Some(sample) = sample.filter(|sample| sample.joint == 1) {
             highest = highest.max(sample.position);
         }
-        for stop in setpoints.heard(0, &event, &table) {
+        for stop in setpoints.heard(now_ns(), event, &table) {
             stopped_at.get_or_insert(highest);
             driver.send(stop).unwrap();
         }
+        sample.is_some()
+    };
+    // finger_joint1 at 2 rad/s from 0: pi/2 in 0.79 s without the guard (the MCU has no limit).
+    let names: Vec<String> = (0..4).map(|joint| format!("finger_joint{joint}")).collect();
+    let requests = requests_from_joint_command(&names[1..2], &[], &[2.0], &[], &names).unwrap();
+    assert!(setpoints.check(&requests, now_ns()).unwrap_err().contains("datastream"), "not before it is heard");
+    wait_for(&driver, Duration::from_secs(1), |event| hear(&mut setpoints, event, &mut stopped_at).then_some(()));
+    wait_for(&driver, Duration::from_millis(100), |event| hear(&mut setpoints, event, &mut stopped_at).then_some(()));
+    setpoints.check(&requests, now_ns()).unwrap();
+    for request in &requests {
+        driver.send(request.clone()).unwrap();
+    }
+    setpoints.others_sent(&requests, now_ns());
+    send(&driver, "go");
+    let until = Instant::now() + Duration::from_secs(2);
+    while let Ok(event) = driver.events().recv_timeout(until.saturating_duration_since(Instant::now())) {
+        hear(&mut setpoints, &event, &mut stopped_at);
     }
     let stopped_at = stopped_at.expect("the guard stopped the MCU");
     assert!(stopped_at > 1.2, "stopped early, at {stopped_at} rad");

@@ -265,7 +265,8 @@ impl ProtectionConfig {
         waypoints: &[crate::control::Waypoint],
         (from_rest, to_rest): (bool, bool),
     ) -> Result<(), String> {
-        let Some(first) = waypoints.first() else { return Ok(()) };
+        // A single waypoint is a hold: nothing moves.
+        let [first, _, ..] = waypoints else { return Ok(()) };
         let place = |x: &Vec3, near: Option<&Vec3>, t: f64| {
             robot.inverse_kinematics(x, near).map_err(|error| format!("at {t:.3} s the arm cannot be placed: {error}"))
         };

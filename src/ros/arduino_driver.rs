@@ -138,7 +138,7 @@ fn serve_joint_commands(
             ),
         };
         let sent = requests.and_then(|requests| {
-            setpoints.check(&requests)?;
+            setpoints.check(&requests, steady.now_ns())?;
             let commander = commanding.get();
             let mut goals = goals.lock().map_err(|_| "the node's goals are unavailable".to_owned())?;
             let values: Vec<f64> =
@@ -154,7 +154,7 @@ fn serve_joint_commands(
             (true, Err(_)) => setpoints.unsent(),
             // MotorControl requests sent: their rates are watched, and no setpoint that waited
             // goes out after them.
-            (false, Ok(requests)) => setpoints.others_sent(requests),
+            (false, Ok(requests)) => setpoints.others_sent(requests, steady.now_ns()),
             _ => {}
         }
         drop(setpoints);
@@ -207,14 +207,15 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
         }));
     let parameters = ParameterServer::new(node_params(&node), ARDUINO_NODE_PARAMS);
     serve_parameters(&mut node, &pool.spawner(), parameters, nothing_at_run_time())?;
-    let stopped_setpoints = setpoints.clone();
+    let (stopped_setpoints, stopped_goals) = (setpoints.clone(), goals.clone());
     serve_joint_commands(&mut node, &pool, &config, commanding.clone(), (setpoints, goals, steady))?;
     for (topic, line) in [("~/go", "go"), ("~/stop", "stop"), ("~/clear", "clear")] {
         let requests = node.subscribe::<Empty>(topic, QosProfile::default())?;
-        let (commanding, setpoints) = (commanding.clone(), stopped_setpoints.clone());
+        let (commanding, setpoints, goals) = (commanding.clone(), stopped_setpoints.clone(), stopped_goals.clone());
         pool.spawner().spawn_local(requests.for_each(move |_| {
-            // A Stop ends every control: no rate is left to watch.
+            // A Stop ends every control and the goal followed: nothing moves until a new command.
             if send(&commanding, line) && line == "stop" {
+                end_joint_goal(goals.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).stopped("~/stop"));
                 if let Ok(mut setpoints) = setpoints.lock() {
                     setpoints.stopped();
                 }

@@ -6,6 +6,7 @@
 //! device that moves its joints toward the last setpoint at their top speed (or, stuck, not at
 //! all) and that reports its joints' velocities or only their angles.
 
+use arm_hil::drivers::rdscom::{DriverEvent, RdscomEvent};
 use arm_hil::drivers::stm32::validate_command;
 use arm_hil::nodes::arduino::{
     requests_from_joint_command, state_max_age_ns, ArduinoNodeConfig, TestbenchSetpoints, JOINT_LIMITS, MAX_EFFORT_NM,
@@ -186,10 +187,16 @@ impl Device {
                 number: 0,
                 values,
             };
-            let sample =
-                arm_hil::drivers::rdscom::DriverEvent::Link(arm_hil::drivers::rdscom::RdscomEvent::Received(message));
+            let sample = DriverEvent::Link(RdscomEvent::Received(message));
             let requests = self.setpoints.heard(now_ns, &sample, &table);
             self.take_requests(&requests);
+            // The MCU acknowledges a Stop at once.
+            if let (true, Some(stop)) =
+                (requests.iter().any(|request| request.prototype == "Stop"), table.by_name("Stop"))
+            {
+                let acked = RdscomEvent::Acked { prototype: stop.id, number: 0, latency: std::time::Duration::ZERO };
+                self.setpoints.heard(now_ns, &DriverEvent::Link(acked), &table);
+            }
         }
     }
 
@@ -482,13 +489,18 @@ impl Node {
             _ => values.iter().all(|effort| effort.abs() <= MAX_EFFORT_NM),
         };
         assert_eq!(sent.is_ok(), within, "a command is refused exactly when it is beyond the limits");
+        // The node's own check: a rate only for joints heard, not toward a limit they are near.
+        let sent = sent.and_then(|requests| match device.kind {
+            Kind::Arduino => device.setpoints.check(&requests, self.now_ns).map(|()| requests),
+            Kind::Stm32 => Ok(requests),
+        });
         if let Ok(requests) = sent {
             match (device.kind, mode, through_setpoints) {
                 (Kind::Stm32, _, _) => device.target = values,
                 // ros2_control's setpoints: the setpoints know them already.
                 (Kind::Arduino, 0, true) => device.take_requests(&requests),
                 (Kind::Arduino, _, _) => {
-                    device.setpoints.others_sent(&requests);
+                    device.setpoints.others_sent(&requests, self.now_ns);
                     device.take_requests(&requests);
                 }
             }

@@ -17,6 +17,7 @@ use arm_hil::drivers::rdscom::{
 };
 use arm_hil::nodes::arduino::topics::ArduinoTopics;
 use arm_hil::nodes::arduino::{ArduinoNodeConfig, TestbenchSetpoints};
+use arm_hil::nodes::follower::clocks::SteadyClock;
 use arm_hil::outputs::wall_clock_ns;
 use arm_hil::protocol::rdscom::{FrameType, Message, PrototypeTable, Value};
 use arm_hil::serial::detect::{resolve_port, DeviceKind};
@@ -144,15 +145,16 @@ pub(crate) fn run(args: ArduinoArgs) -> anyhow::Result<()> {
     // The joints' limits, as arduino_driver keeps them: every control checked, and a velocity or
     // effort watched through the datastream (`stream all HZ`), the MCU stopped short of a limit.
     let setpoints = RefCell::new(TestbenchSetpoints::heard_at(0));
+    let steady = SteadyClock::start();
     let served = console::run(
         driver.events(),
         |input| {
             nonce = nonce.wrapping_add(1);
             let sent = parse_console_command(input, nonce).and_then(|request| {
                 let request = [request];
-                setpoints.borrow().check(&request)?;
+                setpoints.borrow().check(&request, steady.now_ns())?;
                 driver.send(request[0].clone()).map_err(|error| error.to_string())?;
-                setpoints.borrow_mut().others_sent(&request);
+                setpoints.borrow_mut().others_sent(&request, steady.now_ns());
                 Ok(())
             });
             match sent {
@@ -164,7 +166,7 @@ pub(crate) fn run(args: ArduinoArgs) -> anyhow::Result<()> {
             if let Some(recording) = &mut recording {
                 recording.event(wall_clock_ns(), event.clone());
             }
-            for stop in setpoints.borrow_mut().heard(0, event, &table) {
+            for stop in setpoints.borrow_mut().heard(steady.now_ns(), event, &table) {
                 if let Err(error) = driver.send(stop) {
                     log::error!("the MCU could not be stopped: {error}");
                 }

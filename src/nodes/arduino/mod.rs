@@ -135,8 +135,10 @@ impl JointRounds {
         if sample.joint != self.positions.len() - 1 {
             return None;
         }
-        let positions = self.positions.iter().copied().collect::<Option<Vec<f64>>>()?;
-        let velocities = self.velocities.iter().copied().collect::<Option<Vec<f64>>>().unwrap_or_default();
+        // The next round starts afresh: a joint that falls silent leaves it incomplete.
+        let round = std::mem::take(self);
+        let positions = round.positions.iter().copied().collect::<Option<Vec<f64>>>()?;
+        let velocities = round.velocities.iter().copied().collect::<Option<Vec<f64>>>().unwrap_or_default();
         Some(follower::JointState { positions, velocities })
     }
 }
@@ -169,30 +171,34 @@ impl TestbenchSetpoints {
         TestbenchSetpoints { rates: RateGuard::heard_at(stream_rate_hz), ..TestbenchSetpoints::default() }
     }
 
-    /// `requests` before they go: each MotorControl within its joint's limits in its mode, and a
-    /// velocity or effort only with a datastream to watch it by.
-    pub fn check(&self, requests: &[Request]) -> Result<(), String> {
-        for request in requests.iter().filter(|request| request.prototype == "MotorControl") {
-            let (motor, mode, value) = match request.values[..] {
-                [Value::Int(motor), Value::Int(mode), Value::Float(value), ..] => (motor, mode, value),
-                _ => return Err(format!("a MotorControl of another shape: {:?}", request.values)),
-            };
-            let joint = usize::try_from(motor).ok().filter(|motor| *motor < JOINT_LIMITS.len());
-            let joint = joint.ok_or(format!("motor {motor}: the testbench has motors 0 to 3"))?;
-            if let Some(why) = beyond_limits(joint, mode, value) {
-                return Err(format!("motor {motor}: {why}"));
-            }
-            if mode != 0 {
-                self.rates.check_allowed()?;
+    /// `requests` before they go at `now_ns`: each MotorControl within its joint's limits in its
+    /// mode, a velocity or effort only for a joint the datastream hears and not toward a limit
+    /// it is near ([`RateGuard::check_rate`]), no change of the datastream under one.
+    pub fn check(&self, requests: &[Request], now_ns: u64) -> Result<(), String> {
+        for request in requests {
+            match (request.prototype.as_str(), &request.values[..]) {
+                ("MotorControl", [Value::Int(motor), Value::Int(mode), Value::Float(value), ..]) => {
+                    let joint = usize::try_from(*motor).ok().filter(|motor| *motor < JOINT_LIMITS.len());
+                    let joint = joint.ok_or(format!("motor {motor}: the testbench has motors 0 to 3"))?;
+                    if let Some(why) = beyond_limits(joint, *mode, *value) {
+                        return Err(format!("motor {motor}: {why}"));
+                    }
+                    if *mode != 0 {
+                        self.rates.check_rate(joint, *mode, *value, now_ns)?;
+                    }
+                }
+                ("MotorControl", values) => return Err(format!("a MotorControl of another shape: {values:?}")),
+                ("StartSensorDatastream" | "StopSensorDatastream", _) => self.rates.check_stream()?,
+                _ => {}
             }
         }
         Ok(())
     }
 
-    /// `requests` other than the setpoints' went to the MCU: its rates are watched from now
-    /// ([`RateGuard::sent`]), and the setpoints sent and waiting are forgotten.
-    pub fn others_sent(&mut self, requests: &[Request]) {
-        self.rates.sent(requests);
+    /// `requests` other than the setpoints' went to the MCU at `now_ns`: its rates are watched
+    /// from now ([`RateGuard::sent`]), and the setpoints sent and waiting are forgotten.
+    pub fn others_sent(&mut self, requests: &[Request], now_ns: u64) {
+        self.rates.sent(requests, now_ns);
         self.unsent();
     }
 
@@ -231,7 +237,7 @@ impl TestbenchSetpoints {
             _ => {
                 self.running_since_ns = Some(now_ns);
                 let requests = setpoint_requests(&positions);
-                self.rates.sent(&requests);
+                self.rates.sent(&requests, now_ns);
                 self.sent = Some(positions);
                 requests
             }
@@ -264,23 +270,35 @@ impl TestbenchSetpoints {
         (self.sent, self.running_since_ns, self.waiting) = (None, None, None);
     }
 
-    /// What `event` changes: ControlDone (the MCU ran its queue) sends the waiting setpoint's
-    /// requests; a link that comes up (a new MCU, maybe) forgets what was sent; a joint's sample
-    /// that its rate takes to its limits stops the MCU ([`RateGuard::sample`]).
+    /// What `event` at `now_ns` changes: ControlDone (the MCU ran its queue) sends the waiting
+    /// setpoint's requests; a link that comes up (a new MCU, maybe) forgets what was sent; a
+    /// joint's sample that its rate takes to its limits, or a joint under a rate no longer heard,
+    /// stops the MCU ([`RateGuard`]), until it acknowledges the Stop.
     pub fn heard(&mut self, now_ns: u64, event: &DriverEvent, table: &PrototypeTable) -> Vec<Request> {
+        let named = |id: u8, name: &str| table.get(id).is_some_and(|prototype| prototype.name == name);
+        let sample = match event {
+            DriverEvent::Link(RdscomEvent::Received(message)) => joint_sample(message, table),
+            _ => None,
+        };
+        let guarded =
+            sample.and_then(|sample| self.rates.sample(&sample, now_ns)).or_else(|| self.rates.unheard(now_ns));
+        if let Some((stop, why)) = guarded {
+            log::error!("{why}");
+            self.unsent();
+            return vec![stop];
+        }
         let message = match event {
             DriverEvent::Link(RdscomEvent::Received(message)) => message,
+            DriverEvent::Link(RdscomEvent::Acked { prototype, .. }) if named(*prototype, "Stop") => {
+                self.rates.stopped();
+                return Vec::new();
+            }
             DriverEvent::Link(RdscomEvent::StateChanged(RdscomLinkState::Up)) => {
                 self.unsent();
                 return Vec::new();
             }
             _ => return Vec::new(),
         };
-        if let Some((stop, why)) = joint_sample(message, table).and_then(|sample| self.rates.sample(&sample)) {
-            log::error!("{why}");
-            self.unsent();
-            return vec![stop];
-        }
         if table.get(message.prototype).is_none_or(|prototype| prototype.name != "ControlDone") {
             return Vec::new();
         }

@@ -357,12 +357,30 @@ impl Follower {
                 .enumerate()
                 .try_for_each(|(joint, &position)| self.within(joint, position, point.time_s))
         })?;
+        // However short a segment, its mean speed is at most the top speed (its samples below
+        // may fall outside it, its polynomial's end a hair from its start).
+        spline.points().windows(2).try_for_each(|pair| {
+            let dt = pair[1].time_s - pair[0].time_s;
+            (0..self.joints.names.len()).try_for_each(|joint| {
+                let speed = (pair[1].positions[joint] - pair[0].positions[joint]).abs() / dt;
+                let top = self.joints.max_velocity[joint];
+                match speed <= top * (1.0 + 1e-9) {
+                    true => Ok(()),
+                    false => Err(format!(
+                        "{} would move at {speed:.3} rad/s on average from {:.9} s to {:.9} s, faster than its \
+                         limit {top} rad/s",
+                        self.joints.names[joint], pair[0].time_s, pair[1].time_s
+                    )),
+                }
+            })
+        })?;
         let mut sample_times = spline.times().zip(spline.times().skip(1)).flat_map(|(from, to)| {
-            (1..=CHECKS_PER_SEGMENT).map(move |k| from + (to - from) * k as f64 / CHECKS_PER_SEGMENT as f64)
+            (1..=CHECKS_PER_SEGMENT)
+                .map(move |k| (from + (to - from) * k as f64 / CHECKS_PER_SEGMENT as f64, to - from))
         });
-        sample_times.try_for_each(|t| {
+        sample_times.try_for_each(|(t, length)| {
             // Just inside the segment's end, where its own polynomial still holds.
-            let sample = spline.sample(t - 1e-9 * t.max(1.0));
+            let sample = spline.sample(t - length * 1e-6);
             (0..self.joints.names.len()).try_for_each(|joint| {
                 self.within(joint, sample.positions[joint], t)?;
                 let (name, velocity, top) =

@@ -30,8 +30,12 @@ pub enum SegmentError {
     Full { queued: usize, points: usize },
     #[error("{0}")]
     Bounds(String),
-    #[error("the HIL loop has not held the arm for withdrawal {0}: the segment has nowhere to start from")]
+    #[error("the HIL loop has not held the arm for withdrawal {0} yet: the segment has nowhere to start from")]
     HoldNotMade(u64),
+    #[error(
+        "the HIL loop held nothing at withdrawal {0} (its trajectory had ended): the segment has nowhere to start from"
+    )]
+    NothingHeld(u64),
 }
 
 /// Turns a trajectory segment into samples timed from the segment's start, continuing from
@@ -223,7 +227,7 @@ impl Feeder {
                 let (last, from_rest) = match self.start {
                     SegmentStart::After(last) => (last, false),
                     SegmentStart::Hold(n) => match self.withdrawals.done_at(n) {
-                        Some(_) => (self.withdrawals.held_at(n).ok_or(SegmentError::HoldNotMade(n))?, true),
+                        Some(_) => (self.withdrawals.held_at(n).ok_or(SegmentError::NothingHeld(n))?, true),
                         None => return Err(SegmentError::HoldNotMade(n)),
                     },
                 };
