@@ -265,7 +265,8 @@ impl ProtectionConfig {
         waypoints: &[crate::control::Waypoint],
         (from_rest, to_rest): (bool, bool),
     ) -> Result<(), String> {
-        // A single waypoint is a hold: nothing moves.
+        // A single waypoint is a hold: nothing moves (every caller pins the first waypoint to
+        // where the arm holds, and check_path places it).
         let [first, _, ..] = waypoints else { return Ok(()) };
         let place = |x: &Vec3, near: Option<&Vec3>, t: f64| {
             robot.inverse_kinematics(x, near).map_err(|error| format!("at {t:.3} s the arm cannot be placed: {error}"))

@@ -39,7 +39,8 @@ pub trait TakesCartesianGoals<G> {
     /// The checks of a goal's trajectory that need nothing of the node's state (its path
     /// against the arm's bounds): the server runs them off the node's thread, a million
     /// waypoints taking a while, before [`TakesCartesianGoals::follow_checked_cartesian_goal`].
-    fn cartesian_check(&self) -> CartesianCheck;
+    /// Refused at once where the node takes no goal now.
+    fn cartesian_check(&self) -> Result<CartesianCheck, String>;
 
     /// Follows `checked`'s trajectory for `handle` in place of the goal served, which comes back
     /// with its result; or why the node cannot follow it now (the goal is then refused): among
@@ -56,7 +57,7 @@ pub trait TakesCartesianGoals<G> {
         handle: G,
         trajectory: Arc<Trajectory>,
     ) -> Result<Option<(G, FollowCartesianTrajectoryResult)>, String> {
-        let checked = self.cartesian_check().run(trajectory)?;
+        let checked = self.cartesian_check()?.run(trajectory)?;
         self.follow_checked_cartesian_goal(handle, checked)
     }
 

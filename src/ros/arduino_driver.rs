@@ -214,15 +214,32 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
         let (commanding, setpoints, goals) = (commanding.clone(), stopped_setpoints.clone(), stopped_goals.clone());
         pool.spawner().spawn_local(requests.for_each(move |_| {
             // A Stop ends every control and the goal followed: nothing moves until a new command.
-            if send(&commanding, line) && line == "stop" {
+            // Under the setpoints' lock, which the device's steps hold too: no setpoint of the
+            // goal goes out after the Stop.
+            let mut setpoints = setpoints.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            if line == "stop" {
                 end_joint_goal(goals.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).stopped("~/stop"));
-                if let Ok(mut setpoints) = setpoints.lock() {
-                    setpoints.stopped();
-                }
+            }
+            if send(&commanding, line) && line == "stop" {
+                setpoints.stopped();
             }
             futures::future::ready(())
         }))?;
     }
+    // A datastream fallen silent sends no event: the rate guard looks every 20 ms meanwhile.
+    let mut quiet = node.create_wall_timer(std::time::Duration::from_millis(20))?;
+    pool.spawner().spawn_local(async move {
+        while quiet.tick().await.is_ok() {
+            let Ok(mut setpoints) = stopped_setpoints.lock() else { continue };
+            let stops = setpoints.idle(steady.now_ns());
+            if stops.is_empty() {
+                continue;
+            }
+            if let Err(error) = commanding.get().and_then(|commander| send_all(&commander, stops)) {
+                log::error!("the MCU could not be stopped: {error}");
+            }
+        }
+    })?;
 
     let supervisor = Supervisor {
         faults: device_faults,

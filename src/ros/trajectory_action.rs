@@ -74,15 +74,21 @@ where
                     continue;
                 }
             };
-            let check = goals.lock().map(|goals| goals.cartesian_check());
+            let check = match goals.lock() {
+                Ok(goals) => goals.cartesian_check().map_err(anyhow::Error::msg),
+                Err(_) => Err(anyhow::anyhow!("goals unavailable")),
+            };
             let checked = match (goal, check) {
                 (Ok(goal), Ok(check)) => checked_off_thread(goal, robot.clone(), check).await,
-                (Err(error), _) => Err(error),
-                (_, Err(_)) => Err(anyhow::anyhow!("goals unavailable")),
+                (Err(error), _) | (_, Err(error)) => Err(error),
             };
-            // Cancelled while it was checked: it never starts.
-            if let Some(Some(cancel)) = cancels.next().now_or_never() {
+            // Cancelled while it was checked: it never starts, and every cancel is answered.
+            let mut cancelled = false;
+            while let Some(Some(cancel)) = cancels.next().now_or_never() {
                 cancel.accept();
+                cancelled = true;
+            }
+            if cancelled {
                 let result = FollowCartesianTrajectoryResult::refused("cancelled before it started");
                 finish(&mut handle, GoalOutcome::Canceled, result);
                 continue;

@@ -13,7 +13,7 @@ use crate::console;
 use crate::outputs::{finish_publisher, RunPublisher};
 use arm_hil::drivers::rdscom::{
     parse_console_command, prototype_table, DriverEvent, RdscomConfig, RdscomDriver, RdscomEvent, RdscomLinkState,
-    TableChoice,
+    Request, TableChoice,
 };
 use arm_hil::nodes::arduino::topics::ArduinoTopics;
 use arm_hil::nodes::arduino::{ArduinoNodeConfig, TestbenchSetpoints};
@@ -134,6 +134,15 @@ fn start_recording(args: &ArduinoArgs, table: PrototypeTable) -> anyhow::Result<
     })
 }
 
+/// Sends the guard's Stops, saying so where one cannot go.
+fn send_stops(driver: &RdscomDriver, stops: Vec<Request>) {
+    for stop in stops {
+        if let Err(error) = driver.send(stop) {
+            log::error!("the MCU could not be stopped: {error}");
+        }
+    }
+}
+
 pub(crate) fn run(args: ArduinoArgs) -> anyhow::Result<()> {
     let table = load_table(args.prototypes.as_deref())?;
     let config = RdscomConfig { baud: args.baud, ..RdscomConfig::default() };
@@ -166,12 +175,13 @@ pub(crate) fn run(args: ArduinoArgs) -> anyhow::Result<()> {
             if let Some(recording) = &mut recording {
                 recording.event(wall_clock_ns(), event.clone());
             }
-            for stop in setpoints.borrow_mut().heard(steady.now_ns(), event, &table) {
-                if let Err(error) = driver.send(stop) {
-                    log::error!("the MCU could not be stopped: {error}");
-                }
-            }
+            send_stops(&driver, setpoints.borrow_mut().heard(steady.now_ns(), event, &table));
             print_event(event, &table, args.json.json)
+        },
+        // A datastream fallen silent sends no event: the guard looks meanwhile too.
+        || {
+            send_stops(&driver, setpoints.borrow_mut().idle(steady.now_ns()));
+            Ok(())
         },
     );
     // The device's safe stop (a hold, a Stop) before the recording is closed, which can take a while.

@@ -20,11 +20,13 @@ pub(crate) fn print_line(value: &impl Serialize, text: impl FnOnce() -> String, 
 }
 
 /// Until Ctrl-C (or another signal, [`exit::requested`]) or the end of the driver: every
-/// non-empty line typed on stdin goes to `on_line`, every event of the driver to `on_event`.
+/// non-empty line typed on stdin goes to `on_line`, every event of the driver to `on_event`,
+/// and `on_quiet` runs after 10 ms without one (a guard that watches for silence).
 pub(crate) fn run<E>(
     events: &Receiver<E>,
     mut on_line: impl FnMut(&str) -> anyhow::Result<()>,
     mut on_event: impl FnMut(&E) -> anyhow::Result<()>,
+    mut on_quiet: impl FnMut() -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
     std::thread::spawn(move || {
@@ -42,7 +44,7 @@ pub(crate) fn run<E>(
         }
         match events.recv_timeout(Duration::from_millis(10)) {
             Ok(event) => on_event(&event)?,
-            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Timeout) => on_quiet()?,
             Err(RecvTimeoutError::Disconnected) => anyhow::bail!("the driver stopped"),
         }
     }

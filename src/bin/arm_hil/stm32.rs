@@ -161,6 +161,7 @@ pub(crate) fn run(args: Stm32Args) -> anyhow::Result<()> {
             }
             print_event(event, args.json.json)
         },
+        || Ok(()),
     );
     // The device's safe stop (a hold, a Stop) before the recording is closed, which can take a while.
     drop(driver);

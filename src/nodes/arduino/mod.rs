@@ -202,6 +202,21 @@ impl TestbenchSetpoints {
         self.unsent();
     }
 
+    /// At `now_ns` with no event: the Stop for a joint under a rate that is no longer heard
+    /// ([`RateGuard::unheard`]), if one is due.
+    pub fn idle(&mut self, now_ns: u64) -> Vec<Request> {
+        let unheard = self.rates.unheard(now_ns);
+        self.stopping(unheard).unwrap_or_default()
+    }
+
+    /// The guard's Stop, logged, and nothing waiting after it.
+    fn stopping(&mut self, guarded: Option<(Request, String)>) -> Option<Vec<Request>> {
+        let (stop, why) = guarded?;
+        log::error!("{why}");
+        self.unsent();
+        Some(vec![stop])
+    }
+
     /// The node stopped the MCU (deactivated, say): no control runs, none is waiting.
     pub fn stopped(&mut self) {
         self.rates.stopped();
@@ -276,29 +291,26 @@ impl TestbenchSetpoints {
     /// stops the MCU ([`RateGuard`]), until it acknowledges the Stop.
     pub fn heard(&mut self, now_ns: u64, event: &DriverEvent, table: &PrototypeTable) -> Vec<Request> {
         let named = |id: u8, name: &str| table.get(id).is_some_and(|prototype| prototype.name == name);
+        match event {
+            DriverEvent::Link(RdscomEvent::Acked { prototype, latency, .. }) if named(*prototype, "Stop") => {
+                self.rates.stop_acknowledged(now_ns.saturating_sub(latency.as_nanos() as u64));
+            }
+            DriverEvent::Link(RdscomEvent::Failed { prototype, .. }) if named(*prototype, "Stop") => {
+                self.rates.stop_failed();
+            }
+            DriverEvent::Link(RdscomEvent::StateChanged(RdscomLinkState::Up)) => self.unsent(),
+            _ => {}
+        }
         let sample = match event {
             DriverEvent::Link(RdscomEvent::Received(message)) => joint_sample(message, table),
             _ => None,
         };
         let guarded =
             sample.and_then(|sample| self.rates.sample(&sample, now_ns)).or_else(|| self.rates.unheard(now_ns));
-        if let Some((stop, why)) = guarded {
-            log::error!("{why}");
-            self.unsent();
-            return vec![stop];
+        if let Some(stop) = self.stopping(guarded) {
+            return stop;
         }
-        let message = match event {
-            DriverEvent::Link(RdscomEvent::Received(message)) => message,
-            DriverEvent::Link(RdscomEvent::Acked { prototype, .. }) if named(*prototype, "Stop") => {
-                self.rates.stopped();
-                return Vec::new();
-            }
-            DriverEvent::Link(RdscomEvent::StateChanged(RdscomLinkState::Up)) => {
-                self.unsent();
-                return Vec::new();
-            }
-            _ => return Vec::new(),
-        };
+        let DriverEvent::Link(RdscomEvent::Received(message)) = event else { return Vec::new() };
         if table.get(message.prototype).is_none_or(|prototype| prototype.name != "ControlDone") {
             return Vec::new();
         }

@@ -2,8 +2,9 @@
 //! a commanded rate, or pushes it with a commanded effort, until told otherwise, and keeps no
 //! limit of its own: the node watches each such joint's datastream samples and stops the MCU
 //! (Stop: its controls end, its motors hold) before the joint leaves its limits
-//! ([`JOINT_LIMITS`]), or as soon as the joint is no longer heard; the Stop is sent again until
-//! the MCU acknowledges it.
+//! ([`JOINT_LIMITS`]), or as soon as the joint is no longer heard; the joint stays watched until
+//! the MCU acknowledges a Stop sent after its control, and the Stop goes again if the link gives
+//! up on it.
 
 use crate::drivers::rdscom::Request;
 use crate::protocol::rdscom::Value;
@@ -14,8 +15,10 @@ use super::{JointSample, JOINT_LIMITS, MAX_VELOCITY_RAD_S};
 /// what it covers in two datastream periods at its speed.
 pub const RATE_LIMIT_MARGIN_RAD: f64 = 0.05;
 
-/// How often a Stop not yet acknowledged is sent again [ns].
-const STOP_RESEND_NS: u64 = 100_000_000;
+/// How long after a Stop the guard sends another for a joint still about to leave its limits
+/// [ns], where the link has neither acknowledged nor given up on the first (the link resends it
+/// itself meanwhile, every second, three times).
+const STOP_RETRY_NS: u64 = 5_000_000_000;
 
 /// How many datastream periods a joint under a rate may go unheard.
 const UNHEARD_PERIODS: f64 = 3.0;
@@ -112,9 +115,24 @@ impl RateGuard {
         }
     }
 
-    /// The MCU acknowledged a Stop, or the node stopped it otherwise: no control runs.
+    /// The node stopped the MCU (deactivated, say): no control runs.
     pub fn stopped(&mut self) {
         self.rates = [None; 4];
+    }
+
+    /// The MCU acknowledged a Stop sent at `sent_ns`: the controls sent before it ended, not
+    /// those sent since.
+    pub fn stop_acknowledged(&mut self, sent_ns: u64) {
+        for rate in &mut self.rates {
+            if rate.is_some_and(|rate| rate.watched_since_ns <= sent_ns) {
+                *rate = None;
+            }
+        }
+    }
+
+    /// The link gave up on a Stop: the next sample that calls for one sends it again.
+    pub fn stop_failed(&mut self) {
+        self.rates.iter_mut().flatten().for_each(|rate| rate.stop_sent_ns = None);
     }
 
     /// A joint's `sample` at `now_ns`: the Stop to send, and why, when its rate takes it within
@@ -146,10 +164,10 @@ impl RateGuard {
         self.stop(silent, now_ns, format!("joint {silent}, under a rate, is no longer heard: the MCU was stopped"))
     }
 
-    /// The Stop for `joint`'s rate at `now_ns`, unless one went less than [`STOP_RESEND_NS`] ago.
+    /// The Stop for `joint`'s rate at `now_ns`, unless one went less than [`STOP_RETRY_NS`] ago.
     fn stop(&mut self, joint: usize, now_ns: u64, why: Why) -> Option<(Request, Why)> {
         let rate = self.rates[joint].as_mut()?;
-        if rate.stop_sent_ns.is_some_and(|sent_ns| now_ns.saturating_sub(sent_ns) < STOP_RESEND_NS) {
+        if rate.stop_sent_ns.is_some_and(|sent_ns| now_ns.saturating_sub(sent_ns) < STOP_RETRY_NS) {
             return None;
         }
         rate.stop_sent_ns = Some(now_ns);
@@ -158,14 +176,14 @@ impl RateGuard {
 
     /// Why `rate` on `joint` at `position` [rad], moving at `speed` [rad/s], is about to take
     /// it past a limit, if it is: in velocity mode toward the limit its sign drives to; under an
-    /// effort (which gravity and the tendons may overcome) toward either, at least at the
-    /// testbench's top speed when nothing tells how fast it moves.
+    /// effort (which gravity and the tendons may overcome) toward either, at no less than the
+    /// testbench's top speed.
     fn leaving(&self, joint: usize, rate: &Rate, position: f64, speed: f64) -> Option<Why> {
         let (lower, upper) = JOINT_LIMITS[joint];
+        // An effort may speed a joint up to the testbench's top speed within a period.
         let speed = match rate.mode {
             1 => rate.value.abs().max(speed),
-            _ if speed > 0.0 => speed,
-            _ => MAX_VELOCITY_RAD_S,
+            _ => speed.max(MAX_VELOCITY_RAD_S),
         };
         let margin = RATE_LIMIT_MARGIN_RAD + speed * 2.0 * self.sample_period_s;
         let (up, down) = match rate.mode {
@@ -217,10 +235,14 @@ mod tests {
         let (stop, why) = guard.sample(&at(1, 1.49), 490 * MS).expect("a stop");
         assert_eq!(stop.prototype, "Stop");
         assert!(why.contains("joint 1 at 1.490 rad"), "{why}");
-        assert!(guard.sample(&at(1, 1.5), 510 * MS).is_none(), "sent again only 0.1 s later");
-        assert!(guard.sample(&at(1, 1.5), 590 * MS).is_some(), "not acknowledged: again");
-        guard.stopped();
-        assert!(guard.sample(&at(1, 1.5), 700 * MS).is_none(), "acknowledged: nothing runs");
+        assert!(guard.sample(&at(1, 1.5), 510 * MS).is_none(), "the link resends it meanwhile");
+        guard.stop_failed();
+        assert!(guard.sample(&at(1, 1.5), 530 * MS).is_some(), "the link gave up on it: again");
+        // A control sent after the Stop stays watched when the Stop is acknowledged.
+        guard.sent(&[control(2, 1, 0.5)], 540 * MS);
+        guard.stop_acknowledged(530 * MS);
+        assert!(guard.sample(&at(1, 1.5), 700 * MS).is_none(), "acknowledged: nothing runs on joint 1");
+        assert!(guard.sample(&at(2, 1.56), 700 * MS).is_some(), "joint 2's control came after the Stop");
     }
 
     #[test]
@@ -250,6 +272,11 @@ mod tests {
         assert!(guard.sample(&at(0, 0.0), 20 * MS).is_none(), "at rest, mid-range");
         // Pushed up but falling: 0.1 rad in 20 ms is 5 rad/s, a margin of 0.25 rad.
         assert!(guard.sample(&at(0, -0.1), 40 * MS).is_some(), "toward the lower limit too");
+        // At rest 0.2 rad from a limit: within the top speed's margin (0.17 rad) soon.
+        let mut resting = hearing([0.15, 0.5, 0.5, 0.5]);
+        resting.sent(&[control(0, 2, 0.1)], 0);
+        assert!(resting.sample(&at(0, 0.15), 20 * MS).is_none());
+        assert!(resting.sample(&at(0, 0.19), 40 * MS).is_some());
         guard.sent(&[control(0, 1, 1.0)], 50 * MS);
         assert!(guard.sample(&at(0, f64::NAN), 60 * MS).is_some(), "a position that is not a number fails closed");
     }

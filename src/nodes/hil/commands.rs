@@ -269,13 +269,14 @@ impl<J: Clone, C: Clone> TakesCartesianGoals<C> for HilCommands<J, C> {
     /// keeps within the protective stop's bounds; it takes the place of what is queued.
     /// Its path against the protective stop's bounds and the motors' speed and acceleration,
     /// from the hold the goal's withdrawal makes to the hold at its end.
-    fn cartesian_check(&self) -> CartesianCheck {
+    fn cartesian_check(&self) -> Result<CartesianCheck, String> {
+        self.taking()?;
         let (robot, bounds) = (self.robot.clone(), self.bounds.clone());
         let check = move |trajectory: &Trajectory| {
             bounds.check_path(&robot, trajectory.waypoints())?;
             bounds.check_motion(&robot, trajectory.waypoints(), (true, true))
         };
-        CartesianCheck::new(check, self.stops)
+        Ok(CartesianCheck::new(check, self.stops))
     }
 
     fn follow_checked_cartesian_goal(

@@ -253,7 +253,7 @@ impl StateMachineTest for HilMachine {
             Transition::CartesianGoal { shape, seed, checked_later } => {
                 if let Some(trajectory) = node.model.cartesian_goal(shape, &mut Dice::new(seed)) {
                     let handle = node.cartesian.handle();
-                    let checked = node.commands.cartesian_check().run(trajectory);
+                    let checked = node.commands.cartesian_check().and_then(|check| check.run(trajectory));
                     match checked_later {
                         false => _ = node.cartesian_goal(handle, checked, now),
                         true => node.checking = Some((handle, checked, false)),
