@@ -13,7 +13,8 @@ use arm_hil::control::arc::ArcSpec;
 use arm_hil::control::{Reference, ReferenceSampler, Trajectory, Waypoint};
 use arm_hil::model::math::Vec3;
 use arm_hil::model::Robot;
-use arm_hil::nodes::goals::{Answers, GoalUpdate};
+use arm_hil::nodes::follower::goals::TakesJointGoals;
+use arm_hil::nodes::goals::{Answers, GoalUpdate, TakesCartesianGoals};
 use arm_hil::nodes::hil::managed::LoopEnd;
 use arm_hil::nodes::joints::JOINT_NAMES;
 use arm_hil::sim::Frame;
@@ -183,6 +184,22 @@ fn book_answers(book: &mut GoalBook, cartesian: &mut GoalBook, answers: Answers<
         if let GoalUpdate::Finished(goal, _, _) = update {
             cartesian.ended_once(goal);
         }
+    }
+}
+
+/// A cancel of the joint goal running, if any: it ends once.
+fn cancel_joint_goal(book: &mut GoalBook, commands: &mut impl TakesJointGoals<u64>) {
+    if let Some(goal) = book.running() {
+        if let Some((goal, _)) = commands.cancel_joint_goal(&|handle| *handle == goal) {
+            book.ended_once(goal);
+        }
+    }
+}
+
+/// A cancel of the Cartesian goal running, if any: its run ends it.
+fn cancel_cartesian_goal(cartesian: &GoalBook, commands: &mut impl TakesCartesianGoals<u64>) {
+    if let Some(goal) = cartesian.running() {
+        commands.cancel_cartesian_goal(&|handle: &u64| *handle == goal);
     }
 }
 

@@ -18,7 +18,10 @@ use arm_hil::nodes::trajectory_input::MultiDofPoint;
 use arm_hil::sim::SilConfig;
 use proptest_state_machine::StateMachineTest;
 
-use super::{book_answers, joint_goal, now_ns, one_owner, Command, Expected, HilMachine, LoopStop, Model, Transition};
+use super::{
+    book_answers, cancel_cartesian_goal, cancel_joint_goal, joint_goal, now_ns, one_owner, Command, Expected,
+    HilMachine, LoopStop, Model, Transition,
+};
 use crate::safety::{limits, Dice, GoalBook};
 
 /// The loop's side of hil_node's feeder: each request as the loop makes it take effect (through
@@ -242,13 +245,7 @@ impl StateMachineTest for HilMachine {
         let now = now_ns(&node.model);
         match transition {
             Transition::JointGoal { recipe, seed } => node.joint_goal(recipe, seed),
-            Transition::CancelJointGoal => {
-                if let Some(goal) = node.book.running() {
-                    if let Some((goal, _)) = node.commands.cancel_joint_goal(&|handle| *handle == goal) {
-                        node.book.ended_once(goal);
-                    }
-                }
-            }
+            Transition::CancelJointGoal => cancel_joint_goal(&mut node.book, &mut node.commands),
             Transition::JointCommand { command, seed } => node.joint_command(command, seed),
             Transition::CartesianGoal { shape, seed, checked_later } => {
                 if let Some(trajectory) = node.model.cartesian_goal(shape, &mut Dice::new(seed)) {
@@ -266,11 +263,7 @@ impl StateMachineTest for HilMachine {
                     assert!(!(followed && stopped_since), "a goal checked across a stop moved the arm after it");
                 }
             }
-            Transition::CancelCartesianGoal => {
-                if let Some(goal) = node.cartesian.running() {
-                    node.commands.cancel_cartesian_goal(&|handle: &u64| *handle == goal);
-                }
-            }
+            Transition::CancelCartesianGoal => cancel_cartesian_goal(&node.cartesian, &mut node.commands),
             Transition::Segment { points, reach_mm, seed } => node.segment(points, reach_mm, seed),
             Transition::LoopStops(stop) => node.stop(stop),
             Transition::LoopStarts => {

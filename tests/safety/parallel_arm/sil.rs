@@ -12,7 +12,10 @@ use arm_hil::nodes::sil::SilNodeSettings;
 use arm_hil::sim::{RunStats, SimError};
 use proptest_state_machine::StateMachineTest;
 
-use super::{book_answers, joint_goal, now_ns, one_owner, Expected, Model, SilMachine, Transition};
+use super::{
+    book_answers, cancel_cartesian_goal, cancel_joint_goal, joint_goal, now_ns, one_owner, Expected, Model, SilMachine,
+    Transition,
+};
 use crate::safety::{limits, Dice, GoalBook};
 
 /// sil_node's commands with its run modelled, and what the invariants need to remember.
@@ -132,13 +135,7 @@ impl StateMachineTest for SilMachine {
         let now = now_ns(&node.model);
         match transition {
             Transition::JointGoal { recipe, seed } => node.joint_goal(recipe, seed),
-            Transition::CancelJointGoal => {
-                if let Some(goal) = node.book.running() {
-                    if let Some((goal, _)) = node.commands.cancel_joint_goal(&|handle| *handle == goal) {
-                        node.book.ended_once(goal);
-                    }
-                }
-            }
+            Transition::CancelJointGoal => cancel_joint_goal(&mut node.book, &mut node.commands),
             Transition::JointCommand { command, seed } => {
                 let positions = node.model.joint_command(command, &mut Dice::new(seed), &node.stream);
                 (node.stream, node.stream_at) = (Some(positions.clone()), node.model.t);
@@ -156,11 +153,7 @@ impl StateMachineTest for SilMachine {
                     }
                 }
             }
-            Transition::CancelCartesianGoal => {
-                if let Some(goal) = node.cartesian.running() {
-                    node.commands.cancel_cartesian_goal(&|handle: &u64| *handle == goal);
-                }
-            }
+            Transition::CancelCartesianGoal => cancel_cartesian_goal(&node.cartesian, &mut node.commands),
             Transition::RunFails if node.running => {
                 // The simulation fails: every goal it ran ends with the run.
                 let failed = RunEnd::Failed(SimError::NonFinite { t: node.model.t });
