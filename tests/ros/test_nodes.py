@@ -722,13 +722,27 @@ class Bringup(NodeTest):
         while in_the_root_namespace() and time.monotonic() < deadline:
             rclpy.spin_once(self.node, timeout_sec=0.2)
         self.assertFalse(in_the_root_namespace(), "topics of the bringups outside their namespaces")
-        edges = {}
-        for _, message in self.collect("/tf", TFMessage, 2.0):
+        # robot_state_publisher sends each tree's moving joints in one /tf message and its fixed
+        # ones in one /tf_static message: the trees are whole once both have come from each
+        # namespace (a new subscriber may take seconds to discover one of them under load).
+        edges, heard = {}, set()
+
+        def received(topic, message):
             edges.update(tf_edges(message))
+            heard.update((topic, t.child_frame_id.split("/")[0]) for t in message.transforms)
+
         latched = QoSProfile(depth=10, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                              reliability=ReliabilityPolicy.RELIABLE)
-        for _, message in self.collect("/tf_static", TFMessage, 2.0, qos=latched):
-            edges.update(tf_edges(message))
+        subscriptions = [self.node.create_subscription(TFMessage, "/tf", lambda m: received("/tf", m), 50),
+                         self.node.create_subscription(TFMessage, "/tf_static", lambda m: received("/tf_static", m),
+                                                       latched)]
+        wanted = {(topic, ns) for topic in ("/tf", "/tf_static") for ns in ("a1", "a2")}
+        try:
+            self.spin_until(lambda: wanted <= heard, 20.0)
+        finally:
+            for subscription in subscriptions:
+                self.node.destroy_subscription(subscription)
+        self.assertLessEqual(wanted, heard, f"of each namespace's /tf and /tf_static, only {sorted(heard)} came")
         trees = {}
         for child in edges:
             root = child
