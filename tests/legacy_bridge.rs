@@ -247,12 +247,36 @@ fn bad_requests_are_refused_and_the_next_good_client_is_served() {
         ("an unreachable point", with_waypoint(|w| w[30].x = Vec3::new(3.0, 3.0, 3.0))),
         ("a HIL device outside the allow-list", hil_request("/etc/passwd", "auto")),
         ("a HIL Arduino outside the allow-list", hil_request("/dev/ttyUSB0", "/dev/sda")),
+        ("a way out of an allowed folder", hil_request("/dev/serial/by-id/../../../etc/passwd", "auto")),
+        ("another tty through an allowed folder", hil_request("/dev/ttyUSB0", "/dev/serial/by-id/../../ttyS0")),
+        ("a folder below an allowed pattern", hil_request("/dev/ttyUSB0/../../etc/passwd", "auto")),
     ];
     for (what, request) in bad_requests {
         assert_refused(address, &request);
         let response = exchange(address, &good);
         assert_complete_and_correct(&response, &frames, &ideal);
         eprintln!("served a good client after: {what}");
+    }
+}
+
+#[test]
+fn the_device_allow_list_lets_no_pattern_reach_outside_its_folder() {
+    let config = LegacyServerConfig::default();
+    for allowed in ["/dev/ttyUSB0", "/dev/ttyACM1", "/dev/serial/by-id/usb-Arduino_Uno-if00", "/dev/arm_hil_sensor", "auto"] {
+        assert!(config.allows_device(allowed), "{allowed} is on the default list");
+    }
+    for refused in [
+        "/dev/serial/by-id/../../../etc/passwd",
+        "/dev/serial/by-id/../../ttyS0",
+        "/dev/serial/by-id/x/../../../ttyS0",
+        "/dev/ttyUSB0/../../etc/passwd",
+        "/dev/./ttyUSB0",
+        "/dev//ttyUSB0",
+        "/dev/arm_hil_x/sda",
+        "/etc/passwd",
+        "",
+    ] {
+        assert!(!config.allows_device(refused), "{refused:?} must be refused");
     }
 }
 

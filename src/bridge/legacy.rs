@@ -90,6 +90,20 @@ impl LegacyServerConfig {
         }
         Ok(())
     }
+
+    /// Whether an `H` client may name `device`: a path of plain components (no `.`, `..` or empty
+    /// one, through which `/dev/serial/by-id/*` would reach any file) that a pattern of the
+    /// allow-list matches, a `*` never crossing a `/`.
+    pub fn allows_device(&self, device: &str) -> bool {
+        let plain = device.strip_prefix('/').unwrap_or(device).split('/').all(|c| !matches!(c, "" | "." | ".."));
+        let options = glob::MatchOptions { require_literal_separator: true, ..glob::MatchOptions::new() };
+        plain
+            && self
+                .device_allow_list
+                .iter()
+                .filter_map(|pattern| glob::Pattern::new(pattern).ok())
+                .any(|pattern| pattern.matches_with(device, options))
+    }
 }
 
 /// Why a session ended early. Every variant is logged with the peer.
@@ -315,11 +329,8 @@ async fn serve_connection(
     let devices = match request.mode {
         Mode::Sil => None,
         Mode::Hil { sensor, arduino } => {
-            for device in [&sensor, &arduino] {
-                let allowed = shared.config.device_allow_list.iter().filter_map(|p| glob::Pattern::new(p).ok());
-                if !allowed.into_iter().any(|pattern| pattern.matches(device)) {
-                    return Err(SessionError::DeviceNotAllowed(device.clone()));
-                }
+            if let Some(device) = [&sensor, &arduino].into_iter().find(|device| !shared.config.allows_device(device)) {
+                return Err(SessionError::DeviceNotAllowed(device.clone()));
             }
             Some(RigDevices { sensor, arduino })
         }
