@@ -262,7 +262,9 @@ fn bad_requests_are_refused_and_the_next_good_client_is_served() {
 #[test]
 fn the_device_allow_list_lets_no_pattern_reach_outside_its_folder() {
     let config = LegacyServerConfig::default();
-    for allowed in ["/dev/ttyUSB0", "/dev/ttyACM1", "/dev/serial/by-id/usb-Arduino_Uno-if00", "/dev/arm_hil_sensor", "auto"] {
+    for allowed in
+        ["/dev/ttyUSB0", "/dev/ttyACM1", "/dev/serial/by-id/usb-Arduino_Uno-if00", "/dev/arm_hil_sensor", "auto"]
+    {
         assert!(config.allows_device(allowed), "{allowed} is on the default list");
     }
     for refused in [
