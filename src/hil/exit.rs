@@ -45,6 +45,13 @@ static PANICKED: AtomicBool = AtomicBool::new(false);
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 static STOPS: Mutex<Vec<Registered>> = Mutex::new(Vec::new());
 
+std::thread_local! {
+    /// Set while this thread runs the stops: a stop that panics is then reported by the panic
+    /// hook without running the stops again inside it (a second panic there aborts the process
+    /// before the other stops run).
+    static STOPPING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 type StopFn = Arc<dyn Fn() + Send + Sync>;
 
 struct Registered {
@@ -93,11 +100,15 @@ fn devices() -> Vec<String> {
 pub fn stop_devices(why: &str) -> usize {
     let registered: Vec<(String, StopFn)> =
         stops().iter().map(|registered| (registered.name.clone(), registered.stop.clone())).collect();
-    // Each stop first, the log after: a log blocked on a full stderr pipe must not hold a stop.
-    for (name, stop) in &registered {
-        match std::panic::catch_unwind(AssertUnwindSafe(|| stop())) {
-            Ok(()) => log::warn!("stopped {name}: {why}"),
-            Err(_) => log::error!("the stop of {name} panicked"),
+    let was_stopping = STOPPING.replace(true);
+    let stopped: Vec<bool> =
+        registered.iter().map(|(_, stop)| std::panic::catch_unwind(AssertUnwindSafe(|| stop())).is_ok()).collect();
+    STOPPING.set(was_stopping);
+    // Every stop first, the logs after: a log blocked on a full stderr pipe must not hold a stop.
+    for ((name, _), stopped) in registered.iter().zip(stopped) {
+        match stopped {
+            true => log::warn!("stopped {name}: {why}"),
+            false => log::error!("the stop of {name} panicked"),
         }
     }
     registered.len()
@@ -158,9 +169,11 @@ pub fn handle_signals() -> Result<(), ctrlc::Error> {
     std::panic::set_hook(Box::new(move |info| {
         // The devices first: the report can take a while (a backtrace is resolved for it).
         PANICKED.store(true, Ordering::Relaxed);
-        let thread = std::thread::current();
-        stop_devices(&format!("a panic in thread `{}`", thread.name().unwrap_or("unnamed")));
-        asked_to_end("a panic", false);
+        if !STOPPING.get() {
+            let thread = std::thread::current();
+            stop_devices(&format!("a panic in thread `{}`", thread.name().unwrap_or("unnamed")));
+            asked_to_end("a panic", false);
+        }
         report(info);
     }));
     Ok(())
@@ -174,18 +187,19 @@ fn asked_to_end(what: &str, by_signal: bool) {
     let first = FIRST_ASKED_NS.compare_exchange(0, now_ns, Ordering::SeqCst, Ordering::SeqCst);
     if first.is_ok() {
         request();
-        log::info!("{what}: stopping (interrupt again to stop the devices and exit at once)");
+        // The grace's watchdog before any log: a log blocked on a full stderr pipe (or a terminal
+        // paused with Ctrl-S) must hold neither the grace nor the exit it forces.
         let watchdog = std::thread::Builder::new().name("exit-grace".into()).spawn(|| {
             std::thread::sleep(GRACE);
             let held = devices();
             if !held.is_empty() {
-                log::error!("{} still held {GRACE:?} after the request to end: forcing the exit", held.join(", "));
-                exit_now("the process did not end in time");
+                exit_now(&format!("{} still held {GRACE:?} after the request to end", held.join(", ")));
             }
         });
         if watchdog.is_err() {
             exit_now("no thread for the exit's grace");
         }
+        log::info!("{what}: stopping (interrupt again to stop the devices and exit at once)");
     } else if first
         .is_err_and(|first_ns| by_signal && now_ns.saturating_sub(first_ns) > SAME_INTERRUPT.as_nanos() as u64)
     {

@@ -149,7 +149,8 @@ async fn checked_off_thread(
             Ok((waypoints, check.run(Arc::new(trajectory)).map_err(anyhow::Error::msg)?))
         }));
     })?;
-    // A check that panicked drops its end of the channel: the goal is refused.
+    // A check that panicked is a fault of the node (the panic hook stops the devices and ends
+    // it); until the node is gone, the goal is refused, the channel's end dropped.
     checked.await.map_err(|_| anyhow::anyhow!("the goal's check ended without an answer"))?
 }
 
