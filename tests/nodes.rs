@@ -9,6 +9,7 @@ use arm_hil::control::arc::ArcSpec;
 use arm_hil::control::{Trajectory, TrajectoryError, Waypoint};
 use arm_hil::model::math::Vec3;
 use arm_hil::model::{Branch, Robot};
+use arm_hil::nodes::follower::clocks::Now;
 use arm_hil::nodes::goals::{GoalOutcome, GoalUpdate, TakesCartesianGoals};
 use arm_hil::nodes::params::{ParamError, ParamValue};
 use arm_hil::nodes::sil::commands::{SilCommands, REQUEST_DEPTH};
@@ -501,7 +502,7 @@ fn a_segment_after_a_joint_command_follows_the_commands_move_with_no_hidden_hold
     let mut commands = hil_commands::<u32>(&robot, HilConfig::default(), requests, withdrawals.clone());
     commands.loop_started();
     let here = [0.15, 0.0, 0.2];
-    commands.frame(&hil_frame(5.0, here, here), true, 0);
+    commands.frame(&hil_frame(5.0, here, here), true, Now::on_one_clock(0));
     // One joint command to the arm's own joints, then a segment 1 cm above (the case).
     let theta = robot.inverse_kinematics(&Vec3::from(here), None).unwrap();
     let names = ["joint1", "joint2", "joint3"].map(str::to_owned);
@@ -544,10 +545,10 @@ fn a_hil_goal_starts_only_where_the_arm_holds() {
     assert!(commands.follow_cartesian_goal(1, goal.clone()).unwrap_err().contains("not active"));
     commands.loop_started();
     assert!(commands.follow_cartesian_goal(1, goal.clone()).unwrap_err().contains("first frame"));
-    let answers = commands.frame(&hil_frame(5.0, here, [0.16, 0.0, 0.2]), true, 0);
+    let answers = commands.frame(&hil_frame(5.0, here, [0.16, 0.0, 0.2]), true, Now::on_one_clock(0));
     assert!(answers.cartesian.is_empty(), "no goal yet");
     assert!(commands.follow_cartesian_goal(1, goal.clone()).unwrap_err().contains("0.0100 m from the arm's reference"));
-    commands.frame(&hil_frame(5.001, here, [0.152, 0.0, 0.2]), true, 0);
+    commands.frame(&hil_frame(5.001, here, [0.152, 0.0, 0.2]), true, Now::on_one_clock(0));
     let endless = goal_trajectory(&robot, &[(0.0, [0.152, 0.0, 0.2]), (2e9, [0.152, 0.0, 0.2])]);
     assert!(commands.follow_cartesian_goal(1, endless).unwrap_err().contains("max_duration_s"), "bounded as FJT's");
     // A waypoint 5 cm away 1 ms later: the loop would lose the arm.
@@ -568,7 +569,7 @@ fn a_hil_cancel_holds_the_arm_even_when_a_flood_has_filled_the_feeders_requests(
     let mut commands = hil_commands::<u32>(&robot, HilConfig::default(), requests, withdrawals.clone());
     let here = [0.15, 0.0, 0.2];
     commands.loop_started();
-    commands.frame(&hil_frame(5.0, here, here), true, 0);
+    commands.frame(&hil_frame(5.0, here, here), true, Now::on_one_clock(0));
     let goal = goal_trajectory(&robot, &[(0.0, here), (1.0, [0.151, 0.0, 0.2])]);
     assert_eq!(commands.follow_cartesian_goal(1, goal), Ok(None));
     let flood = (0..).map(|_| commands.segment(vec![point(0.5, here)])).take_while(Result::is_ok).count();
@@ -614,7 +615,7 @@ fn hil_goals_run_on_the_loop_complete_with_a_result_and_a_cancel_holds_the_arm()
     let end = initial.end_time();
     let mut frame = frames.recv().unwrap();
     while frame.t < end + 0.1 {
-        assert!(commands.frame(&frame, true, 0).cartesian.is_empty());
+        assert!(commands.frame(&frame, true, Now::on_one_clock(0)).cartesian.is_empty());
         frame = frames.recv().unwrap();
     }
     let hold = frame.x_ref;
@@ -625,7 +626,7 @@ fn hil_goals_run_on_the_loop_complete_with_a_result_and_a_cancel_holds_the_arm()
     let mut cancelled_at = None;
     while cancelled_at.is_none() || updates.iter().all(|update| !matches!(update, GoalUpdate::Finished(2, ..))) {
         let frame = frames.recv_timeout(std::time::Duration::from_secs(2)).expect("a frame");
-        for update in commands.frame(&frame, true, 0).cartesian {
+        for update in commands.frame(&frame, true, Now::on_one_clock(0)).cartesian {
             match &update {
                 GoalUpdate::Finished(1, ..) => {
                     let second = goal_trajectory(&robot, &[(0.0, step(0.002)), (2.0, step(0.0))]);
@@ -898,7 +899,7 @@ fn a_flood_of_commands_is_refused_past_the_queues_bounds_with_a_reason() {
     let (requests, queue) = feed_requests();
     let mut hil = hil_commands::<u32>(&robot, HilConfig::default(), requests, Arc::new(Withdrawals::default()));
     hil.loop_started();
-    hil.frame(&Frame { x: here, x_ref: here, ..Frame::default() }, true, 0);
+    hil.frame(&Frame { x: here, x_ref: here, ..Frame::default() }, true, Now::on_one_clock(0));
     let segment = || vec![point(0.5, here.into())];
     for _ in 0..FEED_DEPTH {
         hil.segment(segment()).unwrap();

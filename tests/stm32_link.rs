@@ -204,6 +204,31 @@ fn a_setpoint_flood_sends_only_the_latest_angles_and_the_outbox_is_bounded() {
 }
 
 #[test]
+fn a_servo_mode_goes_out_behind_a_hold_where_the_joints_are() {
+    use arm_hil::protocol::stm32::ControlMode;
+    let now = Instant::now();
+    let mut link = Stm32Link::new(Stm32Config::default(), now);
+    link.handle_bytes(now, &telemetry_bytes());
+    let sent = |link: &mut Stm32Link| {
+        let mut bytes = Vec::new();
+        while link.poll_transmit(now, &mut bytes) {}
+        let mut decoder = PacketDecoder::new();
+        decoder.push(&bytes);
+        std::iter::from_fn(|| decoder.poll_packet()).map(|p| p.command().unwrap()).collect::<Vec<_>>()
+    };
+    link.send(&Command::SetMode(ControlMode::Idle)).unwrap();
+    assert_eq!(sent(&mut link), [Command::SetMode(ControlMode::Idle)], "going limp needs no hold");
+    for mode in [ControlMode::Position, ControlMode::Trajectory] {
+        link.send(&Command::SetMode(mode)).unwrap();
+        assert_eq!(
+            sent(&mut link),
+            [Command::SetJointAngles { shoulder: 0.5, elbow: -0.5 }, Command::SetMode(mode)],
+            "the firmware's old target is replaced before the servos are driven again"
+        );
+    }
+}
+
+#[test]
 fn imu_readings_are_converted_to_si() {
     let start = Instant::now();
     let expect = |units: ImuUnits, accel_z: f64, gyro_x: f64| {

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::stm32_limits::{validate_command, CommandError, HOLD_LIMIT};
 use crate::protocol::stm32::{
-    encode_command, error_code, kind, Command, PacketDecoder, PayloadError, RawPacket, Telemetry,
+    encode_command, error_code, kind, Command, ControlMode, PacketDecoder, PayloadError, RawPacket, Telemetry,
 };
 
 /// How telemetry is obtained.
@@ -255,8 +255,15 @@ impl Stm32Link {
     /// in is kept), so that a stream faster than the wire sends its latest setpoint, never a
     /// backlog of stale ones; they are never refused (a hold must go out). Past
     /// [`Stm32Link::MAX_OUTBOX`] another command is refused.
+    ///
+    /// A servo mode (POSITION, TRAJECTORY) goes out behind a hold where the latest telemetry puts
+    /// the joints: after IDLE the firmware would otherwise drive the servos back to the target it
+    /// held before.
     pub fn send(&mut self, command: &Command) -> Result<(), CommandError> {
         validate_command(command)?;
+        if matches!(command, Command::SetMode(ControlMode::Position | ControlMode::Trajectory)) {
+            self.hold_where_the_joints_are();
+        }
         if command.kind() == kind::SET_JOINT_ANGLES {
             self.outbox.retain(|queued| queued.kind != kind::SET_JOINT_ANGLES);
         } else if self.outbox.len() >= Self::MAX_OUTBOX {
@@ -282,6 +289,11 @@ impl Stm32Link {
     /// to be sent (none known: nothing is sent).
     pub fn handle_shutdown(&mut self) {
         self.outbox.clear();
+        self.hold_where_the_joints_are();
+    }
+
+    /// Queues both joints' angles where the latest telemetry put them (none known: nothing).
+    fn hold_where_the_joints_are(&mut self) {
         if let Some([shoulder, elbow]) = self.last_angles {
             let _ = self.send(&Command::SetJointAngles { shoulder: shoulder as f32, elbow: elbow as f32 });
         }

@@ -26,6 +26,7 @@ use crate::nodes::arduino::{
 };
 use crate::nodes::follower::clocks::{Now, SteadyClock};
 use crate::nodes::follower::goals::{DeviceGoals, Setpoint};
+use crate::nodes::follower::stream_gate::in_device_order;
 use crate::nodes::follower::JointState as JointStateData;
 use crate::nodes::managed_driver::{Commanding, ManagedDriver, Observer};
 use crate::nodes::param_server::ParameterServer;
@@ -141,8 +142,11 @@ fn serve_joint_commands(
             setpoints.check(&requests, steady.now_ns())?;
             let commander = commanding.get();
             let mut goals = goals.lock().map_err(|_| "the node's goals are unavailable".to_owned())?;
-            let values: Vec<f64> =
-                message.position.iter().chain(&message.velocity).chain(&message.effort).copied().collect();
+            // Positions, velocities and efforts each in the device's order: a mode's command.
+            let values: Vec<f64> = [&message.position, &message.velocity, &message.effort]
+                .into_iter()
+                .flat_map(|values| in_device_order(&message.name, values, &joint_names))
+                .collect();
             goals.offer_command(&values, started.elapsed().as_secs_f64(), commander.is_ok())?;
             send_all(&commander?, requests.clone())?;
             // The command has the joints: the goal followed ends.

@@ -18,10 +18,11 @@ use super::joint_commands::serve_joint_commands;
 use super::lifecycle::{serve_lifecycle, spin_until_shut_down, Supervisor};
 use super::params::{nothing_at_run_time, serve_parameters};
 use super::publisher::NodePublisher;
-use super::{multi_dof_points, node_params, now_ns};
+use super::{multi_dof_points, node_params, now_for_device};
 use super::{CartesianGoalHandle, JointGoalHandle};
 use crate::hil::{LoopStatus, Withdrawals};
 use crate::model::Robot;
+use crate::nodes::follower::clocks::SteadyClock;
 use crate::nodes::goals::Answers;
 use crate::nodes::hil::commands::HilCommands;
 use crate::nodes::hil::feeder::feed_requests;
@@ -71,16 +72,18 @@ fn serve_goals(
     pool: &LocalPool,
     robot: &Robot,
     commands: &Arc<Mutex<Commands>>,
+    steady: SteadyClock,
 ) -> anyhow::Result<Answering> {
     use super::joint_trajectory_action::{answer_goals, FollowJointTrajectoryServer};
     use super::trajectory_action::{deliver_all, serve};
-    use crate::nodes::follower::clocks::Now;
 
     serve(node, &pool.spawner(), robot.clone(), commands.clone())?;
     let clock = node.get_ros_clock();
     let taking = commands.clone();
     let active = Box::new(move || taking.lock().is_ok_and(|commands| commands.taking().is_ok()));
-    let now = Box::new(move || Now::on_one_clock(now_ns(&clock)));
+    // Goals are timed on a steady clock, as the loop runs: a `/clock` that goes back, jumps or
+    // stands still under `use_sim_time` changes nothing of a running goal.
+    let now = Box::new(move || now_for_device(&clock, &steady));
     let server = FollowJointTrajectoryServer::serve(node, &pool.spawner(), commands.clone(), active, now)?;
     Ok(Arc::new(move |answers: Answers<JointGoalHandle, CartesianGoalHandle>| {
         answer_goals(answers.joint);
@@ -92,7 +95,13 @@ fn serve_goals(
 }
 
 #[cfg(feature = "ros-doc-only")]
-fn serve_goals(_: &mut r2r::Node, _: &LocalPool, _: &Robot, _: &Arc<Mutex<Commands>>) -> anyhow::Result<Answering> {
+fn serve_goals(
+    _: &mut r2r::Node,
+    _: &LocalPool,
+    _: &Robot,
+    _: &Arc<Mutex<Commands>>,
+    _: SteadyClock,
+) -> anyhow::Result<Answering> {
     Ok(Arc::new(|_| {}))
 }
 
@@ -123,7 +132,8 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let status = Arc::new(Mutex::new(LoopStatus::default()));
     let (faults, rig_faults) = channel();
     let links = HilLinks { requests: request_queue, frames: frames_tx, status: status.clone(), withdrawals, faults };
-    let answering = serve_goals(&mut node, &pool, &robot, &commands)?;
+    let steady = SteadyClock::start();
+    let answering = serve_goals(&mut node, &pool, &robot, &commands, steady)?;
     let node_reporter =
         NodeReporter { publisher: publisher.clone(), commands: commands.clone(), answering: answering.clone() };
     let (autostart, auto_recover, recover_protective_stops) =
@@ -157,7 +167,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
         publish_loop(&frames, &publisher_stop, figures, |event| {
             let published = publisher.with(|publisher, out, now| publisher.publish(out, now, Some(&event)));
             if let HilEvent::Frame(frame) = &event {
-                let now = now_ns(&clock);
+                let now = now_for_device(&clock, &steady);
                 let answers =
                     commands.lock().ok().map(|mut commands| commands.frame(frame, published.unwrap_or(false), now));
                 if let Some(answers) = answers {

@@ -22,6 +22,7 @@ use super::{
 use crate::drivers::stm32::Stm32Commander;
 use crate::nodes::follower::clocks::SteadyClock;
 use crate::nodes::follower::goals::DeviceGoals;
+use crate::nodes::follower::stream_gate::in_device_order;
 use crate::nodes::managed_driver::{Commanding, ManagedDriver};
 use crate::nodes::param_server::ParameterServer;
 use crate::nodes::params::to_params;
@@ -135,7 +136,8 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
         let sent = targets_from_joint_state(&message.name, &message.position, &joint_names).and_then(|command| {
             let commander = targets.get();
             let mut goals = command_goals.lock().map_err(|_| "the node's goals are unavailable".to_owned())?;
-            goals.offer_command(&message.position, started.elapsed().as_secs_f64(), commander.is_ok())?;
+            let command_values = in_device_order(&message.name, &message.position, &joint_names);
+            goals.offer_command(&command_values, started.elapsed().as_secs_f64(), commander.is_ok())?;
             commander?.send(command).map_err(|error| error.to_string())?;
             // The command has the joints: the goal followed ends.
             end_joint_goal(goals.command_sent());

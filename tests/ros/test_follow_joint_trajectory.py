@@ -324,6 +324,18 @@ class HilFollowJointTrajectory(SilFollowJointTrajectory):
         launch("hil.launch.py", "hardware:=sim", "rsp:=false", "autostart:=false")
         self.check_rejected_while_inactive([0.0, 0.0, 0.0])
 
+    def test_a_goal_plays_at_the_loops_pace_under_sim_time_with_no_clock(self):
+        """Under use_sim_time with nothing on /clock, the ROS clock stands at 0: hil_node times a
+        goal on a steady clock, as its loop runs, so the goal still plays and ends."""
+        launch("hil.launch.py", "hardware:=sim", "rsp:=false", "use_sim_time:=true")
+        _, apart = self.poses_of_its_own_trajectory()
+        client = self.client()
+        handle = self.send(client, [(2.0, apart)])
+        self.assertTrue(handle.accepted)
+        done = self.result_of(handle, timeout=15.0)
+        self.assertEqual(done.result.error_code, Result.SUCCESSFUL, done.result.error_string)
+        client.destroy()
+
 
 def installed(package):
     try:

@@ -23,7 +23,19 @@ pub struct StreamGate {
 }
 
 fn same(a: &[f64], b: &[f64]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(a, b)| (a - b).abs() <= SAME_RAD)
+    a.len() == b.len() && a.iter().zip(b).all(|(a, b)| a == b || (a - b).abs() <= SAME_RAD)
+}
+
+/// A command's `values` for its joints `names`, in the device's joint order (`joint_names`), as
+/// the gate takes them: the same command with its joints listed in another order is the same
+/// command. A joint it does not name, or names without a value, is infinite (never a command's
+/// value, so never the same as one).
+pub fn in_device_order(names: &[String], values: &[f64], joint_names: &[String]) -> Vec<f64> {
+    joint_names
+        .iter()
+        .map(|joint| names.iter().position(|name| name == joint).and_then(|index| values.get(index)))
+        .map(|value| value.copied().unwrap_or(f64::INFINITY))
+        .collect()
 }
 
 impl StreamGate {
@@ -88,6 +100,25 @@ mod tests {
             Ok(()),
             "open again: the old one is a new command now"
         );
+    }
+
+    #[test]
+    fn the_command_in_force_resent_with_its_joints_in_another_order_is_still_not_followed() {
+        let device = ["shoulder".to_owned(), "elbow".to_owned()];
+        let (listed, reordered) =
+            (["shoulder".to_owned(), "elbow".to_owned()], ["elbow".to_owned(), "shoulder".to_owned()]);
+        let mut gate = StreamGate::default();
+        gate.offer(&in_device_order(&listed, &[0.1, 0.2], &device), 0.0, true).unwrap();
+        gate.close();
+        let again = in_device_order(&reordered, &[0.2, 0.1], &device);
+        assert_eq!(again, vec![0.1, 0.2]);
+        assert!(gate.offer(&again, PERIOD_S, true).is_err());
+        let one_joint = in_device_order(&listed[..1], &[0.1], &device);
+        assert_eq!(one_joint, vec![0.1, f64::INFINITY]);
+        assert_eq!(gate.offer(&one_joint, 2.0 * PERIOD_S, true), Ok(()), "a command of one joint differs");
+        assert!(gate.offer(&one_joint, 3.0 * PERIOD_S, true).is_ok());
+        gate.close();
+        assert!(gate.offer(&one_joint, 4.0 * PERIOD_S, true).is_err(), "the same joint unnamed is the same");
     }
 
     #[test]

@@ -19,6 +19,7 @@ use crate::hil::Withdrawals;
 use crate::model::math::Vec3;
 use crate::model::Robot;
 use crate::msg::interfaces::FollowCartesianTrajectoryResult;
+use crate::nodes::follower::clocks::Now;
 use crate::nodes::follower::goals::{GoalEvent, JointGoals, Setpoint, TakesJointGoals};
 use crate::nodes::follower::{ErrorCode, Goal, JointState, Outcome, Refusal};
 use crate::nodes::goals::{
@@ -158,11 +159,12 @@ impl<J: Clone, C: Clone> HilCommands<J, C> {
         self.requests.send(FeedRequest::Append(points))
     }
 
-    /// The loop's `frame` at `now_ns` on the node's clock, `published` or not: feedback to the
-    /// goals (at the publish rate) and their ends, a FollowJointTrajectory goal's control step
-    /// (its hold, when it ends short of its end, goes to the loop while it still has the arm).
-    /// A frame that comes while no loop runs (one of a loop that stopped) is not taken.
-    pub fn frame(&mut self, frame: &Frame, published: bool, now_ns: u64) -> Answers<J, C> {
+    /// The loop's `frame` at `now`, `published` or not: feedback to the goals (at the publish
+    /// rate) and their ends, a FollowJointTrajectory goal's control step, timed on the steps'
+    /// clock and stamped on the ROS clock (its hold, when it ends short of its end, goes to the
+    /// loop while it still has the arm). A frame that comes while no loop runs (one of a loop
+    /// that stopped) is not taken.
+    pub fn frame(&mut self, frame: &Frame, published: bool, now: Now) -> Answers<J, C> {
         if !self.looping {
             return self.drain();
         }
@@ -179,7 +181,7 @@ impl<J: Clone, C: Clone> HilCommands<J, C> {
                 positions: frame.theta.iter().copied().collect(),
                 velocities: frame.theta_dot.iter().copied().collect(),
             };
-            let tick = self.joint_goals.tick(now_ns, actual);
+            let tick = self.joint_goals.tick(now.steps_ns, actual).stamped(now.ros_ns);
             if let Some(Setpoint::Hold(_)) = tick.command {
                 // The arm holds where it is: what the goal queued is withdrawn.
                 match self.claim_hold(CommandSource::JointGoal) {

@@ -7,6 +7,7 @@ use arm_hil::control::{Trajectory, Waypoint};
 use arm_hil::hil::protection::ProtectionConfig;
 use arm_hil::hil::Withdrawals;
 use arm_hil::model::math::Vec3;
+use arm_hil::nodes::follower::clocks::Now;
 use arm_hil::nodes::follower::goals::TakesJointGoals;
 use arm_hil::nodes::follower::stream_gate::STREAM_GAP_S;
 use arm_hil::nodes::goals::{Answers, Checked, TakesCartesianGoals};
@@ -192,7 +193,7 @@ impl HilNode {
             self.hil_loop.take_requests(&mut self.model, &self.queue, &self.withdrawals);
             let (frame, _) = self.model.frame();
             let now = now_ns(&self.model);
-            let answers = self.commands.frame(&frame, true, now);
+            let answers = self.commands.frame(&frame, true, Now::on_one_clock(now));
             self.answers(answers);
             one_owner(&self.book, &self.cartesian, now);
         }
