@@ -42,6 +42,15 @@ def emulator(kind, *flags):
     return process, [line.split()[-1] for line in lines[:count]]
 
 
+def wait_for_emulator(seen, timeout=5.0):
+    """Until the emulator's log shows what `seen()` looks for (it writes behind the device's own
+    time stamps, later under load), then 0.5 s more: what the device got after it is looked at too."""
+    deadline = time.monotonic() + timeout
+    while not seen() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+
+
 def said(process):
     """The JSON lines a process printed so far."""
     return [json.loads(line) for line in process.log_path.read_text().splitlines() if line.startswith("{")]
@@ -101,7 +110,7 @@ class ExitPaths(FollowJointTrajectoryTest):
     def assert_stopped_after(self, lines, since_ns, stopped):
         """Of the emulator's `lines`, those at or after `since_ns`: the first that `stopped` says is a
         stop comes within STOP_BOUND_S, and none after it says otherwise."""
-        time.sleep(0.5)
+        wait_for_emulator(lambda: any(stopped(line) for line in lines() if line["unix_ns"] >= since_ns))
         after = [line for line in lines() if line["unix_ns"] >= since_ns]
         stops = [i for i, line in enumerate(after) if stopped(line)]
         self.assertTrue(stops, f"no stop after the signal: {after}")
@@ -120,7 +129,7 @@ class ExitPaths(FollowJointTrajectoryTest):
         self.assert_gone(driver, sent)
         # The last target is a hold where the servos were, within the bound; the goal's last
         # setpoint before it was not there.
-        time.sleep(0.5)
+        wait_for_emulator(lambda: any(line["unix_ns"] >= sent for line in said(firmware)))
         lines = said(firmware)
         after = [line for line in lines if line["unix_ns"] >= sent]
         self.assertTrue(after, "no hold after the signal")

@@ -55,7 +55,7 @@ class HostileClient(FollowJointTrajectoryTest):
         # `ros2 action send_goal` itself takes a second or two to find the server.
         self.assertLess(answered_in, 5.0 + 5.0, said.stdout)
         self.assertIsNone(self.launched.poll(), "the node ended")
-        self.assertTrue(self.collect(f"/{node}/state", ArmState, 2.0), f"{node} publishes no more")
+        self.first(f"/{node}/state", ArmState, timeout=10.0)  # it still publishes
 
     def test_the_far_goal_is_refused_and_sil_node_stays_up(self):
         self.launched = launch("sil.launch.py", "rsp:=false")
@@ -84,10 +84,15 @@ class HostileClient(FollowJointTrajectoryTest):
         done = self.result_of(handle, timeout=5.0)
         self.assertEqual(done.status, GoalStatus.STATUS_ABORTED, done.result.error_string)
         self.assertIn("deactivated", done.result.error_string)
-        self.collect(f"/{node}/transition_event", TransitionEvent, 1.0)
-        ended = [t for t, m in statuses for s in m.status_list
-                 if bytes(s.goal_info.goal_id.uuid) == bytes(handle.goal_id.uuid) and s.status in TERMINAL]
-        moved = [t for t, m in events if m.goal_state.label == "inactive"]
+        def goal_ended():
+            return [t for t, m in statuses for s in m.status_list
+                    if bytes(s.goal_info.goal_id.uuid) == bytes(handle.goal_id.uuid) and s.status in TERMINAL]
+
+        def went_inactive():
+            return [t for t, m in events if m.goal_state.label == "inactive"]
+
+        self.spin_until(lambda: goal_ended() and went_inactive(), 5.0)
+        ended, moved = goal_ended(), went_inactive()
         self.assertTrue(ended and moved, f"status {len(statuses)} messages, transitions {len(events)}")
         self.assertLess(abs(ended[0] - moved[0]), 0.1, "the goal outlived the transition")
         if holds:

@@ -122,10 +122,13 @@ class SecuredBringup(unittest.TestCase):
                 # Each enclave its own: an unsecured or foreign process is refused (Cyclone logs
                 # "Remote secure participant ... not allowed"), one of these never.
                 started = launch(file, *arguments, "enclave:=/arm_hil", env=secured(self.keystore))
-                ready = {"sil.launch.py": "Configured and activated", "hil.launch.py": "Recording...",
-                         "stm32.launch.py": "now active", "arduino.launch.py": "now active"}.get(file)
-                if ready:
-                    self.assertIsNotNone(wait_for_line(started, ready, timeout=40), f"{file}: no '{ready}'")
+                # The sil bringup's recorder is read below: it has taken both topics.
+                ready = {"sil.launch.py": ("Configured and activated", "Subscribed to topic '/joint_states'",
+                                           "Subscribed to topic '/tf'"),
+                         "hil.launch.py": ("Recording...",),
+                         "stm32.launch.py": ("now active",), "arduino.launch.py": ("now active",)}.get(file, ())
+                for line in ready:
+                    self.assertIsNotNone(wait_for_line(started, line, timeout=40), f"{file}: no '{line}'")
                 time.sleep(3.0)
                 log = started.log_path.read_text()  # before the stop, whose SIGINT some processes die of
                 stop(started)
