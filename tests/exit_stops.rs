@@ -7,7 +7,7 @@ use std::sync::Arc;
 use arm_hil::hil::exit;
 
 #[test]
-fn a_stop_that_panics_is_reported_and_the_stops_after_it_still_run() {
+fn a_stop_that_panics_is_reported_and_the_stops_after_it_still_run_as_at_the_end_of_main() {
     exit::handle_signals().expect("the process's signal handler and panic hook");
     let _failing = exit::on_exit("a device whose stop panics", || panic!("the device's port is gone"));
     let moving = Arc::new(AtomicBool::new(true));
@@ -17,4 +17,8 @@ fn a_stop_that_panics_is_reported_and_the_stops_after_it_still_run() {
     // this process before the other device's stop.
     assert_eq!(exit::stop_devices("the end of main"), 2);
     assert!(!moving.load(Ordering::SeqCst), "the other device was left moving");
+
+    moving.store(true, Ordering::SeqCst);
+    drop(exit::ExitGuard);
+    assert!(!moving.load(Ordering::SeqCst), "the end of main left a registered device moving");
 }

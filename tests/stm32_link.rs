@@ -229,6 +229,24 @@ fn a_servo_mode_goes_out_behind_a_hold_where_the_joints_are() {
 }
 
 #[test]
+fn the_shutdown_holds_the_joints_where_telemetry_put_them_unless_it_is_older_than_the_watchdog() {
+    let start = Instant::now();
+    let shutdown_at = |age: Duration| {
+        let mut link = Stm32Link::new(Stm32Config::default(), start);
+        link.handle_bytes(start, &telemetry_bytes());
+        link.send(&Command::SetJointAngles { shoulder: 1.0, elbow: 1.0 }).unwrap();
+        link.handle_shutdown(start + age);
+        let mut bytes = Vec::new();
+        while link.poll_transmit(start + age, &mut bytes) {}
+        let mut decoder = PacketDecoder::new();
+        decoder.push(&bytes);
+        std::iter::from_fn(|| decoder.poll_packet()).map(|p| p.command().unwrap()).collect::<Vec<_>>()
+    };
+    assert_eq!(shutdown_at(ms(400)), [Command::SetJointAngles { shoulder: 0.5, elbow: -0.5 }]);
+    assert_eq!(shutdown_at(ms(600)), [], "no hold at angles the servos may have sagged from");
+}
+
+#[test]
 fn imu_readings_are_converted_to_si() {
     let start = Instant::now();
     let expect = |units: ImuUnits, accel_z: f64, gyro_x: f64| {

@@ -27,8 +27,8 @@ impl SerialLink for Stm32Link {
     fn handle_port_lost(&mut self, now: Instant) {
         Stm32Link::handle_port_lost(self, now);
     }
-    fn handle_shutdown(&mut self, _now: Instant) {
-        Stm32Link::handle_shutdown(self);
+    fn handle_shutdown(&mut self, now: Instant) {
+        Stm32Link::handle_shutdown(self, now);
     }
     fn handle_bytes(&mut self, now: Instant, bytes: &[u8]) {
         Stm32Link::handle_bytes(self, now, bytes);

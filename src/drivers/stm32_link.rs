@@ -208,9 +208,15 @@ pub struct Stm32Link {
     in_flight: VecDeque<InFlight>,
     outbox: VecDeque<Outgoing>,
     events: VecDeque<LinkEvent>,
-    /// The joints' angles in the latest telemetry, within [`HOLD_LIMIT`] [rad]: the shutdown's hold.
+    /// The joints' angles in the latest telemetry, within [`HOLD_LIMIT`] [rad], and when they came:
+    /// the shutdown's hold.
     last_angles: Option<[f64; 2]>,
+    last_angles_at: Instant,
 }
+
+/// The oldest angles the shutdown holds the joints at [s]: the firmware's command watchdog. Past
+/// it the servos may have gone limp and sagged, and a hold at older angles would drive them back.
+const SHUTDOWN_HOLD_MAX_AGE: Duration = Duration::from_millis(500);
 
 impl Stm32Link {
     /// Commands kept for ACK matching; older ones are reported unacknowledged.
@@ -231,6 +237,7 @@ impl Stm32Link {
             outbox: VecDeque::new(),
             events: VecDeque::new(),
             last_angles: None,
+            last_angles_at: now,
         }
     }
 
@@ -285,11 +292,14 @@ impl Stm32Link {
         }
     }
 
-    /// The driver is stopping: a hold where the latest telemetry put the joints replaces what waits
-    /// to be sent (none known: nothing is sent).
-    pub fn handle_shutdown(&mut self) {
+    /// The driver is stopping at `now`: a hold where the latest telemetry put the joints replaces
+    /// what waits to be sent. With no angles, or none within [`SHUTDOWN_HOLD_MAX_AGE`], nothing is
+    /// sent: the firmware's watchdog idles the servos.
+    pub fn handle_shutdown(&mut self, now: Instant) {
         self.outbox.clear();
-        self.hold_where_the_joints_are();
+        if now.saturating_duration_since(self.last_angles_at) <= SHUTDOWN_HOLD_MAX_AGE {
+            self.hold_where_the_joints_are();
+        }
     }
 
     /// Queues both joints' angles where the latest telemetry put them (none known: nothing).
@@ -343,8 +353,10 @@ impl Stm32Link {
                     return self.events.push_back(LinkEvent::Implausible { what });
                 }
                 self.last_telemetry = now;
-                self.last_angles =
-                    telemetry.angles.map(|a| a.map(|x| x.clamp(-HOLD_LIMIT, HOLD_LIMIT))).or(self.last_angles);
+                if let Some(angles) = telemetry.angles {
+                    self.last_angles = Some(angles.map(|x| x.clamp(-HOLD_LIMIT, HOLD_LIMIT)));
+                    self.last_angles_at = now;
+                }
                 self.failed_attempts = 0;
                 self.set_state(LinkState::Connected);
                 self.events.push_back(LinkEvent::Telemetry(telemetry));
