@@ -479,6 +479,24 @@ fn a_segment_after_a_hold_starts_where_the_loop_holds_and_is_checked_from_there(
     assert!(refused.contains("max_joint_acceleration_rad_s2") || refused.contains("max_joint_speed"), "{refused}");
 }
 
+#[test]
+fn a_segment_queued_behind_another_is_checked_across_the_line_between_them() {
+    use arm_hil::hil::Withdrawals;
+    use arm_hil::nodes::hil::feeder::{FeedRequest, Feeder};
+    let robot = Robot::default();
+    let initial = goal_trajectory(&robot, &[(0.0, [0.15, 0.0, 0.2]), (1.0, [0.16, 0.0, 0.2])]);
+    let mut feeder = Feeder::new(&initial, robot.clone(), Default::default(), Arc::new(Withdrawals::default()));
+    // 1 cm on in 0.1 s from the move's end, at rest: taken.
+    feeder.request(FeedRequest::Append(vec![point(0.1, [0.17, 0.0, 0.2])])).unwrap();
+    // Then 4 mm back in 10 ms: within the motors' speed, but a reversal the ring would make at
+    // the line between the two.
+    let back = feeder.request(FeedRequest::Append(vec![point(0.01, [0.166, 0.0, 0.2])]));
+    let refused = back.unwrap_err().to_string();
+    assert!(refused.contains("max_joint_acceleration_rad_s2"), "{refused}");
+    // Going on the same way at the same pace: taken.
+    feeder.request(FeedRequest::Append(vec![point(0.1, [0.18, 0.0, 0.2])])).unwrap();
+}
+
 /// hil_node's commands, fed to the loop through `requests` and `withdrawals`.
 fn hil_commands<C: Clone>(
     robot: &Robot,

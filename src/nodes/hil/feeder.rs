@@ -177,8 +177,12 @@ pub struct Feeder {
 /// Where the loop's ring starts the next segment.
 #[derive(Debug, Clone, Copy)]
 enum SegmentStart {
-    /// After the last position queued [m]: the arm moving toward it, or already holding there.
-    After(Vec3),
+    /// After the last position queued [m], which the arm reaches at rest: the end of a
+    /// trajectory from rest to rest (the loop's own, a goal's, a joint command's move).
+    AtRest(Vec3),
+    /// After the last line queued, from `from` to `to` [m] in `dt_s` [s]: the arm may still move
+    /// along it as the segment begins, so the change of speed from it is checked.
+    Moving { from: Vec3, to: Vec3, dt_s: f64 },
     /// Where the loop holds for withdrawal `n` (a hold, or a loop resumed where the arm is),
     /// known once the loop has made it.
     Hold(u64),
@@ -190,7 +194,7 @@ impl Feeder {
     pub fn new(initial: &Trajectory, robot: Robot, bounds: ProtectionConfig, withdrawals: Arc<Withdrawals>) -> Feeder {
         let queue: VecDeque<FeedItem> = initial.waypoints().iter().map(|&sample| FeedItem::Sample(sample)).collect();
         let last = initial.waypoints().last().map_or(Vec3::zeros(), |last| last.x);
-        Feeder { robot, bounds, queue, start: SegmentStart::After(last), withdrawals }
+        Feeder { robot, bounds, queue, start: SegmentStart::AtRest(last), withdrawals }
     }
 
     /// The feeder of a loop that resumes holding where the arm is, as withdrawal `withdrawal`
@@ -223,31 +227,39 @@ impl Feeder {
                 if self.queue.len() + points.len() > MAX_QUEUED_SAMPLES {
                     return Err(SegmentError::Full { queued: self.queue.len(), points: points.len() });
                 }
-                // From a hold the arm starts at rest; after what is queued it may be moving.
-                let (last, from_rest) = match self.start {
-                    SegmentStart::After(last) => (last, false),
+                // From rest after a hold or a trajectory's end; after a line the arm may be moving
+                // along it, which the way begins with.
+                let at = |t: f64, x: Vec3| Waypoint { t, x, ..Waypoint::default() };
+                let (head, from_rest) = match self.start {
+                    SegmentStart::AtRest(last) => (vec![at(0.0, last)], true),
+                    SegmentStart::Moving { from, to, dt_s } => (vec![at(-dt_s, from), at(0.0, to)], false),
                     SegmentStart::Hold(n) => match self.withdrawals.done_at(n) {
-                        Some(_) => (self.withdrawals.held_at(n).ok_or(SegmentError::NothingHeld(n))?, true),
+                        Some(_) => {
+                            (vec![at(0.0, self.withdrawals.held_at(n).ok_or(SegmentError::NothingHeld(n))?)], true)
+                        }
                         None => return Err(SegmentError::HoldNotMade(n)),
                     },
                 };
+                let last = head[head.len() - 1].x;
                 let samples = segment_after(&points, &last, &self.robot)?;
-                let from = Waypoint { t: 0.0, x: last, ..Waypoint::default() };
-                let way: Vec<Waypoint> = std::iter::once(from).chain(samples.iter().copied()).collect();
+                let way: Vec<Waypoint> = head.into_iter().chain(samples.iter().copied()).collect();
                 self.bounds.check_path(&self.robot, &way).map_err(SegmentError::Bounds)?;
                 // Its end is not taken as a stop: the next segment may go on from it.
                 self.bounds.check_motion(&self.robot, &way, (from_rest, false)).map_err(SegmentError::Bounds)?;
                 self.queue.push_back(FeedItem::Segment);
                 self.queue_samples(samples);
+                if let [.., before, last] = way.as_slice() {
+                    self.start = SegmentStart::Moving { from: before.x, to: last.x, dt_s: last.t - before.t };
+                }
             }
             FeedRequest::Follow { trajectory, withdrawal } => {
                 self.withdrawn(withdrawal);
                 let waypoints = trajectory.waypoints();
                 let start = waypoints[0].t;
-                self.start = SegmentStart::After(waypoints[0].x);
                 // The first waypoint is where the arm holds (admitted within the tolerance), so
                 // the hold stands for it.
                 self.queue_samples(waypoints[1..].iter().map(|w| Waypoint { t: w.t - start, ..*w }));
+                self.start = SegmentStart::AtRest(waypoints[waypoints.len() - 1].x);
             }
             FeedRequest::Hold { withdrawal } => self.hold(withdrawal),
         }
@@ -266,10 +278,7 @@ impl Feeder {
     }
 
     fn queue_samples(&mut self, samples: impl IntoIterator<Item = Waypoint>) {
-        for sample in samples {
-            self.start = SegmentStart::After(sample.x);
-            self.queue.push_back(FeedItem::Sample(sample));
-        }
+        self.queue.extend(samples.into_iter().map(FeedItem::Sample));
     }
 }
 
