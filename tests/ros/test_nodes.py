@@ -927,10 +927,15 @@ class HilNode(NodeTest):
         here = (held[0].x, held[0].y, held[0].z)
         segment = [[0.5, here[0] + 0.001, here[1], here[2]] + [0.0] * 6,
                    [1.0, here[0] + 0.002, here[1], here[2]] + [0.0] * 6]
+        # The states are taken from before the segment, the hold included, to its end.
+        states = []
+        watching = self.node.create_subscription(ArmState, "/hil_node/state", states.append, 1000)
+        self.spin_until(lambda: states, 10.0)
+        self.assertTrue(states, "no /hil_node/state within 10 s")
         self.publish("/hil_node/trajectory", multi_dof_trajectory(segment), times=1)
-        moving = [m.reference_position for _, m in self.collect(
-            "/hil_node/state", ArmState, 10.0,
-            until=lambda m: m and abs(m[-1][1].reference_position.x - (here[0] + 0.002)) < 1e-9)]
+        self.spin_until(lambda: abs(states[-1].reference_position.x - (here[0] + 0.002)) < 1e-9, 10.0)
+        self.node.destroy_subscription(watching)
+        moving = [m.reference_position for m in states]
         steps = [math.dist((a.x, a.y, a.z), (b.x, b.y, b.z)) for a, b in zip(moving, moving[1:])]
         self.assertLess(max(steps), 5e-5, "the reference moves smoothly from the hold, without a jump")
         self.assertAlmostEqual(moving[-1].x, here[0] + 0.002, places=9)

@@ -12,6 +12,7 @@ use arm_hil::nodes::arduino::{
     requests_from_joint_command, state_max_age_ns, ArduinoNodeConfig, TestbenchSetpoints, JOINT_LIMITS, MAX_EFFORT_NM,
     MAX_VELOCITY_RAD_S as TESTBENCH_SPEED,
 };
+use arm_hil::nodes::follower::clocks::Now;
 use arm_hil::nodes::follower::goals::{DeviceGoals, Setpoint, TakesJointGoals};
 use arm_hil::nodes::follower::stream_gate::STREAM_GAP_S;
 use arm_hil::nodes::follower::{Follower, JointState};
@@ -293,6 +294,11 @@ pub(crate) enum Transition {
     Silence {
         seconds: u8,
     },
+    /// The ROS clock jumps by `seconds` (back where negative), as `/clock` may under
+    /// `use_sim_time`; the steady clock the node's steps are timed on goes on.
+    ClockJump {
+        seconds: i16,
+    },
 }
 
 /// What may happen next: the node active or not.
@@ -332,6 +338,7 @@ impl<const STM32: bool> ReferenceStateMachine for DeviceMachine<STM32> {
             1 => any::<bool>().prop_map(|running| Transition::Cancel { running }),
             1 => any::<bool>().prop_map(Transition::Stuck),
             1 => (1u8..=6).prop_map(|seconds| Transition::Silence { seconds }),
+            1 => (-200i16..=200).prop_map(|seconds| Transition::ClockJump { seconds }),
         ];
         match state.active {
             true => prop_oneof![
@@ -375,7 +382,10 @@ pub(crate) struct Node {
     device: Device,
     goals: DeviceGoals<u64>,
     book: GoalBook,
+    /// Now on the steady clock the node's steps are timed on [ns].
     now_ns: u64,
+    /// The ROS clock's lead over it [ns]: what goals' stamps are on.
+    ros_lead_ns: i128,
     active: bool,
     /// A stop with no command since: the device must not be commanded.
     held_since_stop: bool,
@@ -405,6 +415,7 @@ impl Node {
             goals,
             book: GoalBook::stopped_below(0.01),
             now_ns,
+            ros_lead_ns: 0,
             active: true,
             held_since_stop: false,
             stream: None,
@@ -416,14 +427,19 @@ impl Node {
 
     fn goal(&mut self, recipe: u8, seed: u64) {
         let device = &self.device;
-        let goal = hostile_goal(
+        // Stamped on the ROS clock, moved onto the steps' clock at receipt, as the node does.
+        let now = Now {
+            ros_ns: u64::try_from((i128::from(self.now_ns) + self.ros_lead_ns).max(0)).unwrap_or(0),
+            steps_ns: self.now_ns,
+        };
+        let goal = now.restamped(hostile_goal(
             &mut Dice::new(seed),
             recipe,
             &device.names,
             &device.positions,
             (&device.lower, &device.upper),
-            self.now_ns,
-        );
+            now.ros_ns,
+        ));
         let (handle, before) = (self.book.handle(), self.book.running());
         match self.goals.accept_joint_goal(handle, &goal, self.now_ns) {
             Ok(replaced) => {
@@ -595,6 +611,7 @@ impl<const STM32: bool> StateMachineTest for DeviceMachine<STM32> {
                 node.device.unguarded |= node.device.rates.iter().any(|rate| *rate != 0.0);
                 node.device.step(f64::from(seconds));
             }
+            Transition::ClockJump { seconds } => node.ros_lead_ns += i128::from(seconds) * i128::from(S),
         }
         node
     }

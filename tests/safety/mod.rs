@@ -96,7 +96,7 @@ pub(crate) fn hostile_goal(
         1 => goal.points = (1..=5).map(|k| point(k as f64 * 1e-9, near(dice, 0.01))).collect(),
         // A stamp in the past, up to 3 s, or in the future, up to 12 s.
         2 => {
-            goal.stamp_ns = now_ns - dice.below(3 * S);
+            goal.stamp_ns = now_ns.saturating_sub(dice.below(3 * S)).max(1);
             goal.points = vec![point(dice.range(0.1, 4.0), near(dice, 0.1))];
         }
         3 => {
