@@ -7,6 +7,7 @@ use arm_hil::control::{Trajectory, Waypoint};
 use arm_hil::hil::protection::ProtectionConfig;
 use arm_hil::hil::Withdrawals;
 use arm_hil::model::math::Vec3;
+use arm_hil::model::Robot;
 use arm_hil::nodes::follower::clocks::Now;
 use arm_hil::nodes::follower::goals::TakesJointGoals;
 use arm_hil::nodes::follower::stream_gate::STREAM_GAP_S;
@@ -42,6 +43,7 @@ impl Loop {
             match &request {
                 FeedRequest::Follow { trajectory, withdrawal } => {
                     model.check_sent(trajectory);
+                    assert_within_motor_speed(&model.robot, trajectory.waypoints());
                     bounds.check_path(&model.robot, trajectory.waypoints()).expect("a path past the bounds was sent");
                     withdrawals.done(*withdrawal, model.t, Some(model.following.held_or(model.t)));
                     model.following.follow(trajectory.clone(), model.t);
@@ -68,6 +70,7 @@ impl Loop {
                         std::iter::once(Waypoint { t: 0.0, x: from, ..Waypoint::default() }).chain(samples).collect();
                     bounds.check_path(&model.robot, &way).expect("a segment's way from the hold past the bounds");
                     bounds.check_motion(&model.robot, &way, (true, false)).expect("a segment too fast from the hold");
+                    assert_within_motor_speed(&model.robot, &way);
                     let trajectory = Trajectory::with_robot_forearm(way, &model.robot).expect("a segment's way");
                     model.following.follow(Arc::new(trajectory), model.t);
                     self.holding_at = None;
@@ -86,6 +89,22 @@ impl Loop {
         self.feeder = self.feeder.take().map(|feeder| feeder.holding(withdrawal));
         withdrawals.done(withdrawal, model.t, Some(model.x));
         self.holding_at = Some(model.x);
+    }
+}
+
+/// No two waypoints of what the loop is sent turn a motor faster than the motors may turn
+/// (`hil.protection.max_joint_speed_rad_s`), found here through the inverse kinematics alone.
+fn assert_within_motor_speed(robot: &Robot, waypoints: &[Waypoint]) {
+    let top = ProtectionConfig::default().max_joint_speed_rad_s;
+    let mut before: Option<(f64, Vec3)> = None;
+    for waypoint in waypoints {
+        let theta =
+            robot.inverse_kinematics(&waypoint.x, before.as_ref().map(|(_, theta)| theta)).expect("a waypoint placed");
+        if let Some((t, previous)) = before {
+            let speed = ((theta - previous) / (waypoint.t - t)).amax();
+            assert!(speed <= top * (1.0 + 1e-6), "a motor would turn at {speed} rad/s at {} s", waypoint.t);
+        }
+        before = Some((waypoint.t, theta));
     }
 }
 
