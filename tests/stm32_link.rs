@@ -99,7 +99,7 @@ fn a_command_refused_for_crc_mismatch_is_resent_three_times_then_reported() {
     let mut link = Stm32Link::new(Stm32Config::default(), start);
     link.handle_port_opened(start);
     let command = Command::SetJointAngles { shoulder: 0.3, elbow: -0.2 };
-    link.send(&command).unwrap();
+    link.send(start, &command).unwrap();
     let mut sends = 0;
     let mut events = Vec::new();
     for attempt in 0..5 {
@@ -137,7 +137,7 @@ fn acks_in_either_convention_report_the_command_and_latency() {
     let start = Instant::now();
     let mut link = Stm32Link::new(Stm32Config::default(), start);
     link.handle_port_opened(start);
-    link.send(&Command::SystemReset).unwrap();
+    link.send(start, &Command::SystemReset).unwrap();
     let mut bytes = Vec::new();
     while link.poll_transmit(start, &mut bytes) {}
     let mut ack = Vec::new();
@@ -150,13 +150,15 @@ fn acks_in_either_convention_report_the_command_and_latency() {
 #[test]
 fn out_of_range_targets_and_gains_are_refused_before_sending() {
     let mut link = Stm32Link::new(Stm32Config::default(), Instant::now());
-    let refused = link.send(&Command::SetJointAngles { shoulder: 1.6, elbow: 0.0 }).unwrap_err();
+    let refused = link.send(Instant::now(), &Command::SetJointAngles { shoulder: 1.6, elbow: 0.0 }).unwrap_err();
     assert!(matches!(refused, CommandError::OutOfRange { what: "shoulder angle", .. }));
     assert!(refused.to_string().contains("1.6"), "{refused}");
     let gains = PidGains { kp: 11.0, ki: 0.5, kd: 0.5 };
-    assert!(link.send(&Command::SetPidGains { shoulder: gains, elbow: gains }).is_err());
+    assert!(link.send(Instant::now(), &Command::SetPidGains { shoulder: gains, elbow: gains }).is_err());
     let gains = PidGains { kp: 1.0, ki: 1.5, kd: 0.5 };
-    assert!(link.send(&Command::SetPidGainsSingle { joint: arm_hil::protocol::stm32::Joint::Elbow, gains }).is_err());
+    assert!(link
+        .send(Instant::now(), &Command::SetPidGainsSingle { joint: arm_hil::protocol::stm32::Joint::Elbow, gains })
+        .is_err());
     let mut bytes = Vec::new();
     assert!(!link.poll_transmit(Instant::now(), &mut bytes));
 }
@@ -165,11 +167,12 @@ fn out_of_range_targets_and_gains_are_refused_before_sending() {
 fn a_setpoint_flood_sends_only_the_latest_angles_and_the_outbox_is_bounded() {
     let now = Instant::now();
     let mut link = Stm32Link::new(Stm32Config::default(), now);
+    link.handle_bytes(now, &telemetry_bytes());
     for k in 0..1000 {
-        link.send(&Command::SetJointAngles { shoulder: k as f32 * 1e-3, elbow: 0.0 }).unwrap();
+        link.send(now, &Command::SetJointAngles { shoulder: k as f32 * 1e-3, elbow: 0.0 }).unwrap();
     }
-    link.send(&Command::SetMode(arm_hil::protocol::stm32::ControlMode::Position)).unwrap();
-    link.send(&Command::SetJointAngles { shoulder: 0.5, elbow: 0.0 }).unwrap();
+    link.send(now, &Command::SetMode(arm_hil::protocol::stm32::ControlMode::Position)).unwrap();
+    link.send(now, &Command::SetJointAngles { shoulder: 0.5, elbow: 0.0 }).unwrap();
     let mut bytes = Vec::new();
     while link.poll_transmit(now, &mut bytes) {}
     let mut decoder = PacketDecoder::new();
@@ -178,18 +181,19 @@ fn a_setpoint_flood_sends_only_the_latest_angles_and_the_outbox_is_bounded() {
     assert_eq!(
         sent,
         [
+            Command::SetJointAngles { shoulder: 0.5, elbow: -0.5 },
             Command::SetMode(arm_hil::protocol::stm32::ControlMode::Position),
             Command::SetJointAngles { shoulder: 0.5, elbow: 0.0 }
         ],
-        "the latest setpoint only, in the order the commands were sent"
+        "the latest setpoint only, in the order the commands were sent; the mode's hold kept before it"
     );
 
     for _ in 0..Stm32Link::MAX_OUTBOX {
-        link.send(&Command::CalibrateImu).unwrap();
+        link.send(now, &Command::CalibrateImu).unwrap();
     }
-    assert!(matches!(link.send(&Command::SystemReset), Err(CommandError::Busy { .. })));
-    link.send(&Command::SetJointAngles { shoulder: 0.1, elbow: 0.1 }).expect("a hold is never refused");
-    link.handle_command(&Command::SystemReset);
+    assert!(matches!(link.send(now, &Command::SystemReset), Err(CommandError::Busy { .. })));
+    link.send(now, &Command::SetJointAngles { shoulder: 0.1, elbow: 0.1 }).expect("a hold is never refused");
+    link.handle_command(now, &Command::SystemReset);
     let refused = std::iter::from_fn(|| link.poll_event()).find(|e| matches!(e, LinkEvent::CommandFailed { .. }));
     assert!(
         matches!(&refused, Some(LinkEvent::CommandFailed { command: kind::SYSTEM_RESET, reason }) if reason.contains("flood")),
@@ -216,16 +220,23 @@ fn a_servo_mode_goes_out_behind_a_hold_where_the_joints_are() {
         decoder.push(&bytes);
         std::iter::from_fn(|| decoder.poll_packet()).map(|p| p.command().unwrap()).collect::<Vec<_>>()
     };
-    link.send(&Command::SetMode(ControlMode::Idle)).unwrap();
+    link.send(now, &Command::SetMode(ControlMode::Idle)).unwrap();
     assert_eq!(sent(&mut link), [Command::SetMode(ControlMode::Idle)], "going limp needs no hold");
     for mode in [ControlMode::Position, ControlMode::Trajectory] {
-        link.send(&Command::SetMode(mode)).unwrap();
+        link.send(now, &Command::SetMode(mode)).unwrap();
         assert_eq!(
             sent(&mut link),
             [Command::SetJointAngles { shoulder: 0.5, elbow: -0.5 }, Command::SetMode(mode)],
             "the firmware's old target is replaced before the servos are driven again"
         );
     }
+    let later = now + ms(600);
+    assert!(
+        matches!(link.send(later, &Command::SetMode(ControlMode::Position)), Err(CommandError::NothingToHold)),
+        "no hold at angles older than the firmware's watchdog"
+    );
+    let mut silent = Stm32Link::new(Stm32Config::default(), now);
+    assert!(matches!(silent.send(now, &Command::SetMode(ControlMode::Position)), Err(CommandError::NothingToHold)));
 }
 
 #[test]
@@ -234,7 +245,7 @@ fn the_shutdown_holds_the_joints_where_telemetry_put_them_unless_it_is_older_tha
     let shutdown_at = |age: Duration| {
         let mut link = Stm32Link::new(Stm32Config::default(), start);
         link.handle_bytes(start, &telemetry_bytes());
-        link.send(&Command::SetJointAngles { shoulder: 1.0, elbow: 1.0 }).unwrap();
+        link.send(start, &Command::SetJointAngles { shoulder: 1.0, elbow: 1.0 }).unwrap();
         link.handle_shutdown(start + age);
         let mut bytes = Vec::new();
         while link.poll_transmit(start + age, &mut bytes) {}

@@ -18,8 +18,8 @@ impl SerialLink for Stm32Link {
     type Command = Command;
     type Event = LinkEvent;
 
-    fn handle_command(&mut self, _now: Instant, command: Command) {
-        Stm32Link::handle_command(self, &command);
+    fn handle_command(&mut self, now: Instant, command: Command) {
+        Stm32Link::handle_command(self, now, &command);
     }
     fn handle_port_opened(&mut self, now: Instant) {
         Stm32Link::handle_port_opened(self, now);

@@ -10,6 +10,8 @@ pub enum CommandError {
     OutOfRange { what: &'static str, value: f64, min: f64, max: f64 },
     #[error("{queued} packets are waiting for the wire: a command flood is refused")]
     Busy { queued: usize },
+    #[error("a servo mode needs the joints' angles from telemetry at most 0.5 s old, to hold them there first")]
+    NothingToHold,
 }
 
 /// The protocol's limits (docs/stm32.md): the joints' angle either way [rad], the gains.

@@ -214,9 +214,10 @@ pub struct Stm32Link {
     last_angles_at: Instant,
 }
 
-/// The oldest angles the shutdown holds the joints at [s]: the firmware's command watchdog. Past
-/// it the servos may have gone limp and sagged, and a hold at older angles would drive them back.
-const SHUTDOWN_HOLD_MAX_AGE: Duration = Duration::from_millis(500);
+/// The oldest angles a hold is made at: the firmware's command watchdog. Past it the servos may
+/// have gone limp and sagged (or been moved by hand), and a hold at older angles would drive them
+/// back.
+const HOLD_MAX_AGE: Duration = Duration::from_millis(500);
 
 impl Stm32Link {
     /// Commands kept for ACK matching; older ones are reported unacknowledged.
@@ -263,16 +264,23 @@ impl Stm32Link {
     /// backlog of stale ones; they are never refused (a hold must go out). Past
     /// [`Stm32Link::MAX_OUTBOX`] another command is refused.
     ///
-    /// A servo mode (POSITION, TRAJECTORY) goes out behind a hold where the latest telemetry puts
-    /// the joints: after IDLE the firmware would otherwise drive the servos back to the target it
-    /// held before.
-    pub fn send(&mut self, command: &Command) -> Result<(), CommandError> {
+    /// A servo mode (POSITION, TRAJECTORY) sent at `now` goes out behind a hold where telemetry
+    /// at most [`HOLD_MAX_AGE`] old puts the joints, and is refused without one: after IDLE the
+    /// firmware would otherwise drive the servos back to the target it held before. Angles sent
+    /// after it replace none queued before it, the hold among them.
+    pub fn send(&mut self, now: Instant, command: &Command) -> Result<(), CommandError> {
         validate_command(command)?;
         if matches!(command, Command::SetMode(ControlMode::Position | ControlMode::Trajectory)) {
-            self.hold_where_the_joints_are();
+            let [shoulder, elbow] = self.fresh_angles(now).ok_or(CommandError::NothingToHold)?;
+            self.send(now, &Command::SetJointAngles { shoulder: shoulder as f32, elbow: elbow as f32 })?;
         }
         if command.kind() == kind::SET_JOINT_ANGLES {
-            self.outbox.retain(|queued| queued.kind != kind::SET_JOINT_ANGLES);
+            let after_mode = self.outbox.iter().rposition(|queued| queued.kind == kind::SET_MODE).map_or(0, |i| i + 1);
+            let mut index = 0;
+            self.outbox.retain(|queued| {
+                index += 1;
+                index <= after_mode || queued.kind != kind::SET_JOINT_ANGLES
+            });
         } else if self.outbox.len() >= Self::MAX_OUTBOX {
             return Err(CommandError::Busy { queued: self.outbox.len() });
         }
@@ -286,27 +294,25 @@ impl Stm32Link {
 
     /// Queues a command another thread sent ([`Stm32Link::send`]); one refused is told as
     /// [`LinkEvent::CommandFailed`].
-    pub fn handle_command(&mut self, command: &Command) {
-        if let Err(error) = self.send(command) {
+    pub fn handle_command(&mut self, now: Instant, command: &Command) {
+        if let Err(error) = self.send(now, command) {
             self.events.push_back(LinkEvent::CommandFailed { command: command.kind(), reason: error.to_string() });
         }
     }
 
     /// The driver is stopping at `now`: a hold where the latest telemetry put the joints replaces
-    /// what waits to be sent. With no angles, or none within [`SHUTDOWN_HOLD_MAX_AGE`], nothing is
-    /// sent: the firmware's watchdog idles the servos.
+    /// what waits to be sent. With no angles, or none within [`HOLD_MAX_AGE`], nothing is sent:
+    /// the firmware's watchdog idles the servos.
     pub fn handle_shutdown(&mut self, now: Instant) {
         self.outbox.clear();
-        if now.saturating_duration_since(self.last_angles_at) <= SHUTDOWN_HOLD_MAX_AGE {
-            self.hold_where_the_joints_are();
+        if let Some([shoulder, elbow]) = self.fresh_angles(now) {
+            let _ = self.send(now, &Command::SetJointAngles { shoulder: shoulder as f32, elbow: elbow as f32 });
         }
     }
 
-    /// Queues both joints' angles where the latest telemetry put them (none known: nothing).
-    fn hold_where_the_joints_are(&mut self) {
-        if let Some([shoulder, elbow]) = self.last_angles {
-            let _ = self.send(&Command::SetJointAngles { shoulder: shoulder as f32, elbow: elbow as f32 });
-        }
+    /// The joints' angles in telemetry at most [`HOLD_MAX_AGE`] old at `now`: where a hold goes.
+    fn fresh_angles(&self, now: Instant) -> Option<[f64; 2]> {
+        self.last_angles.filter(|_| now.saturating_duration_since(self.last_angles_at) <= HOLD_MAX_AGE)
     }
 
     /// The port was (re)opened: start polling at once.

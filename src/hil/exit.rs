@@ -98,20 +98,37 @@ fn devices() -> Vec<String> {
 /// they run, so a stop may take its time within its bound without blocking registration; a stop
 /// that panics is reported and the others still run (the signal thread that runs them must live).
 pub fn stop_devices(why: &str) -> usize {
+    let stopped = run_stops();
+    stopped.log(why);
+    stopped.0.len()
+}
+
+/// Each device whose stop ran, and whether it returned (it did not panic).
+struct Stopped(Vec<(String, bool)>);
+
+/// Runs every registered stop, logging nothing: every stop comes before any log, since a log
+/// blocked on a full stderr pipe (or a terminal paused with Ctrl-S) must hold no stop.
+fn run_stops() -> Stopped {
     let registered: Vec<(String, StopFn)> =
         stops().iter().map(|registered| (registered.name.clone(), registered.stop.clone())).collect();
     let was_stopping = STOPPING.replace(true);
-    let stopped: Vec<bool> =
-        registered.iter().map(|(_, stop)| std::panic::catch_unwind(AssertUnwindSafe(|| stop())).is_ok()).collect();
+    let stopped = registered
+        .into_iter()
+        .map(|(name, stop)| (name, std::panic::catch_unwind(AssertUnwindSafe(|| stop())).is_ok()))
+        .collect();
     STOPPING.set(was_stopping);
-    // Every stop first, the logs after: a log blocked on a full stderr pipe must not hold a stop.
-    for ((name, _), stopped) in registered.iter().zip(stopped) {
-        match stopped {
-            true => log::warn!("stopped {name}: {why}"),
-            false => log::error!("the stop of {name} panicked"),
+    Stopped(stopped)
+}
+
+impl Stopped {
+    fn log(&self, why: &str) {
+        for (name, returned) in &self.0 {
+            match returned {
+                true => log::warn!("stopped {name}: {why}"),
+                false => log::error!("the stop of {name} panicked"),
+            }
         }
     }
-    registered.len()
 }
 
 /// True once the process was asked to end (a signal, a panic).
@@ -170,9 +187,11 @@ pub fn handle_signals() -> Result<(), ctrlc::Error> {
         // The devices first: the report can take a while (a backtrace is resolved for it).
         PANICKED.store(true, Ordering::Relaxed);
         if !STOPPING.get() {
-            let thread = std::thread::current();
-            stop_devices(&format!("a panic in thread `{}`", thread.name().unwrap_or("unnamed")));
+            let stopped = run_stops();
+            // The request and the grace before any log, as in a signal's.
             asked_to_end("a panic", false);
+            let thread = std::thread::current();
+            stopped.log(&format!("a panic in thread `{}`", thread.name().unwrap_or("unnamed")));
         }
         report(info);
     }));
@@ -207,12 +226,26 @@ fn asked_to_end(what: &str, by_signal: bool) {
     }
 }
 
+/// The longest a forced exit waits for its logs to be written.
+const EXIT_LOG_WAIT: Duration = Duration::from_millis(100);
+
 /// Stops every registered device, then ends the process at once: `_exit`, not `exit`, since the
 /// other threads still run (in a node, inside DDS, whose static destructors `exit` would run under
 /// them).
 fn exit_now(why: &str) -> ! {
-    stop_devices(why);
-    log::logger().flush();
+    let stopped = run_stops();
+    // The logs on a thread of their own, waited for a moment only: a blocked stderr must not
+    // hold the exit.
+    let (logged, wait) = std::sync::mpsc::channel();
+    let why = why.to_owned();
+    let logging = std::thread::Builder::new().name("exit-log".into()).spawn(move || {
+        stopped.log(&why);
+        log::logger().flush();
+        let _ = logged.send(());
+    });
+    if logging.is_ok() {
+        let _ = wait.recv_timeout(EXIT_LOG_WAIT);
+    }
     // SAFETY: _exit only ends the process; it touches no memory of ours.
     unsafe { libc::_exit(if panicked() { PANIC_STATUS } else { INTERRUPTED_STATUS }) }
 }

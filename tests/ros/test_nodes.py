@@ -855,10 +855,12 @@ class HilNode(NodeTest):
         status = self.wait_loop_running()
         keys = {v.key for v in status.values}
         self.assertTrue({"cycles", "overruns", "jitter_p99_us", "starved_cycles"} <= keys)
-        statistics = [m for _, m in self.collect("/hil_node/loop_statistics", LoopStatistics, 10.0,
-                                                 until=lambda m: len(m) >= 3)]
+        statistics = [m for _, m in self.collect("/hil_node/loop_statistics", LoopStatistics, 12.0,
+                                                 until=lambda m: len(m) >= 4)]
         apart = [stamp_s(b.header.stamp) - stamp_s(a.header.stamp) for a, b in zip(statistics, statistics[1:])]
-        self.assertTrue(len(apart) >= 2 and all(0.9 < s < 1.1 for s in apart), f"statistics {apart} s apart: once a second")
+        # Once a second: on average, none skipped (a loaded machine may delay one).
+        self.assertTrue(len(apart) >= 3 and 0.8 < sum(apart) / len(apart) < 1.2 and max(apart) < 1.9,
+                        f"statistics {apart} s apart: once a second")
         latest = statistics[-1]
         self.assertEqual(latest.rate_hz, 1000.0)
         self.assertGreater(latest.cycles, statistics[0].cycles)

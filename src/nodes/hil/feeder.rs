@@ -177,15 +177,26 @@ pub struct Feeder {
 /// Where the loop's ring starts the next segment.
 #[derive(Debug, Clone, Copy)]
 enum SegmentStart {
-    /// After the last position queued [m], which the arm reaches at rest: the end of a
-    /// trajectory from rest to rest (the loop's own, a goal's, a joint command's move).
+    /// At a single position queued [m], at rest there.
     AtRest(Vec3),
     /// After the last line queued, from `from` to `to` [m] in `dt_s` [s]: the arm may still move
-    /// along it as the segment begins, so the change of speed from it is checked.
+    /// along it as the segment begins (the ring interpolates linearly), so the change of speed
+    /// from it is checked. A trajectory that ends at rest ends on a line of no length.
     Moving { from: Vec3, to: Vec3, dt_s: f64 },
     /// Where the loop holds for withdrawal `n` (a hold, or a loop resumed where the arm is),
     /// known once the loop has made it.
     Hold(u64),
+}
+
+impl SegmentStart {
+    /// Where a segment goes on from after `waypoints`: along their last line.
+    fn after(waypoints: &[Waypoint]) -> SegmentStart {
+        match waypoints {
+            [.., before, last] => SegmentStart::Moving { from: before.x, to: last.x, dt_s: last.t - before.t },
+            [last] => SegmentStart::AtRest(last.x),
+            [] => SegmentStart::AtRest(Vec3::zeros()),
+        }
+    }
 }
 
 impl Feeder {
@@ -193,8 +204,7 @@ impl Feeder {
     /// `bounds`, and start where the loop says in `withdrawals` it holds after a withdrawal.
     pub fn new(initial: &Trajectory, robot: Robot, bounds: ProtectionConfig, withdrawals: Arc<Withdrawals>) -> Feeder {
         let queue: VecDeque<FeedItem> = initial.waypoints().iter().map(|&sample| FeedItem::Sample(sample)).collect();
-        let last = initial.waypoints().last().map_or(Vec3::zeros(), |last| last.x);
-        Feeder { robot, bounds, queue, start: SegmentStart::AtRest(last), withdrawals }
+        Feeder { robot, bounds, queue, start: SegmentStart::after(initial.waypoints()), withdrawals }
     }
 
     /// The feeder of a loop that resumes holding where the arm is, as withdrawal `withdrawal`
@@ -227,8 +237,8 @@ impl Feeder {
                 if self.queue.len() + points.len() > MAX_QUEUED_SAMPLES {
                     return Err(SegmentError::Full { queued: self.queue.len(), points: points.len() });
                 }
-                // From rest after a hold or a trajectory's end; after a line the arm may be moving
-                // along it, which the way begins with.
+                // From rest after a hold; after a line the arm may be moving along it, which the
+                // way begins with.
                 let at = |t: f64, x: Vec3| Waypoint { t, x, ..Waypoint::default() };
                 let (head, from_rest) = match self.start {
                     SegmentStart::AtRest(last) => (vec![at(0.0, last)], true),
@@ -248,9 +258,7 @@ impl Feeder {
                 self.bounds.check_motion(&self.robot, &way, (from_rest, false)).map_err(SegmentError::Bounds)?;
                 self.queue.push_back(FeedItem::Segment);
                 self.queue_samples(samples);
-                if let [.., before, last] = way.as_slice() {
-                    self.start = SegmentStart::Moving { from: before.x, to: last.x, dt_s: last.t - before.t };
-                }
+                self.start = SegmentStart::after(&way);
             }
             FeedRequest::Follow { trajectory, withdrawal } => {
                 self.withdrawn(withdrawal);
@@ -259,7 +267,7 @@ impl Feeder {
                 // The first waypoint is where the arm holds (admitted within the tolerance), so
                 // the hold stands for it.
                 self.queue_samples(waypoints[1..].iter().map(|w| Waypoint { t: w.t - start, ..*w }));
-                self.start = SegmentStart::AtRest(waypoints[waypoints.len() - 1].x);
+                self.start = SegmentStart::after(waypoints);
             }
             FeedRequest::Hold { withdrawal } => self.hold(withdrawal),
         }
