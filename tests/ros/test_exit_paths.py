@@ -152,12 +152,15 @@ class ExitPaths(FollowJointTrajectoryTest):
 
     def hil_node_on_the_rig(self, env=None, goal_s=4.0):
         """hil_node on the emulated rig, running its arc; a goal of `goal_s` on its way between two
-        poses of the arc; the rig emulator."""
+        poses of the arc; the rig emulator. The protective stop's tracking bound is 5 cm, not
+        1 cm: on a loaded machine the emulated rig's pseudo-terminals lag, and the stop would
+        rightly end the goal before the exit path these tests are about (the stop has tests of
+        its own)."""
         self.node_name, self.joints = "hil_node", ("joint1", "joint2", "joint3")
         self.take_the_emulated_rig()
         rig, (sensor, stepper) = emulator("sensor", "--print-stops")
         hil = node("hil_node", "hardware:=robotscara", f"sensor_device:={sensor}", f"arduino_device:={stepper}",
-                   env=env)
+                   "hil.protection.max_tracking_error_m:=0.05", env=env)
         self.wait_loop_running()
         _, apart = self.poses_of_its_own_trajectory(1.0)
         result = self.goal_on_its_way([(goal_s, apart)])
