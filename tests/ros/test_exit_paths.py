@@ -180,6 +180,8 @@ class ExitPaths(FollowJointTrajectoryTest):
         env = {"ARM_HIL_INJECT_FAULT": f"panic:{thread}:6"}
         rig, hil, result = self.hil_node_on_the_rig(env=env, goal_s=15.0)
         self.assert_aborted(result, reason)
+        # The emulator writes its line of the stop after the fact, later under load.
+        wait_for_emulator(lambda: (lines := said(rig)) and not lines[-1]["moving"])
         lines = said(rig)
         self.assertTrue(lines and not lines[-1]["moving"], f"the motors were not stopped, or moved again: {lines}")
         self.assert_gone(hil, lines[-1]["unix_ns"], status=101)
