@@ -271,8 +271,8 @@ impl Stm32Link {
     pub fn send(&mut self, now: Instant, command: &Command) -> Result<(), CommandError> {
         validate_command(command)?;
         if matches!(command, Command::SetMode(ControlMode::Position | ControlMode::Trajectory)) {
-            let [shoulder, elbow] = self.fresh_angles(now).ok_or(CommandError::NothingToHold)?;
-            self.send(now, &Command::SetJointAngles { shoulder: shoulder as f32, elbow: elbow as f32 })?;
+            let hold = self.hold_where_the_joints_are(now).ok_or(CommandError::NothingToHold)?;
+            self.send(now, &hold)?;
         }
         if command.kind() == kind::SET_JOINT_ANGLES {
             let after_mode = self.outbox.iter().rposition(|queued| queued.kind == kind::SET_MODE).map_or(0, |i| i + 1);
@@ -305,14 +305,16 @@ impl Stm32Link {
     /// the firmware's watchdog idles the servos.
     pub fn handle_shutdown(&mut self, now: Instant) {
         self.outbox.clear();
-        if let Some([shoulder, elbow]) = self.fresh_angles(now) {
-            let _ = self.send(now, &Command::SetJointAngles { shoulder: shoulder as f32, elbow: elbow as f32 });
+        if let Some(hold) = self.hold_where_the_joints_are(now) {
+            let _ = self.send(now, &hold);
         }
     }
 
-    /// The joints' angles in telemetry at most [`HOLD_MAX_AGE`] old at `now`: where a hold goes.
-    fn fresh_angles(&self, now: Instant) -> Option<[f64; 2]> {
-        self.last_angles.filter(|_| now.saturating_duration_since(self.last_angles_at) <= HOLD_MAX_AGE)
+    /// Both joints' angles where telemetry at most [`HOLD_MAX_AGE`] old at `now` put them.
+    fn hold_where_the_joints_are(&self, now: Instant) -> Option<Command> {
+        let [shoulder, elbow] =
+            self.last_angles.filter(|_| now.saturating_duration_since(self.last_angles_at) <= HOLD_MAX_AGE)?;
+        Some(Command::SetJointAngles { shoulder: shoulder as f32, elbow: elbow as f32 })
     }
 
     /// The port was (re)opened: start polling at once.
