@@ -25,6 +25,7 @@ EXECUTABLE = "arduino_driver"
 OVERRIDES = {
     "port": (str, "serial device"),
     "link.baud": (int, "baud rate"),
+    "link.heartbeat_misses": (int, "heartbeats unacknowledged in a row before the link is lost"),
     "stream_rate_hz": (int, "datastream rate [Hz]"),
     "autostart": (bool, "configure and activate at start (false: wait for ros2 lifecycle set)"),
     "auto_recover": (bool, "after a device fault, configure and activate again once a second"),

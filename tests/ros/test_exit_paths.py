@@ -143,7 +143,7 @@ class ExitPaths(FollowJointTrajectoryTest):
         self.node_name = "arduino_driver"
         self.joints = ("finger_joint0", "finger_joint1", "finger_joint2", "finger_joint3")
         mcu, (path,) = emulator("rdscom", "--print-stops")
-        driver = node("arduino_driver", f"port:={path}")
+        driver = node("arduino_driver", f"port:={path}", "link.heartbeat_misses:=10")  # as LOADED_MCU_HEARTBEAT
         result = self.goal_on_its_way([(6.0, [0.1, 0.5, 0.6, 0.4])])
         sent = self.terminate(driver)
         self.assert_aborted(result, "shut down")

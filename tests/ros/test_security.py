@@ -18,7 +18,7 @@ import time
 import unittest
 import xml.etree.ElementTree as ET
 
-from test_nodes import LOGS, bag_messages, launch, start_emulator, stop, stop_all, leave_the_machine, take_the_machine, wait_for_line
+from test_nodes import LOADED_MCU_HEARTBEAT, LOGS, bag_messages, launch, start_emulator, stop, stop_all, leave_the_machine, take_the_machine, wait_for_line
 from test_follow_joint_trajectory import installed
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -113,7 +113,7 @@ class SecuredBringup(unittest.TestCase):
             ("sil.launch.py", "record:=true", f"bag:={LOGS / 'secured_sil_bag'}", "control:=ros2_control"),
             ("hil.launch.py", "hardware:=sim", "record:=true", f"bag:={LOGS / 'secured_hil_bag'}"),
             ("stm32.launch.py", f"port:={stm32_port}"),
-            ("arduino.launch.py", f"port:={rdscom_port}"),
+            ("arduino.launch.py", f"port:={rdscom_port}", LOADED_MCU_HEARTBEAT),
             ("legacy_bridge.launch.py", "server_bind:=127.0.0.1:0"),
             ("vr_bridge.launch.py",),
         ]
