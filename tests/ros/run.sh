@@ -68,7 +68,7 @@ in_loopback_namespace() {
 }
 
 # Named tests, or a benchmark, run in one namespace. The whole suite runs in
-# ARM_HIL_ROS_WORKERS workers (3 by default) at once, each in a namespace and on a ROS domain
+# ARM_HIL_ROS_WORKERS workers (4 by default) at once, each in a namespace and on a ROS domain
 # of its own, each taking the next test class no worker has taken (test_nodes.py --claims):
 # most of a test's time is waiting for a node, not computing.
 if [ "$script" != test_nodes.py ] || [ $# -gt 0 ]; then
@@ -76,7 +76,7 @@ if [ "$script" != test_nodes.py ] || [ $# -gt 0 ]; then
 fi
 # One compound command, read whole before it runs: an edit of this file mid-run changes nothing.
 {
-  workers="${ARM_HIL_ROS_WORKERS:-3}"
+  workers="${ARM_HIL_ROS_WORKERS:-4}"
   [ "$workers" -ge 1 ] || { echo "ARM_HIL_ROS_WORKERS=$workers: at least one worker"; exit 2; }
   # A worker that outlives this (a test stuck past its own bounds) is stopped, and said.
   worker_budget_s="${ARM_HIL_ROS_WORKER_BUDGET_S:-1500}"

@@ -1375,9 +1375,9 @@ class TimedRunner(unittest.TextTestRunner):
 # The classes that take longest, started first when the suite runs in several workers, so that
 # none of them starts last and keeps the others waiting (their times: the "slowest tests" list).
 # Those that need the machine alone for some tests (the emulated rig: ManagedNodes, HostileClient,
-# ExitPaths) are never two among the first three claims, so that the workers do not begin by
-# waiting for each other.
-LONGEST_FIRST = ("ManagedNodes", "SecuredBringup", "Ros2ControlBringup", "HostileClient", "SilNode", "ExitPaths")
+# ExitPaths) are never two among the first four claims (one a worker), so that the workers do not
+# begin by waiting for each other.
+LONGEST_FIRST = ("ManagedNodes", "SecuredBringup", "Ros2ControlBringup", "SilNode", "HostileClient", "ExitPaths")
 
 
 class ClaimingSuite(unittest.TestSuite):
