@@ -3,12 +3,18 @@
 //! and events out through channels. However the driver ends (dropped, stopped, or the process's
 //! exit through [`crate::hil::exit`]), its last bytes are the link's safe stop.
 
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::fcntl::OFlag;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use crate::hil::exit;
 use crate::hil::fault_injection::FaultInjection;
@@ -73,9 +79,63 @@ enum Request<C> {
     Stop,
 }
 
+/// The way requests reach a driver's thread: a channel, and a pipe whose every write wakes the
+/// thread from its wait on the port, so that a command goes out as it is sent rather than when
+/// the wait ends (the first setpoint of a goal, a stop).
+struct Requests<C> {
+    sender: Sender<Request<C>>,
+    wake: Arc<OwnedFd>,
+}
+
+impl<C> Clone for Requests<C> {
+    fn clone(&self) -> Self {
+        Requests { sender: self.sender.clone(), wake: self.wake.clone() }
+    }
+}
+
+impl<C> Requests<C> {
+    /// Queues `request` and wakes the thread. After the driver stopped, requests go nowhere.
+    fn send(&self, request: Request<C>) {
+        let _ = self.sender.send(request);
+        // A full pipe (EAGAIN) holds a wake already; a closed one has no thread to wake.
+        let _ = nix::unistd::write(&*self.wake, &[1]);
+    }
+}
+
+/// The driver thread's end of [`Requests`].
+struct Inbox<C> {
+    receiver: Receiver<Request<C>>,
+    woken: OwnedFd,
+}
+
+fn requests<C>() -> std::io::Result<(Requests<C>, Inbox<C>)> {
+    let (woken, wake) = nix::unistd::pipe2(OFlag::O_NONBLOCK | OFlag::O_CLOEXEC)?;
+    let (sender, receiver) = channel();
+    Ok((Requests { sender, wake: Arc::new(wake) }, Inbox { receiver, woken }))
+}
+
+impl<C> Inbox<C> {
+    /// Waits up to `timeout` (at least a millisecond, poll's unit) for bytes on `port` or for a
+    /// request: whether the port has something to read (bytes, or a hang-up the read reports).
+    fn wait(&self, port: BorrowedFd, timeout: Duration) -> std::io::Result<bool> {
+        let millis = u16::try_from(timeout.as_millis().max(1)).unwrap_or(u16::MAX);
+        let mut waited = [PollFd::new(port, PollFlags::POLLIN), PollFd::new(self.woken.as_fd(), PollFlags::POLLIN)];
+        match poll(&mut waited, PollTimeout::from(millis)) {
+            Ok(_) => {}
+            Err(Errno::EINTR) => return Ok(false),
+            Err(error) => return Err(error.into()),
+        }
+        if waited[1].any().unwrap_or(false) {
+            let mut wakes = [0u8; 64];
+            while matches!(nix::unistd::read(&self.woken, &mut wakes), Ok(read) if read > 0) {}
+        }
+        Ok(waited[0].any().unwrap_or(false))
+    }
+}
+
 /// Sends commands to a running driver; cheap to clone, usable from any thread.
 pub struct Commander<C> {
-    requests: Sender<Request<C>>,
+    requests: Requests<C>,
 }
 
 impl<C> Clone for Commander<C> {
@@ -85,15 +145,16 @@ impl<C> Clone for Commander<C> {
 }
 
 impl<C> Commander<C> {
-    /// Queues a command. After the driver stopped, commands go nowhere.
+    /// Queues a command; the driver's thread takes it at once. After the driver stopped,
+    /// commands go nowhere.
     pub fn send(&self, command: C) {
-        let _ = self.requests.send(Request::Command(command));
+        self.requests.send(Request::Command(command));
     }
 }
 
 /// A running driver.
 pub struct LinkDriver<L: SerialLink> {
-    requests: Sender<Request<L::Command>>,
+    requests: Requests<L::Command>,
     events: Receiver<DriverEvent<L::Event>>,
     thread: Option<JoinHandle<()>>,
     /// The process's exit stops the driver as dropping it does, while it runs.
@@ -106,7 +167,7 @@ const EXIT_WAIT: Duration = Duration::from_millis(50);
 impl<L: SerialLink> LinkDriver<L> {
     /// Starts the driver thread. It keeps trying to open the port; events tell how it goes.
     pub fn start(name: &str, port: PortSettings, link: L) -> std::io::Result<LinkDriver<L>> {
-        let (requests, requests_rx) = channel();
+        let (requests, inbox) = requests()?;
         let (events_tx, events) = channel();
         let finished = Arc::new(AtomicBool::new(false));
         let device = format!("{name} on {}", port.path);
@@ -115,7 +176,7 @@ impl<L: SerialLink> LinkDriver<L> {
             move || {
                 // Set as the thread ends, a panic included (its safe stop is written by then).
                 let _finished = exit::SetOnDrop(finished);
-                run(port, link, &requests_rx, &events_tx);
+                run(port, link, &inbox, &events_tx);
             }
         })?;
         let exit_requests = Mutex::new(requests.clone());
@@ -126,7 +187,7 @@ impl<L: SerialLink> LinkDriver<L> {
                 return;
             }
             if let Ok(requests) = exit_requests.lock() {
-                let _ = requests.send(Request::Stop);
+                requests.send(Request::Stop);
             }
             if !exit::wait_for(EXIT_WAIT, || finished.load(Ordering::Relaxed)) {
                 log::error!("a serial driver did not write its safe stop within {EXIT_WAIT:?}");
@@ -149,7 +210,7 @@ impl<L: SerialLink> LinkDriver<L> {
     }
 
     fn shut_down(&mut self) {
-        let _ = self.requests.send(Request::Stop);
+        self.requests.send(Request::Stop);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
@@ -162,7 +223,8 @@ impl<L: SerialLink> Drop for LinkDriver<L> {
     }
 }
 
-/// Longest a read waits, so that commands are picked up promptly.
+/// Longest a wait on the port lasts (a request ends it sooner), and the port's timeout for a
+/// read or a write.
 const READ_SLICE: Duration = Duration::from_millis(5);
 
 enum Drained {
@@ -173,14 +235,14 @@ enum Drained {
 fn run<L: SerialLink>(
     port: PortSettings,
     mut link: L,
-    requests: &Receiver<Request<L::Command>>,
+    requests: &Inbox<L::Command>,
     events: &Sender<DriverEvent<L::Event>>,
 ) {
     let mut backoff = port.backoff;
     let mut buf = [0u8; 512];
     let mut out = Vec::with_capacity(256);
     loop {
-        let mut serial = match super::open(&port.path, port.baud, READ_SLICE) {
+        let mut serial = match super::open_tty(&port.path, port.baud, READ_SLICE) {
             Ok(serial) => serial,
             Err(error) => {
                 let _ = events.send(DriverEvent::PortUnavailable {
@@ -199,14 +261,14 @@ fn run<L: SerialLink>(
         let _ = events.send(DriverEvent::PortOpened { path: port.path.clone() });
         link.handle_port_opened(Instant::now());
         let served = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            serve_port(&mut link, serial.as_mut(), requests, events, &mut buf, &mut out)
+            serve_port(&mut link, &mut serial, requests, events, &mut buf, &mut out)
         }));
         let lost = match served {
-            Ok(Served::Stopped) => return shut_down(&mut link, serial.as_mut(), &mut out),
+            Ok(Served::Stopped) => return shut_down(&mut link, &mut serial, &mut out),
             Ok(Served::Lost(error)) => error,
             Err(panic) => {
                 // A panic on this thread (a decoder's, say) still leaves the device stopped.
-                shut_down(&mut link, serial.as_mut(), &mut out);
+                shut_down(&mut link, &mut serial, &mut out);
                 std::panic::resume_unwind(panic);
             }
         };
@@ -235,8 +297,8 @@ enum Served {
 /// Runs `link` on the open port until the driver is asked to stop or the port fails.
 fn serve_port<L: SerialLink>(
     link: &mut L,
-    serial: &mut dyn serialport::SerialPort,
-    requests: &Receiver<Request<L::Command>>,
+    serial: &mut serialport::TTYPort,
+    requests: &Inbox<L::Command>,
     events: &Sender<DriverEvent<L::Event>>,
     buf: &mut [u8],
     out: &mut Vec<u8>,
@@ -259,8 +321,12 @@ fn serve_port<L: SerialLink>(
         forward_events(link, events);
         let wait =
             link.poll_timeout().map_or(READ_SLICE, |deadline| deadline.saturating_duration_since(Instant::now()));
-        if let Err(error) = serial.set_timeout(wait.clamp(Duration::from_millis(1), READ_SLICE)) {
-            return Served::Lost(error.into());
+        // SAFETY: the descriptor is the port's, open for as long as `serial` is borrowed here.
+        let port = unsafe { BorrowedFd::borrow_raw(serial.as_raw_fd()) };
+        match requests.wait(port, wait.min(READ_SLICE)) {
+            Ok(true) => {}
+            Ok(false) => continue,
+            Err(error) => return Served::Lost(error),
         }
         match serial.read(buf) {
             Ok(0) => {}
@@ -283,9 +349,9 @@ fn shut_down<L: SerialLink>(link: &mut L, serial: &mut dyn serialport::SerialPor
     }
 }
 
-fn drain_requests<L: SerialLink>(requests: &Receiver<Request<L::Command>>, link: &mut L) -> Drained {
+fn drain_requests<L: SerialLink>(requests: &Inbox<L::Command>, link: &mut L) -> Drained {
     loop {
-        match requests.try_recv() {
+        match requests.receiver.try_recv() {
             Ok(Request::Command(command)) => link.handle_command(Instant::now(), command),
             Ok(Request::Stop) | Err(TryRecvError::Disconnected) => return Drained::Stop,
             Err(TryRecvError::Empty) => return Drained::Continue,
@@ -295,10 +361,10 @@ fn drain_requests<L: SerialLink>(requests: &Receiver<Request<L::Command>>, link:
 
 /// Waits `delay` while the port is away; true when asked to stop. Commands sent meanwhile are
 /// dropped: there is no device to take them.
-fn wait_or_stop<C>(requests: &Receiver<Request<C>>, delay: Duration) -> bool {
+fn wait_or_stop<C>(requests: &Inbox<C>, delay: Duration) -> bool {
     let until = Instant::now() + delay;
     loop {
-        match requests.recv_timeout(until.saturating_duration_since(Instant::now())) {
+        match requests.receiver.recv_timeout(until.saturating_duration_since(Instant::now())) {
             Ok(Request::Command(_)) => continue,
             Ok(Request::Stop) | Err(RecvTimeoutError::Disconnected) => return true,
             Err(RecvTimeoutError::Timeout) => return false,
