@@ -346,6 +346,18 @@ mod node_goals {
     }
 
     #[test]
+    fn a_goals_first_setpoint_is_there_at_acceptance_from_the_state_at_receipt() {
+        let mut goals = JointGoals::<&str>::new(follower());
+        goals.observe(0, at([0.1, -0.1]));
+        assert_eq!(goals.setpoint_now(0), None, "nothing is followed yet");
+        // Received 10 ms after the last telemetry: the goal starts where the joints were.
+        goals.accept("g1", &goal(NAMES, vec![point(1.0, [0.5, 0.3])]), S / 100, any).unwrap();
+        assert_eq!(goals.setpoint_now(S / 100), Some(Setpoint::Follow(vec![0.1, -0.1])));
+        // A goal at its end: its last point.
+        assert_eq!(goals.setpoint_now(5 * S), Some(Setpoint::Follow(vec![0.5, 0.3])));
+    }
+
+    #[test]
     fn cancel_commands_the_hold_once_and_a_new_goal_replaces_the_old() {
         let mut goals = JointGoals::new(follower());
         goals.observe(0, at([0.0, 0.0]));

@@ -87,7 +87,7 @@ type Goals = Arc<Mutex<DeviceGoals<JointGoalHandle>>>;
 fn follow_joint_trajectories(
     node: &mut r2r::Node,
     pool: &LocalPool,
-    goals: Goals,
+    (goals, setpoints): (Goals, Arc<Mutex<TestbenchSetpoints>>),
     commanding: Commanding<RdscomCommander>,
     steady: SteadyClock,
 ) -> anyhow::Result<impl Fn(Now, JointStateData, bool) -> Option<Setpoint> + Send + Sync + 'static> {
@@ -96,9 +96,26 @@ fn follow_joint_trajectories(
     use super::now_for_device;
 
     let clock = node.get_ros_clock();
-    let active = Box::new(move || commanding.get().is_ok());
+    let (active, first_commanding) = (commanding.clone(), commanding);
+    let active = Box::new(move || active.get().is_ok());
     let now = Box::new(move || now_for_device(&clock, &steady));
-    let server = FollowJointTrajectoryServer::serve(node, &pool.spawner(), goals.clone(), active, now)?;
+    // A goal's first setpoint goes out as it is accepted, not at the next datastream round:
+    // the setpoints' lock first, then the goals', as the device's steps take them.
+    let first_goals = goals.clone();
+    let first_setpoint = Box::new(move || {
+        let Ok(mut setpoints) = setpoints.lock() else { return };
+        let Ok(commander) = first_commanding.get() else { return };
+        let now_ns = steady.now_ns();
+        let Some(setpoint) = first_goals.lock().ok().and_then(|mut goals| goals.goals.setpoint_now(now_ns)) else {
+            return;
+        };
+        let requests = setpoints.setpoint(now_ns, setpoint.positions().to_vec());
+        if let Err(error) = send_all(&commander, requests) {
+            setpoints.unsent();
+            log::error!("a goal's first setpoint refused: {error}");
+        }
+    });
+    let server = FollowJointTrajectoryServer::serve(node, &pool.spawner(), goals.clone(), active, now, first_setpoint)?;
     Ok(move |now: Now, actual, active: bool| {
         let mut goals = goals.lock().ok()?;
         if !active {
@@ -196,7 +213,8 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let goals: Goals = Arc::new(Mutex::new(goals.with_state_max_age_ns(state_max_age_ns(&config))));
     // FollowJointTrajectory's types are control_msgs', which the doc-only type-check lacks.
     #[cfg(not(feature = "ros-doc-only"))]
-    let follow = follow_joint_trajectories(&mut node, &pool, goals.clone(), commanding.clone(), steady)?;
+    let follow =
+        follow_joint_trajectories(&mut node, &pool, (goals.clone(), setpoints.clone()), commanding.clone(), steady)?;
     #[cfg(feature = "ros-doc-only")]
     let follow = |_: Now, _: JointStateData, _: bool| None;
     let (stopping, stopping_setpoints) = (goals.clone(), setpoints.clone());

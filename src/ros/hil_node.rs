@@ -84,7 +84,10 @@ fn serve_goals(
     // Goals are timed on a steady clock, as the loop runs: a `/clock` that goes back, jumps or
     // stands still under `use_sim_time` changes nothing of a running goal.
     let now = Box::new(move || now_for_device(&clock, &steady));
-    let server = FollowJointTrajectoryServer::serve(node, &pool.spawner(), commands.clone(), active, now)?;
+    // The loop takes a goal at its next 1 ms step: nothing to send at acceptance.
+    let first_setpoint = Box::new(|| ());
+    let server =
+        FollowJointTrajectoryServer::serve(node, &pool.spawner(), commands.clone(), active, now, first_setpoint)?;
     Ok(Arc::new(move |answers: Answers<JointGoalHandle, CartesianGoalHandle>| {
         answer_goals(answers.joint);
         if let Some(state) = &answers.state {

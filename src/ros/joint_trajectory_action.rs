@@ -39,13 +39,15 @@ impl FollowJointTrajectoryServer {
     /// while the node is not `active` is rejected; the node's `goals` take the rest, on the
     /// node's clocks `now` (its stamp moved onto the clock the steps are timed on): one refused
     /// is aborted at once with its error code, nothing commanded; an accepted goal replaces the
-    /// one followed (cancelled).
+    /// one followed (cancelled), and `first_setpoint` is called: a node whose control steps wait
+    /// for its device sends the goal's first setpoint there.
     pub fn serve<M: TakesJointGoals<Handle> + Send + 'static>(
         node: &mut r2r::Node,
         spawner: &LocalSpawner,
         goals: Arc<Mutex<M>>,
         active: Box<dyn Fn() -> bool>,
         now: Box<dyn Fn() -> Now>,
+        first_setpoint: Box<dyn Fn()>,
     ) -> anyhow::Result<FollowJointTrajectoryServer> {
         let state = node.create_publisher("~/controller_state", QosProfile::default())?;
         let mut incoming = node.create_action_server::<Action>("~/follow_joint_trajectory")?;
@@ -83,6 +85,7 @@ impl FollowJointTrajectoryServer {
                             finish(replaced, outcome);
                         }
                         log::info!("~/follow_joint_trajectory: goal {uuid} of {} points", goal.points.len());
+                        first_setpoint();
                     }
                 }
                 let cancel_goals = goals.clone();

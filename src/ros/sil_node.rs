@@ -47,7 +47,16 @@ fn serve_goals(
     serve(node, &pool.spawner(), robot.clone(), commands.clone())?;
     let clock = node.get_ros_clock();
     let now = Box::new(move || Now::on_one_clock(now_ns(&clock)));
-    let server = FollowJointTrajectoryServer::serve(node, &pool.spawner(), commands.clone(), Box::new(|| true), now)?;
+    // The simulation takes a goal at its next frame: nothing to send at acceptance.
+    let first_setpoint = Box::new(|| ());
+    let server = FollowJointTrajectoryServer::serve(
+        node,
+        &pool.spawner(),
+        commands.clone(),
+        Box::new(|| true),
+        now,
+        first_setpoint,
+    )?;
     Ok(Box::new(move |answers: Answers<JointGoalHandle, CartesianGoalHandle>| {
         answer_goals(answers.joint);
         if let Some(state) = &answers.state {

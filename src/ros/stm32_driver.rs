@@ -64,7 +64,18 @@ fn follow_joint_trajectories(
     let (commanding, clock) = (managed.commanding(), node.get_ros_clock());
     let active = commanding.clone();
     let (active, now) = (Box::new(move || active.get().is_ok()), Box::new(move || now_for_device(&clock, &steady)));
-    let server = FollowJointTrajectoryServer::serve(node, &pool.spawner(), goals.clone(), active, now)?;
+    let (first_goals, first_commanding) = (goals.clone(), commanding.clone());
+    // A goal's first setpoint goes out as it is accepted, not at the next telemetry packet.
+    let first_setpoint = Box::new(move || {
+        let Ok(mut goals) = first_goals.lock() else { return };
+        if first_commanding.get().is_err() {
+            return;
+        }
+        if let Some(setpoint) = goals.goals.setpoint_now(steady.now_ns()) {
+            send(&first_commanding, angles_command(setpoint.positions()), "a goal's first setpoint");
+        }
+    });
+    let server = FollowJointTrajectoryServer::serve(node, &pool.spawner(), goals.clone(), active, now, first_setpoint)?;
     Ok(managed.observed_by(Arc::new(move |event, time_ns| {
         let Some(actual) = follower_state(event) else { return };
         let Ok(mut goals) = goals.lock() else { return };

@@ -292,6 +292,17 @@ impl<G: Clone> JointGoals<G> {
         Tick { command, events, state }
     }
 
+    /// The followed trajectory's setpoint at `now_ns`, between control steps: what a node whose
+    /// steps wait for its device (a serial one's telemetry) sends as it accepts a goal, so that
+    /// the goal's first setpoint goes out at once rather than at the next step. The plan starts
+    /// from the joints' state at receipt, so this is where they were then, give or take the
+    /// goal's first milliseconds. None when nothing is followed.
+    pub fn setpoint_now(&mut self, now_ns: u64) -> Option<Setpoint> {
+        let positions = self.follower.plan()?.sample_at(now_ns).positions;
+        self.output = Some(positions.clone());
+        Some(Setpoint::Follow(positions))
+    }
+
     /// Records where the joints are at `now_ns`, for the next goal's start, without a control
     /// step.
     pub fn observe(&mut self, now_ns: u64, mut actual: JointState) {

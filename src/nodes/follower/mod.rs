@@ -138,6 +138,16 @@ impl Plan {
     pub fn start_ns(&self) -> u64 {
         self.start_ns
     }
+
+    /// The trajectory at `now_ns` [ns, the node's clock]; its start before it, its end after.
+    pub fn sample_at(&self, now_ns: u64) -> Sample {
+        self.spline.sample(self.seconds_at(now_ns))
+    }
+
+    /// `now_ns` as the trajectory's time [s].
+    fn seconds_at(&self, now_ns: u64) -> f64 {
+        now_ns.saturating_sub(self.start_ns) as f64 * 1e-9
+    }
 }
 
 /// How finely a plan's segments are sampled for its speed and limit checks.
@@ -482,8 +492,7 @@ impl Follower {
     /// is not a number is outside every tolerance.
     pub fn update(&mut self, now_ns: u64, actual: &JointState) -> Option<Step> {
         let running = self.running.as_ref()?;
-        let t = now_ns.saturating_sub(running.start_ns) as f64 * 1e-9;
-        let desired = running.spline.sample(t);
+        let (t, desired) = (running.seconds_at(now_ns), running.sample_at(now_ns));
         let error: Vec<f64> = desired.positions.iter().zip(&actual.positions).map(|(d, a)| d - a).collect();
         let velocity_error: Vec<f64> = desired.velocities.iter().zip(&actual.velocities).map(|(d, a)| d - a).collect();
         let outside = |tolerances: &[JointTolerance]| {
