@@ -571,6 +571,7 @@ mod devices {
 mod simulated_arm {
     //! sil_node's goals: the joint trajectory through the forward kinematics, and the hold.
 
+    use arm_hil::hil::protection::ProtectionConfig;
     use arm_hil::model::math::Vec3;
     use arm_hil::model::Robot;
     use arm_hil::nodes::follower::goals::JointGoals;
@@ -578,7 +579,8 @@ mod simulated_arm {
     use arm_hil::nodes::follower::{Constraints, Goal, GoalLimits, JointState};
     use arm_hil::nodes::load_trajectory;
     use arm_hil::nodes::sil::joint_goals::{
-        arm_follower, goal_trajectory, held_at, JointCommands, HIL_COMMAND_SPEED_M_S, HOLD_S, SIL_COMMAND_SPEED_M_S,
+        arm_follower, goal_trajectory, held_at, JointCommands, MotorBounds, HIL_COMMAND_SPEED_M_S, HOLD_S,
+        SIL_COMMAND_SPEED_M_S,
     };
     use arm_hil::sim::SilConfig;
 
@@ -655,6 +657,34 @@ mod simulated_arm {
         positions[1] = 0.5;
         let refused = commands.trajectory(&robot, 10.08, Ok((start.x, Vec3::zeros())), &twice, &positions);
         assert_eq!(refused.unwrap_err(), "joint `joint1` is named twice");
+    }
+
+    #[test]
+    fn hil_nodes_step_command_ramps_no_faster_than_its_goals_may_turn_the_motors() {
+        let robot = Robot::new(SilConfig::default().robot).unwrap();
+        let start = load_trajectory(None, &robot).unwrap().waypoints()[0];
+        let theta = robot.inverse_kinematics(&start.x, None).unwrap();
+        let names = ["joint1", "joint2", "joint3"].map(str::to_owned);
+        let bounds = ProtectionConfig::default();
+        let motors = MotorBounds {
+            speed_rad_s: bounds.max_joint_speed_rad_s,
+            acceleration_rad_s2: bounds.max_joint_acceleration_rad_s2,
+        };
+        // A platform speed that binds less than the motors' bounds (hil_node's binds at about
+        // 0.14 m a radian of joint1).
+        let platform_m_s = 1.0;
+        let mut commands = JointCommands::new(platform_m_s).ending_at_rest().within(motors);
+        // Half a radian on joint1 at once.
+        let step = [theta[0] + 0.5, theta[1], theta[2]];
+        let ramp = commands.trajectory(&robot, 0.0, Ok((start.x, Vec3::zeros())), &names, &step).unwrap();
+        let arrival = ramp.waypoints()[1];
+        assert!((arrival.x - start.x).norm() / platform_m_s < 0.25, "the platform speed binds less");
+        assert!((arrival.t - 0.5 / bounds.max_joint_speed_rad_s).abs() < 1e-6, "the motors' speed binds: {arrival:?}");
+        bounds.check_motion(&robot, ramp.waypoints(), (true, true)).expect("as the node's goals are checked");
+        // A controller's smooth stream is still followed as it comes.
+        let (reference, target) = ((arrival.x, Vec3::zeros()), [step[0] + 0.002, step[1], step[2]]);
+        let next = commands.trajectory(&robot, 0.004, Ok(reference), &names, &target).unwrap();
+        assert!((next.waypoints()[1].t - 0.004).abs() < 1e-9, "{:?}", next.waypoints()[1]);
     }
 
     #[test]

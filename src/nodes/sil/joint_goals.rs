@@ -116,10 +116,14 @@ pub fn goal_trajectory(robot: &Robot, plan: &Plan, near: &Vec3, hold_s: f64) -> 
 /// command took the arm over, the command then in force is not followed again ([`StreamGate`]).
 #[derive(Debug)]
 pub struct JointCommands {
-    /// When the last command came [s, the caller's clock], and where it put the platform [m].
-    last: Option<(f64, Vec3)>,
+    /// When the last command came [s, the caller's clock], where it put the platform [m], and
+    /// its motor angles [rad].
+    last: Option<(f64, Vec3, Vec3)>,
     /// The fastest a move takes the platform [m/s].
     top_speed_m_s: f64,
+    /// The fastest a move turns a motor [rad/s] and the hardest it accelerates one [rad/s^2],
+    /// where the node bounds them (hil_node: its goals' bounds); unbounded otherwise.
+    motor_bounds: MotorBounds,
     gate: StreamGate,
     /// Whether a move ends with a hold of [`HOLD_S`] (sil_node's run loop needs a trajectory to
     /// run) or at rest (hil_node's loop holds its last reference by itself).
@@ -133,7 +137,15 @@ impl JointCommands {
     /// Moves at most `top_speed_m_s` fast (the node's `joint_command_speed_m_s`), each ending with
     /// a hold of [`HOLD_S`].
     pub fn new(top_speed_m_s: f64) -> JointCommands {
-        JointCommands { last: None, top_speed_m_s, gate: StreamGate::default(), holds: true }
+        let motor_bounds = MotorBounds { speed_rad_s: f64::INFINITY, acceleration_rad_s2: f64::INFINITY };
+        JointCommands { last: None, top_speed_m_s, motor_bounds, gate: StreamGate::default(), holds: true }
+    }
+
+    /// Moves that turn no motor faster than `bounds` allow, as hil_node's goals and segments
+    /// are checked: a step in the stream becomes a ramp as slow as they need.
+    pub fn within(mut self, bounds: MotorBounds) -> JointCommands {
+        self.motor_bounds = bounds;
+        self
     }
 
     /// Moves that end at rest, with no hold after them, for a loop that holds its last reference
@@ -165,16 +177,34 @@ impl JointCommands {
         self.gate.offer(&motors, now_s, reference.is_ok())?;
         let (x, xd) = reference?;
         let target = platform_point(robot, &motors, &x)?;
-        // The stream's own velocity, from the command before unless it came before a pause.
-        let (period_s, stream_velocity) = match self.last {
-            Some((last_s, last_target)) if now_s - last_s <= Self::LONGEST_S => {
+        let motors = vec3(&motors);
+        // The stream's own velocity, from the command before unless it came before a pause,
+        // and the speed it turns the motors at [rad/s].
+        let (period_s, stream_velocity, stream_motor_speed) = match self.last {
+            Some((last_s, last_target, last_motors)) if now_s - last_s <= Self::LONGEST_S => {
                 let period_s = (now_s - last_s).max(0.001);
-                (period_s, (target - last_target) / period_s)
+                (period_s, (target - last_target) / period_s, (motors - last_motors).amax() / period_s)
             }
-            _ => (Self::LONGEST_S, Vec3::zeros()),
+            _ => (Self::LONGEST_S, Vec3::zeros(), 0.0),
         };
-        self.last = Some((now_s, target));
-        let moving = Motion { x, xd, period_s, top_speed_m_s: self.top_speed_m_s };
+        self.last = Some((now_s, target, motors));
+        // The motors' turn as the loop's bounds measure it: the inverse kinematics at the
+        // reference, and at the target from there (not the command's own angles, which may be
+        // another assembly of the same platform point).
+        let place = |at: &Vec3, near: Option<&Vec3>| {
+            robot.inverse_kinematics(at, near).map_err(|error| format!("the arm cannot be placed: {error}"))
+        };
+        let from_motors = place(&x, None)?;
+        let turn_rad = (place(&target, Some(&from_motors))? - from_motors).amax();
+        let moving = Motion {
+            x,
+            xd,
+            period_s,
+            top_speed_m_s: self.top_speed_m_s,
+            turn_rad,
+            motor_bounds: self.motor_bounds,
+            stream_scale: self.motor_bounds.scale(stream_motor_speed),
+        };
         command_trajectory(robot, &moving, &target, &stream_velocity, self.holds)
     }
 }
@@ -193,10 +223,11 @@ pub const HIL_STOPPED_RAD_S: f64 = 0.1;
 /// divergence bound; commands that move slower are followed as they come.
 pub const SIL_COMMAND_SPEED_M_S: f64 = 0.25;
 
-/// hil_node's default fastest joint-command move [m/s], well inside what the loop tracks within
-/// its tracking-error bound (a step tripped its protective stop): the lab's arm is not rushed by
-/// a step; controllers that move it faster see it lag.
-pub const HIL_COMMAND_SPEED_M_S: f64 = 0.05;
+/// hil_node's default fastest joint-command move [m/s]: sil_node's, above what ordinary goals
+/// ask (about 0.1 m/s), so that a controller's stream is followed as it comes. What bounds a
+/// step in the stream is the motors' speed and acceleration, as for the node's goals and
+/// segments ([`JointCommands::within`]); a step with no bound at all tripped its protective stop.
+pub const HIL_COMMAND_SPEED_M_S: f64 = 0.25;
 
 /// Checks a node's `joint_command_speed_m_s`.
 pub fn check_command_speed(speed_m_s: f64) -> Result<(), String> {
@@ -206,20 +237,58 @@ pub fn check_command_speed(speed_m_s: f64) -> Result<(), String> {
     }
 }
 
+/// How fast a joint command's move may turn the arm's motors.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MotorBounds {
+    pub speed_rad_s: f64,
+    pub acceleration_rad_s2: f64,
+}
+
+impl MotorBounds {
+    /// The shortest time [s] a line turning a motor `angle_rad` may take, its mean speed within
+    /// the speed bound, as [`crate::hil::protection::ProtectionConfig::check_motion`] measures
+    /// a line.
+    fn at_speed_s(&self, angle_rad: f64) -> f64 {
+        angle_rad / self.speed_rad_s
+    }
+
+    /// The shortest time [s] a move from rest to rest turning a motor `angle_rad` may take:
+    /// [`MotorBounds::at_speed_s`], and its speed reached from rest over half its time within the
+    /// acceleration bound.
+    fn rest_to_rest_s(&self, angle_rad: f64) -> f64 {
+        self.at_speed_s(angle_rad).max((2.0 * angle_rad / self.acceleration_rad_s2).sqrt())
+    }
+
+    /// What a stream turning its fastest motor at `speed_rad_s` is slowed by to keep within
+    /// the speed bound (1: not at all).
+    fn scale(&self, speed_rad_s: f64) -> f64 {
+        match speed_rad_s > self.speed_rad_s {
+            true => self.speed_rad_s / speed_rad_s,
+            false => 1.0,
+        }
+    }
+}
+
 /// Where a command's move starts: the controller's reference at `x` [m] moving at `xd` [m/s],
-/// `period_s` [s] after the command before, moves going at most `top_speed_m_s` [m/s].
+/// `period_s` [s] after the command before, moves going at most `top_speed_m_s` [m/s] and
+/// within `motor_bounds`, the move turning a motor `turn_rad` [rad] at most, a stream's velocity
+/// slowed by `stream_scale` to keep its motors within their speed bound.
 struct Motion {
     x: Vec3,
     xd: Vec3,
     period_s: f64,
     top_speed_m_s: f64,
+    turn_rad: f64,
+    motor_bounds: MotorBounds,
+    stream_scale: f64,
 }
 
 /// A joint command's move to the platform point `target` [m] (ros2_control's hardware plugin
 /// streams commands): within reach at the top speed, it arrives `period_s` later going on at the
 /// stream's velocity `stream_velocity` [m/s] (at most the top speed), so that a controller's
 /// smooth motion is followed smoothly, and comes to rest half a period on if no command
-/// follows; farther (a step), it ramps there at the top speed and arrives at rest. Then, where
+/// follows; farther (a step), it ramps there at the top speed, or as fast as the motor bounds
+/// allow from rest to rest if that is slower, and arrives at rest. Then, where
 /// it `holds`, the platform holds for [`HOLD_S`].
 fn command_trajectory(
     robot: &Robot,
@@ -228,13 +297,13 @@ fn command_trajectory(
     stream_velocity: &Vec3,
     holds: bool,
 ) -> Result<Trajectory, String> {
-    let ramp_s = (target - from.x).norm() / from.top_speed_m_s;
-    let (arrival_s, velocity) = if ramp_s <= from.period_s {
+    let reach_s = ((target - from.x).norm() / from.top_speed_m_s).max(from.motor_bounds.at_speed_s(from.turn_rad));
+    let (arrival_s, velocity) = if reach_s <= from.period_s {
         let speed = stream_velocity.norm();
         let scale = if speed > from.top_speed_m_s { from.top_speed_m_s / speed } else { 1.0 };
-        (from.period_s, stream_velocity * scale)
+        (from.period_s, stream_velocity * scale.min(from.stream_scale))
     } else {
-        (ramp_s, Vec3::zeros())
+        (reach_s.max(from.motor_bounds.rest_to_rest_s(from.turn_rad)), Vec3::zeros())
     };
     let rest_s = arrival_s + from.period_s;
     let rest = target + velocity * (from.period_s / 2.0);
