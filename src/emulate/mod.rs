@@ -7,6 +7,13 @@ pub mod stm32;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The wall clock [ns since the Unix epoch]: when an emulator saw a command, comparable with
+/// the times a node logs.
+fn unix_ns() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.as_nanos() as u64)
+}
 
 /// An emulator's thread: it runs until its stop flag is set, which happens when the worker is
 /// stopped or dropped.

@@ -43,6 +43,10 @@ pub struct RdscomEmulatorStats {
     /// Stop requests received.
     pub stops: u64,
     pub control_done_sent: u64,
+    /// ControlGo requests received, and when the last came [ns since the Unix epoch, wall
+    /// clock]: when a driver's setpoint reached the MCU.
+    pub controls_run: u64,
+    pub controls_run_unix_ns: u64,
     /// ControlDone and Error requests the GUI acknowledged.
     pub acks_received: u64,
     pub datastream_frames: u64,
@@ -282,6 +286,8 @@ impl Mcu {
                 self.acknowledge(now, &message, Some(event), faults, out);
             }
             "ControlGo" => {
+                (self.stats.controls_run, self.stats.controls_run_unix_ns) =
+                    (self.stats.controls_run + 1, super::unix_ns());
                 self.acknowledge(now, &message, None, faults, out);
                 let groups = self.queue.iter().filter(|control| !control.simultaneous).count().max(1);
                 self.executing = Some((now + GROUP_DURATION * groups as u32, self.queue.len(), now));

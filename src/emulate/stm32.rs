@@ -72,6 +72,9 @@ pub struct Stm32EmulatorStats {
     /// Servo angles [rad].
     pub angles: [f64; 2],
     pub targets: [f64; 2],
+    /// When a command last changed the targets [ns since the Unix epoch, wall clock], as it
+    /// was read: what a driver's latency is measured to.
+    pub targets_unix_ns: u64,
     pub mode: Option<ControlMode>,
 }
 
@@ -255,6 +258,13 @@ impl Firmware {
         }
     }
 
+    fn set_targets(&mut self, targets: [f64; 2]) {
+        if targets != self.targets {
+            self.targets = targets;
+            self.stats.targets_unix_ns = super::unix_ns();
+        }
+    }
+
     fn handle(
         &mut self,
         now: Instant,
@@ -276,7 +286,7 @@ impl Firmware {
                 if !(in_range(shoulder) && in_range(elbow)) {
                     return self.error(error_code::OUT_OF_RANGE, kind, "Angle out of range", out);
                 }
-                self.targets = [f64::from(shoulder), f64::from(elbow)];
+                self.set_targets([f64::from(shoulder), f64::from(elbow)]);
                 if self.mode == ControlMode::Idle {
                     self.mode = ControlMode::Position;
                 }
@@ -285,7 +295,9 @@ impl Firmware {
                 if !in_range(angle) {
                     return self.error(error_code::OUT_OF_RANGE, kind, "Angle out of range", out);
                 }
-                self.targets[joint as usize] = f64::from(angle);
+                let mut targets = self.targets;
+                targets[joint as usize] = f64::from(angle);
+                self.set_targets(targets);
             }
             Command::SystemReset => {
                 self.targets = [0.0; 2];

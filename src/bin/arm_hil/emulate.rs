@@ -53,8 +53,12 @@ pub(crate) struct RdscomEmulatorArgs {
     end_in_payload: bool,
     /// Print a JSON line each time a Stop arrives, {"unix_ns": when (to the millisecond), "stops":
     /// how many so far}: when a driver stopped the testbench
-    #[arg(long)]
+    #[arg(long, conflicts_with = "print_controls")]
     print_stops: bool,
+    /// Print a JSON line each time a ControlGo arrives, {"unix_ns": when it arrived, "controls":
+    /// how many so far}: when a driver's setpoint reached the testbench
+    #[arg(long)]
+    print_controls: bool,
 }
 
 #[derive(Debug, Args)]
@@ -71,9 +75,8 @@ pub(crate) struct Stm32EmulatorArgs {
     /// Probability that a byte sent is lost
     #[arg(long, value_name = "P", default_value_t = 0.0)]
     drop_rate: f64,
-    /// Print each new joint target as a JSON line, {"unix_ns": when it arrived (to the
-    /// millisecond), "targets": [shoulder, elbow], "angles": where the servos were then}: when
-    /// commands reach the device
+    /// Print each new joint target as a JSON line, {"unix_ns": when it arrived, "targets":
+    /// [shoulder, elbow], "angles": where the servos were then}: when commands reach the device
     #[arg(long)]
     print_targets: bool,
     /// The servos' time constant [s]: a first-order joint reaches 63 % of a step in this time
@@ -132,11 +135,21 @@ fn run_rdscom(args: RdscomEmulatorArgs) -> anyhow::Result<()> {
         silent: false,
     });
     println!("{}", emulator.path().display());
-    print_changes_until_interrupted(
-        args.print_stops,
-        || emulator.stats().stops,
-        |stops| serde_json::json!({ "stops": stops }),
-    )?;
+    match args.print_controls {
+        true => print_changes_until_interrupted(
+            true,
+            || {
+                let stats = emulator.stats();
+                (stats.controls_run, stats.controls_run_unix_ns)
+            },
+            |(controls, unix_ns)| serde_json::json!({ "controls": controls, "unix_ns": unix_ns }),
+        )?,
+        false => print_changes_until_interrupted(
+            args.print_stops,
+            || emulator.stats().stops,
+            |stops| serde_json::json!({ "stops": stops }),
+        )?,
+    }
     let stats = emulator.stop();
     log::info!("answered {} requests, {} heartbeats", stats.requests, stats.heartbeats);
     Ok(())
@@ -153,15 +166,18 @@ impl<T: PartialEq> ChangePrinter<T> {
         ChangePrinter { last: first }
     }
 
-    /// Prints `fields(&value)` with `unix_ns` where `value` differs from the last one offered.
+    /// Prints `fields(&value)` where `value` differs from the last one offered, with `unix_ns`
+    /// now unless the fields say when it changed.
     fn offer(&mut self, value: T, fields: impl FnOnce(&T) -> serde_json::Value) -> anyhow::Result<()> {
         use std::io::Write;
         if value == self.last {
             return Ok(());
         }
-        let unix_ns = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_nanos() as u64;
         let mut line = fields(&value);
-        line["unix_ns"] = unix_ns.into();
+        if line.get("unix_ns").is_none() {
+            let unix_ns = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_nanos() as u64;
+            line["unix_ns"] = unix_ns.into();
+        }
         let mut out = std::io::stdout().lock();
         writeln!(out, "{line}")?;
         out.flush()?;
@@ -225,8 +241,11 @@ fn run_stm32(args: Stm32EmulatorArgs) -> anyhow::Result<()> {
     println!("{}", emulator.path().display());
     print_changes_until_interrupted(
         args.print_targets,
-        || emulator.stats().targets,
-        |targets| serde_json::json!({ "targets": targets, "angles": emulator.stats().angles }),
+        || {
+            let stats = emulator.stats();
+            (stats.targets, stats.targets_unix_ns)
+        },
+        |(targets, unix_ns)| serde_json::json!({ "targets": targets, "angles": emulator.stats().angles, "unix_ns": unix_ns }),
     )?;
     let stats = emulator.stop();
     log::info!("answered {} commands, sent {} telemetry packets", stats.commands, stats.telemetry_sent);
