@@ -1,21 +1,28 @@
 #!/usr/bin/env python3
 """FollowJointTrajectory figures (docs/performance.md): per node, how long from a goal's
-acceptance to the first command at the device, and the RMS and largest joint error along a goal
-(the feedback's `error`), through the node's own `~/follow_joint_trajectory` and through
-joint_trajectory_controller (`control:=ros2_control`, where ros2_control is installed); and the
-rate of the parallel arm's /joint_states as a subscriber gets them. A benchmark, not a test: it
-prints figures and asserts nothing. `ARM_HIL_RMW` picks the middleware, as for the suite.
+acceptance to its first setpoint, and whether each goal succeeded with the RMS and largest joint
+error along it (the feedback's `error`), through the node's own `~/follow_joint_trajectory` and
+through joint_trajectory_controller (`control:=ros2_control`, where ros2_control is installed),
+on each middleware the underlay has; MoveIt's figures where it is built; and the rate of the
+parallel arm's /joint_states as a subscriber gets them. A benchmark, not a test: it prints
+Markdown tables and asserts nothing.
 
     tests/ros/run.sh --benchmark
 
-The latency is measured on the wall clock at both ends: the acceptance where the action server
-logs it, the command where `arm_hil emulate stm32 --print-targets` sees the target change
-(looking every millisecond). Only the STM32's emulator reports its targets, so the other nodes
-have the error figures alone.
+Each middleware runs in a process of its own (`--one`, which prints its figures as JSON lines).
+The first setpoint is timed on the wall clock from the acceptance the action server logs:
+- stm32_driver and arduino_driver: to the command's arrival at the emulated device, as
+  `arm_hil emulate stm32 --print-targets` and `arm_hil emulate rdscom --print-controls` stamp it;
+- sil_node and hil_node, natively: to the stamp of the first `~/controller_state` whose reference
+  has left the hold (published with every 4th step of hil_node's 1 kHz loop, and at sil_node's
+  publish rate: a bound, not the step itself);
+- through joint_trajectory_controller: to the first command on the node's `~/joint_command`
+  that differs from the one before, as this process receives it.
 """
 
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -27,6 +34,7 @@ import rclpy
 from action_msgs.msg import GoalStatus
 from builtin_interfaces.msg import Duration
 from control_msgs.action import FollowJointTrajectory
+from control_msgs.msg import JointTrajectoryControllerState
 from rclpy.action import ActionClient
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -41,15 +49,17 @@ STM32_POSES = ([0.5, -0.3], [-0.3, 0.4])
 LOGGED = re.compile(r"\[INFO\] \[(\d+)\.(\d+)\] \[[^\]]*\]: (.*)")
 
 
-def stm32_emulator():
-    """The STM32 emulator printing its targets; its device path and the list its targets go to."""
-    process = subprocess.Popen([str(EXECUTABLES / "arm_hil"), "emulate", "stm32", "--print-targets"],
+def device_emulator(kind, flag):
+    """The `kind` emulator printing its `flag` lines; its device path and the list the lines'
+    times [ns, wall clock] go to."""
+    process = subprocess.Popen([str(EXECUTABLES / "arm_hil"), "emulate", kind, flag],
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True, text=True)
     RUNNING.append(process)
     path = process.stdout.readline().strip()
-    targets = []
-    threading.Thread(target=lambda: targets.extend(json.loads(line) for line in process.stdout), daemon=True).start()
-    return path, targets
+    times = []
+    threading.Thread(target=lambda: times.extend(json.loads(line)["unix_ns"] for line in process.stdout
+                                                 if line.startswith("{")), daemon=True).start()
+    return path, times
 
 
 def accepted_at(log_path, *texts):
@@ -67,9 +77,14 @@ class Bench:
         rclpy.init()
         self.node = rclpy.create_node("arm_hil_follow_benchmark")
 
-    def goals(self, action, joints, poses, seconds=1.0):
+    def goals(self, action, joints, poses, seconds=1.0, watched=None):
         """GOALS goals of `seconds` each, alternating between `poses`: each goal's id, its
-        feedback errors [rad] and whether it succeeded."""
+        feedback errors [rad] and whether it succeeded. `watched` (topic, type, value) puts
+        `value(message)` of each message on the topic meanwhile in the list it returns too."""
+        seen = []
+        if watched is not None:
+            topic, kind, value = watched
+            subscription = self.node.create_subscription(kind, topic, lambda m: seen.append(value(m)), 1000)
         client = ActionClient(self.node, FollowJointTrajectory, action)
         if not client.wait_for_server(timeout_sec=30.0):
             raise RuntimeError(f"{action} is not served")
@@ -87,7 +102,9 @@ class Bench:
                          done.result().status == GoalStatus.STATUS_SUCCEEDED))
             time.sleep(0.3)
         client.destroy()
-        return runs
+        if watched is not None:
+            self.node.destroy_subscription(subscription)
+        return runs, seen
 
     def rate(self, seconds=5.0):
         """/joint_states as this node receives them over `seconds` from the first: messages a
@@ -123,25 +140,29 @@ class Bench:
         return poses[0], poses[distance.index(max(distance))]
 
 
-def errors_line(runs):
+def errors(runs):
+    """The goals' figures: how many succeeded, and the RMS and largest joint error [mrad]."""
     errors = [e for _, run_errors, _ in runs for e in run_errors]
-    succeeded = sum(ok for _, _, ok in runs)
     rms = math.sqrt(sum(e * e for e in errors) / len(errors)) if errors else float("nan")
     largest = max((abs(e) for e in errors), default=float("nan"))
-    return f"{succeeded}/{len(runs)} succeeded, joint error RMS {rms * 1e3:.2f} mrad, max {largest * 1e3:.2f} mrad"
+    return {"succeeded": sum(ok for _, _, ok in runs), "goals": len(runs), "rms_mrad": rms * 1e3,
+            "max_mrad": largest * 1e3}
 
 
-def latency_line(accepted, targets):
-    """From each goal's acceptance to the first target at the device after it [ms]."""
-    delays = []
-    for when in accepted:
-        after = [target["unix_ns"] for target in targets if target["unix_ns"] >= when]
-        if after:
-            delays.append((after[0] - when) * 1e-6)
-    if not delays:
-        return "no target seen after an acceptance"
-    delays.sort()
-    return f"accepted -> first command at the device: median {delays[len(delays) // 2]:.1f} ms, max {delays[-1]:.1f} ms"
+def first_setpoints(accepted, times):
+    """From each acceptance to the first of `times` [ns] at or after it: median and max [ms]."""
+    delays = sorted((after[0] - when) * 1e-6 for when in accepted
+                    if (after := [t for t in times if t >= when]))
+    return {"first_ms": [delays[len(delays) // 2], delays[-1]] if delays else None}
+
+
+def changes(seen):
+    """The times [ns] of the (time, positions) pairs whose positions differ from the pair's before."""
+    return [t for (_, before), (t, positions) in zip(seen, seen[1:]) if positions != before]
+
+
+def stamp_ns(header):
+    return header.stamp.sec * 1_000_000_000 + header.stamp.nanosec
 
 
 JTC_ACTION = "/joint_trajectory_controller/follow_joint_trajectory"
@@ -170,9 +191,9 @@ def moveit_figures(bench):
     """MoveIt on the STM32 arm (launch/moveit.launch.py), where it is installed: GOALS joint
     goals between the two poses, planned and executed; the planning time move_group reports,
     and the time from the request to its result (the arm there)."""
-    figures = []
+    rows = []
     for control in controls() if MOVEIT else []:
-        path, _ = stm32_emulator()
+        path, _ = device_emulator("stm32", "--print-targets")
         launched("moveit.launch.py", control, "device:=stm32", f"port:={path}")
         planning, arrival = [], []
         for index in range(GOALS):
@@ -182,56 +203,125 @@ def moveit_figures(bench):
                 arrival.append(took)
         planning.sort()
         arrival.sort()
-        timing = (f"planning median {planning[len(planning) // 2] * 1e3:.0f} ms, request to the arm there median "
-                  f"{arrival[len(arrival) // 2]:.2f} s" if planning else "no plan succeeded")
-        figures.append((f"MoveIt, {label('stm32_driver', control)}", timing, f"{len(planning)}/{GOALS} succeeded"))
+        rows.append({"moveit": control, "succeeded": len(planning), "goals": GOALS,
+                     "planning_ms": planning[len(planning) // 2] * 1e3 if planning else None,
+                     "arrival_s": arrival[len(arrival) // 2] if arrival else None})
         stop_all()
-    return figures
+    return rows
 
 
-def main():
-    bench = Bench()
-    figures = moveit_figures(bench)
-
-    for control in controls():
-        path, targets = stm32_emulator()
-        node = launched("stm32.launch.py", control, f"port:={path}")
-        native = control == "native"
-        runs = bench.goals("/stm32_driver/follow_joint_trajectory" if native else JTC_ACTION, STM32, STM32_POSES)
-        # stm32_driver logs "~/follow_joint_trajectory: goal ID of N points" once it has taken a goal.
-        logged = ("follow_joint_trajectory: goal", " points") if native else ("Accepted new action goal",)
-        accepted = accepted_at(node.log_path, *logged)
-        figures.append((label("stm32_driver", control), latency_line(accepted, targets), errors_line(runs)))
-        stop_all()
-
+def serial_figures(bench):
+    """stm32_driver and arduino_driver on their emulators, natively and through JTC."""
+    rows = []
     fingers = ("finger_joint0", "finger_joint1", "finger_joint2", "finger_joint3")
-    for control in controls():
-        _, path = start_emulator("rdscom")
-        launched("arduino.launch.py", control, f"port:={path}")
-        action = "/arduino_driver/follow_joint_trajectory" if control == "native" else JTC_ACTION
-        runs = bench.goals(action, fingers, ([0.1, 0.5, 0.6, 0.4], [-0.1, 0.9, 0.3, 0.2]))
-        figures.append((label("arduino_driver", control), "", errors_line(runs)))
-        stop_all()
+    devices = [("stm32_driver", "stm32.launch.py", ("stm32", "--print-targets"), STM32, STM32_POSES),
+               ("arduino_driver", "arduino.launch.py", ("rdscom", "--print-controls"), fingers,
+                ([0.1, 0.5, 0.6, 0.4], [-0.1, 0.9, 0.3, 0.2]))]
+    for name, file, emulator, joints, poses in devices:
+        for control in controls():
+            path, commands = device_emulator(*emulator)
+            node = launched(file, control, f"port:={path}")
+            native = control == "native"
+            runs, _ = bench.goals(f"/{name}/follow_joint_trajectory" if native else JTC_ACTION, joints, poses)
+            # The node logs "~/follow_joint_trajectory: goal ID of N points" once it has taken a
+            # goal, JTC "Accepted new action goal".
+            logged = ("follow_joint_trajectory: goal", " points") if native else ("Accepted new action goal",)
+            rows.append({"node": name, "control": control, **errors(runs),
+                         **first_setpoints(accepted_at(node.log_path, *logged), commands)})
+            stop_all()
+    return rows
 
+
+def arm_figures(bench):
+    """sil_node and hil_node (the simulated rig), natively and through JTC, and their
+    /joint_states' rate."""
+    rows = []
     arm = ("joint1", "joint2", "joint3")
     for name, file, arguments in [("sil_node", "sil.launch.py", []), ("hil_node", "hil.launch.py", ["hardware:=sim"])]:
         poses = None
         for control in controls():
-            launched(file, control, *arguments)
+            node = launched(file, control, *arguments)
+            native = control == "native"
             # Its /joint_states (250 Hz by default) as a subscriber gets them.
-            rate = bench.rate() if control == "native" else ""
+            rate = bench.rate() if native else None
             # Two poses of the arm's own trajectory, seen before JTC holds it (the same each start).
             poses = poses or bench.poses_of(arm)
-            runs = bench.goals(f"/{name}/follow_joint_trajectory" if control == "native" else JTC_ACTION, arm, poses)
-            figures.append((label(name, control), rate, errors_line(runs)))
+            if native:
+                watched = (f"/{name}/controller_state", JointTrajectoryControllerState,
+                           lambda m: (stamp_ns(m.header), list(m.reference.positions)))
+                logged = ("follow_joint_trajectory: goal", " points")
+            else:
+                watched = (f"/{name}/joint_command", JointState, lambda m: (time.time_ns(), list(m.position)))
+                logged = ("Accepted new action goal",)
+            runs, seen = bench.goals(f"/{name}/follow_joint_trajectory" if native else JTC_ACTION, arm, poses,
+                                     watched=watched)
+            rows.append({"node": name, "control": control, **errors(runs), "rate": rate,
+                         **first_setpoints(accepted_at(node.log_path, *logged), changes(seen))})
             stop_all()
+    return rows
 
-    print(f"FollowJointTrajectory, {GOALS} goals of 1 s each between two poses:")
-    for name, latency, errors in figures:
-        print(f"  {name}: {'; '.join(part for part in (latency, errors) if part)}")
-    print(f"logs of the started processes: {LOGS}")
+
+def one_middleware():
+    """This process's middleware's figures, as JSON lines."""
+    bench = Bench()
+    for row in moveit_figures(bench) + serial_figures(bench) + arm_figures(bench):
+        print(json.dumps({"middleware": os.environ.get("RMW_IMPLEMENTATION", ""), **row}), flush=True)
+    print(f"logs of the started processes: {LOGS}", file=sys.stderr)
     bench.node.destroy_node()
     rclpy.shutdown()
+
+
+MIDDLEWARES = {"rmw_cyclonedds_cpp": "Cyclone DDS", "rmw_fastrtps_cpp": "Fast DDS"}
+
+
+def table(rows, middlewares):
+    """The figures as Markdown: a row per node and path, columns per middleware."""
+    def cell(row):
+        if row is None:
+            return "not run |  |  "
+        first = "{:.1f} / {:.1f} ms".format(*row["first_ms"]) if row["first_ms"] else "none seen"
+        return (f"{row['succeeded']} of {row['goals']} | {row['rms_mrad']:.1f} / {row['max_mrad']:.1f} mrad | "
+                f"{first}")
+    names = [MIDDLEWARES[m] for m in middlewares]
+    head = " | ".join(f"{n}: succeeded | {n}: joint error RMS / max | {n}: first setpoint median / max"
+                      for n in names)
+    lines = [f"| node | {head} |", "|---|" + "---|" * (3 * len(names))]
+    keys = list(dict.fromkeys((r["node"], r["control"]) for r in rows if "node" in r))
+    for node, control in keys:
+        by = {r["middleware"]: r for r in rows if r.get("node") == node and r["control"] == control}
+        path = "native" if control == "native" else "via joint_trajectory_controller"
+        lines.append(f"| {node}, {path} | " + " | ".join(cell(by.get(m)) for m in middlewares) + " |")
+    rates = [r for r in rows if r.get("rate")]
+    if rates:
+        lines += ["", "| /joint_states as a subscriber gets them | " + " | ".join(names) + " |",
+                  "|---|" + "---|" * len(names)]
+        for node in dict.fromkeys(r["node"] for r in rates):
+            by = {r["middleware"]: r["rate"] for r in rates if r["node"] == node}
+            lines.append(f"| {node} | " + " | ".join(by.get(m, "not run") for m in middlewares) + " |")
+    moveit = [r for r in rows if "moveit" in r]
+    if moveit:
+        lines += ["", "| MoveIt on the STM32 arm | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+        for control in dict.fromkeys(r["moveit"] for r in moveit):
+            by = {r["middleware"]: r for r in moveit if r["moveit"] == control}
+            figure = lambda r: (f"{r['succeeded']} of {r['goals']}, planning {r['planning_ms']:.0f} ms, "  # noqa: E731
+                                f"request to the arm there {r['arrival_s']:.2f} s" if r and r["arrival_s"] else "none")
+            lines.append(f"| {label('stm32_driver', control)} | " + " | ".join(figure(by.get(m)) for m in middlewares)
+                         + " |")
+    return "\n".join(lines)
+
+
+def main():
+    if sys.argv[1:] == ["--one"]:
+        return one_middleware()
+    middlewares = [m for m in MIDDLEWARES if installed(m)]
+    rows = []
+    for middleware in middlewares:
+        print(f"=== {MIDDLEWARES[middleware]}", file=sys.stderr, flush=True)
+        done = subprocess.run([sys.executable, __file__, "--one"], env={**os.environ, "RMW_IMPLEMENTATION": middleware},
+                              stdout=subprocess.PIPE, text=True)
+        rows += [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    print(f"FollowJointTrajectory, {GOALS} goals of 1 s each between two poses:\n")
+    print(table(rows, middlewares))
 
 
 if __name__ == "__main__":
