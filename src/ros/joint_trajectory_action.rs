@@ -84,8 +84,9 @@ impl FollowJointTrajectoryServer {
                         if let Some((replaced, outcome)) = replaced {
                             finish(replaced, outcome);
                         }
-                        log::info!("~/follow_joint_trajectory: goal {uuid} of {} points", goal.points.len());
+                        // Before the log line, which costs a millisecond or two (/rosout).
                         first_setpoint();
+                        log::info!("~/follow_joint_trajectory: goal {uuid} of {} points", goal.points.len());
                     }
                 }
                 let cancel_goals = goals.clone();

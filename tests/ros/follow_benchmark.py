@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 """FollowJointTrajectory figures (docs/performance.md): per node, how long from a goal's
-acceptance to its first setpoint, and whether each goal succeeded with the RMS and largest joint
+sending to its first setpoint, and whether each goal succeeded with the RMS and largest joint
 error along it (the feedback's `error`), through the node's own `~/follow_joint_trajectory` and
 through joint_trajectory_controller (`control:=ros2_control`, where ros2_control is installed),
 on each middleware the underlay has; MoveIt's figures where it is built; and the rate of the
 parallel arm's /joint_states as a subscriber gets them. A benchmark, not a test: it prints
 Markdown tables and asserts nothing.
 
-    tests/ros/run.sh --benchmark
+    tests/ros/run.sh --benchmark                      # every node
+    tests/ros/run.sh --benchmark hil_node sil_node    # those nodes alone
 
 Each middleware runs in a process of its own (`--one`, which prints its figures as JSON lines).
-The first setpoint is timed on the wall clock from the acceptance the action server logs:
+The first setpoint is timed on the wall clock from the goal's sending (its transport and
+acceptance included):
 - stm32_driver and arduino_driver: to the command's arrival at the emulated device, as
   `arm_hil emulate stm32 --print-targets` and `arm_hil emulate rdscom --print-controls` stamp it;
 - sil_node and hil_node, natively: to the stamp of the first `~/controller_state` whose reference
@@ -23,7 +25,7 @@ The first setpoint is timed on the wall clock from the acceptance the action ser
 import json
 import math
 import os
-import re
+import pathlib
 import subprocess
 import sys
 import threading
@@ -41,12 +43,11 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from test_follow_joint_trajectory import installed
 from test_moveit import MOVEIT, joint_goal, move
-from test_nodes import EXECUTABLES, LOGS, RUNNING, launch, start_emulator, stop_all
+from test_nodes import EXECUTABLES, LOGS, RUNNING, launch, stop_all
 
 GOALS = 10
 STM32 = ("stm32_shoulder", "stm32_elbow")
 STM32_POSES = ([0.5, -0.3], [-0.3, 0.4])
-LOGGED = re.compile(r"\[INFO\] \[(\d+)\.(\d+)\] \[[^\]]*\]: (.*)")
 
 
 def device_emulator(kind, flag):
@@ -62,16 +63,6 @@ def device_emulator(kind, flag):
     return path, times
 
 
-def accepted_at(log_path, *texts):
-    """Wall-clock times [ns] of the log lines holding every one of `texts`."""
-    times = []
-    for line in log_path.read_text().splitlines():
-        found = LOGGED.search(line)
-        if found and all(text in found.group(3) for text in texts):
-            times.append(int(found.group(1)) * 1_000_000_000 + int(found.group(2).ljust(9, "0")[:9]))
-    return times
-
-
 class Bench:
     def __init__(self):
         rclpy.init()
@@ -79,8 +70,9 @@ class Bench:
 
     def goals(self, action, joints, poses, seconds=1.0, watched=None):
         """GOALS goals of `seconds` each, alternating between `poses`: each goal's id, its
-        feedback errors [rad] and whether it succeeded. `watched` (topic, type, value) puts
-        `value(message)` of each message on the topic meanwhile in the list it returns too."""
+        feedback errors [rad] and whether it succeeded; when each was sent [ns, wall clock];
+        and, with `watched` (topic, type, value), `value(message)` of each message on the topic
+        meanwhile."""
         seen = []
         if watched is not None:
             topic, kind, value = watched
@@ -88,11 +80,12 @@ class Bench:
         client = ActionClient(self.node, FollowJointTrajectory, action)
         if not client.wait_for_server(timeout_sec=30.0):
             raise RuntimeError(f"{action} is not served")
-        runs = []
+        runs, sent_ns = [], []
         for index in range(GOALS):
             point = JointTrajectoryPoint(positions=list(poses[index % 2]), time_from_start=Duration(sec=int(seconds)))
             goal = FollowJointTrajectory.Goal(trajectory=JointTrajectory(joint_names=list(joints), points=[point]))
             errors = []
+            sent_ns.append(time.time_ns())
             sent = client.send_goal_async(goal, feedback_callback=lambda m: errors.extend(m.feedback.error.positions))
             rclpy.spin_until_future_complete(self.node, sent, timeout_sec=10.0)
             handle = sent.result()
@@ -104,7 +97,7 @@ class Bench:
         client.destroy()
         if watched is not None:
             self.node.destroy_subscription(subscription)
-        return runs, seen
+        return runs, sent_ns, seen
 
     def rate(self, seconds=5.0):
         """/joint_states as this node receives them over `seconds` from the first: messages a
@@ -125,8 +118,10 @@ class Bench:
         return (f"/joint_states {(len(stamps) - 1) / (stamps[-1] - stamps[0]):.1f} messages/s, "
                 f"longest gap {max(gaps) * 1e3:.1f} ms")
 
-    def poses_of(self, joints, seconds=3.0):
-        """Two poses the arm takes on its own trajectory, as far apart as it goes in `seconds`."""
+    def poses_of(self, joints, seconds=3.0, apart_rad=1.0):
+        """Two poses the arm takes on its own trajectory, as far apart as it goes in `seconds` up
+        to `apart_rad` on any joint: a goal of 1 s between them asks half the motors' 2 rad/s on
+        average, a spline from rest three quarters of it at its fastest."""
         poses = []
         subscription = self.node.create_subscription(
             JointState, "/joint_states",
@@ -137,7 +132,8 @@ class Bench:
             rclpy.spin_once(self.node, timeout_sec=0.05)
         self.node.destroy_subscription(subscription)
         distance = [max(abs(a - b) for a, b in zip(pose, poses[0])) for pose in poses]
-        return poses[0], poses[distance.index(max(distance))]
+        within = [d if d <= apart_rad else -1.0 for d in distance]
+        return poses[0], poses[within.index(max(within))]
 
 
 def errors(runs):
@@ -149,9 +145,9 @@ def errors(runs):
             "max_mrad": largest * 1e3}
 
 
-def first_setpoints(accepted, times):
-    """From each acceptance to the first of `times` [ns] at or after it: median and max [ms]."""
-    delays = sorted((after[0] - when) * 1e-6 for when in accepted
+def first_setpoints(sent, times):
+    """From each goal's sending to the first of `times` [ns] after it: median and max [ms]."""
+    delays = sorted((after[0] - when) * 1e-6 for when in sent
                     if (after := [t for t in times if t >= when]))
     return {"first_ms": [delays[len(delays) // 2], delays[-1]] if delays else None}
 
@@ -159,6 +155,20 @@ def first_setpoints(accepted, times):
 def changes(seen):
     """The times [ns] of the (time, positions) pairs whose positions differ from the pair's before."""
     return [t for (_, before), (t, positions) in zip(seen, seen[1:]) if positions != before]
+
+
+def cpu_seconds(group):
+    """The CPU time [s] the processes of process group `group` have used so far (a launch's
+    group: the nodes and everything it started)."""
+    ticks = 0
+    for stat in pathlib.Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == group:  # pgrp; then utime and stime at 12 and 13
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def stamp_ns(header):
@@ -180,11 +190,19 @@ def label(node, control):
 
 def launched(file, control, *arguments):
     """`file` launched with `control:=`; the controllers are active some seconds after the start
-    (the controller manager reads the URDF from robot_state_publisher on Jazzy)."""
+    (the controller manager reads the URDF from robot_state_publisher on Jazzy). Its log is
+    kept as LOGS/FILE_CONTROL.log once it is stopped (`ended`)."""
     native = control == "native"
     node = launch(file, f"control:={control}", "rsp:=false" if native else "rsp:=true", *arguments)
+    node.kept_as = LOGS / f"{file.replace('.launch.py', '')}_{control}.log"
     time.sleep(3.0 if native else 8.0)
     return node
+
+
+def ended(node):
+    """Stops what the benchmark started, keeping `node`'s log."""
+    stop_all()
+    node.log_path.replace(node.kept_as)
 
 
 def moveit_figures(bench):
@@ -194,7 +212,7 @@ def moveit_figures(bench):
     rows = []
     for control in controls() if MOVEIT else []:
         path, _ = device_emulator("stm32", "--print-targets")
-        launched("moveit.launch.py", control, "device:=stm32", f"port:={path}")
+        node = launched("moveit.launch.py", control, "device:=stm32", f"port:={path}")
         planning, arrival = [], []
         for index in range(GOALS):
             result, took = move(bench.node, joint_goal("arm", dict(zip(STM32, STM32_POSES[index % 2]))))
@@ -206,40 +224,37 @@ def moveit_figures(bench):
         rows.append({"moveit": control, "succeeded": len(planning), "goals": GOALS,
                      "planning_ms": planning[len(planning) // 2] * 1e3 if planning else None,
                      "arrival_s": arrival[len(arrival) // 2] if arrival else None})
-        stop_all()
+        ended(node)
     return rows
 
 
-def serial_figures(bench):
-    """stm32_driver and arduino_driver on their emulators, natively and through JTC."""
+def serial_figures(bench, nodes):
+    """stm32_driver and arduino_driver (those of `nodes`) on their emulators, natively and
+    through JTC."""
     rows = []
     fingers = ("finger_joint0", "finger_joint1", "finger_joint2", "finger_joint3")
     devices = [("stm32_driver", "stm32.launch.py", ("stm32", "--print-targets"), STM32, STM32_POSES),
                ("arduino_driver", "arduino.launch.py", ("rdscom", "--print-controls"), fingers,
                 ([0.1, 0.5, 0.6, 0.4], [-0.1, 0.9, 0.3, 0.2]))]
     for name, file, emulator, joints, poses in devices:
-        for control in controls():
+        for control in controls() if name in nodes else []:
             path, commands = device_emulator(*emulator)
             node = launched(file, control, f"port:={path}")
             native = control == "native"
-            runs, _ = bench.goals(f"/{name}/follow_joint_trajectory" if native else JTC_ACTION, joints, poses)
-            # The node logs "~/follow_joint_trajectory: goal ID of N points" once it has taken a
-            # goal, JTC "Accepted new action goal".
-            logged = ("follow_joint_trajectory: goal", " points") if native else ("Accepted new action goal",)
-            rows.append({"node": name, "control": control, **errors(runs),
-                         **first_setpoints(accepted_at(node.log_path, *logged), commands)})
-            stop_all()
+            runs, sent, _ = bench.goals(f"/{name}/follow_joint_trajectory" if native else JTC_ACTION, joints, poses)
+            rows.append({"node": name, "control": control, **errors(runs), **first_setpoints(sent, commands)})
+            ended(node)
     return rows
 
 
-def arm_figures(bench):
-    """sil_node and hil_node (the simulated rig), natively and through JTC, and their
-    /joint_states' rate."""
+def arm_figures(bench, nodes):
+    """sil_node and hil_node (the simulated rig; those of `nodes`), natively and through JTC,
+    and their /joint_states' rate."""
     rows = []
     arm = ("joint1", "joint2", "joint3")
     for name, file, arguments in [("sil_node", "sil.launch.py", []), ("hil_node", "hil.launch.py", ["hardware:=sim"])]:
         poses = None
-        for control in controls():
+        for control in controls() if name in nodes else []:
             node = launched(file, control, *arguments)
             native = control == "native"
             # Its /joint_states (250 Hz by default) as a subscriber gets them.
@@ -249,22 +264,28 @@ def arm_figures(bench):
             if native:
                 watched = (f"/{name}/controller_state", JointTrajectoryControllerState,
                            lambda m: (stamp_ns(m.header), list(m.reference.positions)))
-                logged = ("follow_joint_trajectory: goal", " points")
             else:
                 watched = (f"/{name}/joint_command", JointState, lambda m: (time.time_ns(), list(m.position)))
-                logged = ("Accepted new action goal",)
-            runs, seen = bench.goals(f"/{name}/follow_joint_trajectory" if native else JTC_ACTION, arm, poses,
+            (cpu_from, wall_from) = (cpu_seconds(node.pid), time.monotonic())
+            runs, sent, seen = bench.goals(f"/{name}/follow_joint_trajectory" if native else JTC_ACTION, arm, poses,
                                      watched=watched)
-            rows.append({"node": name, "control": control, **errors(runs), "rate": rate,
-                         **first_setpoints(accepted_at(node.log_path, *logged), changes(seen))})
-            stop_all()
+            # The bringup's CPU while the goals ran, in percent of one core.
+            cpu = 100.0 * (cpu_seconds(node.pid) - cpu_from) / (time.monotonic() - wall_from)
+            rows.append({"node": name, "control": control, **errors(runs), "rate": rate, "cpu_percent": cpu,
+                         **first_setpoints(sent, changes(seen))})
+            ended(node)
     return rows
 
 
-def one_middleware():
-    """This process's middleware's figures, as JSON lines."""
+NODES = ("stm32_driver", "arduino_driver", "sil_node", "hil_node")
+
+
+def one_middleware(nodes):
+    """This process's middleware's figures for `nodes` (MoveIt's with stm32_driver), as JSON
+    lines."""
     bench = Bench()
-    for row in moveit_figures(bench) + serial_figures(bench) + arm_figures(bench):
+    moveit = moveit_figures(bench) if "stm32_driver" in nodes else []
+    for row in moveit + serial_figures(bench, nodes) + arm_figures(bench, nodes):
         print(json.dumps({"middleware": os.environ.get("RMW_IMPLEMENTATION", ""), **row}), flush=True)
     print(f"logs of the started processes: {LOGS}", file=sys.stderr)
     bench.node.destroy_node()
@@ -298,6 +319,15 @@ def table(rows, middlewares):
         for node in dict.fromkeys(r["node"] for r in rates):
             by = {r["middleware"]: r["rate"] for r in rates if r["node"] == node}
             lines.append(f"| {node} | " + " | ".join(by.get(m, "not run") for m in middlewares) + " |")
+    cpu = [r for r in rows if r.get("cpu_percent") is not None]
+    if cpu:
+        lines += ["", "| the bringup's CPU while the goals ran, % of a core | " + " | ".join(names) + " |",
+                  "|---|" + "---|" * len(names)]
+        for node, control in dict.fromkeys((r["node"], r["control"]) for r in cpu):
+            by = {r["middleware"]: r["cpu_percent"] for r in cpu if r["node"] == node and r["control"] == control}
+            path = "native" if control == "native" else "via joint_trajectory_controller"
+            lines.append(f"| {node}, {path} | " + " | ".join(f"{by[m]:.0f} %" if m in by else "not run"
+                                                             for m in middlewares) + " |")
     moveit = [r for r in rows if "moveit" in r]
     if moveit:
         lines += ["", "| MoveIt on the STM32 arm | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
@@ -311,13 +341,17 @@ def table(rows, middlewares):
 
 
 def main():
-    if sys.argv[1:] == ["--one"]:
-        return one_middleware()
+    one, nodes = "--one" in sys.argv[1:], [a for a in sys.argv[1:] if a != "--one"] or list(NODES)
+    unknown = set(nodes) - set(NODES)
+    if unknown:
+        sys.exit(f"no such node: {', '.join(sorted(unknown))} (the nodes: {', '.join(NODES)})")
+    if one:
+        return one_middleware(nodes)
     middlewares = [m for m in MIDDLEWARES if installed(m)]
     rows = []
     for middleware in middlewares:
         print(f"=== {MIDDLEWARES[middleware]}", file=sys.stderr, flush=True)
-        done = subprocess.run([sys.executable, __file__, "--one"], env={**os.environ, "RMW_IMPLEMENTATION": middleware},
+        done = subprocess.run([sys.executable, __file__, "--one", *nodes], env={**os.environ, "RMW_IMPLEMENTATION": middleware},
                               stdout=subprocess.PIPE, text=True)
         rows += [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     print(f"FollowJointTrajectory, {GOALS} goals of 1 s each between two poses:\n")

@@ -116,9 +116,9 @@ pub fn goal_trajectory(robot: &Robot, plan: &Plan, near: &Vec3, hold_s: f64) -> 
 /// command took the arm over, the command then in force is not followed again ([`StreamGate`]).
 #[derive(Debug)]
 pub struct JointCommands {
-    /// When the last command came [s, the caller's clock], where it put the platform [m], and
-    /// its motor angles [rad].
-    last: Option<(f64, Vec3, Vec3)>,
+    /// The last command of the stream: when it came [s, the caller's clock], where it put the
+    /// platform [m], its motor angles [rad], and the stream's period so far [s].
+    last: Option<Streamed>,
     /// The fastest a move takes the platform [m/s].
     top_speed_m_s: f64,
     /// The fastest a move turns a motor [rad/s] and the hardest it accelerates one [rad/s^2],
@@ -179,29 +179,25 @@ impl JointCommands {
         let target = platform_point(robot, &motors, &x)?;
         let motors = vec3(&motors);
         // The stream's own velocity, from the command before unless it came before a pause,
-        // and the speed it turns the motors at [rad/s].
-        let (period_s, stream_velocity, stream_motor_speed) = match self.last {
-            Some((last_s, last_target, last_motors)) if now_s - last_s <= Self::LONGEST_S => {
-                let period_s = (now_s - last_s).max(0.001);
-                (period_s, (target - last_target) / period_s, (motors - last_motors).amax() / period_s)
+        // and the speed it turns the motors at [rad/s]: over the stream's period, smoothed, so
+        // that the jitter of the commands' arrival (two taken at once, say) does not jerk it.
+        let streamed = self.last.filter(|last| now_s - last.at_s <= Self::LONGEST_S);
+        let (period_s, stream_velocity, stream_motor_speed) = match streamed {
+            Some(last) => {
+                let since_s = (now_s - last.at_s).max(0.001);
+                let period_s =
+                    last.period_s.map_or(since_s, |period_s| period_s + PERIOD_SMOOTHING * (since_s - period_s));
+                (period_s, (target - last.target) / period_s, (motors - last.motors).amax() / period_s)
             }
-            _ => (Self::LONGEST_S, Vec3::zeros(), 0.0),
+            None => (Self::LONGEST_S, Vec3::zeros(), 0.0),
         };
-        self.last = Some((now_s, target, motors));
-        // The motors' turn as the loop's bounds measure it: the inverse kinematics at the
-        // reference, and at the target from there (not the command's own angles, which may be
-        // another assembly of the same platform point).
-        let place = |at: &Vec3, near: Option<&Vec3>| {
-            robot.inverse_kinematics(at, near).map_err(|error| format!("the arm cannot be placed: {error}"))
-        };
-        let from_motors = place(&x, None)?;
-        let turn_rad = (place(&target, Some(&from_motors))? - from_motors).amax();
+        self.last = Some(Streamed { at_s: now_s, target, motors, period_s: streamed.map(|_| period_s) });
         let moving = Motion {
             x,
             xd,
             period_s,
             top_speed_m_s: self.top_speed_m_s,
-            turn_rad,
+            turn_rad: self.motor_bounds.turn_rad(robot, &x, &target)?,
             motor_bounds: self.motor_bounds,
             stream_scale: self.motor_bounds.scale(stream_motor_speed),
         };
@@ -227,7 +223,7 @@ pub const SIL_COMMAND_SPEED_M_S: f64 = 0.25;
 /// ask (about 0.1 m/s), so that a controller's stream is followed as it comes. What bounds a
 /// step in the stream is the motors' speed and acceleration, as for the node's goals and
 /// segments ([`JointCommands::within`]); a step with no bound at all tripped its protective stop.
-pub const HIL_COMMAND_SPEED_M_S: f64 = 0.25;
+pub const HIL_COMMAND_SPEED_M_S: f64 = 0.05;
 
 /// Checks a node's `joint_command_speed_m_s`.
 pub fn check_command_speed(speed_m_s: f64) -> Result<(), String> {
@@ -235,6 +231,19 @@ pub fn check_command_speed(speed_m_s: f64) -> Result<(), String> {
         true => Ok(()),
         false => Err(format!("joint_command_speed_m_s must be a speed > 0, got {speed_m_s}")),
     }
+}
+
+/// How much of the time since the command before goes into the stream's period.
+const PERIOD_SMOOTHING: f64 = 0.2;
+
+/// A command of a stream, as the next one needs it.
+#[derive(Debug, Clone, Copy)]
+struct Streamed {
+    at_s: f64,
+    target: Vec3,
+    motors: Vec3,
+    /// None for a stream's first command.
+    period_s: Option<f64>,
 }
 
 /// How fast a joint command's move may turn the arm's motors.
@@ -245,6 +254,21 @@ pub struct MotorBounds {
 }
 
 impl MotorBounds {
+    /// The largest turn of a motor [rad] from the platform at `from` to `to` [m], as the loop's
+    /// bounds measure it: the inverse kinematics at `from`, and at `to` from there (not the
+    /// command's own angles, which may be another assembly of the same platform point). Zero
+    /// where the motors are unbounded.
+    fn turn_rad(&self, robot: &Robot, from: &Vec3, to: &Vec3) -> Result<f64, String> {
+        if self.speed_rad_s == f64::INFINITY {
+            return Ok(0.0);
+        }
+        let place = |at: &Vec3, near: Option<&Vec3>| {
+            robot.inverse_kinematics(at, near).map_err(|error| format!("the arm cannot be placed: {error}"))
+        };
+        let from_motors = place(from, None)?;
+        Ok((place(to, Some(&from_motors))? - from_motors).amax())
+    }
+
     /// The shortest time [s] a line turning a motor `angle_rad` may take, its mean speed within
     /// the speed bound, as [`crate::hil::protection::ProtectionConfig::check_motion`] measures
     /// a line.
