@@ -219,10 +219,12 @@ pub const HIL_STOPPED_RAD_S: f64 = 0.1;
 /// divergence bound; commands that move slower are followed as they come.
 pub const SIL_COMMAND_SPEED_M_S: f64 = 0.25;
 
-/// hil_node's default fastest joint-command move [m/s]: sil_node's, above what ordinary goals
-/// ask (about 0.1 m/s), so that a controller's stream is followed as it comes. What bounds a
-/// step in the stream is the motors' speed and acceleration, as for the node's goals and
-/// segments ([`JointCommands::within`]); a step with no bound at all tripped its protective stop.
+/// hil_node's default fastest joint-command move [m/s], well inside what the loop tracks within
+/// its tracking-error bound: the lab's arm is not rushed by a step; controllers that move it
+/// faster see it lag. Its moves are bounded by the motors' speed and acceleration as well, as
+/// its goals and segments are ([`JointCommands::within`]). Under joint_trajectory_controller,
+/// 0.25 m/s tripped the protective stop: each command's move starts again from the loop's
+/// reference, and a controller's stream alternates between following and ramping to rest.
 pub const HIL_COMMAND_SPEED_M_S: f64 = 0.05;
 
 /// Checks a node's `joint_command_speed_m_s`.
