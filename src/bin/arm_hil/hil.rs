@@ -350,11 +350,11 @@ fn start_feed(source: Source, robot: &Robot) -> anyhow::Result<(Receiver<FeedIte
 }
 
 pub(crate) fn run(args: HilArgs) -> anyhow::Result<()> {
-    let (sil, sections) = config::load::<HilSections>(args.config.as_deref())?;
+    let kind = args.hardware.kind();
+    let (sil, sections) = config::load_over::<HilSections>(args.config.as_deref(), kind.measured_defaults())?;
     let robot = Robot::new(sil.robot.clone()).context("robot parameters")?;
     let source = open_source(args.trajectory.as_deref(), &robot)?;
     let (samples, first) = start_feed(source, &robot)?;
-    let kind = args.hardware.kind();
     let devices = RigDevices { sensor: args.sensor.clone(), arduino: args.arduino.clone() };
     let settings = RigSettings { stepper: sections.stepper.clone(), rig: sections.rig.clone() };
     let hardware = open_hardware(kind, &devices, &settings, &sil, &first, robot.elbow())?;

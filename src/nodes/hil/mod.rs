@@ -80,9 +80,17 @@ impl HilNodeConfig {
 const GROUPS: [&str; 3] = ["hil", "stepper", "rig"];
 
 /// Reads hil_node's parameters: the SIL sections, `hil.*`, `stepper.*`, `rig.*` and its own.
+/// The hardware's measured settings ([`RigKind::measured_defaults`]) stand where no parameter
+/// sets them.
 pub fn hil_node_config(params: &BTreeMap<String, ParamValue>) -> Result<HilNodeConfig, ParamError> {
     let invalid = |message: String| ParamError::Invalid { prefix: String::new(), message };
-    let sil: SilConfig = read_group(&only_groups(params, &SilConfig::SECTIONS), "")?;
+    let groups: Vec<&str> = SilConfig::SECTIONS.iter().chain(&GROUPS).copied().collect();
+    let settings: HilNodeSettings = read_group(&without_groups(params, &groups), "")?;
+    let mut sil_params = only_groups(params, &SilConfig::SECTIONS);
+    for (section, key, value) in settings.hardware.measured_defaults() {
+        sil_params.entry(format!("{section}.{key}")).or_insert(ParamValue::Double(*value));
+    }
+    let sil: SilConfig = read_group(&sil_params, "")?;
     sil.validate().map_err(|error| invalid(error.to_string()))?;
     let hil: HilConfig = read_group(params, "hil")?;
     hil.validate().map_err(invalid)?;
@@ -90,8 +98,6 @@ pub fn hil_node_config(params: &BTreeMap<String, ParamValue>) -> Result<HilNodeC
         stepper: read_group::<StepperConfig>(params, "stepper")?,
         rig: read_group::<RigConfig>(params, "rig")?,
     };
-    let groups: Vec<&str> = SilConfig::SECTIONS.iter().chain(&GROUPS).copied().collect();
-    let settings: HilNodeSettings = read_group(&without_groups(params, &groups), "")?;
     if !(settings.publish_rate_hz > 0.0) {
         return Err(invalid(format!("publish_rate_hz must be > 0, got {}", settings.publish_rate_hz)));
     }
