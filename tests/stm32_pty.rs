@@ -6,7 +6,7 @@ use arm_hil::drivers::stm32::{
     ArmTelemetry, DriverEvent, LinkEvent, LinkState, Stm32Config, Stm32Driver, STANDARD_GRAVITY,
 };
 use arm_hil::emulate::stm32::{Faults, Stm32Emulator, Stm32EmulatorConfig};
-use arm_hil::protocol::stm32::{Command, LengthStyle};
+use arm_hil::protocol::stm32::{encode_command, Command, LengthStyle};
 
 fn start(config: Stm32EmulatorConfig) -> (Stm32Emulator, Stm32Driver) {
     let emulator = Stm32Emulator::start(config).unwrap();
@@ -59,6 +59,37 @@ fn commanded_angles_are_reached_and_reported_field_by_field() {
     let stats = emulator.stats();
     assert_eq!(stats.targets, [0.5f32 as f64, -0.3f32 as f64]);
     assert!(stats.acks_sent >= 1);
+}
+
+#[test]
+fn a_stream_of_setpoints_faster_than_the_wire_goes_out_at_the_wires_pace_and_ends_on_the_latest() {
+    let (emulator, driver) = start(Stm32EmulatorConfig::default());
+    wait_for(&driver, Duration::from_secs(2), entered(LinkState::Connected)).expect("connected");
+    let before = emulator.stats().commands;
+    let started = Instant::now();
+    // 2 000 setpoints, one every 0.2 ms or so: each wakes the driver's thread, and they come
+    // four to six times faster than 115 200 baud carries them.
+    let last = 1999;
+    for step in 0..=last {
+        let shoulder = 0.2 * step as f32 / last as f32;
+        driver.send(Command::SetJointAngles { shoulder, elbow: -shoulder }).unwrap();
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let reached = |targets: [f64; 2]| targets == [0.2f32 as f64, -0.2f32 as f64];
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while !reached(emulator.stats().targets) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let (stats, elapsed) = (emulator.stats(), started.elapsed());
+    assert!(reached(stats.targets), "the last setpoint arrives: {:?}", stats.targets);
+    // No more went out than the wire carried meanwhile (the telemetry polls among them, each
+    // shorter than a packet of angles), and none were lost to a full buffer.
+    let mut packet = Vec::new();
+    encode_command(&Command::SetJointAngles { shoulder: 0.0, elbow: 0.0 }, &mut packet);
+    let wire_packets = elapsed.as_secs_f64() * 115_200.0 / 10.0 / packet.len() as f64;
+    let sent = (stats.commands - before) as f64;
+    assert!(sent <= wire_packets + 2.0, "{sent} packets in {elapsed:?}: the wire carries {wire_packets:.0}");
+    assert!(sent < 2000.0, "the stream was not written one by one");
 }
 
 #[test]

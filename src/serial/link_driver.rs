@@ -94,11 +94,13 @@ impl<C> Clone for Requests<C> {
 }
 
 impl<C> Requests<C> {
-    /// Queues `request` and wakes the thread. After the driver stopped, requests go nowhere.
+    /// Queues `request` and wakes the thread. After the driver stopped, requests go nowhere
+    /// (and nothing is written to the pipe, whose reader has gone with the thread).
     fn send(&self, request: Request<C>) {
-        let _ = self.sender.send(request);
-        // A full pipe (EAGAIN) holds a wake already; a closed one has no thread to wake.
-        let _ = nix::unistd::write(&*self.wake, &[1]);
+        if self.sender.send(request).is_ok() {
+            // A full pipe (EAGAIN) holds a wake already.
+            let _ = nix::unistd::write(&*self.wake, &[1]);
+        }
     }
 }
 
@@ -126,10 +128,44 @@ impl<C> Inbox<C> {
             Err(error) => return Err(error.into()),
         }
         if waited[1].any().unwrap_or(false) {
-            let mut wakes = [0u8; 64];
-            while matches!(nix::unistd::read(&self.woken, &mut wakes), Ok(read) if read > 0) {}
+            self.forget_wakes();
         }
         Ok(waited[0].any().unwrap_or(false))
+    }
+
+    /// Empties the pipe: the requests it woke the thread for are taken from the channel.
+    fn forget_wakes(&self) {
+        let mut wakes = [0u8; 4096];
+        while matches!(nix::unistd::read(&self.woken, &mut wakes), Ok(read) if read > 0) {}
+    }
+}
+
+/// When the bytes written so far have left the wire, at the port's baud rate, 8N1: what the
+/// link queues meanwhile waits in the link, where a newer setpoint replaces an older one, not
+/// in the kernel's buffer behind stale ones (a stream of commands faster than the wire, which
+/// every command waking the thread would otherwise write one by one).
+struct Wire {
+    byte_time: Duration,
+    free_at: Instant,
+}
+
+impl Wire {
+    fn new(baud: u32, now: Instant) -> Wire {
+        Wire { byte_time: Duration::from_secs_f64(10.0 / f64::from(baud.max(1))), free_at: now }
+    }
+
+    fn free(&self, now: Instant) -> bool {
+        now >= self.free_at
+    }
+
+    /// `bytes` written at `now`: they leave after those before them.
+    fn sent(&mut self, now: Instant, bytes: usize) {
+        self.free_at = self.free_at.max(now) + self.byte_time * bytes as u32;
+    }
+
+    /// How long until the wire is free [from `now`].
+    fn busy_for(&self, now: Instant) -> Duration {
+        self.free_at.saturating_duration_since(now)
     }
 }
 
@@ -261,7 +297,7 @@ fn run<L: SerialLink>(
         let _ = events.send(DriverEvent::PortOpened { path: port.path.clone() });
         link.handle_port_opened(Instant::now());
         let served = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            serve_port(&mut link, &mut serial, requests, events, &mut buf, &mut out)
+            serve_port(&mut link, &mut serial, port.baud, (requests, events), (&mut buf, &mut out))
         }));
         let lost = match served {
             Ok(Served::Stopped) => return shut_down(&mut link, &mut serial, &mut out),
@@ -298,12 +334,12 @@ enum Served {
 fn serve_port<L: SerialLink>(
     link: &mut L,
     serial: &mut serialport::TTYPort,
-    requests: &Inbox<L::Command>,
-    events: &Sender<DriverEvent<L::Event>>,
-    buf: &mut [u8],
-    out: &mut Vec<u8>,
+    baud: u32,
+    (requests, events): (&Inbox<L::Command>, &Sender<DriverEvent<L::Event>>),
+    (buf, out): (&mut [u8], &mut Vec<u8>),
 ) -> Served {
     let injected = FaultInjection::for_this_thread();
+    let mut wire = Wire::new(baud, Instant::now());
     loop {
         injected.check();
         if let Drained::Stop = drain_requests(requests, link) {
@@ -313,14 +349,21 @@ fn serve_port<L: SerialLink>(
         if link.poll_timeout().is_some_and(|deadline| deadline <= now) {
             link.handle_timeout(now);
         }
-        out.clear();
-        while link.poll_transmit(now, out) {}
-        if let Err(error) = serial.write_all(out) {
-            return Served::Lost(error);
+        if wire.free(now) {
+            out.clear();
+            while link.poll_transmit(now, out) {}
+            if let Err(error) = serial.write_all(out) {
+                return Served::Lost(error);
+            }
+            wire.sent(now, out.len());
         }
         forward_events(link, events);
         let wait =
             link.poll_timeout().map_or(READ_SLICE, |deadline| deadline.saturating_duration_since(Instant::now()));
+        let wait = match wire.free(now) {
+            true => wait,
+            false => wait.min(wire.busy_for(Instant::now())),
+        };
         // SAFETY: the descriptor is the port's, open for as long as `serial` is borrowed here.
         let port = unsafe { BorrowedFd::borrow_raw(serial.as_raw_fd()) };
         match requests.wait(port, wait.min(READ_SLICE)) {
@@ -364,6 +407,7 @@ fn drain_requests<L: SerialLink>(requests: &Inbox<L::Command>, link: &mut L) -> 
 fn wait_or_stop<C>(requests: &Inbox<C>, delay: Duration) -> bool {
     let until = Instant::now() + delay;
     loop {
+        requests.forget_wakes();
         match requests.receiver.recv_timeout(until.saturating_duration_since(Instant::now())) {
             Ok(Request::Command(_)) => continue,
             Ok(Request::Stop) | Err(RecvTimeoutError::Disconnected) => return true,
