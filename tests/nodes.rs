@@ -373,7 +373,7 @@ fn each_hardware_runs_its_measured_settings_unless_a_parameter_sets_them() {
     let sigma_a = |given: &[(&str, ParamValue)]| hil_node_config(&params(given)).unwrap().sil.estimator.sigma_a;
     let rig = ("hardware", ParamValue::String("robotscara".into()));
     assert_eq!(sigma_a(&[]), 2.0, "the simulated plant: the simulator's own");
-    assert_eq!(sigma_a(&[rig.clone()]), 0.5, "the rig's, measured on the emulated rig");
+    assert_eq!(sigma_a(std::slice::from_ref(&rig)), 0.5, "the rig's, measured on the emulated rig");
     assert_eq!(sigma_a(&[rig, ("estimator.sigma_a", ParamValue::Double(1.0))]), 1.0, "a parameter wins");
 }
 

@@ -300,7 +300,7 @@ impl Firmware {
                 self.set_targets(targets);
             }
             Command::SystemReset => {
-                self.targets = [0.0; 2];
+                self.set_targets([0.0; 2]);
                 self.mode = ControlMode::Position;
             }
             Command::SetMode(mode) => self.mode = mode,

@@ -636,7 +636,7 @@ class SilNode(NodeTest):
         self.assertTrue(result.success)
         # The feedback and the result come on channels of their own: the last feedback messages
         # may be taken after the result.
-        self.spin_until(lambda: feedback[-1].progress == 1.0, 5.0)
+        self.spin_until(lambda: feedback and feedback[-1].progress == 1.0, 5.0)
         progress = [f.progress for f in feedback]
         self.assertGreater(len(progress), 100, "feedback at the publish rate")
         self.assertTrue(all(b >= a for a, b in zip(progress, progress[1:])), "progress never goes back")

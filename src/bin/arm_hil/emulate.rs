@@ -76,7 +76,8 @@ pub(crate) struct Stm32EmulatorArgs {
     #[arg(long, value_name = "P", default_value_t = 0.0)]
     drop_rate: f64,
     /// Print each new joint target as a JSON line, {"unix_ns": when it arrived, "targets":
-    /// [shoulder, elbow], "angles": where the servos were then}: when commands reach the device
+    /// [shoulder, elbow], "angles": where the servos were as the line was printed, within a
+    /// millisecond}: when commands reach the device
     #[arg(long)]
     print_targets: bool,
     /// The servos' time constant [s]: a first-order joint reaches 63 % of a step in this time
