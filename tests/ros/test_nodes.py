@@ -628,15 +628,21 @@ class SilNode(NodeTest):
         self.assertTrue(client.wait_for_server(timeout_sec=10.0), "no action server")
         rows = arc_rows()
 
-        feedback = []
-        handle = self.follow(client, rows, lambda message: feedback.append(message.feedback))
+        # The feedback straight from its topic: rclpy's client drops what it takes after the
+        # result, which comes on a channel of its own and may be taken first.
+        messages = []
+        topic = "/sil_node/follow_cartesian_trajectory/_action/feedback"
+        self.node.create_subscription(FollowCartesianTrajectory.Impl.FeedbackMessage, topic, messages.append, 1000)
+        self.spin_until(lambda: self.node.count_publishers(topic) > 0, 20.0)
+        self.assertGreater(self.node.count_publishers(topic), 0, f"{topic} not discovered within 20 s")
+        handle = self.follow(client, rows)
         finished = self.result_of(handle, timeout=rows[-1][0] + 10.0)
         self.assertEqual(finished.status, GoalStatus.STATUS_SUCCEEDED, finished.result.message)
         result = finished.result
         self.assertTrue(result.success)
-        # The feedback and the result come on channels of their own: the last feedback messages
-        # may be taken after the result.
-        self.spin_until(lambda: feedback and feedback[-1].progress == 1.0, 5.0)
+        ours = lambda: [m.feedback for m in messages if bytes(m.goal_id.uuid) == bytes(handle.goal_id.uuid)]  # noqa: E731
+        self.spin_until(lambda: ours() and ours()[-1].progress == 1.0, 5.0)
+        feedback = ours()
         progress = [f.progress for f in feedback]
         self.assertGreater(len(progress), 100, "feedback at the publish rate")
         self.assertTrue(all(b >= a for a, b in zip(progress, progress[1:])), "progress never goes back")
