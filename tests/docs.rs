@@ -1,7 +1,8 @@
 //! The documentation set holds together: every relative link and anchor in README.md and docs/
 //! resolves, every page under docs/ is reachable from the README, the parameter tables of
-//! docs/ros.md give the values of the parameter files in config/, and the `ros2 interface show`
-//! block of docs/ros.md holds msg/ArmState.msg line for line.
+//! docs/ros.md give the values of the parameter files in config/, the `ros2 interface show`
+//! block of docs/ros.md holds msg/ArmState.msg line for line, and a figure quoted from
+//! docs/performance.md is one it holds.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fs;
@@ -341,4 +342,52 @@ fn the_interface_shown_is_the_message_file() {
     let file: Vec<&str> = file.trim_end().lines().collect();
     assert!(!block.is_empty(), "docs/ros.md shows no `{command}`");
     assert_eq!(block, file, "docs/ros.md's `ros2 interface show` block and msg/ArmState.msg differ");
+}
+
+/// The numbers written in `text`, as written: digits, with their decimal part.
+fn numbers(text: &str) -> Vec<String> {
+    let (mut found, mut number) = (Vec::new(), String::new());
+    for c in text.chars().chain(std::iter::once(' ')) {
+        match c {
+            '0'..='9' => number.push(c),
+            '.' if !number.is_empty() && !number.contains('.') => number.push(c),
+            _ if !number.is_empty() => found.push(std::mem::take(&mut number).trim_end_matches('.').to_owned()),
+            _ => {}
+        }
+    }
+    found
+}
+
+#[test]
+fn a_figure_quoted_from_performance_md_is_one_it_holds() {
+    let held: BTreeSet<String> =
+        numbers(&fs::read_to_string(root().join("docs/performance.md")).unwrap()).into_iter().collect();
+    let mut problems = Vec::new();
+    for page in pages().into_iter().filter(|page| page != Path::new("docs/performance.md")) {
+        let text = fs::read_to_string(root().join(&page)).unwrap();
+        // The README's table of headline figures, and every line that sends its reader to
+        // performance.md for a figure it gives.
+        let mut in_table = false;
+        for (line_number, line) in prose(&text) {
+            if page == Path::new("README.md") {
+                in_table = match line.starts_with("## ") {
+                    true => line == "## Performance",
+                    false => in_table,
+                };
+            }
+            let quoting = (in_table && line.starts_with('|')) || line.contains("performance.md");
+            if !quoting {
+                continue;
+            }
+            for number in numbers(&without_code(line)).into_iter().filter(|number| !held.contains(number)) {
+                problems.push(format!("{}:{line_number}: {number} is not in docs/performance.md", page.display()));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "figures quoted from docs/performance.md:\n{}", problems.join("\n"));
+}
+
+#[test]
+fn numbers_are_read_as_written() {
+    assert_eq!(numbers("15.4 - 16.5 ms, 600 times (p99 32 us)."), ["15.4", "16.5", "600", "99", "32"]);
 }
