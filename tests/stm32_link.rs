@@ -164,6 +164,44 @@ fn out_of_range_targets_and_gains_are_refused_before_sending() {
 }
 
 #[test]
+fn one_joints_setpoints_are_replaced_by_its_newer_ones_and_a_hold_goes_out_behind_none() {
+    use arm_hil::protocol::stm32::Joint;
+    let now = Instant::now();
+    let mut link = Stm32Link::new(Stm32Config::default(), now);
+    link.handle_bytes(now, &telemetry_bytes());
+    for k in 0..1000 {
+        let angle = k as f32 * 1e-4;
+        link.send(now, &Command::SetJointAngleSingle { joint: Joint::Shoulder, angle }).unwrap();
+        link.send(now, &Command::SetJointAngleSingle { joint: Joint::Elbow, angle: -angle }).unwrap();
+    }
+    let sent = |link: &mut Stm32Link| {
+        let mut bytes = Vec::new();
+        while link.poll_transmit(now, &mut bytes) {}
+        let mut decoder = PacketDecoder::new();
+        decoder.push(&bytes);
+        std::iter::from_fn(|| decoder.poll_packet()).map(|p| p.command().unwrap()).collect::<Vec<_>>()
+    };
+    let last = 999.0 * 1e-4;
+    assert_eq!(
+        sent(&mut link),
+        [
+            Command::SetJointAngleSingle { joint: Joint::Shoulder, angle: last },
+            Command::SetJointAngleSingle { joint: Joint::Elbow, angle: -last }
+        ],
+        "each joint's latest only"
+    );
+    for k in 0..1000 {
+        link.send(now, &Command::SetJointAngleSingle { joint: Joint::Shoulder, angle: k as f32 * 1e-4 }).unwrap();
+    }
+    link.send(now, &Command::SetJointAngles { shoulder: 0.1, elbow: 0.1 }).unwrap();
+    assert_eq!(
+        sent(&mut link),
+        [Command::SetJointAngles { shoulder: 0.1, elbow: 0.1 }],
+        "the hold, behind none of them"
+    );
+}
+
+#[test]
 fn a_setpoint_flood_sends_only_the_latest_angles_and_the_outbox_is_bounded() {
     let now = Instant::now();
     let mut link = Stm32Link::new(Stm32Config::default(), now);

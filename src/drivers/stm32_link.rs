@@ -167,6 +167,8 @@ pub enum LinkEvent {
 struct Outgoing {
     /// The command's type.
     kind: u8,
+    /// The joints whose targets it sets (shoulder, elbow), for a newer setpoint to replace it.
+    sets: [bool; 2],
     bytes: Vec<u8>,
     /// The command type and the resends it has left, for commands that expect an ACK.
     tracked: Option<(u8, u32)>,
@@ -258,10 +260,11 @@ impl Stm32Link {
     /// The most packets the outbox holds: past it a command is refused.
     pub const MAX_OUTBOX: usize = 64;
 
-    /// Queues a user command after validating it. Both joints' angles replace both joints'
-    /// angles still queued, behind what was queued before them (the order commands were sent
-    /// in is kept), so that a stream faster than the wire sends its latest setpoint, never a
-    /// backlog of stale ones; they are never refused (a hold must go out). Past
+    /// Queues a user command after validating it. Angles replace the angles still queued that
+    /// they set again (both joints' replace any, one joint's that joint's alone), behind what
+    /// was queued before them (the order commands were sent in is kept), so that a stream
+    /// faster than the wire sends its latest setpoint, never a backlog of stale ones, and a hold
+    /// never waits behind them; they are never refused (a hold must go out). Past
     /// [`Stm32Link::MAX_OUTBOX`] another command is refused.
     ///
     /// A servo mode (POSITION, TRAJECTORY) sent at `now` goes out behind a hold where telemetry
@@ -274,12 +277,14 @@ impl Stm32Link {
             let hold = self.hold_where_the_joints_are(now).ok_or(CommandError::NothingToHold)?;
             self.send(now, &hold)?;
         }
-        if command.kind() == kind::SET_JOINT_ANGLES {
+        let sets = command.targets_set();
+        if sets != [false; 2] {
             let after_mode = self.outbox.iter().rposition(|queued| queued.kind == kind::SET_MODE).map_or(0, |i| i + 1);
+            let set_again = |queued: &Outgoing| queued.sets != [false; 2] && (0..2).all(|j| sets[j] || !queued.sets[j]);
             let mut index = 0;
             self.outbox.retain(|queued| {
                 index += 1;
-                index <= after_mode || queued.kind != kind::SET_JOINT_ANGLES
+                index <= after_mode || !set_again(queued)
             });
         } else if self.outbox.len() >= Self::MAX_OUTBOX {
             return Err(CommandError::Busy { queued: self.outbox.len() });
@@ -288,7 +293,7 @@ impl Stm32Link {
         encode_command(command, &mut bytes);
         // GET_TELEMETRY is answered with telemetry, not an ACK.
         let tracked = (command.kind() != kind::GET_TELEMETRY).then_some((command.kind(), self.config.command_retries));
-        self.outbox.push_back(Outgoing { kind: command.kind(), bytes, tracked });
+        self.outbox.push_back(Outgoing { kind: command.kind(), sets, bytes, tracked });
         Ok(())
     }
 
@@ -387,6 +392,7 @@ impl Stm32Link {
             self.events.push_back(LinkEvent::Resent { command: refused.kind, attempt });
             self.outbox.push_front(Outgoing {
                 kind: refused.kind,
+                sets: [false; 2],
                 bytes: refused.bytes,
                 tracked: Some((refused.kind, refused.retries_left - 1)),
             });
@@ -506,7 +512,7 @@ impl Stm32Link {
     fn queue_get_telemetry(&mut self) {
         let mut bytes = Vec::with_capacity(4);
         encode_command(&Command::GetTelemetry, &mut bytes);
-        self.outbox.push_back(Outgoing { kind: kind::GET_TELEMETRY, bytes, tracked: None });
+        self.outbox.push_back(Outgoing { kind: kind::GET_TELEMETRY, sets: [false; 2], bytes, tracked: None });
     }
 
     /// The next packet to write into `buf`; false when there is none.

@@ -108,6 +108,15 @@ pub enum Command {
 }
 
 impl Command {
+    /// The joints whose targets it sets: (shoulder, elbow).
+    pub fn targets_set(&self) -> [bool; 2] {
+        match self {
+            Command::SetJointAngles { .. } => [true; 2],
+            Command::SetJointAngleSingle { joint, .. } => [*joint == Joint::Shoulder, *joint == Joint::Elbow],
+            _ => [false; 2],
+        }
+    }
+
     /// The packet type byte.
     pub fn kind(&self) -> u8 {
         match self {
