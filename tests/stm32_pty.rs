@@ -65,16 +65,17 @@ fn commanded_angles_are_reached_and_reported_field_by_field() {
 fn a_stream_of_setpoints_faster_than_the_wire_goes_out_at_the_wires_pace_and_ends_on_the_latest() {
     let (emulator, driver) = start(Stm32EmulatorConfig::default());
     wait_for(&driver, Duration::from_secs(2), entered(LinkState::Connected)).expect("connected");
-    let before = emulator.stats().commands;
+    let (before, telemetry_before) = (emulator.stats().commands, emulator.stats().telemetry_sent);
     let started = Instant::now();
-    // 2 000 setpoints, one every 0.2 ms or so: each wakes the driver's thread, and they come
-    // four to six times faster than 115 200 baud carries them.
+    // 2 000 setpoints, one every 0.1 ms or so: each wakes the driver's thread, and they come
+    // faster than 115 200 baud carries them.
     let last = 1999;
     for step in 0..=last {
         let shoulder = 0.2 * step as f32 / last as f32;
         driver.send(Command::SetJointAngles { shoulder, elbow: -shoulder }).unwrap();
-        std::thread::sleep(Duration::from_micros(200));
+        std::thread::sleep(Duration::from_micros(100));
     }
+    let sending = started.elapsed();
     let reached = |targets: [f64; 2]| targets == [0.2f32 as f64, -0.2f32 as f64];
     let deadline = Instant::now() + Duration::from_secs(2);
     while !reached(emulator.stats().targets) && Instant::now() < deadline {
@@ -82,14 +83,31 @@ fn a_stream_of_setpoints_faster_than_the_wire_goes_out_at_the_wires_pace_and_end
     }
     let (stats, elapsed) = (emulator.stats(), started.elapsed());
     assert!(reached(stats.targets), "the last setpoint arrives: {:?}", stats.targets);
-    // No more went out than the wire carried meanwhile (the telemetry polls among them, each
-    // shorter than a packet of angles), and none were lost to a full buffer.
-    let mut packet = Vec::new();
-    encode_command(&Command::SetJointAngles { shoulder: 0.0, elbow: 0.0 }, &mut packet);
-    let wire_packets = elapsed.as_secs_f64() * 115_200.0 / 10.0 / packet.len() as f64;
-    let sent = (stats.commands - before) as f64;
-    assert!(sent <= wire_packets + 2.0, "{sent} packets in {elapsed:?}: the wire carries {wire_packets:.0}");
-    assert!(sent < 2000.0, "the stream was not written one by one");
+    // No more bytes went out than the wire carried meanwhile, one batch besides (the telemetry
+    // polls among them, each answered with a packet of telemetry), and none were lost to a
+    // full buffer.
+    let length = |command: Command| {
+        let mut packet = Vec::new();
+        encode_command(&command, &mut packet);
+        packet.len() as f64
+    };
+    let polls = (stats.telemetry_sent - telemetry_before) as f64;
+    let angles = (stats.commands - before) as f64 - polls;
+    let bytes =
+        angles * length(Command::SetJointAngles { shoulder: 0.0, elbow: 0.0 }) + polls * length(Command::GetTelemetry);
+    let wire_bytes = elapsed.as_secs_f64() * 115_200.0 / 10.0;
+    assert!(bytes <= wire_bytes + 64.0, "{bytes} bytes in {elapsed:?}: the wire carries {wire_bytes:.0}");
+    // Where the setpoints came faster than the wire carries them, fewer went out.
+    let wire_time_of_all = 2000.0 * length(Command::SetJointAngles { shoulder: 0.0, elbow: 0.0 }) * 10.0 / 115_200.0;
+    if sending.as_secs_f64() < wire_time_of_all {
+        assert!(angles < 2000.0, "the stream was not written one by one");
+    }
+}
+
+#[test]
+fn a_baud_rate_no_device_runs_at_is_refused() {
+    let refused = Stm32Driver::start("/dev/null", Stm32Config { baud: 0, ..Stm32Config::default() });
+    assert!(refused.is_err_and(|error| error.to_string().contains("baud rate 0 outside")));
 }
 
 #[test]

@@ -141,9 +141,10 @@ impl<C> Inbox<C> {
 }
 
 /// When the bytes written so far have left the wire, at the port's baud rate, 8N1: what the
-/// link queues meanwhile waits in the link, where a newer setpoint replaces an older one, not
-/// in the kernel's buffer behind stale ones (a stream of commands faster than the wire, which
-/// every command waking the thread would otherwise write one by one).
+/// link queues meanwhile waits in the link (where the STM32 link's newer setpoint replaces an
+/// older one, and the rdscom link's Stop goes first), not in the kernel's buffer behind stale
+/// ones (a stream of commands faster than the wire, which every command waking the thread
+/// would otherwise write one by one).
 struct Wire {
     byte_time: Duration,
     free_at: Instant,
@@ -151,7 +152,7 @@ struct Wire {
 
 impl Wire {
     fn new(baud: u32, now: Instant) -> Wire {
-        Wire { byte_time: Duration::from_secs_f64(10.0 / f64::from(baud.max(1))), free_at: now }
+        Wire { byte_time: Duration::from_secs_f64(10.0 / f64::from(baud)), free_at: now }
     }
 
     fn free(&self, now: Instant) -> bool {
@@ -197,12 +198,21 @@ pub struct LinkDriver<L: SerialLink> {
     _exit_stop: exit::DeviceStop,
 }
 
+/// The baud rates a driver takes: a slower one (a mistake, say 0) would hold every command for
+/// seconds behind the bytes before it, as the writes go at the wire's pace.
+pub const BAUD_RATES: std::ops::RangeInclusive<u32> = 300..=4_000_000;
+
 /// How long the process's exit waits for a driver's thread to write its safe stop.
 const EXIT_WAIT: Duration = Duration::from_millis(50);
 
 impl<L: SerialLink> LinkDriver<L> {
     /// Starts the driver thread. It keeps trying to open the port; events tell how it goes.
+    /// A baud rate outside [`BAUD_RATES`] is refused: the writes are paced by it.
     pub fn start(name: &str, port: PortSettings, link: L) -> std::io::Result<LinkDriver<L>> {
+        if !BAUD_RATES.contains(&port.baud) {
+            let message = format!("baud rate {} outside {} - {}", port.baud, BAUD_RATES.start(), BAUD_RATES.end());
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, message));
+        }
         let (requests, inbox) = requests()?;
         let (events_tx, events) = channel();
         let finished = Arc::new(AtomicBool::new(false));
@@ -362,7 +372,10 @@ fn serve_port<L: SerialLink>(
             link.poll_timeout().map_or(READ_SLICE, |deadline| deadline.saturating_duration_since(Instant::now()));
         let wait = match wire.free(now) {
             true => wait,
-            false => wait.min(wire.busy_for(Instant::now())),
+            false => match wire.busy_for(Instant::now()) {
+                Duration::ZERO => continue,
+                busy => wait.min(busy),
+            },
         };
         // SAFETY: the descriptor is the port's, open for as long as `serial` is borrowed here.
         let port = unsafe { BorrowedFd::borrow_raw(serial.as_raw_fd()) };
