@@ -25,7 +25,7 @@ use crate::nodes::follower::{ErrorCode, Goal, JointState, Outcome, Refusal};
 use crate::nodes::goals::{
     check_duration, Answers, CartesianCheck, Checked, CommandSource, GoalUpdate, TakesCartesianGoals,
 };
-use crate::nodes::sil::joint_goals::{arm_follower, goal_trajectory, reference_joints, JointCommands, MotorBounds};
+use crate::nodes::sil::joint_goals::{arm_follower, goal_trajectory, reference_joints, JointCommands};
 use crate::nodes::trajectory_input::MultiDofPoint;
 use crate::sim::Frame;
 
@@ -75,10 +75,9 @@ impl<J: Clone, C: Clone> HilCommands<J, C> {
             bounds: config.hil.protection.clone(),
             joint_goals: JointGoals::new(follower),
             cartesian: HilGoals::new(withdrawals.clone()),
-            commands: JointCommands::new(settings.joint_command_speed_m_s).ending_at_rest().within(MotorBounds {
-                speed_rad_s: config.hil.protection.max_joint_speed_rad_s,
-                acceleration_rad_s2: config.hil.protection.max_joint_acceleration_rad_s2,
-            }),
+            commands: JointCommands::new(settings.joint_command_speed_m_s)
+                .for_the_loop()
+                .within(&config.hil.protection),
             requests,
             withdrawals,
             joint_claim: None,

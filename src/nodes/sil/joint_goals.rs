@@ -7,7 +7,8 @@
 //! commands (ros2_control's, through its topic-based hardware plugin) are each a short move of
 //! the controller's reference to where they put the platform ([`command_trajectory`]).
 
-use crate::control::{Trajectory, TrajectoryError, Waypoint};
+use crate::control::{Reference, ReferenceSampler, Trajectory, TrajectoryError, Waypoint};
+use crate::hil::protection::ProtectionConfig;
 use crate::model::math::Vec3;
 use crate::model::Robot;
 use crate::nodes::commanded_positions;
@@ -124,11 +125,21 @@ pub struct JointCommands {
     /// The fastest a move turns a motor [rad/s] and the hardest it accelerates one [rad/s^2],
     /// where the node bounds them (hil_node: its goals' bounds); unbounded otherwise.
     motor_bounds: MotorBounds,
+    /// The bounds a step's ramp is checked against, where the node has them (hil_node's).
+    ramp_check: Option<ProtectionConfig>,
     gate: StreamGate,
     /// Whether a move ends with a hold of [`HOLD_S`] (sil_node's run loop needs a trajectory to
     /// run) or at rest (hil_node's loop holds its last reference by itself).
     holds: bool,
+    /// Whether a move comes as samples every [`LOOP_SAMPLE_S`] (hil_node's loop) or as its
+    /// waypoints (sil_node's simulation interpolates them itself).
+    sampled: bool,
 }
+
+/// The spacing of a joint command's move as hil_node's loop gets it [s]: the loop's ring
+/// interpolates its samples linearly, position, velocity and acceleration alike, so a move of
+/// its three waypoints alone would ask a velocity that does not match the way the position goes.
+pub const LOOP_SAMPLE_S: f64 = 0.002;
 
 impl JointCommands {
     /// The longest a command's move takes [s]: the first, or one after a pause.
@@ -138,21 +149,37 @@ impl JointCommands {
     /// a hold of [`HOLD_S`].
     pub fn new(top_speed_m_s: f64) -> JointCommands {
         let motor_bounds = MotorBounds { speed_rad_s: f64::INFINITY, acceleration_rad_s2: f64::INFINITY };
-        JointCommands { last: None, top_speed_m_s, motor_bounds, gate: StreamGate::default(), holds: true }
+        JointCommands {
+            last: None,
+            top_speed_m_s,
+            motor_bounds,
+            ramp_check: None,
+            gate: StreamGate::default(),
+            holds: true,
+            sampled: false,
+        }
     }
 
-    /// Moves that turn no motor faster than `bounds` allow, as hil_node's goals and segments
-    /// are checked: a step in the stream becomes a ramp as slow as they need.
-    pub fn within(mut self, bounds: MotorBounds) -> JointCommands {
-        self.motor_bounds = bounds;
+    /// Moves that turn no motor faster than `bounds` allow (`max_joint_speed_rad_s`), as
+    /// hil_node's goals and segments are checked; a step in the stream becomes a ramp as slow
+    /// as the speed and acceleration bounds need, checked as a segment is
+    /// ([`ProtectionConfig::check_motion`]).
+    pub fn within(mut self, bounds: &ProtectionConfig) -> JointCommands {
+        self.motor_bounds = MotorBounds {
+            speed_rad_s: bounds.max_joint_speed_rad_s,
+            acceleration_rad_s2: bounds.max_joint_acceleration_rad_s2,
+        };
+        self.ramp_check = Some(bounds.clone());
         self
     }
 
-    /// Moves that end at rest, with no hold after them, for a loop that holds its last reference
-    /// by itself (hil_node's): what is queued after a move (a `~/trajectory` segment) then starts
-    /// as the move ends, not behind an hour's hold.
-    pub fn ending_at_rest(mut self) -> JointCommands {
-        self.holds = false;
+    /// Moves for hil_node's loop: they end at rest, with no hold after them, since the loop
+    /// holds its last reference by itself (what is queued after a move, a `~/trajectory`
+    /// segment, then starts as the move ends, not behind an hour's hold); and they come as
+    /// samples every [`LOOP_SAMPLE_S`] of their interpolation, since the loop interpolates
+    /// between samples linearly.
+    pub fn for_the_loop(mut self) -> JointCommands {
+        (self.holds, self.sampled) = (false, true);
         self
     }
 
@@ -192,7 +219,7 @@ impl JointCommands {
             None => (Self::LONGEST_S, Vec3::zeros(), 0.0),
         };
         self.last = Some(Streamed { at_s: now_s, target, motors, period_s: streamed.map(|_| period_s) });
-        let moving = Motion {
+        let mut moving = Motion {
             x,
             xd,
             period_s,
@@ -200,8 +227,27 @@ impl JointCommands {
             turn_rad: self.motor_bounds.turn_rad(robot, &x, &target)?,
             motor_bounds: self.motor_bounds,
             stream_scale: self.motor_bounds.scale(stream_motor_speed),
+            stretch: 1.0,
         };
-        command_trajectory(robot, &moving, &target, &stream_velocity, self.holds)
+        // A ramp's time is worked out for a motor turning in proportion to the platform's way;
+        // the kinematics turn a motor faster on part of the way (a step of 0.5 rad of joint1 near the
+        // arc's start needs it 2.4 times as long), so it is checked, and stretched until it passes.
+        loop {
+            let (trajectory, ramp) = command_trajectory(robot, &moving, &target, &stream_velocity, self.holds)?;
+            let trajectory = match self.sampled {
+                true => sampled(robot, &trajectory, LOOP_SAMPLE_S)?,
+                false => trajectory,
+            };
+            let checked = match (&self.ramp_check, ramp) {
+                (Some(bounds), true) => bounds.check_motion(robot, trajectory.waypoints(), (xd == Vec3::zeros(), true)),
+                _ => Ok(()),
+            };
+            match checked {
+                Ok(()) => return Ok(trajectory),
+                Err(_) if moving.stretch < MAX_RAMP_STRETCH => moving.stretch *= 1.25,
+                Err(reason) => return Err(reason),
+            }
+        }
     }
 }
 
@@ -235,6 +281,9 @@ pub fn check_command_speed(speed_m_s: f64) -> Result<(), String> {
     }
 }
 
+/// How much longer than worked out a step's ramp may be made to pass its check.
+const MAX_RAMP_STRETCH: f64 = 4.0;
+
 /// How much of the time since the command before goes into the stream's period.
 const PERIOD_SMOOTHING: f64 = 0.2;
 
@@ -250,9 +299,9 @@ struct Streamed {
 
 /// How fast a joint command's move may turn the arm's motors.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct MotorBounds {
-    pub speed_rad_s: f64,
-    pub acceleration_rad_s2: f64,
+struct MotorBounds {
+    speed_rad_s: f64,
+    acceleration_rad_s2: f64,
 }
 
 impl MotorBounds {
@@ -278,11 +327,13 @@ impl MotorBounds {
         angle_rad / self.speed_rad_s
     }
 
-    /// The shortest time [s] a move from rest to rest turning a motor `angle_rad` may take:
-    /// [`MotorBounds::at_speed_s`], and its speed reached from rest over half its time within the
-    /// acceleration bound.
+    /// The shortest time [s] a move from rest to rest turning a motor `angle_rad` may take, as
+    /// its interpolation goes (a quintic, which the loop gets sampled): its speed peaks at 15/8
+    /// of the mean, its acceleration at 10/sqrt(3) angle / time^2, each within its bound. (The
+    /// motor's turn is taken as the platform's path scaled, a straight line in both.)
     fn rest_to_rest_s(&self, angle_rad: f64) -> f64 {
-        self.at_speed_s(angle_rad).max((2.0 * angle_rad / self.acceleration_rad_s2).sqrt())
+        let peak_acceleration = 10.0 / 3f64.sqrt();
+        (self.at_speed_s(angle_rad) * 15.0 / 8.0).max((peak_acceleration * angle_rad / self.acceleration_rad_s2).sqrt())
     }
 
     /// What a stream turning its fastest motor at `speed_rad_s` is slowed by to keep within
@@ -307,6 +358,8 @@ struct Motion {
     turn_rad: f64,
     motor_bounds: MotorBounds,
     stream_scale: f64,
+    /// What a ramp's time is multiplied by (1: as worked out).
+    stretch: f64,
 }
 
 /// A joint command's move to the platform point `target` [m] (ros2_control's hardware plugin
@@ -315,22 +368,23 @@ struct Motion {
 /// smooth motion is followed smoothly, and comes to rest half a period on if no command
 /// follows; farther (a step), it ramps there at the top speed, or as fast as the motor bounds
 /// allow from rest to rest if that is slower, and arrives at rest. Then, where
-/// it `holds`, the platform holds for [`HOLD_S`].
+/// it `holds`, the platform holds for [`HOLD_S`]. Whether it is a ramp comes back too.
 fn command_trajectory(
     robot: &Robot,
     from: &Motion,
     target: &Vec3,
     stream_velocity: &Vec3,
     holds: bool,
-) -> Result<Trajectory, String> {
+) -> Result<(Trajectory, bool), String> {
     let reach_s = ((target - from.x).norm() / from.top_speed_m_s).max(from.motor_bounds.at_speed_s(from.turn_rad));
     let (arrival_s, velocity) = if reach_s <= from.period_s {
         let speed = stream_velocity.norm();
         let scale = if speed > from.top_speed_m_s { from.top_speed_m_s / speed } else { 1.0 };
         (from.period_s, stream_velocity * scale.min(from.stream_scale))
     } else {
-        (reach_s.max(from.motor_bounds.rest_to_rest_s(from.turn_rad)), Vec3::zeros())
+        (reach_s.max(from.motor_bounds.rest_to_rest_s(from.turn_rad)) * from.stretch, Vec3::zeros())
     };
+    let ramp = arrival_s > from.period_s;
     let rest_s = arrival_s + from.period_s;
     let rest = target + velocity * (from.period_s / 2.0);
     let at = |t, x, xd| Waypoint { t, x, xd, xdd: Vec3::zeros() };
@@ -339,6 +393,23 @@ fn command_trajectory(
     if holds {
         waypoints.push(at(rest_s + HOLD_S, rest, Vec3::zeros()));
     }
+    let trajectory = Trajectory::with_robot_forearm(waypoints, robot).map_err(|error| error.to_string())?;
+    Ok((trajectory, ramp))
+}
+
+/// `trajectory` as samples every `step_s` [s] of its interpolation, positions, velocities and
+/// accelerations, from its start to its end.
+fn sampled(robot: &Robot, trajectory: &Trajectory, step_s: f64) -> Result<Trajectory, String> {
+    let (start, end) = (trajectory.start_time(), trajectory.end_time());
+    let steps = ((end - start) / step_s).ceil() as usize;
+    let mut sampler = ReferenceSampler::new();
+    let waypoints = (0..=steps)
+        .map(|step| {
+            let t = (start + step as f64 * step_s).min(end);
+            let Reference { x, xd, xdd } = sampler.sample(trajectory, t);
+            Waypoint { t, x, xd, xdd }
+        })
+        .collect();
     Trajectory::with_robot_forearm(waypoints, robot).map_err(|error| error.to_string())
 }
 
