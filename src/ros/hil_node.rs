@@ -118,6 +118,8 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     // robot_state_publisher publishes the URDF and /tf beside the node.
     let (frame_id, rate) = (&config.settings.frame_id, config.settings.publish_rate_hz);
     let hardware = format!("{:?}", config.settings.hardware).to_lowercase();
+    // A hardware's measured settings stand where no parameter sets them, and are not declared.
+    log::info!("hardware {hardware}: the estimator's sigma_a {} m/s^2", config.sil.estimator.sigma_a);
     let publisher = NodePublisher::new(&mut node, |out| {
         HilPublisher::advertise(out, robot.clone(), frame_id, rate, &hardware, None, 0)
     })?;

@@ -632,7 +632,9 @@ class SilNode(NodeTest):
         # result, which comes on a channel of its own and may be taken first.
         messages = []
         topic = "/sil_node/follow_cartesian_trajectory/_action/feedback"
-        self.node.create_subscription(FollowCartesianTrajectory.Impl.FeedbackMessage, topic, messages.append, 1000)
+        subscription = self.node.create_subscription(FollowCartesianTrajectory.Impl.FeedbackMessage, topic,
+                                                     messages.append, 1000)
+        self.addCleanup(self.node.destroy_subscription, subscription)
         self.spin_until(lambda: self.node.count_publishers(topic) > 0, 20.0)
         self.assertGreater(self.node.count_publishers(topic), 0, f"{topic} not discovered within 20 s")
         handle = self.follow(client, rows)

@@ -58,7 +58,11 @@ fn with_defaults(text: &str, defaults: &[(&str, &str, f64)]) -> anyhow::Result<S
         _ => anyhow::bail!("expected a mapping of sections"),
     };
     for (section, key, value) in defaults {
-        let entry = top.entry(Value::from(*section)).or_insert_with(|| Value::Mapping(Mapping::new()));
+        let entry = top.entry(Value::from(*section)).or_insert(Value::Null);
+        // An empty section (`estimator:`) is one with every default.
+        if entry.is_null() {
+            *entry = Value::Mapping(Mapping::new());
+        }
         let Value::Mapping(section) = entry else { anyhow::bail!("section `{section}` is not a mapping") };
         section.entry(Value::from(*key)).or_insert(Value::from(*value));
     }
@@ -78,6 +82,8 @@ mod tests {
         std::fs::write(&file, "estimator:\n  sigma_m: 0.001\n").unwrap();
         let (other_key, _) = load_over::<NoSections>(Some(&file), &rig).unwrap();
         assert_eq!((other_key.estimator.sigma_a, other_key.estimator.sigma_m), (0.5, Some(0.001)));
+        std::fs::write(&file, "estimator:\n").unwrap();
+        assert_eq!(load_over::<NoSections>(Some(&file), &rig).unwrap().0.estimator.sigma_a, 0.5, "an empty section");
         std::fs::write(&file, "estimator:\n  sigma_a: 2.0\n").unwrap();
         let (set, _) = load_over::<NoSections>(Some(&file), &rig).unwrap();
         assert_eq!(set.estimator.sigma_a, 2.0, "the file wins");
