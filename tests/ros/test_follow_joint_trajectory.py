@@ -220,6 +220,8 @@ class Stm32FollowJointTrajectory(FollowJointTrajectoryTest):
         while self.call(GetState, "/stm32_driver/get_state", GetState.Request()).current_state.label != "active":
             self.assertLess(time.monotonic(), deadline, "stm32_driver not active within 20 s")
             self.spin_until(lambda: False, 0.2)
+        # A goal starts from the joints' state: the driver's first telemetry after activation.
+        self.first("/joint_states", JointState)
         client = self.client()
         target = [0.3, -0.2]
         handle = self.send(client, [(1.0, target)])
