@@ -268,9 +268,10 @@ pub const SIL_COMMAND_SPEED_M_S: f64 = 0.25;
 /// hil_node's default fastest joint-command move [m/s], well inside what the loop tracks within
 /// its tracking-error bound: the lab's arm is not rushed by a step; controllers that move it
 /// faster see it lag. Its moves are bounded by the motors' speed and acceleration as well, as
-/// its goals and segments are ([`JointCommands::within`]). Under joint_trajectory_controller,
-/// 0.25 m/s tripped the protective stop: each command's move starts again from the loop's
-/// reference, and a controller's stream alternates between following and ramping to rest.
+/// its goals and segments are ([`JointCommands::within`]). Under joint_trajectory_controller
+/// 0.25 m/s follows more goals (docs/performance.md), but a command the arm lags far behind
+/// becomes a straight ramp of seconds that can pass a bound of the protective stop, and is
+/// refused: raising it is the lab's choice.
 pub const HIL_COMMAND_SPEED_M_S: f64 = 0.05;
 
 /// Checks a node's `joint_command_speed_m_s`.
