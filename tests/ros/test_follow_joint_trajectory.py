@@ -49,8 +49,12 @@ class FollowJointTrajectoryTest(DriverTest):
     joints = ()
 
     def client(self):
+        """The node's action client, once the server is there and 0.5 s more have passed: the
+        server's side of the match, which its answers go through, can come after ours (on Fast
+        DDS under load a goal sent at once went unanswered)."""
         client = ActionClient(self.node, FollowJointTrajectory, f"/{self.node_name}/follow_joint_trajectory")
         self.assertTrue(client.wait_for_server(timeout_sec=20.0), "the action server is not there")
+        self.spin_until(lambda: False, 0.5)
         return client
 
     def send(self, client, points, joints=None, stamp=None, path_tolerance=None, feedback=None):
