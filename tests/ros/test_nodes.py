@@ -451,6 +451,27 @@ class NodeTest(unittest.TestCase):
         self.assertTrue(sent.done() and sent.result().accepted, "the goal was not accepted")
         return sent.result()
 
+    def cartesian_feedback(self, action):
+        """The list every feedback message of `action`'s goals goes to, straight from its topic:
+        rclpy's client drops the feedback it takes after the result (which comes on a channel of
+        its own and may be taken first), and a depth of 10 drops more under load. Subscribed, and
+        its publisher discovered, before this returns."""
+        messages = []
+        topic = f"{action}/_action/feedback"
+        subscription = self.node.create_subscription(FollowCartesianTrajectory.Impl.FeedbackMessage, topic,
+                                                     messages.append, 1000)
+        self.addCleanup(self.node.destroy_subscription, subscription)
+        self.spin_until(lambda: self.node.count_publishers(topic) > 0, 20.0)
+        self.assertGreater(self.node.count_publishers(topic), 0, f"{topic} not discovered within 20 s")
+        return messages
+
+    def feedback_to_the_end(self, messages, handle):
+        """The feedback of the goal `handle` in `messages`, once its last, at the trajectory's end
+        (progress 1), has come, or 5 s have passed."""
+        ours = lambda: [m.feedback for m in messages if bytes(m.goal_id.uuid) == bytes(handle.goal_id.uuid)]  # noqa: E731
+        self.spin_until(lambda: ours() and ours()[-1].progress == 1.0, 5.0)
+        return ours()
+
     def result_of(self, handle, timeout):
         done = handle.get_result_async()
         rclpy.spin_until_future_complete(self.node, done, timeout_sec=timeout)
@@ -628,23 +649,13 @@ class SilNode(NodeTest):
         self.assertTrue(client.wait_for_server(timeout_sec=10.0), "no action server")
         rows = arc_rows()
 
-        # The feedback straight from its topic: rclpy's client drops what it takes after the
-        # result, which comes on a channel of its own and may be taken first.
-        messages = []
-        topic = "/sil_node/follow_cartesian_trajectory/_action/feedback"
-        subscription = self.node.create_subscription(FollowCartesianTrajectory.Impl.FeedbackMessage, topic,
-                                                     messages.append, 1000)
-        self.addCleanup(self.node.destroy_subscription, subscription)
-        self.spin_until(lambda: self.node.count_publishers(topic) > 0, 20.0)
-        self.assertGreater(self.node.count_publishers(topic), 0, f"{topic} not discovered within 20 s")
+        messages = self.cartesian_feedback("/sil_node/follow_cartesian_trajectory")
         handle = self.follow(client, rows)
         finished = self.result_of(handle, timeout=rows[-1][0] + 10.0)
         self.assertEqual(finished.status, GoalStatus.STATUS_SUCCEEDED, finished.result.message)
         result = finished.result
         self.assertTrue(result.success)
-        ours = lambda: [m.feedback for m in messages if bytes(m.goal_id.uuid) == bytes(handle.goal_id.uuid)]  # noqa: E731
-        self.spin_until(lambda: ours() and ours()[-1].progress == 1.0, 5.0)
-        feedback = ours()
+        feedback = self.feedback_to_the_end(messages, handle)
         progress = [f.progress for f in feedback]
         self.assertGreater(len(progress), 100, "feedback at the publish rate")
         self.assertTrue(all(b >= a for a, b in zip(progress, progress[1:])), "progress never goes back")
@@ -913,11 +924,13 @@ class HilNode(NodeTest):
         # A goal from where the arm holds: the arc onwards.
         onwards = [r for r in rows if initial[-1][0] <= r[0] <= 1.4]
         first = from_start(onwards)
-        feedback = []
+        messages = self.cartesian_feedback("/hil_node/follow_cartesian_trajectory")
         skipped_before = self.first("/hil_node/loop_statistics", LoopStatistics).skipped_periods
-        finished = self.result_of(self.follow(client, first, lambda m: feedback.append(m.feedback)), timeout=10.0)
+        handle = self.follow(client, first)
+        finished = self.result_of(handle, timeout=10.0)
         self.assertEqual(finished.status, GoalStatus.STATUS_SUCCEEDED, finished.result.message)
         result = finished.result
+        feedback = self.feedback_to_the_end(messages, handle)
         duration = first[-1][0]
         # A cycle a period, but for the periods the loop skipped to catch up (a loaded machine).
         skipped = self.first("/hil_node/loop_statistics", LoopStatistics).skipped_periods - skipped_before
