@@ -13,6 +13,15 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
+/// What `link` sends at `now`, decoded: every packet it has to transmit.
+fn transmitted(link: &mut Stm32Link, now: Instant) -> Vec<Command> {
+    let mut bytes = Vec::new();
+    while link.poll_transmit(now, &mut bytes) {}
+    let mut decoder = PacketDecoder::new();
+    decoder.push(&bytes);
+    std::iter::from_fn(|| decoder.poll_packet()).map(|packet| packet.command().unwrap()).collect()
+}
+
 fn telemetry_bytes() -> Vec<u8> {
     let mut bytes = Vec::new();
     let full = FullTelemetry {
@@ -29,11 +38,7 @@ fn telemetry_bytes() -> Vec<u8> {
 fn run_until(link: &mut Stm32Link, until: Instant, events: &mut Vec<LinkEvent>, sent: &mut Vec<Command>) {
     while let Some(deadline) = link.poll_timeout().filter(|deadline| *deadline <= until) {
         link.handle_timeout(deadline);
-        let mut bytes = Vec::new();
-        while link.poll_transmit(deadline, &mut bytes) {}
-        let mut decoder = PacketDecoder::new();
-        decoder.push(&bytes);
-        sent.extend(std::iter::from_fn(|| decoder.poll_packet()).map(|packet| packet.command().unwrap()));
+        sent.extend(transmitted(link, deadline));
         events.extend(std::iter::from_fn(|| link.poll_event()));
     }
 }
@@ -174,13 +179,7 @@ fn one_joints_setpoints_are_replaced_by_its_newer_ones_and_a_hold_goes_out_behin
         link.send(now, &Command::SetJointAngleSingle { joint: Joint::Shoulder, angle }).unwrap();
         link.send(now, &Command::SetJointAngleSingle { joint: Joint::Elbow, angle: -angle }).unwrap();
     }
-    let sent = |link: &mut Stm32Link| {
-        let mut bytes = Vec::new();
-        while link.poll_transmit(now, &mut bytes) {}
-        let mut decoder = PacketDecoder::new();
-        decoder.push(&bytes);
-        std::iter::from_fn(|| decoder.poll_packet()).map(|p| p.command().unwrap()).collect::<Vec<_>>()
-    };
+    let sent = |link: &mut Stm32Link| transmitted(link, now);
     let last = 999.0 * 1e-4;
     assert_eq!(
         sent(&mut link),
@@ -211,11 +210,7 @@ fn a_setpoint_flood_sends_only_the_latest_angles_and_the_outbox_is_bounded() {
     }
     link.send(now, &Command::SetMode(arm_hil::protocol::stm32::ControlMode::Position)).unwrap();
     link.send(now, &Command::SetJointAngles { shoulder: 0.5, elbow: 0.0 }).unwrap();
-    let mut bytes = Vec::new();
-    while link.poll_transmit(now, &mut bytes) {}
-    let mut decoder = PacketDecoder::new();
-    decoder.push(&bytes);
-    let sent: Vec<Command> = std::iter::from_fn(|| decoder.poll_packet()).map(|p| p.command().unwrap()).collect();
+    let sent = transmitted(&mut link, now);
     assert_eq!(
         sent,
         [
@@ -237,11 +232,7 @@ fn a_setpoint_flood_sends_only_the_latest_angles_and_the_outbox_is_bounded() {
         matches!(&refused, Some(LinkEvent::CommandFailed { command: kind::SYSTEM_RESET, reason }) if reason.contains("flood")),
         "{refused:?}"
     );
-    let mut bytes = Vec::new();
-    while link.poll_transmit(now, &mut bytes) {}
-    let mut decoder = PacketDecoder::new();
-    decoder.push(&bytes);
-    let last = std::iter::from_fn(|| decoder.poll_packet()).map(|p| p.command().unwrap()).last();
+    let last = transmitted(&mut link, now).last().cloned();
     assert_eq!(last, Some(Command::SetJointAngles { shoulder: 0.1, elbow: 0.1 }), "the hold went out");
 }
 
@@ -251,13 +242,7 @@ fn a_servo_mode_goes_out_behind_a_hold_where_the_joints_are() {
     let now = Instant::now();
     let mut link = Stm32Link::new(Stm32Config::default(), now);
     link.handle_bytes(now, &telemetry_bytes());
-    let sent = |link: &mut Stm32Link| {
-        let mut bytes = Vec::new();
-        while link.poll_transmit(now, &mut bytes) {}
-        let mut decoder = PacketDecoder::new();
-        decoder.push(&bytes);
-        std::iter::from_fn(|| decoder.poll_packet()).map(|p| p.command().unwrap()).collect::<Vec<_>>()
-    };
+    let sent = |link: &mut Stm32Link| transmitted(link, now);
     link.send(now, &Command::SetMode(ControlMode::Idle)).unwrap();
     assert_eq!(sent(&mut link), [Command::SetMode(ControlMode::Idle)], "going limp needs no hold");
     for mode in [ControlMode::Position, ControlMode::Trajectory] {
@@ -285,11 +270,7 @@ fn the_shutdown_holds_the_joints_where_telemetry_put_them_unless_it_is_older_tha
         link.handle_bytes(start, &telemetry_bytes());
         link.send(start, &Command::SetJointAngles { shoulder: 1.0, elbow: 1.0 }).unwrap();
         link.handle_shutdown(start + age);
-        let mut bytes = Vec::new();
-        while link.poll_transmit(start + age, &mut bytes) {}
-        let mut decoder = PacketDecoder::new();
-        decoder.push(&bytes);
-        std::iter::from_fn(|| decoder.poll_packet()).map(|p| p.command().unwrap()).collect::<Vec<_>>()
+        transmitted(&mut link, start + age)
     };
     assert_eq!(shutdown_at(ms(400)), [Command::SetJointAngles { shoulder: 0.5, elbow: -0.5 }]);
     assert_eq!(shutdown_at(ms(600)), [], "no hold at angles the servos may have sagged from");
