@@ -18,8 +18,10 @@ acceptance included):
 - sil_node and hil_node, natively: to the stamp of the first `~/controller_state` whose reference
   has left the hold (published with every 4th step of hil_node's 1 kHz loop, and at sil_node's
   publish rate: a bound, not the step itself);
-- through joint_trajectory_controller: to the first command on the node's `~/joint_command`
-  that differs from the one before, as this process receives it.
+- through joint_trajectory_controller: to the stamp of the first command on the node's
+  `~/joint_command` that differs from the one before: topic_based_ros2_control stamps a command
+  as it writes it, on the wall clock. (Taken as this process receives them instead, the
+  commands that queue up while it waits between goals put 0.1 - 0.2 s on each.)
 """
 
 import json
@@ -265,7 +267,7 @@ def arm_figures(bench, nodes):
                 watched = (f"/{name}/controller_state", JointTrajectoryControllerState,
                            lambda m: (stamp_ns(m.header), list(m.reference.positions)))
             else:
-                watched = (f"/{name}/joint_command", JointState, lambda m: (time.time_ns(), list(m.position)))
+                watched = (f"/{name}/joint_command", JointState, lambda m: (stamp_ns(m.header), list(m.position)))
             (cpu_from, wall_from) = (cpu_seconds(node.pid), time.monotonic())
             runs, sent, seen = bench.goals(f"/{name}/follow_joint_trajectory" if native else JTC_ACTION, arm, poses,
                                      watched=watched)
