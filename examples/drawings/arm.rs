@@ -130,12 +130,28 @@ pub(crate) fn drawing() -> String {
     label(&mut svg, &above, &pose.tips[1], (-10.0, -8.0), Anchor::End, "name2", "leg 2");
     label(&mut svg, &above, &pose.platform, (12.0, 18.0), Anchor::Start, "", "p");
 
-    let key = [
-        ("name1", "leg 1: joint1 turns leg1_proximal about z at 0.40 m; leg1_distal hangs on leg1_distal_yaw, _pitch"),
-        ("name2", "leg 2: joint2 turns leg2_proximal about z at 0.45 m; leg2_distal hangs on leg2_distal_yaw, _pitch"),
-        ("name3", "leg 3: joint3 turns leg3_proximal about y at 1.00 m; leg3_distal hangs on leg3_distal_yaw, _pitch"),
-        ("name4", "the prosthetic forearm: from the fixed elbow to p, on forearm_yaw, _pitch (0.45 m)"),
-    ];
+    // The key from the model itself, so that it says what the drawing shows.
+    let params = robot.params();
+    let axis_name = |leg: usize| match robot.leg_frame(leg).0.map(f64::abs).imax() {
+        0 => "x",
+        1 => "y",
+        _ => "z",
+    };
+    let mut key: Vec<(String, String)> = (0..3)
+        .map(|leg| {
+            let n = leg + 1;
+            let text = format!(
+                "leg {n}: joint{n} turns leg{n}_proximal about {} at {:.2} m; leg{n}_distal hangs on leg{n}_distal_yaw, _pitch",
+                axis_name(leg),
+                params.h[leg]
+            );
+            (format!("name{n}"), text)
+        })
+        .collect();
+    key.push((
+        "name4".into(),
+        format!("the prosthetic forearm: from the fixed elbow to p, on forearm_yaw, _pitch ({:.2} m)", params.l_arm),
+    ));
     for (i, (class, text)) in key.iter().enumerate() {
         svg.text((20.0, 690.0 + 20.0 * i as f64), Anchor::Start, class, text);
     }

@@ -59,7 +59,7 @@ pub(crate) fn drawing() -> String {
         (210.0, 80.0),
         "box",
         "Three step drivers",
-        &["one per motor: up to 62 500", "pulses/s, 1.8° / 8 a pulse"],
+        &["one per motor, 1.8° / 8 a pulse;", "the loop asks ≤ 62 500 pulses/s"],
     );
     part(
         &mut svg,

@@ -399,8 +399,8 @@ class Ros2ControlBringup(FollowJointTrajectoryTest):
         bag = LOGS / f"ros2_control_{node}_bag"
         self.launched = launch(*arguments, "control:=ros2_control", "record:=true", f"bag:={bag}")
         # The arm's path on its own trajectory until a second after joint_trajectory_controller
-        # is active (Jazzy's holds it there; Humble's topic-based hardware sends no command equal
-        # to the state, and the arm goes on); the two targets are poses on it near the last one:
+        # is active (Jazzy's holds it there; on Humble the arm may go on); the two targets are
+        # poses on it near the last one:
         # the node moves to a joint command at its joint_command_speed_m_s (hil_node's is slow),
         # so a pose far back along the path may be further than a goal's time allows, and a pose
         # off the path may not close the chain.
