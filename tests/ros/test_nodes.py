@@ -427,11 +427,15 @@ class NodeTest(unittest.TestCase):
         return self.call(DescribeParameters, f"/{node}/describe_parameters", request).descriptors[0]
 
     def rate(self, topic, kind, seconds=3.0):
-        """Messages a second on `topic` by their header stamps, after 0.5 s of settling: the
-        publisher's rate, which a test process that takes them in bursts under load does not skew."""
+        """Messages a second on `topic` from their header stamps, after 0.5 s of settling: one over
+        the median gap between two stamps in a row, the publisher's period. Neither a test
+        process that takes the messages in bursts under load nor one its keep-last queue drops
+        meanwhile skews it (a loaded pass counted 219 a second of sil_node's 250 by their number)."""
         messages = self.collect(topic, kind, seconds + 0.5, qos=1000)
         stamps = [stamp_s(m.header.stamp) for t, m in messages if t >= messages[0][0] + 0.5] if messages else []
-        return (len(stamps) - 1) / (stamps[-1] - stamps[0]) if len(stamps) > 2 else 0.0
+        gaps = sorted(after - before for before, after in zip(stamps, stamps[1:]))
+        median = gaps[len(gaps) // 2] if gaps else 0.0
+        return 1.0 / median if median > 0.0 else 0.0
 
     def replay_on_simulated_time(self, bag, count, timeout):
         """`ros2 bag play BAG --clock` into a /joint_states subscriber with use_sim_time, until it
