@@ -1,5 +1,5 @@
-//! The arm as the model builds it (src/model): the reference robot at the platform point of
-//! docs/model.md's K2 example, seen from the front (x right, z up) and from above (x right,
+//! The arm as the model builds it (src/model, docs/model.md): the lab's robot at the platform
+//! point of docs/model.md's K2 example, seen from the front (x right, z up) and from above (x right,
 //! y up), every part named as /joint_states and the URDF name it.
 
 use arm_hil::model::math::Vec3;

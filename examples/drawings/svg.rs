@@ -89,7 +89,7 @@ impl Svg {
         }
     }
 
-    /// The document: a white page, `style` (CSS for the classes used), the shapes, and `title`
+    /// The SVG text: a white page, `style` (CSS for the classes used), the shapes, and `title`
     /// for screen readers.
     pub(crate) fn finish(self, title: &str, style: &str) -> String {
         format!(

@@ -1,5 +1,5 @@
-//! The reference rig's wiring: what is plugged into what, and what each line carries
-//! (docs/rig.md, docs/hil.md, docs/robot-pc.md).
+//! The wiring of the reference rig (docs/rig.md): what is plugged into what, and what each line
+//! carries (docs/hil.md, docs/robot-pc.md).
 
 use crate::svg::{Anchor, Px, Svg};
 
