@@ -155,6 +155,8 @@ pub(crate) fn drawing() -> String {
     for (i, (class, text)) in key.iter().enumerate() {
         svg.text((20.0, 690.0 + 20.0 * i as f64), Anchor::Start, class, text);
     }
+    let [x, y, z] = PLATFORM_M;
+    let made = format!("at p = ({x}, {y}, {z}) m. Made by `cargo run --example drawings`.");
     svg.lines(
         (20.0, 784.0),
         Anchor::Start,
@@ -163,7 +165,7 @@ pub(crate) fn drawing() -> String {
         &[
             "Thick: a proximal link, turned by its motor. Thin: a distal link, free at both ends. The distal links close on the platform,",
             "which keeps its orientation; its point p (x, y, z) is what the controller moves. The reference robot (docs/model.md)",
-            "at p = (0.15, 0, 0.2) m. Made by `cargo run --example drawings`.",
+            &made,
         ],
     );
     svg.finish("The parallel arm and its forearm, named as /joint_states names them", STYLE)

@@ -37,18 +37,19 @@ impl Svg {
     }
 
     pub(crate) fn line(&mut self, a: Px, b: Px, class: &str) {
-        let _ = writeln!(
-            self.body,
-            r#"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" class="{class}"/>"#,
-            a.0, a.1, b.0, b.1
-        );
+        self.segment(a, b, class, "");
     }
 
     /// A line from `a` with an arrowhead at `b`.
     pub(crate) fn arrow(&mut self, a: Px, b: Px, class: &str) {
+        self.segment(a, b, class, r#" marker-end="url(#head)""#);
+    }
+
+    /// A line from `a` to `b`, with `extra` attributes (each after a space).
+    fn segment(&mut self, a: Px, b: Px, class: &str, extra: &str) {
         let _ = writeln!(
             self.body,
-            r#"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" class="{class}" marker-end="url(#head)"/>"#,
+            r#"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" class="{class}"{extra}/>"#,
             a.0, a.1, b.0, b.1
         );
     }
