@@ -43,7 +43,6 @@ DEVICE = Device(
     },
     bag="arm_hil_arduino",
     controllers="finger_controllers.yaml",
-    control_parameters={"ros2_control": True},
 )
 
 

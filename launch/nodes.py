@@ -162,14 +162,13 @@ class Device:
     its topics are written for; config: the parameter file in config/ (default EXECUTABLE.yaml);
     bag: the name of the recording's folders; topics: what a recording takes besides the node's
     private topics; controllers: the controllers file in config/ of `control:=ros2_control`
-    (launch/control.py), whose hardware the URDF's ros2_control block names; control_parameters:
-    node parameter -> value under `control:=ros2_control`."""
+    (launch/control.py), whose hardware the URDF's ros2_control block names; under it the node's
+    `ros2_control` parameter is true."""
 
     def __init__(self, bag, urdf=None, rate=None, frames=None, rviz=None, lengths=None, config=None,
-                 topics=("joint_states", "robot_description"), controllers=None, control_parameters=None):
+                 topics=("joint_states", "robot_description"), controllers=None):
         self.urdf, self.rate, self.frames, self.rviz, self.bag = urdf, rate, frames or {}, rviz, bag
         self.lengths, self.config, self.topics, self.controllers = lengths or {}, config, topics, controllers
-        self.control_parameters = control_parameters or {}
 
 
 def ARM(**settings):  # noqa: N802 (a Device, as its callers read it)
@@ -239,7 +238,7 @@ def start(context, executable, overrides, device):
             return [LogInfo(msg=f"control:=ros2_control needs {names}, not installed here: nothing started"),
                     Shutdown(reason=f"{names} not installed")]
     remappings = control.node_remappings(executable, ns) if ros2_control else []
-    fixed = {**frames, **device.control_parameters} if ros2_control else frames
+    fixed = {**frames, "ros2_control": True} if ros2_control else frames
     driver = node(context, executable, overrides, namespace, fixed, remappings)
     optional = {}
     if device.urdf:

@@ -62,6 +62,16 @@ fn commanded_angles_are_reached_and_reported_field_by_field() {
 }
 
 #[test]
+fn the_servos_power_on_at_their_start_angles_and_hold_there() {
+    let start_angles_rad = [0.3, -0.25];
+    let (emulator, driver) = start(Stm32EmulatorConfig { start_angles_rad, ..Stm32EmulatorConfig::default() });
+    assert_eq!((emulator.stats().angles, emulator.stats().targets), (start_angles_rad, start_angles_rad));
+    let seen = wait_for(&driver, Duration::from_secs(2), |event| telemetry(event).and_then(|t| t.angles))
+        .expect("telemetry with angles");
+    assert!(seen.iter().zip(start_angles_rad).all(|(seen, start)| (seen - start).abs() < 1e-3), "{seen:?}");
+}
+
+#[test]
 fn a_stream_of_setpoints_faster_than_the_wire_goes_out_at_the_wires_pace_and_ends_on_the_latest() {
     let (emulator, driver) = start(Stm32EmulatorConfig::default());
     wait_for(&driver, Duration::from_secs(2), entered(LinkState::Connected)).expect("connected");

@@ -36,6 +36,8 @@ pub struct Stm32EmulatorConfig {
     pub stream_rate_hz: Option<f64>,
     /// Answer GET_TELEMETRY with ANGLES_ONLY instead of TELEMETRY_FULL.
     pub angles_only: bool,
+    /// Where the servos are, and hold, at power-on: shoulder, elbow [rad]. Default 0, 0.
+    pub start_angles_rad: [f64; 2],
 }
 
 impl Default for Stm32EmulatorConfig {
@@ -47,6 +49,7 @@ impl Default for Stm32EmulatorConfig {
             watchdog_s: 0.5,
             stream_rate_hz: None,
             angles_only: false,
+            start_angles_rad: [0.0; 2],
         }
     }
 }
@@ -78,6 +81,13 @@ pub struct Stm32EmulatorStats {
     pub mode: Option<ControlMode>,
 }
 
+impl Stm32EmulatorStats {
+    /// Before the first command: in POSITION mode, the servos at and aiming for `angles` [rad].
+    fn at_power_on(angles: [f64; 2]) -> Stm32EmulatorStats {
+        Stm32EmulatorStats { angles, targets: angles, mode: Some(ControlMode::Position), ..Default::default() }
+    }
+}
+
 struct Control {
     plugged: AtomicBool,
     faults: Mutex<Faults>,
@@ -93,7 +103,8 @@ pub struct Stm32Emulator {
 }
 
 impl Stm32Emulator {
-    /// Starts the emulated firmware, plugged in, in POSITION mode with both servos at 0.
+    /// Starts the emulated firmware, plugged in, in POSITION mode with both servos holding at
+    /// their start angles.
     pub fn start(config: Stm32EmulatorConfig) -> std::io::Result<Stm32Emulator> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let dir = std::env::temp_dir().join(format!(
@@ -108,7 +119,7 @@ impl Stm32Emulator {
         let control = Arc::new(Control {
             plugged: AtomicBool::new(true),
             faults: Mutex::new(Faults::default()),
-            stats: Mutex::new(Stm32EmulatorStats { mode: Some(ControlMode::Position), ..Default::default() }),
+            stats: Mutex::new(Stm32EmulatorStats::at_power_on(config.start_angles_rad)),
         });
         let mut firmware = Firmware::new(config, control.clone(), link.clone());
         let worker = Worker::spawn("stm32-emulator", move |stop| firmware.run(Some(pty), stop))?;
@@ -182,6 +193,7 @@ struct Firmware {
 impl Firmware {
     fn new(config: Stm32EmulatorConfig, control: Arc<Control>, link: PathBuf) -> Firmware {
         let now = Instant::now();
+        let start = config.start_angles_rad;
         Firmware {
             config,
             control,
@@ -192,11 +204,11 @@ impl Firmware {
             last_command: now,
             last_step: now,
             next_stream: now,
-            angles: [0.0; 2],
+            angles: start,
             velocities: [0.0; 2],
-            targets: [0.0; 2],
+            targets: start,
             mode: ControlMode::Position,
-            stats: Stm32EmulatorStats::default(),
+            stats: Stm32EmulatorStats::at_power_on(start),
         }
     }
 

@@ -209,7 +209,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let setpoints = Arc::new(Mutex::new(TestbenchSetpoints::heard_at(config.stream_rate_hz)));
     // Goals and the MCU's setpoints are timed on it, whatever /clock does under use_sim_time.
     let steady = SteadyClock::start();
-    let goals = DeviceGoals::new(follower(&config).map_err(anyhow::Error::msg)?);
+    let goals = DeviceGoals::new(follower(&config).map_err(anyhow::Error::msg)?).from_ros2_control(config.ros2_control);
     let goals: Goals = Arc::new(Mutex::new(goals.with_state_max_age_ns(state_max_age_ns(&config))));
     // FollowJointTrajectory's types are control_msgs', which the doc-only type-check lacks.
     #[cfg(not(feature = "ros-doc-only"))]

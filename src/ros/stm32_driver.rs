@@ -109,7 +109,8 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let commanding = managed.commanding();
 
     let pool = LocalPool::new();
-    let goals: Goals = Arc::new(Mutex::new(DeviceGoals::new(follower(&config).map_err(anyhow::Error::msg)?)));
+    let goals = DeviceGoals::new(follower(&config).map_err(anyhow::Error::msg)?).from_ros2_control(config.ros2_control);
+    let goals: Goals = Arc::new(Mutex::new(goals));
     // The goals' steps are timed on it, whatever /clock does under use_sim_time.
     let steady = SteadyClock::start();
     // FollowJointTrajectory's types are control_msgs', which the doc-only type-check lacks.

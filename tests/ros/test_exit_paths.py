@@ -7,7 +7,6 @@ directly, as StartAndStop starts them, so that the signal reaches it.
 
 Part of the suite that tests/ros/test_nodes.py runs (its helpers and process handling)."""
 
-import json
 import os
 import signal
 import sys
@@ -18,7 +17,7 @@ from action_msgs.msg import GoalStatus
 from control_msgs.action import FollowJointTrajectory
 
 from test_follow_joint_trajectory import FollowJointTrajectoryTest, trajectory
-from test_nodes import EXECUTABLES, LOGS, OK, REPO, SHARE, free_port, on_the_emulated_rig, start
+from test_nodes import EXECUTABLES, LOGS, OK, REPO, SHARE, emulator, free_port, on_the_emulated_rig, said, start
 
 # The device commanded to a stop or hold within this of the signal [s]; the process gone within
 # EXIT_BOUND_S.
@@ -28,20 +27,6 @@ STOP_BOUND_S = 0.1
 EXIT_BOUND_S = 1.0
 
 
-def emulator(kind, *flags):
-    """`arm_hil emulate KIND FLAGS`, its output in its log; the device paths it prints first (the
-    rig's sensor and stepper, each after its name)."""
-    process = start([str(EXECUTABLES / "arm_hil"), "emulate", kind, *flags], f"emulate_{kind}")
-    count = 2 if kind == "sensor" else 1
-    deadline = time.monotonic() + 20.0
-    lines = []
-    while len(lines) < count and time.monotonic() < deadline:
-        lines = [line for line in process.log_path.read_text().splitlines() if "/" in line and "{" not in line]
-        time.sleep(0.05)
-    assert len(lines) >= count, f"arm_hil emulate {kind} printed no device path"
-    return process, [line.split()[-1] for line in lines[:count]]
-
-
 def wait_for_emulator(seen, timeout=5.0):
     """Until the emulator's log shows what `seen()` looks for (it writes behind the device's own
     time stamps, later under load), then 0.5 s more: what the device got after it is looked at too."""
@@ -49,11 +34,6 @@ def wait_for_emulator(seen, timeout=5.0):
     while not seen() and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(0.5)
-
-
-def said(process):
-    """The JSON lines a process printed so far."""
-    return [json.loads(line) for line in process.log_path.read_text().splitlines() if line.startswith("{")]
 
 
 def node(executable, *parameters, env=None):

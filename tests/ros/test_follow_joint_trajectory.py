@@ -25,7 +25,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from test_nodes import LOGS, SHARE, DriverTest, bag_messages, launch, start_emulator, stop
+from test_nodes import LOGS, SHARE, DriverTest, bag_messages, emulator, launch, said, stop
 
 Result = FollowJointTrajectory.Result
 
@@ -216,7 +216,7 @@ class Stm32FollowJointTrajectory(FollowJointTrajectoryTest):
     def test_a_goal_plays_at_the_devices_pace_under_sim_time_with_no_clock(self):
         """Under use_sim_time with nothing on /clock, the ROS clock stands at 0: a goal is timed
         on the driver's steady clock, so it still plays and ends, as the servos do."""
-        self.emulator, path = start_emulator("stm32")
+        self.emulator, (path,) = emulator("stm32")
         self.launched = launch("stm32.launch.py", f"port:={path}", "rsp:=false", "use_sim_time:=true")
         # Its statuses go out once a second on the ROS clock, which stands still here: the first
         # may come before this node has discovered the driver. The lifecycle says when it runs.
@@ -359,12 +359,14 @@ class Ros2ControlBringup(FollowJointTrajectoryTest):
 
     node_name, joints = "joint_trajectory_controller", ("stm32_shoulder", "stm32_elbow")
 
-    def check_controllers(self, joints, goal_target, forward_target, bag):
-        """Both controllers command the device: the broadcaster and JTC active, a goal to JTC's
-        action, a switch to forward_position_controller and a command, /joint_states recorded."""
+    def check_controllers(self, joints, goal_target, forward_target, bag, held=lambda: None):
+        """Both controllers command the device: the broadcaster and JTC active (then `held()`
+        checks what the device got so far), a goal to JTC's action, a switch to
+        forward_position_controller and a command, /joint_states recorded."""
         self.joints = joints
         self.wait_controllers({"joint_state_broadcaster": "active", "joint_trajectory_controller": "active",
                                "forward_position_controller": "inactive"})
+        held()
         client = self.client()
         done = self.result_of(self.send(client, [(1.5, goal_target)]))
         self.assertEqual(done.result.error_code, Result.SUCCESSFUL, done.result.error_string)
@@ -384,10 +386,21 @@ class Ros2ControlBringup(FollowJointTrajectoryTest):
         self.assertGreater(len(stamps), 50, "the recording lacks the broadcaster's /joint_states")
 
     def test_the_stm32_arm_under_joint_trajectory_controller_and_forward_position_controller(self):
+        """The bringup moves nothing: the hardware plugin writes its initial commands, 0 rad, until
+        JTC is active, and JTC's first holds the arm where it is, so every target the servos get
+        before the goal is where they were at power-on."""
         bag = LOGS / "ros2_control_stm32_bag"
+        power_on = [0.3, -0.25]
         self.start_driver("stm32", "stm32.launch.py", "stm32_driver: link", "control:=ros2_control",
-                          "record:=true", f"bag:={bag}")
-        self.check_controllers(("stm32_shoulder", "stm32_elbow"), [0.4, -0.3], [-0.2, 0.5], bag)
+                          "record:=true", f"bag:={bag}",
+                          emulator_flags=("--start-angles", ",".join(map(str, power_on)), "--print-targets"))
+
+        def held():
+            targets = [line["targets"] for line in said(self.emulator)]
+            self.assertTrue(all(abs(t - p) < 0.02 for target in targets for t, p in zip(target, power_on)),
+                            f"the bringup moved the arm from {power_on}: targets {targets[:5]}")
+
+        self.check_controllers(("stm32_shoulder", "stm32_elbow"), [0.4, -0.3], [-0.2, 0.5], bag, held)
 
     def test_the_finger_testbench_under_joint_trajectory_controller_and_forward_position_controller(self):
         bag = LOGS / "ros2_control_arduino_bag"

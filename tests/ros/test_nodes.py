@@ -132,12 +132,23 @@ def start(command, name, env=None):
     return process
 
 
-def start_emulator(kind):
-    """`arm_hil emulate KIND`; returns the process and the device path it prints."""
-    process = subprocess.Popen([str(EXECUTABLES / "arm_hil"), "emulate", kind], stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, start_new_session=True, text=True)
-    RUNNING.append(process)
-    return process, process.stdout.readline().strip()
+def emulator(kind, *flags):
+    """`arm_hil emulate KIND FLAGS`, its output in its log; the device paths it prints first (the
+    rig's sensor and stepper, each after its name)."""
+    process = start([str(EXECUTABLES / "arm_hil"), "emulate", kind, *flags], f"emulate_{kind}")
+    count = 2 if kind == "sensor" else 1
+    deadline = time.monotonic() + 20.0
+    lines = []
+    while len(lines) < count and time.monotonic() < deadline:
+        lines = [line for line in process.log_path.read_text().splitlines() if "/" in line and "{" not in line]
+        time.sleep(0.05)
+    assert len(lines) >= count, f"arm_hil emulate {kind} printed no device path"
+    return process, [line.split()[-1] for line in lines[:count]]
+
+
+def said(process):
+    """The JSON lines a process printed so far."""
+    return [json.loads(line) for line in process.log_path.read_text().splitlines() if line.startswith("{")]
 
 
 def stop(process, sig=signal.SIGINT, timeout=10.0):
@@ -1026,9 +1037,9 @@ class DriverTest(NodeTest):
     """A driver node on an emulated device behind a link (as udev's /dev/serial/by-id), so that the
     device can be unplugged and plugged back in under the same name."""
 
-    def start_driver(self, emulator_kind, launch_file, status_name, *arguments):
-        self.emulator_kind, self.status_name = emulator_kind, status_name
-        self.emulator, path = start_emulator(emulator_kind)
+    def start_driver(self, emulator_kind, launch_file, status_name, *arguments, emulator_flags=()):
+        self.emulator_kind, self.emulator_flags, self.status_name = emulator_kind, emulator_flags, status_name
+        self.emulator, (path,) = emulator(emulator_kind, *emulator_flags)
         self.link = LOGS / f"{emulator_kind}_port"
         if self.link.is_symlink():
             os.unlink(self.link)
@@ -1051,7 +1062,7 @@ class DriverTest(NodeTest):
 
     def replug(self):
         """A new emulator behind the same link."""
-        self.emulator, path = start_emulator(self.emulator_kind)
+        self.emulator, (path,) = emulator(self.emulator_kind, *self.emulator_flags)
         os.unlink(self.link)
         os.symlink(path, self.link)
 

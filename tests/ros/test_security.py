@@ -18,7 +18,7 @@ import time
 import unittest
 import xml.etree.ElementTree as ET
 
-from test_nodes import LOADED_MCU_HEARTBEAT, LOGS, bag_messages, launch, start_emulator, stop, stop_all, leave_the_machine, take_the_machine, wait_for_line
+from test_nodes import LOADED_MCU_HEARTBEAT, LOGS, bag_messages, emulator, launch, stop, stop_all, leave_the_machine, take_the_machine, wait_for_line
 from test_follow_joint_trajectory import installed
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -107,8 +107,8 @@ class SecuredBringup(unittest.TestCase):
         """Each launch with what it starts beside its node (robot_state_publisher, a recording,
         ros2_control's processes): no process dies or is refused a topic, a service or an action
         its policy should grant."""
-        stm32, stm32_port = start_emulator("stm32")
-        rdscom, rdscom_port = start_emulator("rdscom")
+        stm32, (stm32_port,) = emulator("stm32")
+        rdscom, (rdscom_port,) = emulator("rdscom")
         bringups = [
             ("sil.launch.py", "record:=true", f"bag:={LOGS / 'secured_sil_bag'}", "control:=ros2_control"),
             ("hil.launch.py", "hardware:=sim", "record:=true", f"bag:={LOGS / 'secured_hil_bag'}"),

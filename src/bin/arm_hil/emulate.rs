@@ -83,6 +83,22 @@ pub(crate) struct Stm32EmulatorArgs {
     /// The servos' time constant [s]: a first-order joint reaches 63 % of a step in this time
     #[arg(long, value_name = "S", default_value_t = 0.05)]
     servo_time_constant: f64,
+    /// Where the servos are, and hold, at power-on [rad]
+    #[arg(long, value_name = "SHOULDER,ELBOW", value_parser = angle_pair, allow_hyphen_values = true, default_value = "0,0")]
+    start_angles: [f64; 2],
+}
+
+/// Two angles [rad] written `A,B`.
+fn angle_pair(text: &str) -> Result<[f64; 2], String> {
+    let angles: Vec<f64> = text
+        .split(',')
+        .map(|angle| angle.trim().parse::<f64>())
+        .collect::<Result<_, _>>()
+        .map_err(|error| format!("{text:?}: {error}"))?;
+    match angles[..] {
+        [a, b] if a.is_finite() && b.is_finite() => Ok([a, b]),
+        _ => Err(format!("{text:?}: two finite angles [rad] are needed, as 0.3,-0.2")),
+    }
 }
 
 #[derive(Debug, Args)]
@@ -235,6 +251,7 @@ fn run_stm32(args: Stm32EmulatorArgs) -> anyhow::Result<()> {
         style,
         stream_rate_hz: args.stream_rate,
         servo_time_constant_s: args.servo_time_constant,
+        start_angles_rad: args.start_angles,
         ..Stm32EmulatorConfig::default()
     };
     let emulator = Stm32Emulator::start(config).context("cannot start the STM32 emulator")?;

@@ -54,7 +54,7 @@ node_parameters! {
         section goal_limits: GoalLimits = GoalLimits::default()
             => "~/follow_joint_trajectory's bounds on a goal: max_points, max_duration_s [s] from its receipt";
         read_only ros2_control: bool = false
-            => "commanded by ros2_control's topic-based hardware (control:=ros2_control sets it): joint_states once a datastream round, every joint in one message, and each ~/joint_command a setpoint of the four positions";
+            => "commanded by ros2_control's topic-based hardware (control:=ros2_control sets it): joint_states once a datastream round, every joint in one message, and each ~/joint_command a setpoint of the four positions, the hardware's initial values not followed";
     }
 }
 

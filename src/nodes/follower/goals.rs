@@ -371,6 +371,15 @@ impl<G: Clone> DeviceGoals<G> {
         DeviceGoals { goals: JointGoals::new(follower), stream: StreamGate::default() }
     }
 
+    /// Commands that come from ros2_control's topic-based hardware (the node's `ros2_control`
+    /// parameter): its initial values are not followed ([`StreamGate::of_ros2_control`]).
+    pub fn from_ros2_control(mut self, yes: bool) -> DeviceGoals<G> {
+        if yes {
+            self.stream = StreamGate::of_ros2_control();
+        }
+        self
+    }
+
     /// These goals, starting only from a state at most `max_age_ns` old: a device that speaks
     /// less often than [`DEFAULT_STATE_MAX_AGE_NS`] allows.
     pub fn with_state_max_age_ns(mut self, max_age_ns: u64) -> DeviceGoals<G> {

@@ -4,6 +4,12 @@
 //! unbroken, its command is not followed again: the arm holds where it is until a command that
 //! differs from it comes. A command sent after the stream paused ([`STREAM_GAP_S`]) is a command
 //! sent anew (a person's, a script's), and is followed, whatever it says.
+//!
+//! Under ros2_control ([`StreamGate::of_ros2_control`]) the stream is the hardware plugin's alone,
+//! from its start: its first commands are the initial values it starts with (0 rad where the URDF
+//! gives none), written every cycle before any controller is active, so the first command is
+//! taken as in force already; and a pause is a stalled controller manager, not a person, so it
+//! makes no command new.
 
 /// Two commands this close in every joint [rad] are the same command.
 const SAME_RAD: f64 = 1e-9;
@@ -20,7 +26,14 @@ pub struct StreamGate {
     /// While closed, the command that is not followed again.
     stale: Option<Vec<f64>>,
     closed: bool,
+    /// The stream is ros2_control's hardware plugin's: see the module's comment.
+    of_ros2_control: bool,
 }
+
+/// Why a command of the stream is not followed.
+const HELD: &str = "the command in force (ros2_control's initial value at start, the last one after a stop or \
+                    a takeover) is not followed again while its stream goes on: the arm holds until a different \
+                    command comes";
 
 fn same(a: &[f64], b: &[f64]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(a, b)| a == b || (a - b).abs() <= SAME_RAD)
@@ -39,6 +52,12 @@ pub fn in_device_order(names: &[String], values: &[f64], joint_names: &[String])
 }
 
 impl StreamGate {
+    /// The gate of ros2_control's topic-based hardware's stream: closed from the start, the
+    /// stream's first command taken as the one in force, and no pause making a command new.
+    pub fn of_ros2_control() -> StreamGate {
+        StreamGate { closed: true, of_ros2_control: true, ..StreamGate::default() }
+    }
+
     /// The device stopped or another command took it over: the stream's command in force now
     /// (and any that comes while the node takes none) is not followed again while it goes on.
     pub fn close(&mut self) {
@@ -50,7 +69,7 @@ impl StreamGate {
     /// while the node takes commands (`taking`) or not: whether it passes the gate (while the
     /// node takes none, the caller refuses it anyway), or why not.
     pub fn offer(&mut self, positions: &[f64], now_s: f64, taking: bool) -> Result<(), String> {
-        let unbroken = self.last.as_ref().is_some_and(|(_, at)| now_s - at <= STREAM_GAP_S);
+        let unbroken = self.of_ros2_control || self.last.as_ref().is_some_and(|(_, at)| now_s - at <= STREAM_GAP_S);
         self.last = Some((positions.to_vec(), now_s));
         if !self.closed {
             return Ok(());
@@ -60,11 +79,11 @@ impl StreamGate {
                 self.stale = Some(positions.to_vec());
                 Ok(())
             }
-            (true, Some(stale)) if unbroken && same(stale, positions) => {
-                Err("the command in force when the arm stopped or was taken over is not followed again while \
-                 its stream goes on: the arm holds until a different command comes"
-                    .to_owned())
+            (true, None) if self.of_ros2_control => {
+                self.stale = Some(positions.to_vec());
+                Err(HELD.to_owned())
             }
+            (true, Some(stale)) if unbroken && same(stale, positions) => Err(HELD.to_owned()),
             (true, _) => {
                 (self.closed, self.stale) = (false, None);
                 Ok(())
@@ -143,5 +162,32 @@ mod tests {
         let mut gate = StreamGate::default();
         gate.close();
         assert_eq!(gate.offer(&[0.5], 0.0, true), Ok(()));
+    }
+
+    #[test]
+    fn ros2_controls_initial_values_are_not_followed_until_a_controller_commands() {
+        let mut gate = StreamGate::of_ros2_control();
+        assert!(gate.offer(&[0.0, 0.0], 0.0, true).is_err(), "the plugin's initial value, before any controller");
+        assert!(gate.offer(&[0.0, 0.0], PERIOD_S, true).is_err());
+        assert!(gate.offer(&[0.0, 0.0], 5.0, true).is_err(), "a stalled controller manager is no person sending anew");
+        assert_eq!(gate.offer(&[0.3, -0.2], 5.0 + PERIOD_S, true), Ok(()), "a controller holds where the arm is");
+        assert_eq!(gate.offer(&[0.3, -0.2], 5.0 + 2.0 * PERIOD_S, true), Ok(()));
+    }
+
+    #[test]
+    fn ros2_controls_initial_values_streamed_while_inactive_are_not_followed_at_activation() {
+        let mut gate = StreamGate::of_ros2_control();
+        assert_eq!(gate.offer(&[0.0], 0.0, false), Ok(()), "the node refuses it for being inactive");
+        assert!(gate.offer(&[0.0], PERIOD_S, true).is_err());
+        assert_eq!(gate.offer(&[0.4], 2.0 * PERIOD_S, true), Ok(()));
+    }
+
+    #[test]
+    fn under_ros2_control_a_pause_after_a_stop_does_not_make_the_command_in_force_new() {
+        let mut gate = StreamGate::of_ros2_control();
+        gate.offer(&[0.0], 0.0, true).unwrap_err();
+        gate.offer(&[0.4], PERIOD_S, true).unwrap();
+        gate.close();
+        assert!(gate.offer(&[0.4], 10.0, true).is_err());
     }
 }

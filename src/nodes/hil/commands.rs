@@ -76,6 +76,7 @@ impl<J: Clone, C: Clone> HilCommands<J, C> {
             joint_goals: JointGoals::new(follower),
             cartesian: HilGoals::new(withdrawals.clone()),
             commands: JointCommands::new(settings.joint_command_speed_m_s)
+                .from_ros2_control(settings.ros2_control)
                 .for_the_loop()
                 .within(&config.hil.protection),
             requests,

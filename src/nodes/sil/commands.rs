@@ -89,7 +89,7 @@ impl<J: Clone, C: Clone> SilCommands<J, C> {
             robot,
             joint_goals: JointGoals::new(follower),
             cartesian: None,
-            commands: JointCommands::new(settings.joint_command_speed_m_s),
+            commands: JointCommands::new(settings.joint_command_speed_m_s).from_ros2_control(settings.ros2_control),
             requests,
             reference: (start, Vec3::zeros()),
             theta: robot_theta,

@@ -183,6 +183,15 @@ impl JointCommands {
         self
     }
 
+    /// Commands that come from ros2_control's topic-based hardware (the node's `ros2_control`
+    /// parameter): its initial values are not followed ([`StreamGate::of_ros2_control`]).
+    pub fn from_ros2_control(mut self, yes: bool) -> JointCommands {
+        if yes {
+            self.gate = StreamGate::of_ros2_control();
+        }
+        self
+    }
+
     /// The arm stopped, or another command took it over: the stream starts afresh, and its
     /// command in force now is not followed again.
     pub fn taken_over(&mut self) {

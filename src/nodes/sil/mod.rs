@@ -40,6 +40,8 @@ node_parameters! {
             => "~/follow_joint_trajectory's bounds on a goal: max_points, max_duration_s [s] from its receipt";
         read_only joint_command_speed_m_s: f64 = joint_goals::SIL_COMMAND_SPEED_M_S
             => "~/joint_command: fastest platform speed of a move [m/s]; a step becomes a ramp at it";
+        read_only ros2_control: bool = false
+            => "commanded by ros2_control's topic-based hardware (control:=ros2_control sets it): ~/joint_command is its stream, whose initial values are not followed";
     }
     sections {
         "robot." => "robot model, SI units; see examples/sil.yaml",

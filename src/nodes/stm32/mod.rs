@@ -87,6 +87,8 @@ node_parameters! {
             => "~/follow_joint_trajectory's default tolerances: goal_time [s], goal and trajectory [rad] per joint, stopped_velocity_tolerance [rad/s]";
         section goal_limits: GoalLimits = GoalLimits::default()
             => "~/follow_joint_trajectory's bounds on a goal: max_points, max_duration_s [s] from its receipt";
+        read_only ros2_control: bool = false
+            => "commanded by ros2_control's topic-based hardware (control:=ros2_control sets it): ~/joint_command is its stream, whose initial values are not followed";
     }
     entries {
         runtime "pid.shoulder.kp", range(KP) => "shoulder proportional gain, sent to the firmware",
