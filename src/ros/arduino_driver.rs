@@ -179,9 +179,7 @@ fn serve_joint_commands(
             _ => {}
         }
         drop(setpoints);
-        if let Some(error) = refusals.said(sent.map(|_| ())) {
-            log::error!("~/joint_command refused: {error} (said once while it lasts)");
-        }
+        refusals.log("~/joint_command", sent.map(|_| ()));
         futures::future::ready(())
     }))?;
     Ok(())

@@ -24,9 +24,7 @@ pub fn serve_joint_commands(
     let (started, mut refusals) = (Instant::now(), Refusals::default());
     pool.spawner().spawn_local(subscription.for_each(move |message| {
         let taken = take(started.elapsed().as_secs_f64(), &message.name, &message.position);
-        if let Some(error) = refusals.said(taken) {
-            log::error!("~/joint_command refused: {error} (said once while it lasts)");
-        }
+        refusals.log("~/joint_command", taken);
         futures::future::ready(())
     }))?;
     Ok(())

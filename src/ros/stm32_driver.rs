@@ -155,9 +155,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
             end_joint_goal(goals.command_sent());
             Ok(())
         });
-        if let Some(error) = refusals.said(sent) {
-            log::error!("~/joint_command refused: {error} (said once while it lasts)");
-        }
+        refusals.log("~/joint_command", sent);
         futures::future::ready(())
     }))?;
 

@@ -360,12 +360,16 @@ class Ros2ControlBringup(FollowJointTrajectoryTest):
     node_name, joints = "joint_trajectory_controller", ("stm32_shoulder", "stm32_elbow")
 
     def check_controllers(self, joints, goal_target, forward_target, bag, held=lambda: None):
-        """Both controllers command the device: the broadcaster and JTC active (then `held()`
-        checks what the device got so far), a goal to JTC's action, a switch to
-        forward_position_controller and a command, /joint_states recorded."""
+        """Both controllers command the device: the broadcaster and JTC active, the hardware's
+        initial commands held (`held()` checks what the device got so far), a goal to JTC's
+        action, a switch to forward_position_controller and a command, /joint_states recorded."""
         self.joints = joints
         self.wait_controllers({"joint_state_broadcaster": "active", "joint_trajectory_controller": "active",
                                "forward_position_controller": "inactive"})
+        # The node, active within a second of its launch, got the plugin's initial commands
+        # before the spawners had JTC active, and held them.
+        self.assertIn("~/joint_command held:", self.launched.log_path.read_text(),
+                      "the node says nothing of the hardware's initial commands")
         held()
         client = self.client()
         done = self.result_of(self.send(client, [(1.5, goal_target)]))
@@ -396,6 +400,7 @@ class Ros2ControlBringup(FollowJointTrajectoryTest):
                           emulator_flags=("--start-angles", ",".join(map(str, power_on)), "--print-targets"))
 
         def held():
+            # The emulator prints a target when it changes: a move to 0 would be one.
             targets = [line["targets"] for line in said(self.emulator)]
             self.assertTrue(all(abs(t - p) < 0.02 for target in targets for t, p in zip(target, power_on)),
                             f"the bringup moved the arm from {power_on}: targets {targets[:5]}")

@@ -5,11 +5,13 @@
 //! differs from it comes. A command sent after the stream paused ([`STREAM_GAP_S`]) is a command
 //! sent anew (a person's, a script's), and is followed, whatever it says.
 //!
-//! Under ros2_control ([`StreamGate::of_ros2_control`]) the stream is the hardware plugin's alone,
-//! from its start: its first commands are the initial values it starts with (0 rad where the URDF
-//! gives none), written every cycle before any controller is active, so the first command is
-//! taken as in force already; and a pause is a stalled controller manager, not a person, so it
-//! makes no command new.
+//! Under ros2_control ([`StreamGate::of_ros2_control`]) the stream is the hardware plugin's alone:
+//! it starts with the initial values the plugin is loaded with (0 rad where the URDF gives none),
+//! written every cycle before any controller is active, and a pause is a stalled or restarted
+//! controller manager, not a person. So the first command of the stream, and the first after any
+//! pause, whatever it says, is taken as the one in force and not followed: the arm moves only
+//! once a controller commands something else (joint_trajectory_controller's first command holds
+//! the joints where their state is).
 
 /// Two commands this close in every joint [rad] are the same command.
 const SAME_RAD: f64 = 1e-9;
@@ -31,9 +33,9 @@ pub struct StreamGate {
 }
 
 /// Why a command of the stream is not followed.
-const HELD: &str = "the command in force (ros2_control's initial value at start, the last one after a stop or \
-                    a takeover) is not followed again while its stream goes on: the arm holds until a different \
-                    command comes";
+pub const HELD: &str = "the command in force (after a stop or a takeover, the last one; under ros2_control, also the \
+                    stream's first, at its start or after a pause) is not followed again while its stream goes on: \
+                    the arm holds until a different command comes";
 
 fn same(a: &[f64], b: &[f64]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(a, b)| a == b || (a - b).abs() <= SAME_RAD)
@@ -52,10 +54,10 @@ pub fn in_device_order(names: &[String], values: &[f64], joint_names: &[String])
 }
 
 impl StreamGate {
-    /// The gate of ros2_control's topic-based hardware's stream: closed from the start, the
-    /// stream's first command taken as the one in force, and no pause making a command new.
+    /// The gate of ros2_control's topic-based hardware's stream: its first command, and the
+    /// first after any pause, taken as the one in force.
     pub fn of_ros2_control() -> StreamGate {
-        StreamGate { closed: true, of_ros2_control: true, ..StreamGate::default() }
+        StreamGate { of_ros2_control: true, ..StreamGate::default() }
     }
 
     /// The device stopped or another command took it over: the stream's command in force now
@@ -69,8 +71,11 @@ impl StreamGate {
     /// while the node takes commands (`taking`) or not: whether it passes the gate (while the
     /// node takes none, the caller refuses it anyway), or why not.
     pub fn offer(&mut self, positions: &[f64], now_s: f64, taking: bool) -> Result<(), String> {
-        let unbroken = self.of_ros2_control || self.last.as_ref().is_some_and(|(_, at)| now_s - at <= STREAM_GAP_S);
+        let starts = self.last.as_ref().is_none_or(|(_, at)| now_s - at > STREAM_GAP_S);
         self.last = Some((positions.to_vec(), now_s));
+        if self.of_ros2_control && starts {
+            (self.closed, self.stale) = (true, None);
+        }
         if !self.closed {
             return Ok(());
         }
@@ -83,7 +88,7 @@ impl StreamGate {
                 self.stale = Some(positions.to_vec());
                 Err(HELD.to_owned())
             }
-            (true, Some(stale)) if unbroken && same(stale, positions) => Err(HELD.to_owned()),
+            (true, Some(stale)) if !starts && same(stale, positions) => Err(HELD.to_owned()),
             (true, _) => {
                 (self.closed, self.stale) = (false, None);
                 Ok(())
@@ -180,6 +185,16 @@ mod tests {
         assert_eq!(gate.offer(&[0.0], 0.0, false), Ok(()), "the node refuses it for being inactive");
         assert!(gate.offer(&[0.0], PERIOD_S, true).is_err());
         assert_eq!(gate.offer(&[0.4], 2.0 * PERIOD_S, true), Ok(()));
+    }
+
+    #[test]
+    fn a_restarted_controller_managers_initial_values_are_not_followed() {
+        let mut gate = StreamGate::of_ros2_control();
+        gate.offer(&[0.0], 0.0, true).unwrap_err();
+        gate.offer(&[0.4], PERIOD_S, true).unwrap();
+        gate.offer(&[0.4], 2.0 * PERIOD_S, true).unwrap();
+        assert!(gate.offer(&[0.0], 3.0, true).is_err(), "the new plugin's initial value, after the pause");
+        assert_eq!(gate.offer(&[0.4], 3.0 + PERIOD_S, true), Ok(()), "the new JTC holds where the arm is");
     }
 
     #[test]
