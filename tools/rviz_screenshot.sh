@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # A picture of a bringup in rviz, as the README shows it: the launch with rviz:=true on a virtual
-# display (Xvfb, Mesa's software GL), left running for a while, then the screen saved as a PNG.
+# display (Xvfb, Mesa's software GL), left running for a while, then the screen saved as a PNG,
+# cut to rviz's 3D view (the box of the background colour every rviz/*.rviz gives it); with
+# WHOLE=1, the whole window (MoveIt's panel beside the view).
 # Needs Xvfb and Python's Pillow (`python3 -m pip install pillow`), an underlay with rviz2, and a
 # workspace where arm_hil is built (tests/ros/run.sh makes one). DDS stays on loopback.
 #   ARM_HIL_ROS_ROOT=~/ros_jazzy ARM_HIL_ROS_WS=/tmp/ws_jazzy tools/rviz_screenshot.sh OUT.png [launch file] [seconds] [ARG:=VALUE ...]
@@ -33,6 +35,16 @@ exec unshare --net -- bash -c '
   ros2 launch arm_hil "$5" rviz:=true "${@:7}" >/tmp/rviz_screenshot.log 2>&1 &
   launched=$!
   sleep "$6"
-  python3 -c "import sys; from PIL import ImageGrab; ImageGrab.grab(xdisplay=sys.argv[1]).save(sys.argv[2])" "$4" "$3"
+  python3 - "$4" "$3" "${WHOLE:-0}" <<"PY"
+import sys
+from PIL import Image, ImageGrab
+screen = ImageGrab.grab(xdisplay=sys.argv[1]).convert("RGB")
+if sys.argv[3] != "1":
+    # The 3D view: where the background colour of rviz/*.rviz (236, 236, 236) is.
+    view = Image.new("L", screen.size)
+    view.putdata([255 if pixel == (236, 236, 236) else 0 for pixel in screen.getdata()])
+    screen = screen.crop(view.getbbox())
+screen.save(sys.argv[2])
+PY
   echo "saved $3 (the launch said: /tmp/rviz_screenshot.log)"
 ' bash "$root" "$ws" "$out" "$display" "$launch_file" "$seconds" "$@"

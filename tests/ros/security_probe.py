@@ -3,13 +3,15 @@ security settings its environment gives: what it could see and do, as one JSON l
 
     python3 security_probe.py [--goal] [--seconds S]
 
-It reads /joint_states for S s (3) from the first message, waiting 10 s for it (the rate), tries
-to create a ~/joint_command publisher and a ~/change_state client of hil_node, looks for its
-FollowJointTrajectory server for 5 s, and with --goal sends it a goal to a pose the arm took
-on its own path, 0.05 rad from the last one seen, then reads where the arm is. rcl refusing its
-participant, a publisher or a request topic is reported, not raised."""
+It reads /joint_states for S s (3) from the first message, waiting 10 s for it (the rate it
+received, and the publisher's from the stamps), tries to create a ~/joint_command publisher and a
+~/change_state client of hil_node, looks for its FollowJointTrajectory server for 5 s, and with
+--goal sends it a goal to a pose the arm took on its own path, 0.05 rad from the last one seen,
+then reads where the arm is. rcl refusing its participant, a publisher or a request topic is
+reported, not raised."""
 
 import json
+import statistics
 import sys
 import time
 
@@ -25,17 +27,18 @@ JOINTS = ("joint1", "joint2", "joint3")
 
 
 def probe(send_goal, seconds):
-    seen = {"joint_states_hz": 0.0, "server": False, "goal": None, "refused": None}
+    seen = {"joint_states_hz": 0.0, "joint_states_period_hz": 0.0, "server": False, "goal": None, "refused": None}
     try:
         rclpy.init()
         node = rclpy.create_node("security_probe")
     except Exception as error:  # rcl's refusal of the participant, as it says it
         seen["refused"] = f"participant: {error}"
         return seen
-    poses, arrivals = [], []
+    poses, arrivals, stamps = [], [], []
 
     def joint_states(message):
         arrivals.append(time.monotonic())
+        stamps.append(message.header.stamp.sec + message.header.stamp.nanosec * 1e-9)
         poses.append([message.position[message.name.index(j)] for j in JOINTS] if set(JOINTS) <= set(message.name)
                      else None)
 
@@ -48,6 +51,9 @@ def probe(send_goal, seconds):
         rclpy.spin_once(node, timeout_sec=0.05)
     if len(arrivals) > 1:  # from the first message on: discovery takes its time
         seen["joint_states_hz"] = (len(arrivals) - 1) / (arrivals[-1] - arrivals[0])
+    gaps = [b - a for a, b in zip(stamps, stamps[1:]) if b > a]
+    if gaps:  # the publisher's rate, from the stamps: what a loaded machine's delivery does not change
+        seen["joint_states_period_hz"] = 1.0 / statistics.median_high(gaps)
     # The other ways to move the arm: a joint command and a lifecycle transition; the
     # middleware refuses to create what the enclave's permissions do not allow.
     seen["created"] = []
