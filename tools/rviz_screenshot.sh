@@ -43,7 +43,10 @@ if sys.argv[3] != "1":
     # The 3D view: where the background colour of rviz/*.rviz (236, 236, 236) is.
     view = Image.new("L", screen.size)
     view.putdata([255 if pixel == (236, 236, 236) else 0 for pixel in screen.getdata()])
-    screen = screen.crop(view.getbbox())
+    box = view.getbbox()
+    if box is None:
+        sys.exit("no 3D view on the screen: rviz did not start (see its launch log)")
+    screen = screen.crop(box)
 screen.save(sys.argv[2])
 PY
   echo "saved $3 (the launch said: /tmp/rviz_screenshot.log)"

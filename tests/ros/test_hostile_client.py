@@ -16,7 +16,7 @@ import time
 import unittest
 
 import rclpy
-from action_msgs.msg import GoalStatus, GoalStatusArray
+from action_msgs.msg import GoalStatus
 from arm_hil.msg import ArmState
 from control_msgs.action import FollowJointTrajectory
 from lifecycle_msgs.msg import Transition, TransitionEvent
@@ -25,7 +25,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from test_follow_joint_trajectory import ArduinoFollowJointTrajectory, FollowJointTrajectoryTest, installed, trajectory
-from test_nodes import ERROR, EXECUTABLES, OK, RUNNING, arc_rows, launch, multi_dof_trajectory, on_the_emulated_rig
+from test_nodes import ERROR, EXECUTABLES, OK, RUNNING, arc_rows, launch, multi_dof_trajectory, on_the_emulated_rig, stamp_s
 
 Result = FollowJointTrajectory.Result
 TERMINAL = (GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_ABORTED, GoalStatus.STATUS_CANCELED)
@@ -67,34 +67,30 @@ class HostileClient(FollowJointTrajectoryTest):
 
     def goal_ends_with_the_transition(self, node, joints, target, transition, seconds=6.0, after=2.5, holds=True):
         """A `seconds` goal to `target`; the lifecycle `transition` (`ros2 lifecycle set`'s
-        service call) `after` s later: the goal ends (aborted, saying why) within 0.1 s of the
-        transition, and the joints hold (as /joint_states show them: `holds`, where the node
-        publishes them while inactive)."""
+        service call) `after` s later: the goal ends (aborted, saying why), its last feedback
+        stamped within 0.1 s of the node's stamp of its inactive state, and the joints hold (as
+        /joint_states show them: `holds`, where the node publishes them while inactive)."""
         self.node_name, self.joints = node, joints
-        statuses, events = [], []
-        self.node.create_subscription(GoalStatusArray, f"/{node}/follow_joint_trajectory/_action/status",
-                                      lambda m: statuses.append((time.monotonic(), m)), 100)
-        self.node.create_subscription(TransitionEvent, f"/{node}/transition_event",
-                                      lambda m: events.append((time.monotonic(), m)), 100)
+        events, fed = [], []
+        self.node.create_subscription(TransitionEvent, f"/{node}/transition_event", events.append, 100)
         client = self.client()
-        handle = self.send(client, [(seconds, target)])
+        handle = self.send(client, [(seconds, target)], feedback=lambda m: fed.append(stamp_s(m.feedback.header.stamp)))
         self.assertTrue(handle.accepted)
         time.sleep(after)
         self.transition(node, transition)
         done = self.result_of(handle, timeout=5.0)
         self.assertEqual(done.status, GoalStatus.STATUS_ABORTED, done.result.error_string)
         self.assertIn("deactivated", done.result.error_string)
-        def goal_ended():
-            return [t for t, m in statuses for s in m.status_list
-                    if bytes(s.goal_info.goal_id.uuid) == bytes(handle.goal_id.uuid) and s.status in TERMINAL]
-
         def went_inactive():
-            return [t for t, m in events if m.goal_state.label == "inactive"]
+            return [m.timestamp * 1e-9 for m in events if m.goal_state.label == "inactive"]
 
-        self.spin_until(lambda: goal_ended() and went_inactive(), 5.0)
-        ended, moved = goal_ended(), went_inactive()
-        self.assertTrue(ended and moved, f"status {len(statuses)} messages, transitions {len(events)}")
-        self.assertLess(abs(ended[0] - moved[0]), 0.1, "the goal outlived the transition")
+        self.spin_until(went_inactive, 5.0)
+        self.assertTrue(went_inactive(), f"no transition to inactive among {len(events)} events")
+        self.assertTrue(fed, "no feedback while the goal ran")
+        # Both stamps are the node's ROS clock; the goal ran up to the transition, and not on.
+        ran_on_s = max(fed) - went_inactive()[0]
+        self.assertLess(ran_on_s, 0.1, "the goal outlived the transition: feedback stamped after it")
+        self.assertGreater(ran_on_s, -0.5, "the goal's feedback stopped long before the transition")
         if holds:
             self.assert_still(1.0, tolerance=0.02)
         client.destroy()
