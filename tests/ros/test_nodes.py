@@ -1347,11 +1347,17 @@ class LegacyBridge(NodeTest):
         self.wait_status("legacy_bridge: server", OK)
         self.assert_once_a_second("legacy_bridge: server")
         self.assert_read_only("legacy_bridge", "publish_rate_hz", double("publish_rate_hz", 100.0))
+        # Both topics matched before the session: the bridge republishes it as fast as the client
+        # sends it, within a tenth of a second (a loaded pass subscribed after it and saw nothing).
+        arm_states, states = [], []
+        for kind, topic, into in ((ArmState, "/legacy_bridge/state", arm_states), (JointState, "/joint_states", states)):
+            self.node.create_subscription(kind, topic, into.append, 1000)
+            self.spin_until(lambda: self.node.count_publishers(topic) > 0, 20.0)
+            self.assertGreater(self.node.count_publishers(topic), 0, f"{topic} not discovered within 20 s")
+        self.spin_until(lambda: False, 0.5)
         client = start([sys.executable, str(REPO / "examples" / "legacy_client.py"), f"127.0.0.1:{port}",
                         str(REPO / "examples" / "arc_9deg.csv")], "legacy_client")
-        arm_states = []
-        self.node.create_subscription(ArmState, "/legacy_bridge/state", arm_states.append, 100)
-        states = self.collect("/joint_states", JointState, 60.0, until=lambda m: client.poll() is not None and m)
+        self.spin_until(lambda: client.poll() is not None and arm_states and states, 60.0)
         self.assertTrue(arm_states, "the session was not republished on ~/state")
         self.assertTrue(all(m.time >= 0.0 and m.header.frame_id == "base_link" for m in arm_states))
         self.assertEqual(client.wait(60.0), 0, client.log_path.read_text()[-2000:])
