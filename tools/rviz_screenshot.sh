@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # A picture of a bringup in rviz, as the README shows it: the launch with rviz:=true on a virtual
 # display (Xvfb, Mesa's software GL), left running for a while, then the screen saved as a PNG,
-# cut to rviz's 3D view (the box of the background colour every rviz/*.rviz gives it); with
-# WHOLE=1, the whole window (MoveIt's panel beside the view).
+# cut to rviz's 3D view (the rows and columns of the light background arm_hil.rviz and device.rviz
+# give it); with WHOLE=1, the whole screen (MoveIt's panel beside its view).
 # Needs Xvfb and Python's Pillow (`python3 -m pip install pillow`), an underlay with rviz2, and a
 # workspace where arm_hil is built (tests/ros/run.sh makes one). DDS stays on loopback.
 #   ARM_HIL_ROS_ROOT=~/ros_jazzy ARM_HIL_ROS_WS=/tmp/ws_jazzy tools/rviz_screenshot.sh OUT.png [launch file] [seconds] [ARG:=VALUE ...]
 # e.g. MoveIt's view of the STM32 arm against its emulator (`arm_hil emulate stm32` prints its port):
-#   tools/rviz_screenshot.sh moveit.png moveit.launch.py 40 port:=/dev/pts/7
+#   WHOLE=1 tools/rviz_screenshot.sh moveit.png moveit.launch.py 40 port:=/dev/pts/7
 set -euo pipefail
 set -m
 root="${ARM_HIL_ROS_ROOT:?set ARM_HIL_ROS_ROOT to a ROS 2 installation with rviz2}"
@@ -40,13 +40,18 @@ import sys
 from PIL import Image, ImageGrab
 screen = ImageGrab.grab(xdisplay=sys.argv[1]).convert("RGB")
 if sys.argv[3] != "1":
-    # The 3D view: where the background colour of rviz/*.rviz (236, 236, 236) is.
-    view = Image.new("L", screen.size)
-    view.putdata([255 if pixel == (236, 236, 236) else 0 for pixel in screen.getdata()])
-    box = view.getbbox()
-    if box is None:
+    # The 3D view: the rows and columns mostly of the background colour of arm_hil.rviz and
+    # device.rviz (236, 236, 236), which the shading of a panel may also have here and there.
+    width, height = screen.size
+    pixels = list(getattr(screen, "get_flattened_data", screen.getdata)())
+    background = [pixel == (236, 236, 236) for pixel in pixels]
+    rows = [sum(background[y * width:(y + 1) * width]) for y in range(height)]
+    columns = [sum(background[x::width]) for x in range(width)]
+    if max(rows) == 0:
         sys.exit("no 3D view on the screen: rviz did not start (see its launch log)")
-    screen = screen.crop(box)
+    kept_rows = [y for y, count in enumerate(rows) if count >= max(rows) / 2]
+    kept_columns = [x for x, count in enumerate(columns) if count >= max(columns) / 2]
+    screen = screen.crop((kept_columns[0], kept_rows[0], kept_columns[-1] + 1, kept_rows[-1] + 1))
 screen.save(sys.argv[2])
 PY
   echo "saved $3 (the launch said: /tmp/rviz_screenshot.log)"
