@@ -30,7 +30,8 @@ exec unshare --net -- bash -c '
   [ -f "$1/cyclonedds_lo.xml" ] && export CYCLONEDDS_URI="file://$1/cyclonedds_lo.xml"
   export RMW_IMPLEMENTATION="${RMW_IMPLEMENTATION:-rmw_cyclonedds_cpp}" LIBGL_ALWAYS_SOFTWARE=1 DISPLAY="$4"
   Xvfb "$4" -screen 0 1280x800x24 -nolisten tcp >/dev/null 2>&1 &
-  trap "kill -INT -\$launched 2>/dev/null; sleep 3; kill -KILL -\$launched 2>/dev/null; kill %1 2>/dev/null" EXIT
+  display_server=$!
+  trap "kill -INT -\$launched 2>/dev/null; sleep 3; kill -KILL -\$launched 2>/dev/null; kill \$display_server 2>/dev/null" EXIT
   sleep 2
   ros2 launch arm_hil "$5" rviz:=true "${@:7}" >/tmp/rviz_screenshot.log 2>&1 &
   launched=$!
