@@ -360,17 +360,25 @@ fn a_second_hil_client_is_refused_while_one_runs_and_served_after() {
         std::thread::spawn(move || hil_exchange(address, &request))
     };
     // The second client comes once the first session runs (however loaded the machine).
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while !observer.started.lock().unwrap().iter().any(|(_, hil)| *hil) {
-        assert!(std::time::Instant::now() < deadline, "the first HIL session did not start");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_for("the first HIL session to start", || observer.started.lock().unwrap().iter().any(|(_, hil)| *hil));
     assert_refused(address, &request);
     // SIL clients are served meanwhile.
     let (frames, ideal) = expected_response(short_arc());
     assert_complete_and_correct(&exchange(address, &sil_request(short_arc())), &frames, &ideal);
     assert!(first.join().unwrap().end_marker.is_some());
+    // The client has its end marker a little before the server frees the rig: the next one
+    // comes once the server says the session (the third after the refusal and the SIL one) ended.
+    wait_for("the first HIL session to end", || observer.ended.lock().unwrap().len() == 3);
     assert!(hil_exchange(address, &request).end_marker.is_some());
+}
+
+/// Waits up to 20 s (however loaded the machine) for `event`, named in the failure.
+fn wait_for(event: &str, happened: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !happened() {
+        assert!(std::time::Instant::now() < deadline, "waited 20 s for {event}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// Counts what a session observer sees.
@@ -402,8 +410,10 @@ fn an_observer_sees_every_session_and_its_frames() {
     let local = stream.local_addr().unwrap();
     stream.write_all(&sil_request(short_arc())).unwrap();
     assert_complete_and_correct(&read_response(&mut stream), &frames, &ideal);
+    // The client reads its last frame before the server reports the session's end.
+    wait_for("the SIL session to end", || observer.ended.lock().unwrap().len() == 1);
     assert_refused(address, b"Q");
-    std::thread::sleep(Duration::from_millis(100));
+    wait_for("the refused session to end", || observer.ended.lock().unwrap().len() == 2);
     assert_eq!(*observer.started.lock().unwrap(), vec![(local, false)]);
     assert_eq!(observer.frames.load(std::sync::atomic::Ordering::Relaxed), frames.len());
     assert_eq!(*observer.ended.lock().unwrap(), vec![true, false]);
