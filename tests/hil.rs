@@ -131,6 +131,44 @@ fn withdrawing_holds_the_present_reference_and_drops_the_rest() {
 }
 
 #[test]
+fn replacing_goes_on_from_the_present_reference_as_it_moves_and_drops_the_rest() {
+    let mut ring = TrajectoryRing::new(8, 0);
+    let moving =
+        |t: f64, x: f64| Waypoint { t, x: Vec3::new(x, 0.0, 0.0), xd: Vec3::new(1.0, 0.0, 0.0), ..Waypoint::default() };
+    for t in [0.0, 1.0, 2.0, 3.0] {
+        ring.push(moving(t, t)).unwrap();
+    }
+    assert_eq!(ring.replace_from(1.5, 0.0), Some(Vec3::new(1.5, 0.0, 0.0)));
+    // Nothing after it yet: where, and how fast, the loop's reference was at 1.5.
+    let RingSample::Starved(held) = ring.sample(1.5) else { panic!("waits for the next move") };
+    assert_eq!(held.x.x, 1.5);
+    ring.push(moving(0.5, 2.5)).unwrap();
+    let RingSample::Reference(going) = ring.sample(1.75) else { panic!("a reference") };
+    assert_eq!((going.x.x, going.xd.x), (2.0, 1.0), "goes on at its speed, the next samples counted from 1.5");
+    // A replacement due 0.2 s before it came: its samples count from then, those it has
+    // passed are dropped.
+    assert_eq!(ring.replace_from(1.75, 0.2), Some(Vec3::new(2.0, 0.0, 0.0)));
+    ring.push(moving(0.1, 2.9)).unwrap();
+    ring.push(moving(0.5, 2.5)).unwrap();
+    let RingSample::Reference(joined) = ring.sample(1.95) else { panic!("a reference") };
+    // From where it was at 1.75 to the sample at 0.5 s of the move (2.05) on the ring's line.
+    assert!((joined.x.x - (2.0 + 0.5 * 0.2 / 0.3)).abs() < 1e-12, "its sample at 0.1 s dropped: {}", joined.x.x);
+    ring.close();
+    assert_eq!(ring.replace_from(2.0, 0.0), None, "a closed trajectory takes no more: replacing ends it");
+    assert_eq!(ring.sample(2.0), RingSample::Ended);
+}
+
+#[test]
+fn a_withdrawal_continues_only_when_the_newest_asked_for_is_continuing() {
+    let withdrawals = Withdrawals::default();
+    let first = withdrawals.request_continuing(42);
+    assert_eq!(withdrawals.continues(first), Some(42), "with when the move after it starts");
+    let second = withdrawals.request();
+    assert_eq!(withdrawals.pending(), Some(second));
+    assert_eq!(withdrawals.continues(second), None, "a hold after a stream's move holds");
+}
+
+#[test]
 fn withdrawing_a_closed_trajectory_ends_it() {
     let mut ring = TrajectoryRing::new(8, 0);
     ring.push(sample(0.0, 0.0)).unwrap();
@@ -241,11 +279,20 @@ fn the_loop_tracks_the_default_arc_on_the_simulated_plant() {
     assert!(report.stats.rms_error_m() < 2e-3, "RMS {} m", report.stats.rms_error_m());
 }
 
-#[test]
-fn a_withdrawal_holds_the_arm_where_it_is_and_a_later_segment_starts_from_there_without_a_jump() {
+/// A loop on the simulated rig, fed the arc from (65, -150) degrees to `to_deg` with its end still
+/// to come: the arc's waypoints, the feed, the loop's frames and withdrawals, and its thread.
+struct FedLoop {
+    waypoints: Vec<Waypoint>,
+    feed: std::sync::mpsc::SyncSender<FeedItem>,
+    frames: std::sync::mpsc::Receiver<arm_hil::sim::Frame>,
+    withdrawals: Arc<Withdrawals>,
+    running: std::thread::JoinHandle<arm_hil::hil::HilReport>,
+}
+
+fn loop_fed_an_arc(to_deg: [f64; 2]) -> FedLoop {
     let robot = Robot::default();
     let config = SilConfig::default();
-    let spec = ArcSpec { from_deg: [65.0, -150.0], to_deg: [65.0, -148.0], ..ArcSpec::default() };
+    let spec = ArcSpec { from_deg: [65.0, -150.0], to_deg, ..ArcSpec::default() };
     let waypoints = spec.waypoints(&robot.elbow(), robot.params().l_arm).unwrap();
     let rig = SimulatedRig::new(robot.clone(), &config, &waypoints[0], robot.elbow()).unwrap();
     let (feed, samples) = sync_channel(waypoints.len() + 8);
@@ -257,11 +304,17 @@ fn a_withdrawal_holds_the_arm_where_it_is_and_a_later_segment_starts_from_there_
         .unwrap()
         .with_frames(Box::new(FrameChannel(frames_tx)))
         .with_withdrawals(withdrawals.clone());
-    let start = waypoints[0].t;
     for &waypoint in &waypoints {
         feed.send(FeedItem::Sample(waypoint)).unwrap();
     }
     let running = std::thread::spawn(move || hil.run());
+    FedLoop { waypoints, feed, frames, withdrawals, running }
+}
+
+#[test]
+fn a_withdrawal_holds_the_arm_where_it_is_and_a_later_segment_starts_from_there_without_a_jump() {
+    let FedLoop { waypoints, feed, frames, withdrawals, running } = loop_fed_an_arc([65.0, -148.0]);
+    let start = waypoints[0].t;
 
     let next = || frames.recv_timeout(std::time::Duration::from_secs(2)).expect("a frame");
     while next().t < start + 0.3 {}
@@ -299,6 +352,45 @@ fn a_withdrawal_holds_the_arm_where_it_is_and_a_later_segment_starts_from_there_
     assert!((previous.x_ref - goal).norm() < 1e-9, "ends at the segment's last sample");
     let report = running.join().unwrap();
     report.outcome.unwrap();
+}
+
+#[test]
+fn a_continuing_withdrawal_plays_on_until_the_next_move_comes_and_it_takes_over_without_a_stop() {
+    let FedLoop { waypoints, feed, frames, withdrawals, running } = loop_fed_an_arc([65.0, -140.0]);
+    let start = waypoints[0].t;
+
+    let next = || frames.recv_timeout(std::time::Duration::from_secs(2)).expect("a frame");
+    while next().t < start + 1.0 {}
+    let n = withdrawals.request_continuing(arm_hil::hil::realtime::monotonic_ns());
+    let withdrawn_at = loop {
+        if let (Some(at), frame) = (withdrawals.done_at(n), next()) {
+            if frame.t >= at {
+                break at;
+            }
+        }
+    };
+    // Made, and the move it withdraws still plays: the loop's reference moves on until the next comes.
+    let mut previous = next();
+    while previous.t < withdrawn_at + 0.1 {
+        let frame = next();
+        assert_ne!(frame.x_ref, previous.x_ref, "the reference stopped at {} s, before the next move came", frame.t);
+        previous = frame;
+    }
+    // The next move, from its mark on: 1 mm off where the loop's reference is, 0.1 s on.
+    let goal = previous.x_ref + Vec3::new(0.001, 0.0, 0.0);
+    feed.send(FeedItem::Withdrawn(n)).unwrap();
+    feed.send(FeedItem::Sample(Waypoint { t: 0.1, x: goal, ..Waypoint::default() })).unwrap();
+    feed.send(FeedItem::End).unwrap();
+    // It takes over from where the loop's reference is: no step larger than the way to the goal over
+    // 0.1 s allows (the arc moves the loop's reference some 2 mm a second meanwhile).
+    for frame in frames.iter() {
+        let step = (frame.x_ref - previous.x_ref).norm();
+        let largest_step = (0.001 + 0.01) / 0.1 * (frame.t - previous.t) + 1e-9;
+        assert!(step <= largest_step, "the reference jumped {step} m at {} s", frame.t);
+        previous = frame;
+    }
+    assert!((previous.x_ref - goal).norm() < 1e-9, "ends at the next move's last sample");
+    running.join().unwrap().outcome.unwrap();
 }
 
 #[test]

@@ -5,6 +5,8 @@
 //! the ring, and the loop takes from the channel only as the ring has room. So the feeder counts
 //! it in [`Withdrawals`], which the loop reads every cycle, and marks in the channel where the
 //! withdrawn samples end ([`FeedItem::Withdrawn`]); the loop drops what comes before the mark.
+//! A continuing withdrawal ([`Withdrawals::request_continuing`], a command stream's next move)
+//! leaves what the ring holds playing until the mark, and what follows it takes over from there.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
@@ -37,6 +39,10 @@ pub enum FeedItem {
 #[derive(Debug, Default)]
 pub struct Withdrawals {
     requested: AtomicU64,
+    /// The newest withdrawal asked for as continuing, and when the move after it starts
+    /// [ns, the monotonic clock].
+    continuing: AtomicU64,
+    continuing_from_ns: AtomicU64,
     done: AtomicU64,
     /// Trajectory time of the last withdrawal done [s], as f64 bits.
     done_at: AtomicU64,
@@ -50,6 +56,29 @@ impl Withdrawals {
     /// the withdrawal's number, which the feeder then sends as [`FeedItem::Withdrawn`].
     pub fn request(&self) -> u64 {
         self.requested.fetch_add(1, Ordering::AcqRel) + 1
+    }
+
+    /// Asks the loop to withdraw every sample it has not reached once the samples that follow
+    /// the withdrawal's mark come, going on with what it has until then, and with them from
+    /// where its reference is then, as it moves (a command stream's next move, planned on from
+    /// the one before, whose time 0 is `starts_ns` on the monotonic clock,
+    /// [`crate::hil::realtime::monotonic_ns`]: the loop takes it up at the time it has reached
+    /// by then, not from its start). Returns the withdrawal's number. A loop that sees the
+    /// withdrawal before it is marked continuing makes it as [`Withdrawals::request`] does: it
+    /// holds.
+    pub fn request_continuing(&self, starts_ns: u64) -> u64 {
+        // Marked continuing before it is asked for: a loop that sees it asked sees it continue.
+        // (One thread asks for withdrawals, under the node's commands' lock.)
+        let n = self.requested.load(Ordering::Acquire) + 1;
+        self.continuing_from_ns.store(starts_ns, Ordering::Release);
+        self.continuing.fetch_max(n, Ordering::AcqRel);
+        self.request()
+    }
+
+    /// When the move after withdrawal `n` starts [ns, the monotonic clock], if `n` was asked
+    /// for as continuing (the loop's side).
+    pub fn continues(&self, n: u64) -> Option<u64> {
+        (self.continuing.load(Ordering::Acquire) == n).then(|| self.continuing_from_ns.load(Ordering::Acquire))
     }
 
     /// The newest withdrawal asked for, if the loop has not made it yet (the loop's side).

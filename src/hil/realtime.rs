@@ -16,6 +16,16 @@ pub(super) fn sleep_until(deadline: &TimeSpec) {
     {}
 }
 
+/// Now on the monotonic clock [ns], the loop's own: a move planned elsewhere in the process
+/// says when it starts on it ([`super::Withdrawals::request_continuing`]).
+pub fn monotonic_ns() -> u64 {
+    nanoseconds(now())
+}
+
+pub(super) fn nanoseconds(time: TimeSpec) -> u64 {
+    (time.tv_sec() as u64).saturating_mul(1_000_000_000).saturating_add(time.tv_nsec() as u64)
+}
+
 pub(super) fn seconds(span: TimeSpec) -> f64 {
     span.tv_sec() as f64 + span.tv_nsec() as f64 * 1e-9
 }

@@ -50,6 +50,9 @@ pub struct TrajectoryRing {
     closed: bool,
     /// Added to the time of each sample pushed: the start of the current segment [s].
     segment_start: f64,
+    /// Samples pushed at or before this time [s] are dropped: a replacement taken up late has
+    /// passed them ([`TrajectoryRing::replace_from`]).
+    passed: f64,
 }
 
 impl TrajectoryRing {
@@ -62,13 +65,18 @@ impl TrajectoryRing {
             last_t: None,
             closed: false,
             segment_start: 0.0,
+            passed: f64::NEG_INFINITY,
         }
     }
 
     /// Appends a sample after the last one. Its time counts from the start of the current
     /// segment, if one was begun ([`TrajectoryRing::begin_segment`]).
     pub fn push(&mut self, sample: Waypoint) -> Result<(), RingError> {
-        self.push_at_trajectory_time(Waypoint { t: sample.t + self.segment_start, ..sample })
+        let t = sample.t + self.segment_start;
+        if t <= self.passed {
+            return Ok(());
+        }
+        self.push_at_trajectory_time(Waypoint { t, ..sample })
     }
 
     fn push_at_trajectory_time(&mut self, sample: Waypoint) -> Result<(), RingError> {
@@ -118,17 +126,40 @@ impl TrajectoryRing {
     /// rest) from there: the samples that follow form a new segment starting at `now`. A closed
     /// trajectory takes no more samples, so withdrawing ends it. Returns where it holds [m].
     pub fn withdraw(&mut self, now: f64) -> Option<Vec3> {
-        let x = match self.sample(now) {
-            RingSample::Reference(reference) | RingSample::Starved(reference) => Some(reference.x),
-            RingSample::Ended | RingSample::Empty => None,
-        };
+        let x = self.current(now).map(|reference| reference.x);
         self.samples.clear();
         self.last_t = None;
-        self.segment_start = now;
+        (self.segment_start, self.passed) = (now, f64::NEG_INFINITY);
         let held = x.filter(|_| !self.closed)?;
         // Cannot fail: the ring is empty and open, and its reference came from finite samples.
         let _ = self.hold_from(now, held);
         Some(held)
+    }
+
+    /// Replaces every sample after `now` [s] with those pushed next, which count their times
+    /// from `late_s` [s] before `now` (the move was due to start then; its samples up to `now`
+    /// are dropped): the controller's reference goes on from where, and as fast as, it is at `now` (a
+    /// command stream's next move), where [`TrajectoryRing::withdraw`] holds at rest. A closed
+    /// trajectory takes no more samples, so replacing ends it. Returns where the controller's reference is
+    /// [m].
+    pub fn replace_from(&mut self, now: f64, late_s: f64) -> Option<Vec3> {
+        let current = self.current(now);
+        self.samples.clear();
+        self.last_t = None;
+        (self.segment_start, self.passed) = (now - late_s, now);
+        let current = current.filter(|_| !self.closed)?;
+        // Cannot fail: the ring is empty and open, and its reference came from finite samples.
+        let _ = self.push_at_trajectory_time(Waypoint { t: now, x: current.x, xd: current.xd, xdd: current.xdd });
+        Some(current.x)
+    }
+
+    /// The controller's reference at `now` [s], where the ring gives one (it has samples, and
+    /// has not ended).
+    pub fn current(&mut self, now: f64) -> Option<Reference> {
+        match self.sample(now) {
+            RingSample::Reference(reference) | RingSample::Starved(reference) => Some(reference),
+            RingSample::Ended | RingSample::Empty => None,
+        }
     }
 
     /// Marks the trajectory complete: once past its last sample the ring reports the end.

@@ -23,6 +23,11 @@ use crate::model::math::Vec3;
 use crate::model::{ModelError, Robot};
 use crate::sim::{Frame, SilConfig};
 
+/// The latest a continuing withdrawal's move is joined after it was due to start [s]. Later (a
+/// feeder stalled that long), it is joined that far in, and the reference steps by how far the
+/// move and the one before it have parted by then.
+const MAX_REPLACEMENT_LATE_S: f64 = 0.02;
+
 /// Loop settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -174,8 +179,10 @@ pub struct HilLoop {
     stop: Arc<AtomicBool>,
     max_duration_s: Option<f64>,
     withdrawals: Option<Arc<Withdrawals>>,
-    /// The withdrawal whose samples are still being dropped.
-    dropping_until: Option<u64>,
+    /// The withdrawal whose samples are still being dropped, and, where it continues (the
+    /// ring plays on until its mark, and is replaced from there), when the move after it
+    /// starts [ns, the monotonic clock].
+    dropping_until: Option<(u64, Option<u64>)>,
     start: Start,
     protection: Protection,
 }
@@ -327,7 +334,7 @@ impl HilLoop {
 
             if !awaiting_arm {
                 self.withdraw(ring, trajectory_time);
-                if let Err(error) = self.fill(ring, trajectory_time) {
+                if let Err(error) = self.fill(ring, trajectory_time, realtime::nanoseconds(deadline)) {
                     return (Err(error), now);
                 }
             }
@@ -461,18 +468,32 @@ impl HilLoop {
     fn withdraw(&mut self, ring: &mut TrajectoryRing, now: f64) {
         let Some(withdrawals) = &self.withdrawals else { return };
         if let Some(n) = withdrawals.pending() {
-            let held = ring.withdraw(now);
+            let continuing = withdrawals.continues(n);
+            let held = match continuing {
+                Some(_) => ring.current(now).map(|reference| reference.x),
+                None => ring.withdraw(now),
+            };
             withdrawals.done(n, now, held);
-            self.dropping_until = Some(n);
+            self.dropping_until = Some((n, continuing));
         }
     }
 
     /// Moves samples from the feed into the ring while it has room, after dropping those a
-    /// withdrawal took back. `now` [s] is the trajectory time, when a segment starts.
-    fn fill(&mut self, ring: &mut TrajectoryRing, now: f64) -> Result<(), HilError> {
-        while let Some(n) = self.dropping_until {
+    /// withdrawal took back. `now` [s] is the trajectory time, when a segment starts, and
+    /// `now_ns` the cycle's time on the monotonic clock.
+    fn fill(&mut self, ring: &mut TrajectoryRing, now: f64, now_ns: u64) -> Result<(), HilError> {
+        while let Some((n, continuing)) = self.dropping_until {
             match self.feed.try_recv() {
-                Ok(FeedItem::Withdrawn(marked)) if marked == n => self.dropping_until = None,
+                Ok(FeedItem::Withdrawn(marked)) if marked == n => {
+                    self.dropping_until = None;
+                    if let Some(starts_ns) = continuing {
+                        // A move that comes later than it was due to start is joined where it
+                        // is by now: its way from its start is the one before's, on which it
+                        // was planned. One that comes early starts when it was due.
+                        let late_s = ((now_ns as f64 - starts_ns as f64) * 1e-9).min(MAX_REPLACEMENT_LATE_S);
+                        ring.replace_from(now, late_s);
+                    }
+                }
                 Ok(FeedItem::End) | Err(TryRecvError::Disconnected) => {
                     ring.close();
                     return Ok(());
