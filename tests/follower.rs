@@ -571,6 +571,8 @@ mod devices {
 mod simulated_arm {
     //! sil_node's goals: the joint trajectory through the forward kinematics, and the hold.
 
+    use arm_hil::control::ReferenceSampler;
+    use arm_hil::control::Trajectory;
     use arm_hil::hil::protection::ProtectionConfig;
     use arm_hil::model::math::Vec3;
     use arm_hil::model::Robot;
@@ -578,10 +580,11 @@ mod simulated_arm {
     use arm_hil::nodes::follower::spline::TrajectoryPoint;
     use arm_hil::nodes::follower::{Constraints, Goal, GoalLimits, JointState};
     use arm_hil::nodes::load_trajectory;
-    use arm_hil::nodes::sil::joint_goals::{
-        arm_follower, goal_trajectory, held_at, JointCommands, HIL_COMMAND_SPEED_M_S, HOLD_S, LOOP_SAMPLE_S,
+    use arm_hil::nodes::sil::joint_commands::{
+        JointCommands, HIL_COMMAND_SPEED_M_S, LOOP_SAMPLE_S, MAX_PAST_COMMAND_M, MIN_HORIZON_S, QUICKEST_RISE,
         SIL_COMMAND_SPEED_M_S,
     };
+    use arm_hil::nodes::sil::joint_goals::{arm_follower, goal_trajectory, held_at, HOLD_S};
     use arm_hil::sim::SilConfig;
 
     const S: u64 = 1_000_000_000;
@@ -620,50 +623,118 @@ mod simulated_arm {
         assert_eq!((held.waypoints()[0].x, held.waypoints()[1].x), (end.x, end.x));
     }
 
-    #[test]
-    fn a_stream_of_joint_commands_is_followed_at_its_own_velocity_and_a_step_is_ramped() {
+    /// The simulated arm at the built-in arc's start: the robot, the platform point [m], and its
+    /// motors' angles [rad].
+    fn at_the_arcs_start() -> (Robot, Vec3, Vec3) {
         let robot = Robot::new(SilConfig::default().robot).unwrap();
         let start = load_trajectory(None, &robot).unwrap().waypoints()[0];
         let theta = robot.inverse_kinematics(&start.x, None).unwrap();
+        (robot, start.x, theta)
+    }
+
+    /// Where motor angles `theta` [rad] put the platform [m], near `near`.
+    fn platform(robot: &Robot, theta: &[f64; 3], near: &Vec3) -> Vec3 {
+        robot.motion_from_joints(&Vec3::from(*theta), &Vec3::zeros(), near).unwrap().p
+    }
+
+    #[test]
+    fn a_stream_of_joint_commands_is_met_a_horizon_ahead_on_its_own_course() {
+        let (robot, start, theta) = at_the_arcs_start();
         // The hardware plugin names every joint of the URDF's block; the node takes the motors'.
         let names = ["joint1", "forearm_yaw", "joint2", "joint3"].map(str::to_owned);
         let command = |joint1: f64| [theta[0] + joint1, 0.3, theta[1], theta[2]];
-        let mut commands = JointCommands::new(HIL_COMMAND_SPEED_M_S);
-        let first = commands.trajectory(&robot, 10.0, Ok((start.x, Vec3::zeros())), &names, &command(0.001)).unwrap();
-        let [from, arrival, rest, hold] = first.waypoints() else { panic!("four waypoints") };
-        assert_eq!(from.x, start.x, "from where the controller's reference is");
-        assert_eq!((arrival.t, arrival.xd), (JointCommands::LONGEST_S, Vec3::zeros()), "the first takes the longest");
-        assert_eq!((rest.t - arrival.t, rest.x, hold.t - rest.t), (JointCommands::LONGEST_S, arrival.x, HOLD_S));
+        let mut commands = JointCommands::new(SIL_COMMAND_SPEED_M_S);
+        // The stream's first command: from the controller's reference, meeting it in the longest
+        // time, at rest; then resting there, then the hold.
+        let first =
+            commands.trajectory(&robot, (10.0, Some(5.0)), Ok((start, Vec3::zeros())), &names, &command(0.0)).unwrap();
+        assert!(!first.continues, "a new stream starts at the controller's reference");
+        let [from, meets, rest, hold] = first.trajectory.waypoints() else { panic!("four waypoints") };
+        assert_eq!((from.x, meets.t, meets.xd), (start, JointCommands::LONGEST_S, Vec3::zeros()));
+        assert_eq!((rest.x, hold.t - rest.t), (meets.x, HOLD_S));
 
-        // A controller moving the joint steadily: each move arrives in the time since the command
-        // before, going on at the stream's velocity, and comes to rest half a period on.
-        let (first_target, reference) = (arrival.x, (arrival.x, Vec3::zeros()));
-        let next = commands.trajectory(&robot, 10.02, Ok(reference), &names, &command(0.002)).unwrap();
-        let [_, arrival, rest, _] = next.waypoints() else { panic!("four waypoints") };
-        let velocity = (arrival.x - first_target) / 0.02;
-        assert!((arrival.t - 0.02).abs() < 1e-9 && (arrival.xd - velocity).norm() < 1e-9, "{arrival:?}");
-        assert!((rest.x - (arrival.x + velocity * 0.01)).norm() < 1e-12 && rest.xd == Vec3::zeros());
+        // A controller turning joint1 steadily, a command each 4 ms of its stamps (their arrival
+        // jitters): the stream's velocity from its second step on, each move meeting the stream
+        // a horizon ahead going on at it (a command that came late after its stamp, that much
+        // farther on), and starting where the move before has the loop's reference as it is taken up.
+        let mut before = first.trajectory.clone();
+        let (mut at_s, mut quickest_s) = (10.0, 5.0);
+        for (step, arrival_s) in [10.0041, 10.0079, 10.0122, 10.016].into_iter().enumerate() {
+            let joint1 = 0.002 * (step + 1) as f64;
+            let stamp_s = 5.0 + 0.004 * (step + 1) as f64;
+            let next = commands
+                .trajectory(&robot, (arrival_s, Some(stamp_s)), Ok((start, Vec3::zeros())), &names, &command(joint1))
+                .unwrap();
+            assert!(next.continues);
+            // The least transit so far, let rise slowly.
+            quickest_s = f64::min(quickest_s + QUICKEST_RISE * (arrival_s - at_s), arrival_s - stamp_s);
+            let waypoints = next.trajectory.waypoints();
+            let expected = ReferenceSampler::new().sample(&before, arrival_s - at_s);
+            let off = ((waypoints[0].x - expected.x).norm(), (waypoints[0].xd - expected.xd).norm());
+            assert!(off.0 < 1e-12 && off.1 < 1e-9, "step {step}: {off:?}");
+            if step >= 1 {
+                let velocity = (platform(&robot, &[theta[0] + joint1, theta[1], theta[2]], &start)
+                    - platform(&robot, &[theta[0] + joint1 - 0.002, theta[1], theta[2]], &start))
+                    / 0.004;
+                let target = platform(&robot, &[theta[0] + joint1, theta[1], theta[2]], &start);
+                let horizon_s = waypoints[1].t;
+                assert_eq!(horizon_s, MIN_HORIZON_S, "two periods, at least the shortest horizon");
+                assert!((waypoints[1].xd - velocity).norm() < 1e-9, "at the stream's velocity: {:?}", waypoints[1]);
+                let late_s = arrival_s - stamp_s - quickest_s;
+                let course = target + velocity * (horizon_s + late_s);
+                assert!((waypoints[1].x - course).norm() < 1e-12, "on its course");
+                assert_eq!(waypoints[2].xd, Vec3::zeros(), "then to rest, if no command follows");
+            }
+            (before, at_s) = (next.trajectory, arrival_s);
+        }
+    }
 
-        // A step far away becomes a ramp at the command speed, arriving at rest.
-        let step = commands.trajectory(&robot, 10.04, Ok((start.x, Vec3::zeros())), &names, &command(0.2)).unwrap();
-        let arrival = step.waypoints()[1];
-        let ramp_s = (arrival.x - start.x).norm() / HIL_COMMAND_SPEED_M_S;
-        assert!(ramp_s > 0.02 && (arrival.t - ramp_s).abs() < 1e-9 && arrival.xd == Vec3::zeros(), "{ramp_s} s");
+    #[test]
+    fn a_command_off_the_streams_course_moves_the_stream_not_its_velocity() {
+        let (robot, start, theta) = at_the_arcs_start();
+        let names = ["joint1", "joint2", "joint3"].map(str::to_owned);
+        let mut commands = JointCommands::new(SIL_COMMAND_SPEED_M_S);
+        let mut send = |at_s: f64, joint1: f64| {
+            let positions = [theta[0] + joint1, theta[1], theta[2]];
+            let reference = Ok((start, Vec3::zeros()));
+            commands.trajectory(&robot, (at_s, Some(at_s)), reference, &names, &positions).unwrap()
+        };
+        for step in 0..4 {
+            send(0.004 * step as f64, 0.002 * step as f64);
+        }
+        let steady = send(0.016, 0.008).trajectory.waypoints()[1].xd;
+        // joint_trajectory_controller starts a new goal from the measured joints: 5 mrad off the
+        // stream's course, which a velocity from it would throw 1.25 rad/s ahead.
+        let jumped = send(0.020, 0.010 + 0.005);
+        let [start_of_move, meets, ..] = jumped.trajectory.waypoints() else { panic!() };
+        assert!((meets.xd - steady).norm() < 1e-9, "the stream keeps its velocity: {:?} for {steady:?}", meets.xd);
+        // It meets the stream where the command puts it, two periods on, going on at its velocity.
+        let target = platform(&robot, &[theta[0] + 0.015, theta[1], theta[2]], &start_of_move.x);
+        assert!(meets.t == MIN_HORIZON_S && (meets.x - (target + steady * meets.t)).norm() < 1e-12);
+    }
+
+    #[test]
+    fn a_step_command_is_ramped_at_the_command_speed_and_arrives_at_rest() {
+        let (robot, start, theta) = at_the_arcs_start();
+        let names = ["joint1", "joint2", "joint3"].map(str::to_owned);
+        let mut commands = JointCommands::new(SIL_COMMAND_SPEED_M_S);
+        let step = [theta[0] + 0.2, theta[1], theta[2]];
+        let ramp = commands.trajectory(&robot, (0.0, None), Ok((start, Vec3::zeros())), &names, &step).unwrap();
+        let arrival = ramp.trajectory.waypoints()[1];
+        let ramp_s = (arrival.x - start).norm() / SIL_COMMAND_SPEED_M_S;
+        assert!(ramp_s > 0.1 && (arrival.t - ramp_s).abs() < 1e-9 && arrival.xd == Vec3::zeros(), "{ramp_s} s");
         let without_joint3 =
-            commands.trajectory(&robot, 10.06, Ok((start.x, Vec3::zeros())), &names[..3], &command(0.0)[..3]);
+            commands.trajectory(&robot, (0.004, None), Ok((start, Vec3::zeros())), &names[..2], &step[..2]);
         assert_eq!(without_joint3.unwrap_err(), "joint `joint3` is missing: a command names every commanded joint");
         let twice = ["joint1", "joint2", "joint3", "joint1"].map(str::to_owned);
-        let mut positions = command(0.0).to_vec();
-        positions[1] = 0.5;
-        let refused = commands.trajectory(&robot, 10.08, Ok((start.x, Vec3::zeros())), &twice, &positions);
+        let refused =
+            commands.trajectory(&robot, (0.008, None), Ok((start, Vec3::zeros())), &twice, &[0.0, 0.5, 0.0, 0.0]);
         assert_eq!(refused.unwrap_err(), "joint `joint1` is named twice");
     }
 
     #[test]
     fn hil_nodes_step_command_ramps_no_faster_than_its_goals_may_turn_the_motors() {
-        let robot = Robot::new(SilConfig::default().robot).unwrap();
-        let start = load_trajectory(None, &robot).unwrap().waypoints()[0];
-        let theta = robot.inverse_kinematics(&start.x, None).unwrap();
+        let (robot, start, theta) = at_the_arcs_start();
         let names = ["joint1", "joint2", "joint3"].map(str::to_owned);
         let bounds = ProtectionConfig::default();
         // A platform speed that binds less than the motors' bounds (hil_node's binds at about
@@ -672,26 +743,190 @@ mod simulated_arm {
         let mut commands = JointCommands::new(platform_m_s).for_the_loop().within(&bounds);
         // Half a radian on joint1 at once.
         let step = [theta[0] + 0.5, theta[1], theta[2]];
-        let ramp = commands.trajectory(&robot, 0.0, Ok((start.x, Vec3::zeros())), &names, &step).unwrap();
+        let ramp = commands.trajectory(&robot, (0.0, None), Ok((start, Vec3::zeros())), &names, &step).unwrap();
         // The loop gets the move as samples every LOOP_SAMPLE_S, and interpolates them linearly.
-        let samples = ramp.waypoints();
+        let samples = ramp.trajectory.waypoints();
         assert!(samples.windows(2).all(|pair| (pair[1].t - pair[0].t) <= LOOP_SAMPLE_S + 1e-12));
-        let target = robot.motion_from_joints(&Vec3::from(step), &Vec3::zeros(), &start.x).unwrap().p;
+        let target = platform(&robot, &step, &start);
         let arrival = samples.iter().find(|sample| (sample.x - target).norm() < 1e-9).expect("the move arrives");
-        assert!((arrival.x - start.x).norm() / platform_m_s < 0.25, "the platform speed binds less");
+        assert!((arrival.x - start).norm() / platform_m_s < 0.25, "the platform speed binds less");
         // Its interpolation, from rest to rest, peaks at 15/8 of its mean speed: that peak at the
         // motors' bound at least, and longer where the kinematics turn joint1 faster on part of
         // the platform's straight way, until the way passes the check a segment passes.
         let speed_bound_s = 15.0 / 8.0 * 0.5 / bounds.max_joint_speed_rad_s;
         assert!(arrival.t >= speed_bound_s - LOOP_SAMPLE_S, "the motors' speed binds: {arrival:?}");
         bounds.check_motion(&robot, samples, (true, true)).expect("as the node's segments are checked");
-        // A controller's smooth stream is still followed as it comes: the next command, 4 ms on,
-        // is reached 4 ms on.
-        let next_target = [step[0] + 0.002, step[1], step[2]];
-        let next = commands.trajectory(&robot, 0.004, Ok((target, Vec3::zeros())), &names, &next_target).unwrap();
-        let there = robot.motion_from_joints(&Vec3::from(next_target), &Vec3::zeros(), &target).unwrap().p;
-        let at = next.waypoints().iter().find(|sample| (sample.t - 0.004).abs() < 1e-9).expect("a sample at 4 ms");
-        assert!((at.x - there).norm() < 1e-9, "{at:?}");
+        // The same command again 4 ms on (a controller holding its step) goes on with the ramp
+        // from where it has the loop's reference: it continues, checked as the first was.
+        let again = commands.trajectory(&robot, (0.004, None), Ok((start, Vec3::zeros())), &names, &step).unwrap();
+        assert!(again.continues);
+        let first_sample = again.trajectory.waypoints()[0];
+        let on_the_ramp = ReferenceSampler::new().sample(&ramp.trajectory, 0.004);
+        assert!((first_sample.x - on_the_ramp.x).norm() < 1e-5, "{first_sample:?} for {on_the_ramp:?}");
+        bounds.check_motion(&robot, again.trajectory.waypoints(), (false, true)).expect("checked");
+    }
+
+    #[test]
+    fn a_controllers_stream_with_stalls_and_new_goals_is_followed_closely_within_the_motors_bounds() {
+        let (robot, start, theta) = at_the_arcs_start();
+        let names = ["joint1", "joint2", "joint3"].map(str::to_owned);
+        let bounds = ProtectionConfig::default();
+        let mut commands = JointCommands::new(HIL_COMMAND_SPEED_M_S).for_the_loop().within(&bounds);
+        // joint_trajectory_controller at 250 Hz: goals of 1 s between two poses 0.3 rad apart on
+        // each motor, 0.3 s apart, each starting 8 mrad off (from the measured joints); the
+        // commands arrive 0.3 - 2.3 ms after their stamps, and every 97th a stall of 30 ms
+        // delivers five at once.
+        let (period_s, apart) = (0.004, Vec3::new(0.3, -0.3, 0.3));
+        let quintic = |s: f64| s * s * s * (10.0 - 15.0 * s + 6.0 * s * s);
+        let desired = |t: f64| {
+            let goal = (t / 1.3).floor();
+            let s = (t - goal * 1.3).clamp(0.0, 1.0);
+            let (from, to) = if goal as i64 % 2 == 0 { (theta, theta + apart) } else { (theta + apart, theta) };
+            from + (to - from) * quintic(s)
+        };
+        let mut jitter = 0x2545_f491_u64;
+        let mut moves: Vec<(f64, Trajectory)> = Vec::new();
+        let taken_at = |moves: &[(f64, Trajectory)], t: f64| {
+            moves.iter().rev().find(|(at, _)| *at <= t).map(|(at, move_)| ReferenceSampler::new().sample(move_, t - at))
+        };
+        let mut arrival_s = 0.0f64;
+        for k in 0..1500 {
+            let stamp_s = k as f64 * period_s;
+            jitter ^= jitter << 13;
+            jitter ^= jitter >> 7;
+            jitter ^= jitter << 17;
+            let stall_s = if k % 97 < 5 { 0.03 - 0.004 * (k % 97) as f64 } else { 0.0 };
+            arrival_s = arrival_s.max(stamp_s + 3e-4 + (jitter % 1000) as f64 * 2e-6 + stall_s) + 1e-4;
+            let goal_start = ((stamp_s / 1.3).fract() * 1.3 / period_s).round() == 0.0;
+            let command = desired(stamp_s) + if goal_start { Vec3::repeat(0.008) } else { Vec3::zeros() };
+            let reference = taken_at(&moves, arrival_s).map_or((start, Vec3::zeros()), |r| (r.x, r.xd));
+            let taken =
+                commands.trajectory(&robot, (arrival_s, Some(stamp_s)), Ok(reference), &names, command.as_slice());
+            // The loop takes a move up at its next step.
+            moves.push((arrival_s + 1e-3, taken.expect("every command of the stream is followed").trajectory));
+        }
+        // Every millisecond: the motors the loop's reference asks for, behind the controller by how
+        // much, and turning how much faster than a millisecond before.
+        let (mut errors, mut before): (Vec<f64>, Option<(Vec3, Option<Vec3>)>) = (Vec::new(), None);
+        let mut t = 0.5;
+        while t < 5.9 {
+            let reference = taken_at(&moves, t).unwrap();
+            let motors = robot.inverse_kinematics(&reference.x, Some(&theta)).unwrap();
+            errors.push((motors - desired(t)).amax());
+            let speed = before.map(|(previous, _)| (motors - previous) / 1e-3);
+            if let (Some(now), Some((_, Some(then)))) = (speed, before) {
+                let acceleration = ((now - then) / 1e-3).amax();
+                assert!(acceleration <= bounds.max_joint_acceleration_rad_s2 * 1.1, "{acceleration} rad/s^2 at {t} s");
+            }
+            before = Some((motors, speed));
+            t += 1e-3;
+        }
+        let rms = (errors.iter().map(|e| e * e).sum::<f64>() / errors.len() as f64).sqrt();
+        assert!(rms < 2e-3 && errors.iter().all(|e| *e < 1e-2), "{rms} rad RMS behind the controller");
+    }
+
+    #[test]
+    fn a_stream_whose_points_come_faster_than_their_stamps_say_goes_no_farther_than_past_its_last_command() {
+        let (robot, start, theta) = at_the_arcs_start();
+        let names = ["joint1", "joint2", "joint3"].map(str::to_owned);
+        // A client sends points 2 mrad of joint1 apart each millisecond (2 rad/s, some 0.3 m/s
+        // of the platform), stamped 1 us apart (a thousand times as fast, were the stamps
+        // believed), then 1 ms: every move comes to rest within reach of its command all the same.
+        for stamp_spacing_s in [1e-6, 1e-3] {
+            for mut commands in [
+                JointCommands::new(SIL_COMMAND_SPEED_M_S),
+                JointCommands::new(HIL_COMMAND_SPEED_M_S).for_the_loop().within(&ProtectionConfig::default()),
+            ] {
+                let (mut reference, mut followed) = ((start, Vec3::zeros()), 0);
+                for k in 0..40 {
+                    let positions = [theta[0] + 0.002 * k as f64, theta[1], theta[2]];
+                    let stamp = Some(1.0 + stamp_spacing_s * k as f64);
+                    let Ok(taken) =
+                        commands.trajectory(&robot, (2.0 + 1e-3 * k as f64, stamp), Ok(reference), &names, &positions)
+                    else {
+                        continue;
+                    };
+                    let target = platform(&robot, &positions, &start);
+                    // It comes to rest on the stream's course, ahead of the command's point.
+                    let rest = taken.trajectory.waypoints()[taken.trajectory.waypoints().len() - 1];
+                    let past_m = (rest.x - target).norm();
+                    assert!(
+                        past_m <= MAX_PAST_COMMAND_M + 1e-9,
+                        "{past_m} m past the command {k}: {:?} for {target:?}",
+                        rest.x
+                    );
+                    followed += 1;
+                    reference = (taken.trajectory.waypoints()[0].x, taken.trajectory.waypoints()[0].xd);
+                }
+                assert!(followed > 10, "{followed} of 40 followed");
+            }
+        }
+    }
+
+    #[test]
+    fn a_stream_that_stops_dead_is_met_at_rest_where_it_stopped() {
+        let (robot, start, theta) = at_the_arcs_start();
+        let names = ["joint1", "joint2", "joint3"].map(str::to_owned);
+        let mut commands = JointCommands::new(SIL_COMMAND_SPEED_M_S);
+        let mut send = |at_s: f64, joint1: f64| {
+            let positions = [theta[0] + joint1, theta[1], theta[2]];
+            commands.trajectory(&robot, (at_s, Some(at_s)), Ok((start, Vec3::zeros())), &names, &positions).unwrap()
+        };
+        for step in 0..10 {
+            send(0.004 * step as f64, 0.002 * step as f64);
+        }
+        // The controller's goal is canceled: it holds where it is, a command each period.
+        let stopped = send(0.040, 0.018);
+        let [_, meets, ..] = stopped.trajectory.waypoints() else { panic!() };
+        let target = platform(&robot, &[theta[0] + 0.018, theta[1], theta[2]], &start);
+        assert_eq!(meets.xd, Vec3::zeros(), "a stream that slows is on its course");
+        assert!((meets.x - target).norm() < 1e-12, "met where it stopped: {} m off", (meets.x - target).norm());
+    }
+
+    #[test]
+    fn a_step_held_by_its_controller_ramps_on_as_first_planned() {
+        let (robot, start, theta) = at_the_arcs_start();
+        let names = ["joint1", "joint2", "joint3"].map(str::to_owned);
+        let bounds = ProtectionConfig::default();
+        let mut commands = JointCommands::new(HIL_COMMAND_SPEED_M_S).for_the_loop().within(&bounds);
+        let step = [theta[0] + 0.2, theta[1], theta[2]];
+        // forward_position_controller holding a step: the same command each 4 ms till the
+        // platform is there.
+        let first = commands.trajectory(&robot, (0.0, Some(0.0)), Ok((start, Vec3::zeros())), &names, &step).unwrap();
+        let arrival_s = first.trajectory.end_time();
+        let mut at_s = 0.004;
+        while at_s < arrival_s + 0.02 {
+            let again =
+                commands.trajectory(&robot, (at_s, Some(at_s)), Ok((start, Vec3::zeros())), &names, &step).unwrap();
+            assert!(again.continues);
+            // Each move goes on with the first ramp: where it has the loop's reference at each
+            // of its samples, the first has it too.
+            for sample in again.trajectory.waypoints() {
+                let on_first =
+                    ReferenceSampler::new().sample(&first.trajectory, again.starts_s - first.starts_s + sample.t);
+                assert!((sample.x - on_first.x).norm() < 1e-6, "{at_s} s: {:?} for {:?}", sample, on_first);
+            }
+            at_s += 0.004;
+        }
+    }
+
+    #[test]
+    fn a_command_the_node_refuses_leaves_the_stream_on_the_move_before() {
+        let (robot, start, theta) = at_the_arcs_start();
+        let names = ["joint1", "joint2", "joint3"].map(str::to_owned);
+        let mut commands =
+            JointCommands::new(HIL_COMMAND_SPEED_M_S).for_the_loop().within(&ProtectionConfig::default());
+        let at = |joint1: f64| [theta[0] + joint1, theta[1], theta[2]];
+        let reference = Ok((start, Vec3::zeros()));
+        let first = commands.trajectory(&robot, (0.0, Some(0.0)), reference.clone(), &names, &at(0.0)).unwrap();
+        commands.trajectory(&robot, (0.004, Some(0.004)), reference.clone(), &names, &at(0.002)).unwrap();
+        // The node's own check refuses that move after all; then one with a NaN comes.
+        commands.not_sent();
+        assert!(commands.trajectory(&robot, (0.006, Some(0.006)), reference.clone(), &names, &[f64::NAN; 3]).is_err());
+        // The next goes on from the first move, which the loop still plays.
+        let next = commands.trajectory(&robot, (0.008, Some(0.008)), reference, &names, &at(0.004)).unwrap();
+        let on_first = ReferenceSampler::new().sample(&first.trajectory, next.starts_s - first.starts_s);
+        assert!(next.continues && (next.trajectory.waypoints()[0].x - on_first.x).norm() < 1e-12);
     }
 
     #[test]
@@ -708,7 +943,8 @@ mod simulated_arm {
         let step = [before.theta[0] + 0.2, before.theta[1], before.theta[2]];
         let mut commands = JointCommands::new(SIL_COMMAND_SPEED_M_S);
         let reference = (before.x_ref, before.xd_ref);
-        let trajectory = Arc::new(commands.trajectory(&robot, 0.0, Ok(reference), &names, &step).unwrap());
+        let trajectory =
+            Arc::new(commands.trajectory(&robot, (0.0, None), Ok(reference), &names, &step).unwrap().trajectory);
         let target = trajectory.waypoints()[1];
         assert!((target.x - before.x).norm() > 0.02, "a far step: {} m", (target.x - before.x).norm());
         simulation.steer(trajectory);

@@ -520,21 +520,54 @@ fn hil_commands<C: Clone>(
     arm_hil::nodes::hil::commands::HilCommands::new(&config, robot.clone(), requests, withdrawals).unwrap()
 }
 
+/// hil_node's commands with its loop running, the arm at rest at `here` [m]: with the queue of
+/// what they feed the loop, the withdrawals they ask for, and the motors' angles there [rad].
+fn hil_commands_at(
+    robot: &Robot,
+    here: [f64; 3],
+) -> (
+    arm_hil::nodes::hil::commands::HilCommands<(), u32>,
+    arm_hil::nodes::hil::feeder::RequestQueue,
+    Arc<arm_hil::hil::Withdrawals>,
+    Vec3,
+) {
+    let (requests, queue) = arm_hil::nodes::hil::feeder::feed_requests();
+    let withdrawals = Arc::new(arm_hil::hil::Withdrawals::default());
+    let mut commands = hil_commands::<u32>(robot, arm_hil::hil::HilConfig::default(), requests, withdrawals.clone());
+    commands.loop_started();
+    commands.frame(&hil_frame(5.0, here, here), true, Now::on_one_clock(0));
+    let theta = robot.inverse_kinematics(&Vec3::from(here), None).unwrap();
+    (commands, queue, withdrawals, theta)
+}
+
+#[test]
+fn a_joint_command_after_a_segment_holds_first_and_does_not_join_a_move_the_loop_may_have_left() {
+    let robot = Robot::default();
+    let (mut commands, _queue, withdrawals, theta) = hil_commands_at(&robot, [0.15, 0.0, 0.2]);
+    let names = ["joint1", "joint2", "joint3"].map(str::to_owned);
+    let mut continuing = Vec::new();
+    for (at_s, after_a_segment) in [(10.0, false), (10.004, false), (10.008, true)] {
+        if after_a_segment {
+            commands.segment(vec![point(0.5, [0.15, 0.0, 0.21])]).unwrap();
+        }
+        commands.joint_command((at_s, None), &names, theta.as_slice()).unwrap();
+        continuing.push(withdrawals.continues(withdrawals.pending().expect("a withdrawal asked for")).is_some());
+    }
+    // A stream's first move holds first, its next goes on from it; after a segment, the stream
+    // starts afresh.
+    assert_eq!(continuing, [false, true, false]);
+}
+
 #[test]
 fn a_segment_after_a_joint_command_follows_the_commands_move_with_no_hidden_hold_before_it() {
-    use arm_hil::hil::{FeedItem, HilConfig, Withdrawals};
-    use arm_hil::nodes::hil::feeder::{feed_requests, Feeder};
+    use arm_hil::hil::FeedItem;
+    use arm_hil::nodes::hil::feeder::Feeder;
     let robot = Robot::default();
-    let (requests, queue) = feed_requests();
-    let withdrawals = Arc::new(Withdrawals::default());
-    let mut commands = hil_commands::<u32>(&robot, HilConfig::default(), requests, withdrawals.clone());
-    commands.loop_started();
     let here = [0.15, 0.0, 0.2];
-    commands.frame(&hil_frame(5.0, here, here), true, Now::on_one_clock(0));
+    let (mut commands, queue, withdrawals, theta) = hil_commands_at(&robot, here);
     // One joint command to the arm's own joints, then a segment 1 cm above (the case).
-    let theta = robot.inverse_kinematics(&Vec3::from(here), None).unwrap();
     let names = ["joint1", "joint2", "joint3"].map(str::to_owned);
-    commands.joint_command(10.0, &names, theta.as_slice()).unwrap();
+    commands.joint_command((10.0, None), &names, theta.as_slice()).unwrap();
     commands.segment(vec![point(0.5, [0.15, 0.0, 0.21])]).unwrap();
 
     let initial = goal_trajectory(&robot, &[(0.0, here), (1.0, here)]);
@@ -944,7 +977,7 @@ fn a_flood_of_commands_is_refused_past_the_queues_bounds_with_a_reason() {
     let taken: Vec<bool> = (0..REQUEST_DEPTH + 1)
         .map(|k| {
             let command = [theta[0] + 1e-4 * k as f64, theta[1], theta[2]];
-            sil.joint_command(k as f64 * 0.02, &names, &command).is_ok()
+            sil.joint_command((k as f64 * 0.02, None), &names, &command).is_ok()
         })
         .collect();
     assert!(taken[..REQUEST_DEPTH].iter().all(|taken| *taken) && !taken[REQUEST_DEPTH]);

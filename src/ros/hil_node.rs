@@ -146,9 +146,12 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let managed = ManagedHil::new(config, robot.clone(), initial, links, Arc::new(node_reporter));
 
     let joint_commands = commands.clone();
-    serve_joint_commands(&mut node, &pool, move |now_s, names, positions| {
+    serve_joint_commands(&mut node, &pool, move |when, names, positions| {
         let mut commands = joint_commands.lock().map_err(|_| "the node's commands are unavailable".to_owned())?;
-        commands.joint_command(now_s, names, positions)
+        // The command's move is timed on the loop's clock, from when the node took it up (not
+        // from the message's arrival, a lock's wait ago).
+        let now_s = crate::hil::realtime::monotonic_ns() as f64 * 1e-9;
+        commands.joint_command((now_s, when.1), names, positions)
     })?;
     let (segment_commands, mut refusals) = (commands.clone(), Refusals::default());
     let subscription = node.subscribe::<MultiDOFJointTrajectory>("~/trajectory", QosProfile::default())?;

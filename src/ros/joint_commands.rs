@@ -13,17 +13,20 @@ use r2r::QosProfile;
 use crate::nodes::refusals::Refusals;
 
 /// Serves `~/joint_command`: each command's names and positions go to `take` with the time it
-/// came [s since the node started], which follows it or says why not; a refusal is logged once
-/// while it lasts.
+/// came [s since the node started] and its header's stamp [s] (None where it has none), which
+/// follows it or says why not; a refusal is logged once while it lasts.
 pub fn serve_joint_commands(
     node: &mut r2r::Node,
     pool: &LocalPool,
-    mut take: impl FnMut(f64, &[String], &[f64]) -> Result<(), String> + 'static,
+    mut take: impl FnMut((f64, Option<f64>), &[String], &[f64]) -> Result<(), String> + 'static,
 ) -> anyhow::Result<()> {
     let subscription = node.subscribe::<JointState>("~/joint_command", QosProfile::default())?;
     let (started, mut refusals) = (Instant::now(), Refusals::default());
     pool.spawner().spawn_local(subscription.for_each(move |message| {
-        let taken = take(started.elapsed().as_secs_f64(), &message.name, &message.position);
+        let stamp = &message.header.stamp;
+        let stamp_s =
+            (stamp.sec != 0 || stamp.nanosec != 0).then(|| f64::from(stamp.sec) + f64::from(stamp.nanosec) * 1e-9);
+        let taken = take((started.elapsed().as_secs_f64(), stamp_s), &message.name, &message.position);
         refusals.log("~/joint_command", taken);
         futures::future::ready(())
     }))?;

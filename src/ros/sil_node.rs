@@ -100,9 +100,9 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let commands = Arc::new(Mutex::new(commands));
     let answering = serve_goals(&mut node, &pool, &robot, &commands)?;
     let joint_commands = commands.clone();
-    serve_joint_commands(&mut node, &pool, move |now_s, names, positions| {
+    serve_joint_commands(&mut node, &pool, move |when, names, positions| {
         let mut commands = joint_commands.lock().map_err(|_| "the node's commands are unavailable".to_owned())?;
-        commands.joint_command(now_s, names, positions)
+        commands.joint_command(when, names, positions)
     })?;
     let subscription = node.subscribe::<MultiDOFJointTrajectory>("~/trajectory", QosProfile::default())?;
     let (message_robot, elbow, l_arm) = (robot.clone(), robot.elbow(), robot.params().l_arm);

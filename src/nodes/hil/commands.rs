@@ -25,9 +25,20 @@ use crate::nodes::follower::{ErrorCode, Goal, JointState, Outcome, Refusal};
 use crate::nodes::goals::{
     check_duration, Answers, CartesianCheck, Checked, CommandSource, GoalUpdate, TakesCartesianGoals,
 };
-use crate::nodes::sil::joint_goals::{arm_follower, goal_trajectory, reference_joints, JointCommands};
+use crate::nodes::sil::joint_commands::JointCommands;
+use crate::nodes::sil::joint_goals::{arm_follower, goal_trajectory, reference_joints};
 use crate::nodes::trajectory_input::MultiDofPoint;
 use crate::sim::Frame;
+
+/// How a command that takes the arm withdraws what the loop has: it holds at rest where the
+/// reference is until the command's samples come, or (a joint command stream's next move) the
+/// loop goes on with what it has until they come, and they take over from there.
+#[derive(Debug, Clone, Copy)]
+enum Withdrawal {
+    Holding,
+    /// The move after it starts at this time [ns, the monotonic clock].
+    Continuing(u64),
+}
 
 /// The most points a `~/trajectory` segment may hold: 100 s at the loop's 1 kHz.
 pub const MAX_SEGMENT_POINTS: usize = 100_000;
@@ -105,20 +116,28 @@ impl<J: Clone, C: Clone> HilCommands<J, C> {
     /// that the feeder has room before anything is claimed. The withdrawal comes back.
     fn claim(&mut self, source: CommandSource, request: impl FnOnce(u64) -> FeedRequest) -> Result<u64, String> {
         self.requests.room()?;
-        self.take_arm(source, request)
+        self.take_arm(source, Withdrawal::Holding, request)
     }
 
     /// Holds the arm where it is for `source` (a goal's end or cancel), even when the feeder's
     /// requests are full: a hold only takes the arm back, and comes once for each goal's end, so
     /// that a flood cannot multiply it. The withdrawal comes back.
     fn claim_hold(&mut self, source: CommandSource) -> Result<u64, String> {
-        self.take_arm(source, |withdrawal| FeedRequest::Hold { withdrawal })
+        self.take_arm(source, Withdrawal::Holding, |withdrawal| FeedRequest::Hold { withdrawal })
     }
 
-    /// The withdrawal for `request`, sent to the feeder whatever its room, and the arm taken
-    /// for `source`.
-    fn take_arm(&mut self, source: CommandSource, request: impl FnOnce(u64) -> FeedRequest) -> Result<u64, String> {
-        let withdrawal = self.withdrawals.request();
+    /// The withdrawal (`kind`) for `request`, sent to the feeder whatever its room, and the arm
+    /// taken for `source`.
+    fn take_arm(
+        &mut self,
+        source: CommandSource,
+        kind: Withdrawal,
+        request: impl FnOnce(u64) -> FeedRequest,
+    ) -> Result<u64, String> {
+        let withdrawal = match kind {
+            Withdrawal::Holding => self.withdrawals.request(),
+            Withdrawal::Continuing(starts_ns) => self.withdrawals.request_continuing(starts_ns),
+        };
         self.requests.send_past_the_bound(request(withdrawal))?;
         self.overtake(source);
         Ok(withdrawal)
@@ -140,15 +159,35 @@ impl<J: Clone, C: Clone> HilCommands<J, C> {
         }
     }
 
-    /// A `~/joint_command` (`names`, `positions`) at `now_s` [s]: a move of the loop's
-    /// reference at the node's command speed, from where that reference is, to a pose within
-    /// the protective stop's bounds; or why it is not followed.
-    pub fn joint_command(&mut self, now_s: f64, names: &[String], positions: &[f64]) -> Result<(), String> {
-        let trajectory = self.commands.trajectory(&self.robot, now_s, self.taking(), names, positions)?;
-        self.bounds.check_path(&self.robot, trajectory.waypoints())?;
-        let trajectory = Arc::new(trajectory);
-        self.claim(CommandSource::JointCommands, |withdrawal| FeedRequest::Follow { trajectory, withdrawal })?;
-        Ok(())
+    /// A `~/joint_command` (`names`, `positions`) taken at `now_s` [s, the loop's monotonic
+    /// clock, [`crate::hil::realtime::monotonic_ns`]], stamped `stamp_s` [s] where its header
+    /// has a stamp: a move of the loop's reference ([`crate::nodes::sil::joint_commands`]) to a
+    /// pose within the protective stop's bounds; or why it is not followed. A move that goes on
+    /// from the stream's move before replaces it in the loop without a stop, at the time it was
+    /// planned from on the loop's clock.
+    pub fn joint_command(
+        &mut self,
+        (now_s, stamp_s): (f64, Option<f64>),
+        names: &[String],
+        positions: &[f64],
+    ) -> Result<(), String> {
+        self.requests.room()?;
+        let command = self.commands.trajectory(&self.robot, (now_s, stamp_s), self.taking(), names, positions)?;
+        if let Err(error) = self.bounds.check_path(&self.robot, command.trajectory.waypoints()) {
+            // The loop goes on with the move before: the next command goes on from it.
+            self.commands.not_sent();
+            return Err(error);
+        }
+        let starts_ns = (command.starts_s * 1e9) as u64;
+        let kind = if command.continues { Withdrawal::Continuing(starts_ns) } else { Withdrawal::Holding };
+        let trajectory = Arc::new(command.trajectory);
+        let sent = self
+            .take_arm(CommandSource::JointCommands, kind, |withdrawal| FeedRequest::Follow { trajectory, withdrawal });
+        if sent.is_err() {
+            // No loop takes it: the next command starts afresh.
+            self.commands.not_followed();
+        }
+        sent.map(|_| ())
     }
 
     /// A `~/trajectory` segment: it follows what is queued (the feeder checks it, and refuses
@@ -159,7 +198,11 @@ impl<J: Clone, C: Clone> HilCommands<J, C> {
         if points.len() > MAX_SEGMENT_POINTS {
             return Err(format!("{} points, more than a segment's {MAX_SEGMENT_POINTS}", points.len()));
         }
-        self.requests.send(FeedRequest::Append(points))
+        self.requests.send(FeedRequest::Append(points))?;
+        // A joint command's move no longer ends the queue: the stream's next move starts
+        // afresh, holding first, not from a move the loop may have left for the segment.
+        self.commands.not_followed();
+        Ok(())
     }
 
     /// The loop's `frame` at `now`, `published` or not: feedback to the goals (at the publish

@@ -19,7 +19,8 @@ use crate::drivers::{RigDevices, RigKind, RigSettings};
 use crate::hil::stepper::StepperConfig;
 use crate::hil::HilConfig;
 use crate::nodes::follower::{Constraints, GoalLimits};
-use crate::nodes::sil::joint_goals::{arm_follower, check_command_speed, HIL_COMMAND_SPEED_M_S, HIL_STOPPED_RAD_S};
+use crate::nodes::sil::joint_commands::{check_command_speed, HIL_COMMAND_SPEED_M_S};
+use crate::nodes::sil::joint_goals::{arm_follower, HIL_STOPPED_RAD_S};
 use crate::sim::SilConfig;
 
 /// The node's name, which its private topics are under.
@@ -49,7 +50,7 @@ node_parameters! {
         section goal_limits: GoalLimits = GoalLimits::default()
             => "~/follow_joint_trajectory's bounds on a goal: max_points, max_duration_s [s] from its receipt";
         read_only joint_command_speed_m_s: f64 = HIL_COMMAND_SPEED_M_S
-            => "~/joint_command: fastest platform speed of a move [m/s]; a step becomes a ramp at it";
+            => "~/joint_command: a step becomes a ramp at this mean platform speed [m/s]; a controller's stream is followed at its own speed, no motor faster than hil.protection allows";
         read_only ros2_control: bool = false
             => "commanded by ros2_control's topic-based hardware (control:=ros2_control sets it): ~/joint_command is its stream, whose initial values are not followed";
     }

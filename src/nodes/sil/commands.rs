@@ -7,7 +7,8 @@
 use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::Arc;
 
-use super::joint_goals::{arm_follower, goal_trajectory, held_at, reference_joints, JointCommands, HOLD_S};
+use super::joint_commands::JointCommands;
+use super::joint_goals::{arm_follower, goal_trajectory, held_at, reference_joints, HOLD_S};
 use super::run::{RunEnd, RunRequest, SilEvent};
 use super::SilNodeSettings;
 use crate::control::Trajectory;
@@ -140,12 +141,23 @@ impl<J: Clone, C: Clone> SilCommands<J, C> {
         }
     }
 
-    /// A `~/joint_command` (`names`, `positions`) at `now_s` [s]: the simulation steered along a
-    /// move of the controller's reference at the node's command speed; or why not.
-    pub fn joint_command(&mut self, now_s: f64, names: &[String], positions: &[f64]) -> Result<(), String> {
+    /// A `~/joint_command` (`names`, `positions`) that came at `now_s` [s], stamped `stamp_s`
+    /// [s] where its header has a stamp: the simulation steered along a move of the
+    /// controller's reference ([`super::joint_commands`]); or why not.
+    pub fn joint_command(
+        &mut self,
+        (now_s, stamp_s): (f64, Option<f64>),
+        names: &[String],
+        positions: &[f64],
+    ) -> Result<(), String> {
         let reference = self.current().map(|()| self.reference);
-        let trajectory = self.commands.trajectory(&self.robot, now_s, reference, names, positions)?;
-        self.claim(CommandSource::JointCommands, RunRequest::Steer(Arc::new(trajectory)))
+        let command = self.commands.trajectory(&self.robot, (now_s, stamp_s), reference, names, positions)?;
+        let sent = self.claim(CommandSource::JointCommands, RunRequest::Steer(Arc::new(command.trajectory)));
+        if sent.is_err() {
+            // The simulation goes on with the move before, to rest: the next command starts afresh.
+            self.commands.not_followed();
+        }
+        sent
     }
 
     /// A `~/trajectory` message's trajectory, run afresh in place of the run.

@@ -3,6 +3,7 @@
 //! ([`publisher`]), which decides what of it goes out.
 
 pub mod commands;
+pub mod joint_commands;
 pub mod joint_goals;
 pub mod publisher;
 pub mod run;
@@ -38,8 +39,8 @@ node_parameters! {
             => "~/follow_joint_trajectory's default tolerances: goal_time [s], goal and trajectory [rad] per motor, stopped_velocity_tolerance [rad/s]";
         section goal_limits: GoalLimits = GoalLimits::default()
             => "~/follow_joint_trajectory's bounds on a goal: max_points, max_duration_s [s] from its receipt";
-        read_only joint_command_speed_m_s: f64 = joint_goals::SIL_COMMAND_SPEED_M_S
-            => "~/joint_command: fastest platform speed of a move [m/s]; a step becomes a ramp at it";
+        read_only joint_command_speed_m_s: f64 = joint_commands::SIL_COMMAND_SPEED_M_S
+            => "~/joint_command: a step becomes a ramp at this mean platform speed [m/s]; a controller's stream is followed at its own speed";
         read_only ros2_control: bool = false
             => "commanded by ros2_control's topic-based hardware (control:=ros2_control sets it): ~/joint_command is its stream, whose initial values are not followed";
     }
@@ -70,6 +71,6 @@ pub fn sil_node_config(params: &BTreeMap<String, ParamValue>) -> Result<(SilConf
     }
     let invalid = |message| ParamError::Invalid { prefix: String::new(), message };
     joint_goals::arm_follower(&settings.constraints, &settings.goal_limits).map_err(invalid)?;
-    joint_goals::check_command_speed(settings.joint_command_speed_m_s).map_err(invalid)?;
+    joint_commands::check_command_speed(settings.joint_command_speed_m_s).map_err(invalid)?;
     Ok((sil, settings))
 }

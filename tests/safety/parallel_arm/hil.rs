@@ -43,6 +43,13 @@ impl Loop {
             match &request {
                 FeedRequest::Follow { trajectory, withdrawal } => {
                     model.check_sent(trajectory);
+                    if withdrawals.continues(*withdrawal).is_some() {
+                        // A command stream's next move replaces the one before as it goes: it
+                        // starts where the loop's reference is, with no step (but for the way
+                        // the reference goes in the millisecond the loop takes to take it up).
+                        let (first, at) = (trajectory.waypoints()[0].x, model.following.held_or(model.t));
+                        assert!((first - at).norm() <= 1e-3, "a stream's move starts {first} off {at}");
+                    }
                     assert_within_motor_speed(&model.robot, trajectory.waypoints());
                     bounds.check_path(&model.robot, trajectory.waypoints()).expect("a path past the bounds was sent");
                     withdrawals.done(*withdrawal, model.t, Some(model.following.held_or(model.t)));
@@ -151,7 +158,14 @@ impl HilNode {
         let unbroken = self.model.t - self.stream_at <= STREAM_GAP_S;
         let stale = self.held_since_stop && unbroken && self.stream.as_ref() == Some(&positions);
         (self.stream, self.stream_at) = (Some(positions.clone()), self.model.t);
-        let taken = self.commands.joint_command(self.model.t, &Model::names(), &positions);
+        // Stamped as ros2_control's plugin stamps them, not at all (as a script may send them),
+        // or forged: a thousandth of their time apart, a stream a thousand times as fast.
+        let stamp = match seed % 3 {
+            0 => Some(self.model.t),
+            1 => None,
+            _ => Some(self.model.t * 1e-3),
+        };
+        let taken = self.commands.joint_command((self.model.t, stamp), &Model::names(), &positions);
         if stale {
             assert!(taken.is_err(), "the command in force at the stop is followed again");
         }

@@ -43,7 +43,8 @@ impl SilNode {
                 self.book.accepted(handle, &goal, replaced, now);
                 // The stream going on with its command does not overtake the goal.
                 if let (Some(last), true) = (&self.stream, self.model.t - self.stream_at <= STREAM_GAP_S) {
-                    let overtaken = self.commands.joint_command(self.model.t, &Model::names(), last);
+                    let overtaken =
+                        self.commands.joint_command((self.model.t, Some(self.model.t)), &Model::names(), last);
                     assert!(overtaken.is_err(), "the stream overtakes a goal");
                     self.stream_at = self.model.t;
                 }
@@ -139,7 +140,8 @@ impl StateMachineTest for SilMachine {
             Transition::JointCommand { command, seed } => {
                 let positions = node.model.joint_command(command, &mut Dice::new(seed), &node.stream);
                 (node.stream, node.stream_at) = (Some(positions.clone()), node.model.t);
-                let _ = node.commands.joint_command(node.model.t, &Model::names(), &positions);
+                let stamp = (seed % 2 == 0).then_some(node.model.t);
+                let _ = node.commands.joint_command((node.model.t, stamp), &Model::names(), &positions);
             }
             Transition::CartesianGoal { shape, seed, .. } => {
                 if let Some(trajectory) = node.model.cartesian_goal(shape, &mut Dice::new(seed)) {
