@@ -71,10 +71,13 @@ class Bench:
         self.node = rclpy.create_node("arm_hil_follow_benchmark")
 
     def goals(self, action, joints, poses, seconds=1.0, watched=None):
-        """GOALS goals of `seconds` each, alternating between `poses`: each goal's id, its
-        feedback errors [rad] and whether it succeeded; when each was sent [ns, wall clock];
-        and, with `watched` (topic, type, value), `value(message)` of each message on the topic
-        meanwhile."""
+        """GOALS goals of `seconds` each, alternating between `poses`, after one, not counted,
+        that brings the arm to the second from wherever it is: each goal's id, its feedback
+        errors [rad] and whether it succeeded; when each was sent [ns, wall clock]; and, with
+        `watched` (topic, type, value), `value(message)` of each message on the topic meanwhile.
+        Each goal's point gives its velocities (zero), as MoveIt's and most planners' do: a
+        point of positions alone makes joint_trajectory_controller interpolate linearly, a
+        step of velocity at the start and the end that no arm of bounded acceleration follows."""
         seen = []
         if watched is not None:
             topic, kind, value = watched
@@ -83,12 +86,21 @@ class Bench:
         if not client.wait_for_server(timeout_sec=30.0):
             raise RuntimeError(f"{action} is not served")
         runs, sent_ns = [], []
+
+        def goal_to(pose, seconds):
+            point = JointTrajectoryPoint(positions=list(pose), velocities=[0.0] * len(pose),
+                                         time_from_start=Duration(sec=int(seconds)))
+            return FollowJointTrajectory.Goal(trajectory=JointTrajectory(joint_names=list(joints), points=[point]))
+
+        placed = client.send_goal_async(goal_to(poses[1], 3.0))
+        rclpy.spin_until_future_complete(self.node, placed, timeout_sec=10.0)
+        rclpy.spin_until_future_complete(self.node, placed.result().get_result_async(), timeout_sec=15.0)
+        time.sleep(0.3)
         for index in range(GOALS):
-            point = JointTrajectoryPoint(positions=list(poses[index % 2]), time_from_start=Duration(sec=int(seconds)))
-            goal = FollowJointTrajectory.Goal(trajectory=JointTrajectory(joint_names=list(joints), points=[point]))
+            request = goal_to(poses[index % 2], seconds)
             errors = []
             sent_ns.append(time.time_ns())
-            sent = client.send_goal_async(goal, feedback_callback=lambda m: errors.extend(m.feedback.error.positions))
+            sent = client.send_goal_async(request, feedback_callback=lambda m: errors.extend(m.feedback.error.positions))
             rclpy.spin_until_future_complete(self.node, sent, timeout_sec=10.0)
             handle = sent.result()
             done = handle.get_result_async()
