@@ -362,7 +362,14 @@ impl JointCommands {
         let period_s = last.period_s.map_or(since_s, |period_s| period_s + PERIOD_SMOOTHING * (since_s - period_s));
         let over_s = stamped_s.unwrap_or(period_s);
         let step_velocity = (target - last.target) / over_s;
-        let slowing = step_velocity.norm() <= last.step_velocity.norm();
+        // Slowing along the course, not turning back or aside: the step is a fraction of the
+        // one before, in its direction, and off it no more than the bound allows.
+        let along = match last.step_velocity.norm_squared() {
+            speed2 if speed2 > 0.0 => step_velocity.dot(&last.step_velocity) / speed2,
+            _ => 0.0,
+        };
+        let aside_m_s2 = (step_velocity - last.step_velocity * along).norm() / over_s;
+        let slowing = (0.0..=1.0).contains(&along) && aside_m_s2 <= STREAM_MAX_ACCELERATION_M_S2;
         let on_course = slowing || (step_velocity - last.step_velocity).norm() / over_s <= STREAM_MAX_ACCELERATION_M_S2;
         let velocity = if on_course { step_velocity } else { last.velocity };
         Streamed { step_velocity, velocity, period_s: Some(period_s), ..first }
@@ -394,7 +401,7 @@ impl JointCommands {
             };
             match checked {
                 Ok(()) => return Ok((trajectory, ramp_s, samples.filter(|_| self.sampled))),
-                Err(_) if moving.stretch < MAX_STRETCH => moving.stretch *= 1.25,
+                Err(_) if moving.stretch < MAX_STRETCH => moving.stretch = (moving.stretch * 1.25).min(MAX_STRETCH),
                 Err(reason) => return Err(reason),
             }
         }
