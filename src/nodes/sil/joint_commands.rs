@@ -19,7 +19,7 @@ use crate::model::Robot;
 use crate::nodes::commanded_positions;
 use crate::nodes::follower::stream_gate::StreamGate;
 use crate::nodes::joints::JOINT_NAMES;
-use crate::nodes::sil::joint_goals::HOLD_S;
+use crate::nodes::sil::joint_goals::{vec3, HOLD_S};
 
 /// The spacing of a joint command's move as hil_node's loop gets it [s]: the loop's ring
 /// interpolates its samples linearly, position, velocity and acceleration alike, so a move of
@@ -557,10 +557,6 @@ fn command_trajectory(robot: &Robot, moving: &Motion, holds: bool) -> Result<(Tr
     }
     let trajectory = Trajectory::with_robot_forearm(waypoints, robot).map_err(|error| error.to_string())?;
     Ok((trajectory, ramp_s))
-}
-
-fn vec3(values: &[f64]) -> Vec3 {
-    Vec3::new(values[0], values[1], values[2])
 }
 
 /// `trajectory` as samples every `step_s` [s] of its interpolation, positions, velocities and

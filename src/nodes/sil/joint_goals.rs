@@ -40,7 +40,8 @@ pub fn arm_follower(constraints: &Constraints, limits: &GoalLimits) -> Result<Fo
     Ok(Follower::new(joints, constraints.tolerances(3)?, limits.clone()))
 }
 
-fn vec3(values: &[f64]) -> Vec3 {
+/// The first three of `values` as a vector (a command's or a goal's motor angles [rad]).
+pub(super) fn vec3(values: &[f64]) -> Vec3 {
     Vec3::new(values[0], values[1], values[2])
 }
 
