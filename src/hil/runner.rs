@@ -24,7 +24,7 @@ use crate::model::{ModelError, Robot};
 use crate::sim::{Frame, SilConfig};
 
 /// The latest a continuing withdrawal's move is joined after it was due to start [s]. Later (a
-/// feeder stalled that long), it is joined that far in, and the reference steps by how far the
+/// feeder stalled that long), it is joined that far in, and the loop's reference steps by how far the
 /// move and the one before it have parted by then.
 const MAX_REPLACEMENT_LATE_S: f64 = 0.02;
 

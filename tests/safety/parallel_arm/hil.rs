@@ -46,7 +46,7 @@ impl Loop {
                     if withdrawals.continues(*withdrawal).is_some() {
                         // A command stream's next move replaces the one before as it goes: it
                         // starts where the loop's reference is, with no step (but for the way
-                        // the reference goes in the millisecond the loop takes to take it up).
+                        // the loop's reference goes in the millisecond it takes to take the move up).
                         let (first, at) = (trajectory.waypoints()[0].x, model.following.held_or(model.t));
                         assert!((first - at).norm() <= 1e-3, "a stream's move starts {first} off {at}");
                     }
