@@ -117,29 +117,58 @@ fn an_arm_driven_to_the_workspace_edge_stops_at_a_hard_stop_and_the_emulator_goe
     assert_eq!(later.position, stopped.position, "the arm stays at the stop");
 }
 
+/// `arm_hil emulate sensor` with `extra` arguments, its device paths read, and the rest of what it
+/// prints.
+fn emulate_sensor(extra: &[&str]) -> (RigProcess, std::io::Lines<std::io::BufReader<std::process::ChildStdout>>) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_arm_hil"))
+        .args(["emulate", "sensor"])
+        .args(extra)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut path = || lines.next().unwrap().unwrap().split_whitespace().last().unwrap().to_owned();
+    let (sensor, stepper) = (path(), path());
+    (RigProcess { child, sensor, stepper }, lines)
+}
+
+/// An emulator process, interrupted and waited for when the test is done with it.
+struct RigProcess {
+    child: std::process::Child,
+    sensor: String,
+    stepper: String,
+}
+
+impl Drop for RigProcess {
+    fn drop(&mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT);
+        let _ = self.child.wait();
+    }
+}
+
+/// `arm_hil hil` on the emulated rig's pseudo-terminals, as the README runs it, printing JSON.
+fn hil_on(rig: &RigProcess) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_arm_hil"))
+        .args(["hil", "--hardware", "robotscara", "--sensor", &rig.sensor, "--arduino", &rig.stepper, "--json"])
+        .args(["--config", concat!(env!("CARGO_MANIFEST_DIR"), "/examples/robotscara.yaml")])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 /// The arc as the lab runs it, `arm_hil hil` against `arm_hil emulate sensor`, with the loop's
 /// whole process stopped for 20 ms every 300 ms (as a busy host pauses a virtual machine; the
 /// emulated rig runs on, as hardware does): it still tracks, judged once.
 #[test]
 fn the_loop_tracks_the_default_arc_with_its_process_paused_20_ms_every_300_ms() {
     use nix::sys::signal::{kill, Signal};
-    use std::io::BufRead;
-    use std::process::{Command, Stdio};
 
-    let binary = env!("CARGO_BIN_EXE_arm_hil");
-    let mut rig =
-        Command::new(binary).args(["emulate", "sensor"]).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
-    let mut lines = std::io::BufReader::new(rig.stdout.take().unwrap()).lines();
-    let mut path = || lines.next().unwrap().unwrap().split_whitespace().last().unwrap().to_owned();
-    let (sensor, stepper) = (path(), path());
-    let config = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/robotscara.yaml");
-    let mut hil = Command::new(binary)
-        .args(["hil", "--hardware", "robotscara", "--sensor", &sensor, "--arduino", &stepper, "--json"])
-        .args(["--config", config])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let (mut rig, _) = emulate_sensor(&[]);
+    let mut hil = hil_on(&rig);
     let pid = nix::unistd::Pid::from_raw(hil.id() as i32);
     while hil.try_wait().unwrap().is_none() {
         std::thread::sleep(Duration::from_millis(280));
@@ -149,8 +178,7 @@ fn the_loop_tracks_the_default_arc_with_its_process_paused_20_ms_every_300_ms() 
         }
     }
     let output = hil.wait_with_output().unwrap();
-    let _ = kill(nix::unistd::Pid::from_raw(rig.id() as i32), Signal::SIGINT);
-    let _ = rig.wait();
+    drop(rig);
     let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     eprintln!("{summary}");
     assert_eq!(summary["outcome"], "ok", "{summary}");
@@ -237,6 +265,22 @@ fn a_sensor_that_sends_only_readings_the_rig_cannot_produce_is_a_fault_the_motor
     }
     assert_eq!(stats.last_rates, [0.0; 3], "the motors hold");
     assert_eq!(stats.hard_stop_t, None);
+}
+
+/// The README's pulled cable: `emulate sensor --pull-cable-after 1` silences the sensor 1 s into
+/// the run, and `arm_hil hil` stops with the reason and exits 1, the motors stopped.
+#[test]
+fn a_cable_pulled_by_the_emulator_one_second_in_ends_the_hil_run_with_sensor_lost() {
+    let (rig, mut said) = emulate_sensor(&["--pull-cable-after", "1"]);
+    let output = hil_on(&rig).wait_with_output().unwrap();
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let outcome = summary["outcome"].as_str().unwrap();
+    assert!(outcome.starts_with("sensor lost at t = "), "{summary}");
+    assert_eq!(output.status.code(), Some(1), "{summary}");
+    let lost_at: f64 = outcome["sensor lost at t = ".len()..].split(' ').next().unwrap().parse().unwrap();
+    assert!((1.0..1.5).contains(&lost_at), "the cable was pulled 1 s into the run: {outcome}");
+    let silent = said.next().unwrap().unwrap();
+    assert!(silent.starts_with("sensor silent at t = "), "{silent}");
 }
 
 #[test]

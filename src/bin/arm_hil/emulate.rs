@@ -122,6 +122,10 @@ pub(crate) struct RigArgs {
     /// When the faults begin [s after the emulator starts]
     #[arg(long, value_name = "S", default_value_t = 1.0)]
     faults_after: f64,
+    /// Pull the sensor's cable S seconds after the first step command arrives (what SIGUSR1
+    /// does, without looking up the emulator's pid): the loop's run is S seconds in
+    #[arg(long, value_name = "S")]
+    pull_cable_after: Option<f64>,
     /// Print a JSON line each time the step rates stop or start, {"unix_ns": when (to the
     /// millisecond), "moving": whether any rate is not zero, "rates": the rates [pulses/s]}: when
     /// a driver stopped the motors
@@ -279,6 +283,7 @@ async fn serve_sensor_cable(
     emulator: &RigEmulator,
     faults: RigFaults,
     faults_after: Duration,
+    mut pull_cable_after: Option<Duration>,
     print_stops: bool,
 ) -> anyhow::Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
@@ -298,6 +303,13 @@ async fn serve_sensor_cable(
         emulator.set_faults(faults);
         println!("faults injected at t = {:.3} s: {faults:?}", emulator.stats().t);
     };
+    let pull_cable = || {
+        emulator.set_sensor_silent(true);
+        println!("sensor silent at t = {:.3} s", emulator.stats().t);
+    };
+    // --pull-cable-after: looked at every 10 ms, the clock started by the first step command.
+    let mut cable_watch = tokio::time::interval(Duration::from_millis(10));
+    let mut cable_pulled_at: Option<tokio::time::Instant> = None;
     loop {
         tokio::select! {
             _ = &mut inject, if !injected => {
@@ -319,9 +331,16 @@ async fn serve_sensor_cable(
             }
             _ = interrupt.recv() => return Ok(()),
             _ = terminate.recv() => return Ok(()),
-            _ = pull.recv() => {
-                emulator.set_sensor_silent(true);
-                println!("sensor silent at t = {:.3} s", emulator.stats().t);
+            _ = pull.recv() => pull_cable(),
+            now = cable_watch.tick(), if pull_cable_after.is_some() => {
+                match (cable_pulled_at, pull_cable_after) {
+                    (None, Some(after)) if emulator.stats().step_commands > 0 => cable_pulled_at = Some(now + after),
+                    (Some(at), _) if now >= at => {
+                        pull_cable();
+                        pull_cable_after = None;
+                    }
+                    _ => {}
+                }
             }
             _ = plug.recv() => {
                 let stats = emulator.stats();
@@ -365,13 +384,18 @@ fn run_rig(args: RigArgs) -> anyhow::Result<()> {
         sensor_garbled_every: args.garble_sensor,
     };
     let faults_after = Duration::from_secs_f64(args.faults_after);
+    let pull_cable_after = match args.pull_cable_after {
+        Some(s) if s.is_finite() && s >= 0.0 => Some(Duration::from_secs_f64(s)),
+        Some(_) => anyhow::bail!("--pull-cable-after must be a number of seconds >= 0"),
+        None => None,
+    };
     println!("sensor {}", emulator.sensor_path().display());
     println!("stepper {}", emulator.arduino_path().display());
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the signal handler")?
-        .block_on(serve_sensor_cable(&emulator, faults, faults_after, args.print_stops))?;
+        .block_on(serve_sensor_cable(&emulator, faults, faults_after, pull_cable_after, args.print_stops))?;
     let stats = emulator.stop();
     log::info!(
         "emulated {} sensor lines, {} step commands ({} refused)",
