@@ -167,7 +167,7 @@ fn hil_on(rig: &RigProcess) -> std::process::Child {
 fn the_loop_tracks_the_default_arc_with_its_process_paused_20_ms_every_300_ms() {
     use nix::sys::signal::{kill, Signal};
 
-    let (mut rig, _) = emulate_sensor(&[]);
+    let (rig, _) = emulate_sensor(&[]);
     let mut hil = hil_on(&rig);
     let pid = nix::unistd::Pid::from_raw(hil.id() as i32);
     while hil.try_wait().unwrap().is_none() {
