@@ -387,6 +387,79 @@ fn a_figure_quoted_from_performance_md_is_one_it_holds() {
     assert!(problems.is_empty(), "figures quoted from docs/performance.md:\n{}", problems.join("\n"));
 }
 
+/// The numbers of `line` that state a measured figure: those followed by the unit of something
+/// this project measures (a tracking or joint error, jitter, memory, CPU, a rate at a subscriber,
+/// a speed-up over real time), each end of a range `A - B unit` included.
+fn measured_figures(line: &str) -> Vec<String> {
+    const UNITS: [&str; 9] =
+        [" mm", " us", " µs", " mrad", " MiB", "% of a core", " % of a core", " msg/s", " times real time"];
+    let line = without_code(line);
+    let mut figures = Vec::new();
+    let mut range = Vec::new();
+    for (at, number) in numbered(&line) {
+        let after = &line[at + number.len()..];
+        range.push(number);
+        if after.starts_with(" - ") && after[3..].starts_with(|c: char| c.is_ascii_digit()) {
+            continue;
+        }
+        if UNITS.iter().any(|unit| after.starts_with(unit) && !after[unit.len()..].starts_with(char::is_alphanumeric)) {
+            figures.append(&mut range);
+        }
+        range.clear();
+    }
+    figures
+}
+
+/// Each number of `text` with where it starts.
+fn numbered(text: &str) -> Vec<(usize, String)> {
+    let mut found: Vec<(usize, String)> = Vec::new();
+    let mut number = String::new();
+    for (at, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
+        match c {
+            '0'..='9' => number.push(c),
+            '.' if !number.is_empty() && !number.contains('.') => number.push(c),
+            _ if !number.is_empty() => {
+                let taken = std::mem::take(&mut number);
+                let start = at - taken.len();
+                found.push((start, taken.trim_end_matches('.').to_owned()));
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
+/// Every measured figure a page states, outside its code, is one docs/performance.md holds: a
+/// figure has one number, kept there with its date and the command that redoes it. Not read:
+/// docs/decisions.md, whose figures are the history behind each decision, and docs/model.md,
+/// whose figures are the model's exact results (its convergence table, redone to the digit by
+/// `cargo run --release --example convergence`).
+#[test]
+fn a_measured_figure_on_any_page_is_one_performance_md_holds() {
+    let held: BTreeSet<String> =
+        numbers(&fs::read_to_string(root().join("docs/performance.md")).unwrap()).into_iter().collect();
+    let mut problems = Vec::new();
+    let unread = ["docs/performance.md", "docs/decisions.md", "docs/model.md"];
+    for page in pages().into_iter().filter(|page| !unread.iter().any(|name| page == Path::new(name))) {
+        let text = fs::read_to_string(root().join(&page)).unwrap();
+        for (line_number, line) in prose(&text) {
+            for figure in measured_figures(line).into_iter().filter(|figure| !held.contains(figure)) {
+                problems.push(format!("{}:{line_number}: {figure} is not in docs/performance.md", page.display()));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "measured figures that docs/performance.md does not hold:\n{}", problems.join("\n"));
+}
+
+#[test]
+fn measured_figures_are_the_numbers_with_a_unit_of_measurement() {
+    assert_eq!(
+        measured_figures("RMS 0.82 - 2.14 mm, p99 32 us at 250 Hz, `0.5 mm` in code, 12.0 % of a core, 3 runs"),
+        ["0.82", "2.14", "32", "12.0"]
+    );
+    assert_eq!(measured_figures("a 5 mmol solution, 1 - 2 s"), Vec::<String>::new());
+}
+
 #[test]
 fn numbers_are_read_as_written() {
     assert_eq!(numbers("15.4 - 16.5 ms, 600 times (p99 32 us)."), ["15.4", "16.5", "600", "99", "32"]);
