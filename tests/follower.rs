@@ -713,6 +713,28 @@ mod simulated_arm {
         assert!(meets.t == MIN_HORIZON_S && (meets.x - (target + steady * meets.t)).norm() < 1e-12);
     }
 
+    /// A command a little behind the stream's last (joint_trajectory_controller restarting a goal
+    /// 1 - 2 mm back, or a hostile zigzag) is a step back, not a stream slowing on its course:
+    /// the stream keeps its velocity instead of turning round with it.
+    #[test]
+    fn a_command_a_little_behind_the_streams_last_keeps_its_velocity() {
+        let (robot, start, theta) = at_the_arcs_start();
+        let names = ["joint1", "joint2", "joint3"].map(str::to_owned);
+        let mut commands = JointCommands::new(SIL_COMMAND_SPEED_M_S);
+        let mut send = |at_s: f64, joint1: f64| {
+            let positions = [theta[0] + joint1, theta[1], theta[2]];
+            commands.trajectory(&robot, (at_s, Some(at_s)), Ok((start, Vec3::zeros())), &names, &positions).unwrap()
+        };
+        for step in 0..5 {
+            send(0.004 * step as f64, 0.002 * step as f64);
+        }
+        let at = |joint1: f64| platform(&robot, &[theta[0] + joint1, theta[1], theta[2]], &start);
+        let steady = (at(0.008) - at(0.006)) / 0.004;
+        let stepped_back = send(0.020, 0.0075);
+        let meets = stepped_back.trajectory.waypoints()[1];
+        assert!((meets.xd - steady).norm() < 1e-9, "the stream keeps its velocity: {:?} for {steady:?}", meets.xd);
+    }
+
     #[test]
     fn a_step_command_is_ramped_at_the_command_speed_and_arrives_at_rest() {
         let (robot, start, theta) = at_the_arcs_start();
