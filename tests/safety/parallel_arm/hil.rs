@@ -36,7 +36,15 @@ struct Loop {
 }
 
 impl Loop {
-    fn take_requests(&mut self, model: &mut Model, queue: &RequestQueue, withdrawals: &Withdrawals) {
+    /// Takes what the node sent; `joint_command` when that is one joint command's move, which
+    /// the motors' acceleration bound holds as well (`JointCommands::within`).
+    fn take_requests(
+        &mut self,
+        model: &mut Model,
+        queue: &RequestQueue,
+        withdrawals: &Withdrawals,
+        joint_command: bool,
+    ) {
         let Some(feeder) = &mut self.feeder else { return };
         let bounds = ProtectionConfig::default();
         while let Some(request) = queue.try_take() {
@@ -52,6 +60,16 @@ impl Loop {
                     }
                     assert_within_motor_speed(&model.robot, trajectory.waypoints());
                     bounds.check_path(&model.robot, trajectory.waypoints()).expect("a path past the bounds was sent");
+                    if joint_command {
+                        // From rest where it starts at rest (a stream's move takes up the loop's
+                        // reference going), to rest at its end.
+                        let from_rest = trajectory.waypoints()[0].xd == Vec3::zeros();
+                        if let Err(reason) =
+                            bounds.check_motion(&model.robot, trajectory.waypoints(), (from_rest, true))
+                        {
+                            panic!("a joint command's move too fast for the motors was sent: {reason}");
+                        }
+                    }
                     withdrawals.done(*withdrawal, model.t, Some(model.following.held_or(model.t)));
                     model.following.follow(trajectory.clone(), model.t);
                     self.holding_at = None;
@@ -165,13 +183,28 @@ impl HilNode {
             1 => None,
             _ => Some(self.model.t * 1e-3),
         };
+        // What was sent before is taken first (the loop takes it in the same step), so that
+        // what this command sends is told apart.
+        self.take_requests(false);
         let taken = self.commands.joint_command((self.model.t, stamp), &Model::names(), &positions);
         if stale {
             assert!(taken.is_err(), "the command in force at the stop is followed again");
         }
         if taken.is_ok() {
             self.held_since_stop = false;
+            self.take_requests(true);
         }
+    }
+
+    /// The loop takes what the node sent it, where a loop runs.
+    fn take_requests(&mut self, joint_command: bool) {
+        if !self.looping {
+            return;
+        }
+        if self.held_since_stop {
+            assert!(self.queue.try_take().is_none(), "the loop was fed after a stop before any new command");
+        }
+        self.hil_loop.take_requests(&mut self.model, &self.queue, &self.withdrawals, joint_command);
     }
 
     fn segment(&mut self, points: u8, reach_mm: u8, seed: u64) {
@@ -210,7 +243,7 @@ impl HilNode {
         let answers = self.commands.loop_stopped(&stop.end());
         self.answers(answers);
         assert!(!self.book.any_running() && !self.cartesian.any_running(), "a goal outlives the loop");
-        self.hil_loop.take_requests(&mut self.model, &self.queue, &self.withdrawals);
+        self.hil_loop.take_requests(&mut self.model, &self.queue, &self.withdrawals, false);
         (self.looping, self.held_since_stop) = (false, true);
     }
 
@@ -220,10 +253,7 @@ impl HilNode {
             return;
         }
         for _ in 0..frames {
-            if self.held_since_stop {
-                assert!(self.queue.try_take().is_none(), "the loop was fed after a stop before any new command");
-            }
-            self.hil_loop.take_requests(&mut self.model, &self.queue, &self.withdrawals);
+            self.take_requests(false);
             let (frame, _) = self.model.frame();
             let now = now_ns(&self.model);
             let answers = self.commands.frame(&frame, true, Now::on_one_clock(now));
