@@ -149,15 +149,48 @@ impl Drop for RigProcess {
     }
 }
 
-/// `arm_hil hil` on the emulated rig's pseudo-terminals, as the README runs it, printing JSON.
-fn hil_on(rig: &RigProcess) -> std::process::Child {
+/// The rig's configuration, as the README runs it.
+const ROBOTSCARA_YAML: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/robotscara.yaml");
+
+/// `arm_hil hil` on the emulated rig's pseudo-terminals with `extra` arguments, printing JSON.
+fn hil_on(rig: &RigProcess, extra: &[&str]) -> std::process::Child {
     std::process::Command::new(env!("CARGO_BIN_EXE_arm_hil"))
         .args(["hil", "--hardware", "robotscara", "--sensor", &rig.sensor, "--arduino", &rig.stepper, "--json"])
-        .args(["--config", concat!(env!("CARGO_MANIFEST_DIR"), "/examples/robotscara.yaml")])
+        .args(extra)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap()
+}
+
+/// The estimator setting a run of `child` reports.
+fn sigma_a_of(child: std::process::Child) -> f64 {
+    let output = child.wait_with_output().unwrap();
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    summary["estimator_sigma_a_m_s2"].as_f64().unwrap_or_else(|| panic!("{summary}"))
+}
+
+/// `--hardware robotscara` runs with the estimator setting measured best on the rig
+/// (docs/decisions.md), `--hardware sim` with the simulator's, and a configuration file's
+/// setting wins over both.
+#[test]
+fn each_hardware_runs_with_its_own_estimator_setting_and_a_configuration_wins() {
+    let rig_setting = arm_hil::drivers::RigKind::Robotscara.measured_defaults();
+    assert_eq!(rig_setting, [("estimator", "sigma_a", 0.5)]);
+    let (rig, _) = emulate_sensor(&[]);
+    assert_eq!(sigma_a_of(hil_on(&rig, &["--duration", "0.2"])), 0.5, "the rig's own");
+    let config = std::env::temp_dir().join(format!("arm_hil_sigma_a_{}.yaml", std::process::id()));
+    std::fs::write(&config, "estimator:\n  sigma_a: 1.0\n").unwrap();
+    let given = hil_on(&rig, &["--duration", "0.2", "--config", config.to_str().unwrap()]);
+    assert_eq!(sigma_a_of(given), 1.0, "the configuration's");
+    let sim = std::process::Command::new(env!("CARGO_BIN_EXE_arm_hil"))
+        .args(["hil", "--hardware", "sim", "--duration", "0.2", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    assert_eq!(sigma_a_of(sim), arm_hil::control::EstimatorConfig::default().sigma_a, "the simulator's");
+    let _ = std::fs::remove_file(config);
 }
 
 /// The arc as the lab runs it, `arm_hil hil` against `arm_hil emulate sensor`, with the loop's
@@ -168,7 +201,7 @@ fn the_loop_tracks_the_default_arc_with_its_process_paused_20_ms_every_300_ms() 
     use nix::sys::signal::{kill, Signal};
 
     let (rig, _) = emulate_sensor(&[]);
-    let mut hil = hil_on(&rig);
+    let mut hil = hil_on(&rig, &["--config", ROBOTSCARA_YAML]);
     let pid = nix::unistd::Pid::from_raw(hil.id() as i32);
     while hil.try_wait().unwrap().is_none() {
         std::thread::sleep(Duration::from_millis(280));
@@ -272,7 +305,7 @@ fn a_sensor_that_sends_only_readings_the_rig_cannot_produce_is_a_fault_the_motor
 #[test]
 fn a_cable_pulled_by_the_emulator_one_second_in_ends_the_hil_run_with_sensor_lost() {
     let (rig, mut said) = emulate_sensor(&["--pull-cable-after", "1"]);
-    let output = hil_on(&rig).wait_with_output().unwrap();
+    let output = hil_on(&rig, &["--config", ROBOTSCARA_YAML]).wait_with_output().unwrap();
     let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     let outcome = summary["outcome"].as_str().unwrap();
     assert!(outcome.starts_with("sensor lost at t = "), "{summary}");

@@ -172,6 +172,9 @@ struct Summary {
     error_from_truth: bool,
     /// The largest electrical lag of a stepper drive [rad] (0 without steppers).
     max_lag_rad: f64,
+    /// The estimator's process noise the run used, `estimator.sigma_a` [m/s^2]: on
+    /// `--hardware robotscara` the rig's measured setting, unless `--config` sets it.
+    estimator_sigma_a_m_s2: f64,
     /// "ok", "protective_stop", or why the run failed.
     outcome: String,
     /// The bound that tripped, when `outcome` is "protective_stop".
@@ -189,7 +192,7 @@ struct ProtectiveStop {
 }
 
 impl Summary {
-    fn new(report: &HilReport) -> Summary {
+    fn new(report: &HilReport, sigma_a: f64) -> Summary {
         let stats = &report.stats;
         Summary {
             rate_hz: stats.rate_hz,
@@ -209,6 +212,7 @@ impl Summary {
             ik_fallbacks: stats.ik_fallbacks,
             error_from_truth: stats.error_from_truth,
             max_lag_rad: stats.max_lag_rad,
+            estimator_sigma_a_m_s2: sigma_a,
             outcome: match &report.outcome {
                 Ok(()) => "ok".to_owned(),
                 Err(HilError::ProtectiveStop { .. }) => "protective_stop".to_owned(),
@@ -353,6 +357,7 @@ pub(crate) fn run(args: HilArgs) -> anyhow::Result<()> {
     let kind = args.hardware.kind();
     let (sil, sections) = config::load_over::<HilSections>(args.config.as_deref(), kind.measured_defaults())?;
     let robot = Robot::new(sil.robot.clone()).context("robot parameters")?;
+    log::info!("estimator sigma_a {} m/s^2", sil.estimator.sigma_a);
     let source = open_source(args.trajectory.as_deref(), &robot)?;
     let (samples, first) = start_feed(source, &robot)?;
     let devices = RigDevices { sensor: args.sensor.clone(), arduino: args.arduino.clone() };
@@ -381,7 +386,7 @@ pub(crate) fn run(args: HilArgs) -> anyhow::Result<()> {
     if let Some(publishing) = publishing {
         publishing.finish(&report.outcome)?;
     }
-    let summary = Summary::new(&report);
+    let summary = Summary::new(&report, sil.estimator.sigma_a);
     console::print_line(&summary, || summary.text(), args.json.json)?;
     report.outcome.context("the HIL run stopped")
 }
