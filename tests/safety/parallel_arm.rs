@@ -167,12 +167,17 @@ impl Model {
 impl Following {
     /// Where its reference is at `t`, without moving the sampler.
     fn held_or(&self, t: f64) -> Vec3 {
+        self.reference_at(t).x
+    }
+
+    /// Its reference at `t` (where and how fast), without moving the sampler.
+    fn reference_at(&self, t: f64) -> Reference {
         match &self.trajectory {
             Some((trajectory, from)) => {
                 let time = (trajectory.start_time() + t - from).min(trajectory.end_time());
-                ReferenceSampler::new().sample(trajectory, time).x
+                ReferenceSampler::new().sample(trajectory, time)
             }
-            None => self.held,
+            None => Reference { x: self.held, ..Reference::default() },
         }
     }
 }

@@ -133,6 +133,11 @@ impl RequestQueue {
         self.receiver.try_recv().map(|request| self.taken(request))
     }
 
+    /// How many requests wait.
+    pub fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::Acquire)
+    }
+
     /// The next request waiting, if any.
     pub fn try_take(&self) -> Option<FeedRequest> {
         self.try_recv().ok()

@@ -33,21 +33,44 @@ struct Loop {
     feeder: Option<Feeder>,
     /// Where the loop holds for the next segment to start from, if it holds.
     holding_at: Option<Vec3>,
+    /// Which of the requests the node sends are joint commands' moves.
+    joint_command_moves: JointCommandMoves,
+}
+
+/// The requests joint commands sent, by their place among all the node sent: the loop takes
+/// them in that order.
+#[derive(Default)]
+struct JointCommandMoves {
+    /// How many requests the loop has taken.
+    taken: usize,
+    /// The places of the joint commands' requests not yet taken.
+    places: std::collections::VecDeque<std::ops::Range<usize>>,
+}
+
+impl JointCommandMoves {
+    /// Marks the requests a joint command sent: those waiting beyond the `waiting_before` that
+    /// waited before it.
+    fn sent(&mut self, waiting_before: usize, waiting_after: usize) {
+        self.places.push_back(self.taken + waiting_before..self.taken + waiting_after);
+    }
+
+    /// Whether the next request the loop takes is a joint command's.
+    fn take(&mut self) -> bool {
+        while self.places.front().is_some_and(|places| places.end <= self.taken) {
+            self.places.pop_front();
+        }
+        let is_joint_command = self.places.front().is_some_and(|places| places.contains(&self.taken));
+        self.taken += 1;
+        is_joint_command
+    }
 }
 
 impl Loop {
-    /// Takes what the node sent; `joint_command` when that is one joint command's move, which
-    /// the motors' acceleration bound holds as well (`JointCommands::within`).
-    fn take_requests(
-        &mut self,
-        model: &mut Model,
-        queue: &RequestQueue,
-        withdrawals: &Withdrawals,
-        joint_command: bool,
-    ) {
+    fn take_requests(&mut self, model: &mut Model, queue: &RequestQueue, withdrawals: &Withdrawals) {
         let Some(feeder) = &mut self.feeder else { return };
         let bounds = ProtectionConfig::default();
         while let Some(request) = queue.try_take() {
+            let joint_command = self.joint_command_moves.take();
             match &request {
                 FeedRequest::Follow { trajectory, withdrawal } => {
                     model.check_sent(trajectory);
@@ -58,18 +81,11 @@ impl Loop {
                         let (first, at) = (trajectory.waypoints()[0].x, model.following.held_or(model.t));
                         assert!((first - at).norm() <= 1e-3, "a stream's move starts {first} off {at}");
                     }
+                    if joint_command {
+                        assert_within_motor_acceleration(model, trajectory.waypoints());
+                    }
                     assert_within_motor_speed(&model.robot, trajectory.waypoints());
                     bounds.check_path(&model.robot, trajectory.waypoints()).expect("a path past the bounds was sent");
-                    if joint_command {
-                        // From rest where it starts at rest (a stream's move takes up the loop's
-                        // reference going), to rest at its end.
-                        let from_rest = trajectory.waypoints()[0].xd == Vec3::zeros();
-                        if let Err(reason) =
-                            bounds.check_motion(&model.robot, trajectory.waypoints(), (from_rest, true))
-                        {
-                            panic!("a joint command's move too fast for the motors was sent: {reason}");
-                        }
-                    }
                     withdrawals.done(*withdrawal, model.t, Some(model.following.held_or(model.t)));
                     model.following.follow(trajectory.clone(), model.t);
                     self.holding_at = None;
@@ -114,6 +130,33 @@ impl Loop {
         self.feeder = self.feeder.take().map(|feeder| feeder.holding(withdrawal));
         withdrawals.done(withdrawal, model.t, Some(model.x));
         self.holding_at = Some(model.x);
+    }
+}
+
+/// A joint command's move (`waypoints`) accelerates no motor harder than the motors may
+/// (`hil.protection.max_joint_acceleration_rad_s2`), as `JointCommands::within` promises, along
+/// its lines to rest at its end. It starts from rest (the loop holds first, as at any hold) or
+/// takes up the loop's reference, as the model has it when the loop takes the move, with no
+/// velocity step: from the reference's last millisecond (extrapolated at its velocity) to the
+/// move's first line within a tenth over the bound (the lines of the node's plan and of this
+/// check differ; a step asks hundreds of rad/s^2).
+fn assert_within_motor_acceleration(model: &Model, waypoints: &[Waypoint]) {
+    const BEFORE_S: f64 = 1e-3;
+    let bounds = ProtectionConfig::default();
+    let from_rest = waypoints[0].xd == Vec3::zeros();
+    if let Err(reason) = bounds.check_motion(&model.robot, waypoints, (from_rest, true)) {
+        panic!("a joint command's move too fast for the motors was sent: {reason}");
+    }
+    if let (false, [first, second, ..]) = (from_rest, waypoints) {
+        let reference = model.following.reference_at(model.t);
+        let before = Waypoint { t: first.t - BEFORE_S, x: reference.x - reference.xd * BEFORE_S, ..*first };
+        let junction = ProtectionConfig {
+            max_joint_acceleration_rad_s2: bounds.max_joint_acceleration_rad_s2 * 1.1,
+            ..bounds.clone()
+        };
+        if let Err(reason) = junction.check_motion(&model.robot, &[before, *first, *second], (false, false)) {
+            panic!("a joint command's move takes up the loop's reference with a step: {reason}");
+        }
     }
 }
 
@@ -183,28 +226,15 @@ impl HilNode {
             1 => None,
             _ => Some(self.model.t * 1e-3),
         };
-        // What was sent before is taken first (the loop takes it in the same step), so that
-        // what this command sends is told apart.
-        self.take_requests(false);
+        let waiting_before = self.queue.waiting();
         let taken = self.commands.joint_command((self.model.t, stamp), &Model::names(), &positions);
         if stale {
             assert!(taken.is_err(), "the command in force at the stop is followed again");
         }
         if taken.is_ok() {
             self.held_since_stop = false;
-            self.take_requests(true);
+            self.hil_loop.joint_command_moves.sent(waiting_before, self.queue.waiting());
         }
-    }
-
-    /// The loop takes what the node sent it, where a loop runs.
-    fn take_requests(&mut self, joint_command: bool) {
-        if !self.looping {
-            return;
-        }
-        if self.held_since_stop {
-            assert!(self.queue.try_take().is_none(), "the loop was fed after a stop before any new command");
-        }
-        self.hil_loop.take_requests(&mut self.model, &self.queue, &self.withdrawals, joint_command);
     }
 
     fn segment(&mut self, points: u8, reach_mm: u8, seed: u64) {
@@ -243,7 +273,7 @@ impl HilNode {
         let answers = self.commands.loop_stopped(&stop.end());
         self.answers(answers);
         assert!(!self.book.any_running() && !self.cartesian.any_running(), "a goal outlives the loop");
-        self.hil_loop.take_requests(&mut self.model, &self.queue, &self.withdrawals, false);
+        self.hil_loop.take_requests(&mut self.model, &self.queue, &self.withdrawals);
         (self.looping, self.held_since_stop) = (false, true);
     }
 
@@ -253,7 +283,10 @@ impl HilNode {
             return;
         }
         for _ in 0..frames {
-            self.take_requests(false);
+            if self.held_since_stop {
+                assert!(self.queue.try_take().is_none(), "the loop was fed after a stop before any new command");
+            }
+            self.hil_loop.take_requests(&mut self.model, &self.queue, &self.withdrawals);
             let (frame, _) = self.model.frame();
             let now = now_ns(&self.model);
             let answers = self.commands.frame(&frame, true, Now::on_one_clock(now));
@@ -285,7 +318,7 @@ impl StateMachineTest for HilMachine {
         let still = |t| Waypoint { t, x: model.x, ..Waypoint::default() };
         let initial = Trajectory::with_robot_forearm(vec![still(0.0), still(1.0)], &model.robot).unwrap();
         let feeder = Feeder::new(&initial, model.robot.clone(), config.hil.protection.clone(), withdrawals.clone());
-        let mut hil_loop = Loop { feeder: Some(feeder), holding_at: None };
+        let mut hil_loop = Loop { feeder: Some(feeder), holding_at: None, joint_command_moves: Default::default() };
         hil_loop.start(&model, &withdrawals);
         commands.loop_started();
         let stopped = config.settings.constraints.stopped_velocity_tolerance;
