@@ -346,12 +346,24 @@ fn the_interface_shown_is_the_message_file() {
 
 /// The numbers written in `text`, as written: digits, with their decimal part.
 fn numbers(text: &str) -> Vec<String> {
+    numbered(text).into_iter().map(|(_, number)| number).collect()
+}
+
+/// Each number of `text`, a thousands' space in it taken as written (`1 198` is 1198), with where
+/// it ends.
+fn numbered(text: &str) -> Vec<(usize, String)> {
+    let chars: Vec<(usize, char)> = text.char_indices().chain(std::iter::once((text.len(), ' '))).collect();
+    let digit_at = |k: usize| chars.get(k).is_some_and(|(_, c)| c.is_ascii_digit());
     let (mut found, mut number) = (Vec::new(), String::new());
-    for c in text.chars().chain(std::iter::once(' ')) {
+    for (k, &(at, c)) in chars.iter().enumerate() {
         match c {
             '0'..='9' => number.push(c),
             '.' if !number.is_empty() && !number.contains('.') => number.push(c),
-            _ if !number.is_empty() => found.push(std::mem::take(&mut number).trim_end_matches('.').to_owned()),
+            ' ' if !number.is_empty()
+                && !number.contains('.')
+                && (1..=3).all(|n| digit_at(k + n))
+                && !digit_at(k + 4) => {}
+            _ if !number.is_empty() => found.push((at, std::mem::take(&mut number).trim_end_matches('.').to_owned())),
             _ => {}
         }
     }
@@ -389,44 +401,30 @@ fn a_figure_quoted_from_performance_md_is_one_it_holds() {
 
 /// The numbers of `line` that state a measured figure: those followed by the unit of something
 /// this project measures (a tracking or joint error, jitter, memory, CPU, a rate at a subscriber,
-/// a speed-up over real time), each end of a range `A - B unit` included.
+/// a speed-up over real time), each of a range `A - B unit` or a pair `A / B unit` included.
+/// Settings and bounds in the same units count too: performance.md holds the figures they are
+/// set against. Units written once for a table's column are not read.
 fn measured_figures(line: &str) -> Vec<String> {
     const UNITS: [&str; 9] =
         [" mm", " us", " µs", " mrad", " MiB", "% of a core", " % of a core", " msg/s", " times real time"];
     let line = without_code(line);
     let mut figures = Vec::new();
-    let mut range = Vec::new();
-    for (at, number) in numbered(&line) {
-        let after = &line[at + number.len()..];
-        range.push(number);
-        if after.starts_with(" - ") && after[3..].starts_with(|c: char| c.is_ascii_digit()) {
+    let mut joined = Vec::new();
+    for (end, number) in numbered(&line) {
+        let after = &line[end..];
+        joined.push(number);
+        let joins = [" - ", " / "]
+            .iter()
+            .any(|join| after.starts_with(join) && after[join.len()..].starts_with(|c: char| c.is_ascii_digit()));
+        if joins {
             continue;
         }
         if UNITS.iter().any(|unit| after.starts_with(unit) && !after[unit.len()..].starts_with(char::is_alphanumeric)) {
-            figures.append(&mut range);
+            figures.append(&mut joined);
         }
-        range.clear();
+        joined.clear();
     }
     figures
-}
-
-/// Each number of `text` with where it starts.
-fn numbered(text: &str) -> Vec<(usize, String)> {
-    let mut found: Vec<(usize, String)> = Vec::new();
-    let mut number = String::new();
-    for (at, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
-        match c {
-            '0'..='9' => number.push(c),
-            '.' if !number.is_empty() && !number.contains('.') => number.push(c),
-            _ if !number.is_empty() => {
-                let taken = std::mem::take(&mut number);
-                let start = at - taken.len();
-                found.push((start, taken.trim_end_matches('.').to_owned()));
-            }
-            _ => {}
-        }
-    }
-    found
 }
 
 /// Every measured figure a page states, outside its code, is one docs/performance.md holds: a
@@ -458,6 +456,7 @@ fn measured_figures_are_the_numbers_with_a_unit_of_measurement() {
         ["0.82", "2.14", "32", "12.0"]
     );
     assert_eq!(measured_figures("a 5 mmol solution, 1 - 2 s"), Vec::<String>::new());
+    assert_eq!(measured_figures("max 373 - 1 198 us, 11.3 / 12.0 % of a core"), ["373", "1198", "11.3", "12.0"]);
 }
 
 #[test]

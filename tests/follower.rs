@@ -713,11 +713,12 @@ mod simulated_arm {
         assert!(meets.t == MIN_HORIZON_S && (meets.x - (target + steady * meets.t)).norm() < 1e-12);
     }
 
-    /// A command a little behind the stream's last (joint_trajectory_controller restarting a goal
-    /// 1 - 2 mm back, or a hostile zigzag) is a step back, not a stream slowing on its course:
-    /// the stream keeps its velocity instead of turning round with it.
+    /// A command a little behind the stream's last (here half a milliradian of joint1 back, as
+    /// joint_trajectory_controller restarting a goal behind its last command, or a hostile zigzag)
+    /// is a step back, not a stream slowing on its course: the stream keeps its velocity instead
+    /// of turning round with it.
     #[test]
-    fn a_command_a_little_behind_the_streams_last_keeps_its_velocity() {
+    fn a_command_a_little_behind_the_streams_last_keeps_the_streams_velocity() {
         let (robot, start, theta) = at_the_arcs_start();
         let names = ["joint1", "joint2", "joint3"].map(str::to_owned);
         let mut commands = JointCommands::new(SIL_COMMAND_SPEED_M_S);

@@ -32,7 +32,7 @@ impl RigKind {
     /// The settings measured best for this hardware, as (section, key, value), for a
     /// configuration that does not set them: on the emulated rig the steppers hold the arm
     /// stiffly, and a smoother estimator (sigma_a 0.5 m/s^2, not the simulator's 2) tracked
-    /// within 0.6 - 0.8 mm RMS against 1.1 - 2.4 (docs/hil.md). The simulated plant keeps the
+    /// within 0.6 - 0.8 mm RMS against 1.1 - 2.4 (docs/decisions.md). The simulated plant keeps the
     /// simulator's own.
     pub fn measured_defaults(self) -> &'static [(&'static str, &'static str, f64)] {
         match self {

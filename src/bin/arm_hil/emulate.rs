@@ -88,6 +88,12 @@ pub(crate) struct Stm32EmulatorArgs {
     start_angles: [f64; 2],
 }
 
+/// A time of `text` seconds, from zero on.
+fn seconds(text: &str) -> Result<Duration, String> {
+    let seconds: f64 = text.trim().parse().map_err(|error| format!("{text:?}: {error}"))?;
+    Duration::try_from_secs_f64(seconds).map_err(|_| format!("{text:?}: a number of seconds >= 0 is needed"))
+}
+
 /// Two angles [rad] written `A,B`.
 fn angle_pair(text: &str) -> Result<[f64; 2], String> {
     let angles: Vec<f64> = text
@@ -120,12 +126,13 @@ pub(crate) struct RigArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     garble_sensor: Option<u32>,
     /// When the faults begin [s after the emulator starts]
-    #[arg(long, value_name = "S", default_value_t = 1.0)]
-    faults_after: f64,
-    /// Pull the sensor's cable S seconds after the first step command arrives (what SIGUSR1
-    /// does, without looking up the emulator's pid): the loop's run is S seconds in
-    #[arg(long, value_name = "S")]
-    pull_cable_after: Option<f64>,
+    #[arg(long, value_name = "S", value_parser = seconds, default_value = "1")]
+    faults_after: Duration,
+    /// Pull the sensor's cable S seconds after the first step command arrives, the loop's run S
+    /// seconds in (once, to within 10 ms; SIGUSR2 plugs it back): what SIGUSR1 does, without
+    /// looking up the emulator's pid
+    #[arg(long, value_name = "S", value_parser = seconds)]
+    pull_cable_after: Option<Duration>,
     /// Print a JSON line each time the step rates stop or start, {"unix_ns": when (to the
     /// millisecond), "moving": whether any rate is not zero, "rates": the rates [pulses/s]}: when
     /// a driver stopped the motors
@@ -334,7 +341,11 @@ async fn serve_sensor_cable(
             _ = pull.recv() => pull_cable(),
             now = cable_watch.tick(), if pull_cable_after.is_some() => {
                 match (cable_pulled_at, pull_cable_after) {
-                    (None, Some(after)) if emulator.stats().step_commands > 0 => cable_pulled_at = Some(now + after),
+                    // A time past what the clock can hold never comes: the cable stays in.
+                    (None, Some(after)) if emulator.stats().step_commands > 0 => match now.checked_add(after) {
+                        Some(at) => cable_pulled_at = Some(at),
+                        None => pull_cable_after = None,
+                    },
                     (Some(at), _) if now >= at => {
                         pull_cable();
                         pull_cable_after = None;
@@ -374,20 +385,10 @@ fn run_rig(args: RigArgs) -> anyhow::Result<()> {
     let emulator = RigEmulator::start(&sil, sections.stepper, start, args.sensor_rate)
         .map_err(anyhow::Error::msg)
         .context("cannot start the rig emulator")?;
-    anyhow::ensure!(
-        args.faults_after.is_finite() && args.faults_after >= 0.0,
-        "--faults-after must be a number of seconds >= 0"
-    );
     let faults = RigFaults {
         ignored_motor: args.ignore_motor.map(|joint| usize::from(joint) - 1),
         sensor_frozen: args.freeze_sensor,
         sensor_garbled_every: args.garble_sensor,
-    };
-    let faults_after = Duration::from_secs_f64(args.faults_after);
-    let pull_cable_after = match args.pull_cable_after {
-        Some(s) if s.is_finite() && s >= 0.0 => Some(Duration::from_secs_f64(s)),
-        Some(_) => anyhow::bail!("--pull-cable-after must be a number of seconds >= 0"),
-        None => None,
     };
     println!("sensor {}", emulator.sensor_path().display());
     println!("stepper {}", emulator.arduino_path().display());
@@ -395,7 +396,7 @@ fn run_rig(args: RigArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the signal handler")?
-        .block_on(serve_sensor_cable(&emulator, faults, faults_after, pull_cable_after, args.print_stops))?;
+        .block_on(serve_sensor_cable(&emulator, faults, args.faults_after, args.pull_cable_after, args.print_stops))?;
     let stats = emulator.stop();
     log::info!(
         "emulated {} sensor lines, {} step commands ({} refused)",

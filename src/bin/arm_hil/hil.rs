@@ -357,7 +357,8 @@ pub(crate) fn run(args: HilArgs) -> anyhow::Result<()> {
     let kind = args.hardware.kind();
     let (sil, sections) = config::load_over::<HilSections>(args.config.as_deref(), kind.measured_defaults())?;
     let robot = Robot::new(sil.robot.clone()).context("robot parameters")?;
-    log::info!("estimator sigma_a {} m/s^2", sil.estimator.sigma_a);
+    let hardware_name = format!("{:?}", args.hardware).to_lowercase();
+    log::info!("hardware {hardware_name}: the estimator's sigma_a {} m/s^2", sil.estimator.sigma_a);
     let source = open_source(args.trajectory.as_deref(), &robot)?;
     let (samples, first) = start_feed(source, &robot)?;
     let devices = RigDevices { sensor: args.sensor.clone(), arduino: args.arduino.clone() };
@@ -372,8 +373,7 @@ pub(crate) fn run(args: HilArgs) -> anyhow::Result<()> {
     }
     let (frames_tx, frames) = sync_channel(1000);
     let status = Arc::new(Mutex::new(LoopStatus::default()));
-    let hardware = format!("{:?}", args.hardware).to_lowercase();
-    let publishing = publish_hil(&args.outputs, &robot, &args.rate, &hardware, frames, status.clone())?;
+    let publishing = publish_hil(&args.outputs, &robot, &args.rate, &hardware_name, frames, status.clone())?;
     if publishing.is_some() {
         hil = hil.with_frames(Box::new(FrameChannel(frames_tx))).with_status(status);
     }

@@ -137,7 +137,7 @@ impl Loop {
 /// (`hil.protection.max_joint_acceleration_rad_s2`), as `JointCommands::within` promises, along
 /// its lines to rest at its end. It starts from rest (the loop holds first, as at any hold) or
 /// takes up the loop's reference, as the model has it when the loop takes the move, with no
-/// velocity step: from the reference's last millisecond (extrapolated at its velocity) to the
+/// velocity step: from the loop reference's last millisecond (extrapolated at its velocity) to the
 /// move's first line within a tenth over the bound (the lines of the node's plan and of this
 /// check differ; a step asks hundreds of rad/s^2).
 fn assert_within_motor_acceleration(model: &Model, waypoints: &[Waypoint]) {
