@@ -94,7 +94,8 @@
 #   without it: the script finds the installed interface packages (members of
 #   rosidl_interface_packages) that lack lib<package>__rosidl_typesupport_fastrtps_cpp.so, builds
 #   the generators, then configures and builds those packages again (--cmake-force-configure)
-#   before the usual build. By hand the same is `colcon build --packages-above
+#   before the usual build, one above the rmw layer (Humble's libstatistics_collector) once Fast
+#   DDS's rmw is built (its first try of 2026-12-05 stopped there). By hand the same is `colcon build --packages-above
 #   rosidl_typesupport_fastrtps_cpp --cmake-force-configure`, which also rebuilds all above them.
 # - MoveIt (MOVEIT=1, with ROS2_CONTROL=1): Jazzy takes moveit2 2.12.3, not 2.12.4 (Jazzy's latest
 #   release): 2.12.4 links the target ompl::ompl, which OMPL has only from 1.7.0 on, where 2.12.3
@@ -347,7 +348,19 @@ if [ "${FASTDDS:-0}" = 1 ]; then
   done
   if [ -n "$stale" ]; then
     build --packages-up-to rosidl_typesupport_fastrtps_c rosidl_typesupport_fastrtps_cpp
-    build --packages-select $stale --cmake-force-configure
+    # A stale package above the middleware itself (Humble's libstatistics_collector, through
+    # rmw_implementation, which build-depends on every rmw in the workspace) is configured again
+    # once Fast DDS's rmw is built; the others at once (Fast DDS's rmw needs some of them).
+    above_rmw=" $(colcon list --base-paths "$root/src" --names-only --packages-above rmw_fastrtps_shared_cpp | tr '\n' ' ') "
+    early="" late=""
+    for p in $stale; do
+      case "$above_rmw" in *" $p "*) late="$late $p" ;; *) early="$early $p" ;; esac
+    done
+    [ -z "$early" ] || build --packages-select $early --cmake-force-configure
+    if [ -n "$late" ]; then
+      build --packages-up-to rmw_fastrtps_cpp rmw_fastrtps_dynamic_cpp
+      build --packages-select $late --cmake-force-configure
+    fi
   fi
 fi
 targets="rclpy rmw_cyclonedds_cpp ros2cli ros2topic ros2param ros2node ros2run ros2pkg
