@@ -370,10 +370,14 @@ fn numbered(text: &str) -> Vec<(usize, String)> {
     found
 }
 
+/// Every number docs/performance.md states.
+fn held_figures() -> BTreeSet<String> {
+    numbers(&fs::read_to_string(root().join("docs/performance.md")).unwrap()).into_iter().collect()
+}
+
 #[test]
 fn a_figure_quoted_from_performance_md_is_one_it_holds() {
-    let held: BTreeSet<String> =
-        numbers(&fs::read_to_string(root().join("docs/performance.md")).unwrap()).into_iter().collect();
+    let held = held_figures();
     let mut problems = Vec::new();
     for page in pages().into_iter().filter(|page| page != Path::new("docs/performance.md")) {
         let text = fs::read_to_string(root().join(&page)).unwrap();
@@ -434,8 +438,7 @@ fn measured_figures(line: &str) -> Vec<String> {
 /// `cargo run --release --example convergence`).
 #[test]
 fn a_measured_figure_on_any_page_is_one_performance_md_holds() {
-    let held: BTreeSet<String> =
-        numbers(&fs::read_to_string(root().join("docs/performance.md")).unwrap()).into_iter().collect();
+    let held = held_figures();
     let mut problems = Vec::new();
     let unread = ["docs/performance.md", "docs/decisions.md", "docs/model.md"];
     for page in pages().into_iter().filter(|page| !unread.iter().any(|name| page == Path::new(name))) {

@@ -581,8 +581,8 @@ mod simulated_arm {
     use arm_hil::nodes::follower::{Constraints, Goal, GoalLimits, JointState};
     use arm_hil::nodes::load_trajectory;
     use arm_hil::nodes::sil::joint_commands::{
-        JointCommands, HIL_COMMAND_SPEED_M_S, LOOP_SAMPLE_S, MAX_PAST_COMMAND_M, MIN_HORIZON_S, QUICKEST_RISE,
-        SIL_COMMAND_SPEED_M_S,
+        CommandMove, JointCommands, HIL_COMMAND_SPEED_M_S, LOOP_SAMPLE_S, MAX_PAST_COMMAND_M, MIN_HORIZON_S,
+        QUICKEST_RISE, SIL_COMMAND_SPEED_M_S,
     };
     use arm_hil::nodes::sil::joint_goals::{arm_follower, goal_trajectory, held_at, HOLD_S};
     use arm_hil::sim::SilConfig;
@@ -689,27 +689,52 @@ mod simulated_arm {
         }
     }
 
+    /// A controller turning the simulated arm's joint1 from the built-in arc's start, as a
+    /// stream of joint commands stamped as they are sent.
+    struct Joint1Stream {
+        robot: Robot,
+        start: Vec3,
+        theta: Vec3,
+        commands: JointCommands,
+    }
+
+    impl Joint1Stream {
+        /// `steps` commands turning joint1 steadily, 2 mrad every 4 ms from 0 s.
+        fn steady(steps: usize) -> Joint1Stream {
+            let (robot, start, theta) = at_the_arcs_start();
+            let commands = JointCommands::new(SIL_COMMAND_SPEED_M_S);
+            let mut stream = Joint1Stream { robot, start, theta, commands };
+            for step in 0..steps {
+                stream.send(0.004 * step as f64, 0.002 * step as f64);
+            }
+            stream
+        }
+
+        /// The command putting joint1 `joint1` [rad] off its start, sent at `at_s` [s].
+        fn send(&mut self, at_s: f64, joint1: f64) -> CommandMove {
+            let names = ["joint1", "joint2", "joint3"].map(str::to_owned);
+            let positions = [self.theta[0] + joint1, self.theta[1], self.theta[2]];
+            let reference = Ok((self.start, Vec3::zeros()));
+            self.commands.trajectory(&self.robot, (at_s, Some(at_s)), reference, &names, &positions).unwrap()
+        }
+
+        /// Where joint1 `joint1` [rad] off its start puts the platform [m], near `near`.
+        fn platform(&self, joint1: f64, near: &Vec3) -> Vec3 {
+            platform(&self.robot, &[self.theta[0] + joint1, self.theta[1], self.theta[2]], near)
+        }
+    }
+
     #[test]
     fn a_command_off_the_streams_course_moves_the_stream_not_its_velocity() {
-        let (robot, start, theta) = at_the_arcs_start();
-        let names = ["joint1", "joint2", "joint3"].map(str::to_owned);
-        let mut commands = JointCommands::new(SIL_COMMAND_SPEED_M_S);
-        let mut send = |at_s: f64, joint1: f64| {
-            let positions = [theta[0] + joint1, theta[1], theta[2]];
-            let reference = Ok((start, Vec3::zeros()));
-            commands.trajectory(&robot, (at_s, Some(at_s)), reference, &names, &positions).unwrap()
-        };
-        for step in 0..4 {
-            send(0.004 * step as f64, 0.002 * step as f64);
-        }
-        let steady = send(0.016, 0.008).trajectory.waypoints()[1].xd;
+        let mut stream = Joint1Stream::steady(4);
+        let steady = stream.send(0.016, 0.008).trajectory.waypoints()[1].xd;
         // joint_trajectory_controller starts a new goal from the measured joints: 5 mrad off the
         // stream's course, which a velocity from it would throw 1.25 rad/s ahead.
-        let jumped = send(0.020, 0.010 + 0.005);
+        let jumped = stream.send(0.020, 0.010 + 0.005);
         let [start_of_move, meets, ..] = jumped.trajectory.waypoints() else { panic!() };
         assert!((meets.xd - steady).norm() < 1e-9, "the stream keeps its velocity: {:?} for {steady:?}", meets.xd);
         // It meets the stream where the command puts it, two periods on, going on at its velocity.
-        let target = platform(&robot, &[theta[0] + 0.015, theta[1], theta[2]], &start_of_move.x);
+        let target = stream.platform(0.015, &start_of_move.x);
         assert!(meets.t == MIN_HORIZON_S && (meets.x - (target + steady * meets.t)).norm() < 1e-12);
     }
 
@@ -719,19 +744,10 @@ mod simulated_arm {
     /// of turning round with it.
     #[test]
     fn a_command_a_little_behind_the_streams_last_keeps_the_streams_velocity() {
-        let (robot, start, theta) = at_the_arcs_start();
-        let names = ["joint1", "joint2", "joint3"].map(str::to_owned);
-        let mut commands = JointCommands::new(SIL_COMMAND_SPEED_M_S);
-        let mut send = |at_s: f64, joint1: f64| {
-            let positions = [theta[0] + joint1, theta[1], theta[2]];
-            commands.trajectory(&robot, (at_s, Some(at_s)), Ok((start, Vec3::zeros())), &names, &positions).unwrap()
-        };
-        for step in 0..5 {
-            send(0.004 * step as f64, 0.002 * step as f64);
-        }
-        let at = |joint1: f64| platform(&robot, &[theta[0] + joint1, theta[1], theta[2]], &start);
-        let steady = (at(0.008) - at(0.006)) / 0.004;
-        let stepped_back = send(0.020, 0.0075);
+        let mut stream = Joint1Stream::steady(5);
+        let start = stream.start;
+        let steady = (stream.platform(0.008, &start) - stream.platform(0.006, &start)) / 0.004;
+        let stepped_back = stream.send(0.020, 0.0075);
         let meets = stepped_back.trajectory.waypoints()[1];
         assert!((meets.xd - steady).norm() < 1e-9, "the stream keeps its velocity: {:?} for {steady:?}", meets.xd);
     }
@@ -888,20 +904,11 @@ mod simulated_arm {
 
     #[test]
     fn a_stream_that_stops_dead_is_met_at_rest_where_it_stopped() {
-        let (robot, start, theta) = at_the_arcs_start();
-        let names = ["joint1", "joint2", "joint3"].map(str::to_owned);
-        let mut commands = JointCommands::new(SIL_COMMAND_SPEED_M_S);
-        let mut send = |at_s: f64, joint1: f64| {
-            let positions = [theta[0] + joint1, theta[1], theta[2]];
-            commands.trajectory(&robot, (at_s, Some(at_s)), Ok((start, Vec3::zeros())), &names, &positions).unwrap()
-        };
-        for step in 0..10 {
-            send(0.004 * step as f64, 0.002 * step as f64);
-        }
+        let mut stream = Joint1Stream::steady(10);
         // The controller's goal is canceled: it holds where it is, a command each period.
-        let stopped = send(0.040, 0.018);
+        let stopped = stream.send(0.040, 0.018);
         let [_, meets, ..] = stopped.trajectory.waypoints() else { panic!() };
-        let target = platform(&robot, &[theta[0] + 0.018, theta[1], theta[2]], &start);
+        let target = stream.platform(0.018, &stream.start);
         assert_eq!(meets.xd, Vec3::zeros(), "a stream that slows is on its course");
         assert!((meets.x - target).norm() < 1e-12, "met where it stopped: {} m off", (meets.x - target).norm());
     }
