@@ -349,21 +349,38 @@ fn numbers(text: &str) -> Vec<String> {
     numbered(text).into_iter().map(|(_, number)| number).collect()
 }
 
-/// Each number of `text`, a thousands' space in it taken as written (`1 198` is 1198), with where
-/// it ends.
+/// Each number of `text`, a thousands' space in it taken as written (`1 198` is 1198: a first
+/// group of one to three digits, not 0, then groups of three), with where it ends.
 fn numbered(text: &str) -> Vec<(usize, String)> {
     let chars: Vec<(usize, char)> = text.char_indices().chain(std::iter::once((text.len(), ' '))).collect();
     let digit_at = |k: usize| chars.get(k).is_some_and(|(_, c)| c.is_ascii_digit());
     let (mut found, mut number) = (Vec::new(), String::new());
+    // Whether the number began after no letter or digit (not `p50`), and its digits since its
+    // start or its last thousands' space.
+    let (mut standalone, mut group) = (false, 0);
     for (k, &(at, c)) in chars.iter().enumerate() {
         match c {
-            '0'..='9' => number.push(c),
+            '0'..='9' => {
+                if number.is_empty() {
+                    standalone = k == 0 || !chars[k - 1].1.is_alphanumeric();
+                }
+                number.push(c);
+                group += 1;
+            }
             '.' if !number.is_empty() && !number.contains('.') => number.push(c),
-            ' ' if !number.is_empty()
+            ' ' if standalone
+                && !number.starts_with('0')
                 && !number.contains('.')
+                && (group == 3 || (group <= 3 && group == number.len()))
                 && (1..=3).all(|n| digit_at(k + n))
-                && !digit_at(k + 4) => {}
-            _ if !number.is_empty() => found.push((at, std::mem::take(&mut number).trim_end_matches('.').to_owned())),
+                && !digit_at(k + 4) =>
+            {
+                group = 0;
+            }
+            _ if !number.is_empty() => {
+                found.push((at, std::mem::take(&mut number).trim_end_matches('.').to_owned()));
+                group = 0;
+            }
             _ => {}
         }
     }
@@ -465,4 +482,6 @@ fn measured_figures_are_the_numbers_with_a_unit_of_measurement() {
 #[test]
 fn numbers_are_read_as_written() {
     assert_eq!(numbers("15.4 - 16.5 ms, 600 times (p99 32 us)."), ["15.4", "16.5", "600", "99", "32"]);
+    assert_eq!(numbers("in 4 000 runs, max 1 198 us"), ["4000", "1198"]);
+    assert_eq!(numbers("p50 680 us, 0 100, 1234 567"), ["50", "680", "0", "100", "1234", "567"]);
 }

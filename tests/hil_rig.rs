@@ -180,12 +180,15 @@ fn each_hardware_is_given_its_own_estimator_setting_and_a_configuration_wins() {
         panic!("the rig's measured settings are its estimator's sigma_a")
     };
     assert_ne!(*rigs, simulators, "the rig has a setting of its own");
+    assert_eq!(*rigs, rig_config().estimator.sigma_a, "as examples/robotscara.yaml says");
     let (rig, _said) = emulate_sensor(&[]);
     assert_eq!(sigma_a_of(hil_on(&rig, &["--duration", "0.2"])), *rigs, "the rig's own");
     let config = std::env::temp_dir().join(format!("arm_hil_sigma_a_{}.yaml", std::process::id()));
-    std::fs::write(&config, "estimator:\n  sigma_a: 1.0\n").unwrap();
+    let given_sigma_a = 1.0;
+    assert!(given_sigma_a != *rigs && given_sigma_a != simulators);
+    std::fs::write(&config, format!("estimator:\n  sigma_a: {given_sigma_a:?}\n")).unwrap();
     let given = hil_on(&rig, &["--duration", "0.2", "--config", config.to_str().unwrap()]);
-    assert_eq!(sigma_a_of(given), 1.0, "the configuration's");
+    assert_eq!(sigma_a_of(given), given_sigma_a, "the configuration's");
     let sim = std::process::Command::new(env!("CARGO_BIN_EXE_arm_hil"))
         .args(["hil", "--hardware", "sim", "--duration", "0.2", "--json"])
         .stdout(std::process::Stdio::piped())

@@ -170,9 +170,14 @@ impl Following {
         self.reference_at(t).x
     }
 
-    /// Its reference at `t` (where and how fast), without moving the sampler.
+    /// Its reference at `t` (where and how fast), without moving the sampler: at a trajectory's
+    /// very start, its first waypoint, going (the sampler holds at rest before a trajectory).
     fn reference_at(&self, t: f64) -> Reference {
         match &self.trajectory {
+            Some((trajectory, from)) if t <= *from => {
+                let first = trajectory.waypoints()[0];
+                Reference { x: first.x, xd: first.xd, xdd: first.xdd }
+            }
             Some((trajectory, from)) => {
                 let time = (trajectory.start_time() + t - from).min(trajectory.end_time());
                 ReferenceSampler::new().sample(trajectory, time)

@@ -268,6 +268,11 @@ impl JointCommands {
         let continues = continued.is_some();
         let starts_s = now_s + SPLICE_LEAD_S;
         let start = match continued {
+            // Two commands taken at once: the move before is at its very first waypoint, going
+            // (the sampler holds at rest before a trajectory starts).
+            Some((from_s, planned)) if starts_s - from_s <= planned.start_time() => {
+                Waypoint { t: 0.0, ..planned.waypoints()[0] }
+            }
             Some((from_s, planned)) => {
                 let Reference { x, xd, xdd } = ReferenceSampler::new().sample(planned, starts_s - from_s);
                 Waypoint { t: 0.0, x, xd, xdd }

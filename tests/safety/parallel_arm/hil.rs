@@ -74,7 +74,8 @@ impl Loop {
             match &request {
                 FeedRequest::Follow { trajectory, withdrawal } => {
                     model.check_sent(trajectory);
-                    if withdrawals.continues(*withdrawal).is_some() {
+                    let continues = withdrawals.continues(*withdrawal).is_some();
+                    if continues {
                         // A command stream's next move replaces the one before as it goes: it
                         // starts where the loop's reference is, with no step (but for the way
                         // the loop's reference goes in the millisecond it takes to take the move up).
@@ -82,7 +83,7 @@ impl Loop {
                         assert!((first - at).norm() <= 1e-3, "a stream's move starts {first} off {at}");
                     }
                     if joint_command {
-                        assert_within_motor_acceleration(model, trajectory.waypoints());
+                        assert_within_motor_acceleration(model, trajectory.waypoints(), continues);
                     }
                     assert_within_motor_speed(&model.robot, trajectory.waypoints());
                     bounds.check_path(&model.robot, trajectory.waypoints()).expect("a path past the bounds was sent");
@@ -135,15 +136,15 @@ impl Loop {
 
 /// A joint command's move (`waypoints`) accelerates no motor harder than the motors may
 /// (`hil.protection.max_joint_acceleration_rad_s2`), as `JointCommands::within` promises, along
-/// its lines to rest at its end. It starts from rest (the loop holds first, as at any hold) or
-/// takes up the loop's reference, as the model has it when the loop takes the move, with no
-/// velocity step: from the loop reference's last millisecond (extrapolated at its velocity) to the
-/// move's first line within a tenth over the bound (the lines of the node's plan and of this
-/// check differ; a step asks hundreds of rad/s^2).
-fn assert_within_motor_acceleration(model: &Model, waypoints: &[Waypoint]) {
+/// its lines to rest at its end. Where the loop `continues` into it, or it starts going, it takes
+/// up the loop's reference, as the model has it when the loop takes the move, with no velocity
+/// step: from the loop reference's last millisecond (extrapolated at its velocity) to the move's
+/// first line within a tenth over the bound (the lines of the node's plan and of this check
+/// differ; a step asks hundreds of rad/s^2). Else it starts from rest, the loop holding first.
+fn assert_within_motor_acceleration(model: &Model, waypoints: &[Waypoint], continues: bool) {
     const BEFORE_S: f64 = 1e-3;
     let bounds = ProtectionConfig::default();
-    let from_rest = waypoints[0].xd == Vec3::zeros();
+    let from_rest = !continues && waypoints[0].xd == Vec3::zeros();
     if let Err(reason) = bounds.check_motion(&model.robot, waypoints, (from_rest, true)) {
         panic!("a joint command's move too fast for the motors was sent: {reason}");
     }
@@ -365,7 +366,9 @@ impl StateMachineTest for HilMachine {
             Transition::LoopStops(stop) => node.stop(stop),
             Transition::LoopStarts => {
                 // Activated again: the loop starts where the arm is, nothing queued.
-                node.queue.drop_waiting();
+                // The stop took what waited (and nothing is sent while no loop runs): the places
+                // of joint commands' requests count on from there.
+                assert_eq!(node.queue.drop_waiting(), 0, "requests waited past a stop");
                 node.model.following.hold(node.model.x);
                 node.hil_loop.start(&node.model, &node.withdrawals);
                 node.commands.loop_started();
