@@ -128,9 +128,9 @@ pub(crate) struct RigArgs {
     /// When the faults begin [s after the emulator starts]
     #[arg(long, value_name = "S", value_parser = seconds, default_value = "1")]
     faults_after: Duration,
-    /// Pull the sensor's cable S seconds after the first step command arrives, the loop's run S
-    /// seconds in (once, to within 10 ms; SIGUSR2 plugs it back): what SIGUSR1 does, without
-    /// looking up the emulator's pid
+    /// Pull the sensor's cable S seconds after the first step command arrives (a driver sends one
+    /// as it connects, just before its run starts), looked at every 10 ms, once (SIGUSR2 plugs
+    /// it back): what SIGUSR1 does, without looking up the emulator's pid
     #[arg(long, value_name = "S", value_parser = seconds)]
     pull_cable_after: Option<Duration>,
     /// Print a JSON line each time the step rates stop or start, {"unix_ns": when (to the
