@@ -1140,7 +1140,14 @@ class ManagedNodes(DriverTest):
         self.publish("/stm32_driver/joint_command", JointState(name=["stm32_shoulder", "stm32_elbow"], position=target))
         states = self.collect("/joint_states", JointState, seconds, until=lambda m: any(
             all(abs(a - b) < 0.05 for a, b in zip(x.position, target)) for _, x in m))
+        self.arm_seen = [list(m.position) for _, m in states[-1:]]
         return any(all(abs(a - b) < 0.05 for a, b in zip(m.position, target)) for _, m in states)
+
+    def not_reached(self, said):
+        """`said`, where arm_reaches last saw the arm and what the node logged of commands."""
+        logged = [line for line in self.launched.log_path.read_text().splitlines()
+                  if any(word in line for word in ("refused", "ERROR", "WARN", "lost"))]
+        return f"{said}: the arm last at {self.arm_seen}; the node logged {logged[-8:]}"
 
     def test_stm32_driver_goes_through_every_transition_and_commands_only_while_active(self):
         events = []
@@ -1157,14 +1164,14 @@ class ManagedNodes(DriverTest):
         self.assertFalse(self.arm_reaches([0.4, -0.2], 2.0), "an inactive node commanded the arm")
         self.set_state("/stm32_driver", "activate")
         self.assert_state("/stm32_driver", "active [3]")
-        self.assertTrue(self.arm_reaches([0.4, -0.2], 10.0), "the active node did not move the arm")
+        self.assertTrue(self.arm_reaches([0.4, -0.2], 10.0), self.not_reached("the active node did not move the arm"))
         self.set_state("/stm32_driver", "deactivate")
         self.assertFalse(self.arm_reaches([-0.3, 0.3], 2.0), "a deactivated node commanded the arm")
         self.set_state("/stm32_driver", "cleanup")
         self.assert_state("/stm32_driver", "unconfigured [1]")
         self.set_state("/stm32_driver", "configure")
         self.set_state("/stm32_driver", "activate")
-        self.assertTrue(self.arm_reaches([-0.3, 0.3], 10.0), "the node did not command after cleanup")
+        self.assertTrue(self.arm_reaches([-0.3, 0.3], 10.0), self.not_reached("the node did not command after cleanup"))
         self.set_state("/stm32_driver", "shutdown")
         self.assertEqual(self.launched.wait(timeout=10.0), 0, self.launched.log_path.read_text()[-2000:])
         self.spin_until(lambda: events and events[-1].goal_state.label == "finalized", 2.0)
@@ -1220,7 +1227,8 @@ class ManagedNodes(DriverTest):
         self.set_state("/stm32_driver", "configure")
         self.set_state("/stm32_driver", "activate")
         self.wait_status(self.status_name, OK, message="connected")
-        self.assertTrue(self.arm_reaches([0.2, 0.2], 10.0), "the node did not command after it was brought back")
+        self.assertTrue(self.arm_reaches([0.2, 0.2], 10.0),
+                        self.not_reached("the node did not command after it was brought back"))
 
 
     def test_hil_node_goes_through_every_transition_and_runs_its_loop_only_while_active(self):
