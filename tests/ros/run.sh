@@ -72,7 +72,16 @@ in_loopback_namespace() {
 # of its own, each taking the next test class no worker has taken (test_nodes.py --claims):
 # most of a test's time is waiting for a node, not computing.
 if [ "$script" != test_nodes.py ] || [ $# -gt 0 ]; then
-  in_loopback_namespace python3 "$repo/tests/ros/$script" "$@"   # does not return
+  # with ARM_HIL_ROS_BUSY_CORES's loops beside them, as the whole suite has (below)
+  loops=()
+  trap '[ ${#loops[@]} -eq 0 ] || kill "${loops[@]}" 2>/dev/null || true' EXIT
+  for _ in $(seq 1 "${ARM_HIL_ROS_BUSY_CORES:-0}"); do
+    sh -c 'while :; do :; done' &
+    loops+=($!)
+  done
+  status=0
+  ( in_loopback_namespace python3 "$repo/tests/ros/$script" "$@" ) || status=$?
+  exit "$status"
 fi
 # One compound command, read whole before it runs: an edit of this file mid-run changes nothing.
 {

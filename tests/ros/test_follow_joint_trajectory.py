@@ -68,6 +68,11 @@ class FollowJointTrajectoryTest(DriverTest):
         self.assertTrue(sent.done(), "no answer to the goal")
         return sent.result()
 
+    def running(self, fed, timeout=10.0):
+        """Waits for the first feedback into `fed`: the goal runs."""
+        self.spin_until(lambda: fed, timeout)
+        self.assertTrue(fed, f"no feedback of the goal within {timeout} s")
+
     def result_of(self, handle, timeout=15.0):
         done = handle.get_result_async()
         rclpy.spin_until_future_complete(self.node, done, timeout_sec=timeout)
@@ -150,17 +155,20 @@ class FollowJointTrajectoryTest(DriverTest):
         self.assertTrue(any(abs(a - b) > margin for a, b in zip(held, targets[0])), "it went on to the goal")
 
         # A second goal preempts the first, which ends cancelled.
-        first = self.send(client, [(3.0, targets[1])])
-        time.sleep(0.5)
+        fed = []
+        first = self.send(client, [(3.0, targets[1])], feedback=fed.append)
+        self.running(fed)
         second = self.send(client, [(1.0, targets[0])])
         self.assertEqual(self.result_of(first).status, GoalStatus.STATUS_CANCELED)
         self.assertEqual(self.result_of(second).result.error_code, Result.SUCCESSFUL)
 
         # Cancel holds the joints where they are.
-        handle = self.send(client, [(3.0, targets[1])])
-        time.sleep(1.0)
+        fed = []
+        handle = self.send(client, [(3.0, targets[1])], feedback=fed.append)
+        self.running(fed)
         cancelling = handle.cancel_goal_async()
         rclpy.spin_until_future_complete(self.node, cancelling, timeout_sec=5.0)
+        self.assertTrue(cancelling.done(), "no answer to the cancel request within 5 s")
         self.assertTrue(cancelling.result().goals_canceling, "the cancel request was refused")
         self.assertEqual(self.result_of(handle).status, GoalStatus.STATUS_CANCELED)
         held = self.assert_still(1.0, tolerance=margin)

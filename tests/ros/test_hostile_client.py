@@ -25,7 +25,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from test_follow_joint_trajectory import ArduinoFollowJointTrajectory, FollowJointTrajectoryTest, installed, trajectory
-from test_nodes import ERROR, EXECUTABLES, OK, RUNNING, arc_rows, launch, multi_dof_trajectory, on_the_emulated_rig, stamp_s
+from test_nodes import (ERROR, EXECUTABLES, OK, RUNNING, arc_rows, launch, multi_dof_trajectory, on_the_emulated_rig,
+                        read_line, stamp_s)
 
 Result = FollowJointTrajectory.Result
 TERMINAL = (GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_ABORTED, GoalStatus.STATUS_CANCELED)
@@ -39,21 +40,20 @@ class HostileClient(FollowJointTrajectoryTest):
 
     def far_goal(self, node):
         """The goal that used to abort the node: one point at the arm's own position, two billion
-        seconds away, sent with `ros2 action send_goal` as written. It is refused within 5 s, and
-        the node goes on publishing."""
+        seconds away, sent with `ros2 action send_goal` as written. It is refused, and the node goes
+        on publishing."""
         self.node_name = node
         here = self.positions()
         goal = (f"{{trajectory: {{joint_names: [{', '.join(MOTORS)}], points: [{{positions: "
                 f"[{', '.join(str(p) for p in here)}], time_from_start: {{sec: 2000000000}}}}]}}}}")
-        started = time.monotonic()
+        # Answered within the command line's 60 s (its own start and discovery included): how fast
+        # a node refuses a goal is the fuzz targets' bound (an input over 1 s fails them), not a
+        # wall-clock time here.
         said = subprocess.run(["ros2", "action", "send_goal", f"/{node}/follow_joint_trajectory",
                                "control_msgs/action/FollowJointTrajectory", goal],
                               capture_output=True, text=True, timeout=60)
-        answered_in = time.monotonic() - started
         self.assertIn("ABORTED", said.stdout, said.stdout + said.stderr)
         self.assertIn("max_duration_s", said.stdout)
-        # `ros2 action send_goal` itself takes a second or two to find the server.
-        self.assertLess(answered_in, 5.0 + 5.0, said.stdout)
         self.assertIsNone(self.launched.poll(), "the node ended")
         self.first(f"/{node}/state", ArmState, timeout=10.0)  # it still publishes
 
@@ -67,16 +67,19 @@ class HostileClient(FollowJointTrajectoryTest):
 
     def goal_ends_with_the_transition(self, node, joints, target, transition, seconds=6.0, after=2.5, holds=True):
         """A `seconds` goal to `target`; the lifecycle `transition` (`ros2 lifecycle set`'s
-        service call) `after` s later: the goal ends (aborted, saying why), its last feedback
+        service call) once its feedback has run `after` s: the goal ends (aborted, saying why), its last feedback
         stamped within 0.1 s of the node's stamp of its inactive state, and the joints hold (as
         /joint_states show them: `holds`, where the node publishes them while inactive)."""
         self.node_name, self.joints = node, joints
         events, fed = [], []
-        self.node.create_subscription(TransitionEvent, f"/{node}/transition_event", events.append, 100)
+        self.subscribe_matched(TransitionEvent, f"/{node}/transition_event", events.append)
         client = self.client()
         handle = self.send(client, [(seconds, target)], feedback=lambda m: fed.append(stamp_s(m.feedback.header.stamp)))
         self.assertTrue(handle.accepted)
-        time.sleep(after)
+        # `after` s of the goal running, by its feedback's stamps
+        self.spin_until(lambda: fed and fed[-1] - fed[0] >= after, after + 10.0)
+        self.assertTrue(fed and fed[-1] - fed[0] >= after,
+                        f"the goal's feedback did not run {after} s within {after + 10} s")
         self.transition(node, transition)
         done = self.result_of(handle, timeout=5.0)
         self.assertEqual(done.status, GoalStatus.STATUS_ABORTED, done.result.error_string)
@@ -119,8 +122,8 @@ class HostileClient(FollowJointTrajectoryTest):
         rig = subprocess.Popen([str(EXECUTABLES / "arm_hil"), "emulate", "sensor", *faults], stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, start_new_session=True, text=True)
         RUNNING.append(rig)
-        sensor = rig.stdout.readline().split()[1]
-        stepper = rig.stdout.readline().split()[1]
+        sensor = read_line(rig, "the emulated sensor's path").split()[1]
+        stepper = read_line(rig, "the emulated stepper's path").split()[1]
         return rig, sensor, stepper
 
     def hil_node_on_the_emulated_rig(self, *faults):

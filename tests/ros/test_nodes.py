@@ -19,6 +19,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -188,12 +189,33 @@ def launch(file, *arguments, env=None):
     return start(["ros2", "launch", "arm_hil", file, *arguments], file.replace(".launch.py", ""), env)
 
 
-def vr_follower_lines(port, seconds=4.0):
-    """What `arm_hil vr connect` prints of a leader on `port` in `seconds`, as JSON lines."""
+def moved(line):
+    """Whether a JSON line of `arm_hil vr connect` is a position away from the origin."""
+    return line.get("event") == "position" and (line["x"], line["y"], line["z"]) != (0.0, 0.0, 0.0)
+
+
+def vr_follower_lines(port, until, timeout=20.0):
+    """What `arm_hil vr connect` prints of a leader on `port`, as JSON lines, once `until(lines)`
+    holds or `timeout` s have passed."""
     follower = start([str(EXECUTABLES / "arm_hil"), "vr", "connect", f"127.0.0.1:{port}", "--json"], f"vr_connect_{port}")
-    time.sleep(seconds)
-    stop(follower)
-    return [json.loads(line) for line in follower.log_path.read_text().splitlines() if line.startswith("{")]
+    deadline = time.monotonic() + timeout
+    while True:
+        lines = [json.loads(line) for line in follower.log_path.read_text().splitlines() if line.startswith("{")]
+        if until(lines) or time.monotonic() > deadline:
+            stop(follower)
+            return lines
+        time.sleep(0.2)
+
+
+def read_line(process, what, timeout=20.0):
+    """The next line `process` prints (`what` it says), within `timeout` s."""
+    said = []
+    reader = threading.Thread(target=lambda: said.append(process.stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    if not (said and said[0]):
+        raise AssertionError(f"{what}: not printed within {timeout} s")
+    return said[0]
 
 
 def wait_for_line(process, text, timeout=20.0):
@@ -357,6 +379,14 @@ class NodeTest(unittest.TestCase):
         for topic in topics:
             self.assertTrue(wait_for_line(recording, f"Subscribed to topic '{topic}'", timeout=30.0),
                             f"the recorder did not take {topic}: {recording.log_path.read_text()[-2000:]}")
+
+    def subscribe_matched(self, kind, topic, callback, depth=100):
+        """A subscription of `topic`, returned once its publisher is seen: a one-off message
+        published before the match is lost."""
+        subscription = self.node.create_subscription(kind, topic, callback, depth)
+        self.spin_until(lambda: self.node.count_publishers(topic) > 0, 20.0)
+        self.assertGreater(self.node.count_publishers(topic), 0, f"no publisher of {topic} within 20 s")
+        return subscription
 
     def spin_until(self, done, seconds, node=None):
         """Spins `node` (the test's) until `done()` or `seconds` have passed."""
@@ -1143,6 +1173,20 @@ class ManagedNodes(DriverTest):
         self.arm_seen = [list(m.position) for _, m in states[-1:]]
         return any(all(abs(a - b) < 0.05 for a, b in zip(m.position, target)) for _, m in states)
 
+    def refused(self):
+        """How many refused `~/joint_command`s the node has logged (each new refusal once)."""
+        return self.launched.log_path.read_text().count("~/joint_command refused")
+
+    def assert_stays(self, reaches, said):
+        """`reaches` (a command, then whether the device got there) is False, and the node logged
+        the command's refusal: a command lost on the way would move nothing either."""
+        before = self.refused()
+        self.assertFalse(reaches(), said)
+        deadline = time.monotonic() + 10.0
+        while self.refused() == before and time.monotonic() < deadline:
+            time.sleep(0.2)
+        self.assertGreater(self.refused(), before, f"{said}: the node did not log the command's refusal within 10 s")
+
     def not_reached(self, said):
         """`said`, where arm_reaches last saw the arm and what the node logged of commands."""
         logged = [line for line in self.launched.log_path.read_text().splitlines()
@@ -1154,6 +1198,8 @@ class ManagedNodes(DriverTest):
         self.node.create_subscription(TransitionEvent, "/stm32_driver/transition_event", events.append, 100)
         self.start_driver("stm32", "stm32.launch.py", "stm32_driver: link", "autostart:=false", "rsp:=false")
         self.assert_state("/stm32_driver", "unconfigured [1]")
+        # its transition events go to the subscription above once matched
+        self.spin_until(lambda: self.node.count_publishers("/stm32_driver/transition_event") > 0, 20.0)
         self.assertIn("/stm32_driver", self.lifecycle("nodes"))
         available = self.lifecycle("list", "/stm32_driver")
         self.assertIn("configure [1]", available)
@@ -1161,12 +1207,12 @@ class ManagedNodes(DriverTest):
         self.set_state("/stm32_driver", "configure")
         self.assert_state("/stm32_driver", "inactive [2]")
         self.first("/joint_states", JointState)
-        self.assertFalse(self.arm_reaches([0.4, -0.2], 2.0), "an inactive node commanded the arm")
+        self.assert_stays(lambda: self.arm_reaches([0.4, -0.2], 2.0), "an inactive node commanded the arm")
         self.set_state("/stm32_driver", "activate")
         self.assert_state("/stm32_driver", "active [3]")
         self.assertTrue(self.arm_reaches([0.4, -0.2], 10.0), self.not_reached("the active node did not move the arm"))
         self.set_state("/stm32_driver", "deactivate")
-        self.assertFalse(self.arm_reaches([-0.3, 0.3], 2.0), "a deactivated node commanded the arm")
+        self.assert_stays(lambda: self.arm_reaches([-0.3, 0.3], 2.0), "a deactivated node commanded the arm")
         self.set_state("/stm32_driver", "cleanup")
         self.assert_state("/stm32_driver", "unconfigured [1]")
         self.set_state("/stm32_driver", "configure")
@@ -1203,11 +1249,11 @@ class ManagedNodes(DriverTest):
         self.set_state("/arduino_driver", "configure")
         self.assert_state("/arduino_driver", "inactive [2]")
         self.first("/joint_states", JointState)
-        self.assertFalse(self.finger_reaches(0.7, 2.0), "an inactive node commanded the MCU")
+        self.assert_stays(lambda: self.finger_reaches(0.7, 2.0), "an inactive node commanded the MCU")
         self.set_state("/arduino_driver", "activate")
         self.assertTrue(self.finger_reaches(0.7, 10.0), "the active node did not move the finger")
         self.set_state("/arduino_driver", "deactivate")
-        self.assertFalse(self.finger_reaches(-0.4, 2.0), "a deactivated node commanded the MCU")
+        self.assert_stays(lambda: self.finger_reaches(-0.4, 2.0), "a deactivated node commanded the MCU")
         self.set_state("/arduino_driver", "cleanup")
         self.assert_state("/arduino_driver", "unconfigured [1]")
         self.set_state("/arduino_driver", "configure")
@@ -1258,22 +1304,22 @@ class ManagedNodes(DriverTest):
         rig = subprocess.Popen([str(EXECUTABLES / "arm_hil"), "emulate", "sensor"], stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, start_new_session=True, text=True)
         RUNNING.append(rig)
-        sensor = rig.stdout.readline().split()[1]
-        stepper = rig.stdout.readline().split()[1]
+        sensor = read_line(rig, "the emulated sensor's path").split()[1]
+        stepper = read_line(rig, "the emulated stepper's path").split()[1]
         self.launched = launch("hil.launch.py", "hardware:=robotscara", f"sensor_device:={sensor}",
                                f"arduino_device:={stepper}", "rsp:=false")
         self.wait_loop_running()
         self.first("/hil_node/state", ArmState)
 
         os.killpg(rig.pid, signal.SIGUSR1)
-        silent_at = float(rig.stdout.readline().split()[5])
+        silent_at = float(read_line(rig, "when the sensor fell silent").split()[5])
         error = self.wait_status("hil_node: loop", ERROR, timeout=5.0)
         self.assertIn("sensor lost", error.message)
         self.assert_state("/hil_node", "unconfigured [1]")
         self.assertIsNone(self.launched.poll(), "the node ended")
         time.sleep(1.0)
         os.killpg(rig.pid, signal.SIGUSR2)
-        back = rig.stdout.readline()
+        back = read_line(rig, "the sensor's return")
         last_command_at = float(back.split("last step command at t = ")[1].split()[0])
         self.assertLess(last_command_at - silent_at, 0.3, f"commanded while the sensor was away: {back}")
         self.assertIn("rates [0.0, 0.0, 0.0]", back, "the motors were not stopped")
@@ -1296,8 +1342,8 @@ class ManagedNodes(DriverTest):
         rig = subprocess.Popen([str(EXECUTABLES / "arm_hil"), "emulate", "sensor", *faults, "--faults-after", "8"],
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True, text=True)
         RUNNING.append(rig)
-        sensor = rig.stdout.readline().split()[1]
-        stepper = rig.stdout.readline().split()[1]
+        sensor = read_line(rig, "the emulated sensor's path").split()[1]
+        stepper = read_line(rig, "the emulated stepper's path").split()[1]
         self.launched = launch("hil.launch.py", "hardware:=robotscara", f"sensor_device:={sensor}",
                                f"arduino_device:={stepper}", "rsp:=false", "auto_recover:=true", *arguments)
         error = self.wait_status("hil_node: loop", ERROR, timeout=20.0, message="protective stop")
@@ -1332,8 +1378,8 @@ class ArduinoDriver(DriverTest):
     def test_commands_move_the_mcu_and_link_loss_is_reported_and_recovers(self):
         self.start_driver("rdscom", "arduino.launch.py", "arduino_driver: link", "auto_recover:=true")
         motor_events, done = [], []
-        self.node.create_subscription(MotorEvent, "/arduino_driver/motor_event", motor_events.append, 100)
-        self.node.create_subscription(ControlDone, "/arduino_driver/control_done", done.append, 100)
+        self.subscribe_matched(MotorEvent, "/arduino_driver/motor_event", motor_events.append)
+        self.subscribe_matched(ControlDone, "/arduino_driver/control_done", done.append)
         # A command with one value that is not finite is refused whole, naming the joint: the
         # finite value beside it is not queued either (else the go below would run it first).
         self.publish("/arduino_driver/joint_command",
@@ -1434,9 +1480,10 @@ class LaunchArguments(NodeTest):
         launch("sil.launch.py", "rsp:=false", "namespace:=a1")
         launch("vr_bridge.launch.py", "namespace:=a1", "mode:=leader", f"vr_bind:=127.0.0.1:{port}")
         self.wait_status("vr_bridge: link", OK, message="leading")
-        positions = [line for line in vr_follower_lines(port) if line.get("event") == "position"]
-        self.assertTrue(any((p["x"], p["y"], p["z"]) != (0.0, 0.0, 0.0) for p in positions),
-                        f"no position from /a1/sil_node reached the follower: {positions[:3]}")
+        positions = [line for line in vr_follower_lines(port, lambda lines: any(map(moved, lines)))
+                     if line.get("event") == "position"]
+        self.assertTrue(any(map(moved, positions)),
+                        f"no position from /a1/sil_node reached the follower within 20 s: {positions[:3]}")
 
 class VrBridge(NodeTest):
     def test_the_leader_feeds_arm_hil_vr_connect(self):
@@ -1446,11 +1493,13 @@ class VrBridge(NodeTest):
         self.wait_status("vr_bridge: link", OK, message="leading")
         self.assert_once_a_second("vr_bridge: link")
         self.assert_read_only("vr_bridge", "mode", string("mode", "follower"))
-        lines = vr_follower_lines(port)
+        def curve(line):
+            return line.get("event") == "curve" and line["points"]
+        lines = vr_follower_lines(port, lambda lines: any(map(moved, lines)) and any(map(curve, lines)))
         positions = [line for line in lines if line.get("event") == "position"]
-        self.assertTrue(any((p["x"], p["y"], p["z"]) != (0.0, 0.0, 0.0) for p in positions),
-                        f"no actuator position from sil_node reached the follower: {positions[:3]}")
-        self.assertTrue(any(line.get("event") == "curve" and line["points"] for line in lines), "no curve")
+        self.assertTrue(any(map(moved, positions)),
+                        f"no actuator position from sil_node reached the follower within 20 s: {positions[:3]}")
+        self.assertTrue(any(map(curve, lines)), "no curve within 20 s")
 
     def test_the_follower_republishes_a_leader(self):
         port = free_port()
