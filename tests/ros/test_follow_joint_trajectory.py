@@ -25,7 +25,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from test_nodes import LOGS, SHARE, DriverTest, bag_messages, emulator, launch, said, stop
+from test_nodes import LOGS, SHARE, DriverTest, bag_messages, emulator, launch, said, stop, wait_for_line
 
 Result = FollowJointTrajectory.Result
 
@@ -251,13 +251,16 @@ class Stm32FollowJointTrajectory(FollowJointTrajectoryTest):
         far = [-1.0 if h > 0.0 else 1.0 for h in here]
         self.publish(topic, trajectory(self.joints, [(0.01, far)]), times=1)
         self.assert_still(1.0, tolerance=0.02)
+        self.assertTrue(wait_for_line(self.launched, "~/joint_trajectory refused", timeout=10.0),
+                        "the node did not log the fast trajectory's refusal within 10 s: did it come?")
         target = [0.4, -0.3]
         self.publish(topic, trajectory(self.joints, [(2.0, target)]), times=1)
         self.wait_joint_states(lambda m: all(abs(a - b) < 0.05 for a, b in zip(m.position, target)),
                                "the trajectory did not bring the arm to its end")
         # A slow one, stopped on the way by a deactivate: after re-activation it does not go on.
         self.publish(topic, trajectory(self.joints, [(8.0, [-0.4, 0.3])]), times=1)
-        time.sleep(2.0)
+        self.wait_joint_states(lambda m: any(abs(a - b) > 0.05 for a, b in zip(m.position, target)),
+                               "the slow trajectory did not move the arm within 10 s")
         for transition in (Transition.TRANSITION_DEACTIVATE, Transition.TRANSITION_ACTIVATE):
             self.transition("stm32_driver", transition)
         held = self.assert_still(1.5, tolerance=0.02)
