@@ -78,12 +78,8 @@ def probe(send_goal, seconds):
         goal.trajectory.joint_names = list(JOINTS)
         goal.trajectory.points = [JointTrajectoryPoint(positions=target,
                                                        time_from_start=Duration(seconds=1.5).to_msg())]
-        # A request the server's reader had not yet matched is lost: unanswered in 10 s, sent again.
-        for _ in range(3):
-            sent = client.send_goal_async(goal)
-            rclpy.spin_until_future_complete(node, sent, timeout_sec=10.0)
-            if sent.done():
-                break
+        sent = client.send_goal_async(goal)
+        rclpy.spin_until_future_complete(node, sent, timeout_sec=10.0)
         handle = sent.result()
         if handle is not None and handle.accepted:
             done = handle.get_result_async()
