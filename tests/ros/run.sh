@@ -38,7 +38,7 @@ built_from=$SECONDS
 (cd "$ws" && colcon build --packages-select arm_hil --event-handlers console_cohesion- status- \
   --cmake-args "-DPYTHON_EXECUTABLE=$(command -v python3)" -DARM_HIL_CARGO_PROFILE=colcon-test \
   "-DARM_HIL_CARGO_TARGET_DIR=${ARM_HIL_CARGO_TARGET_DIR:-$ws/build/arm_hil/cargo}" >"$ws/build.log" 2>&1) \
-  || { tail -40 "$ws/build.log"; exit 1; }
+  || { tail -40 "$ws/build.log"; echo "ros suite: not run: the colcon build failed"; exit 1; }
 echo "built in $((SECONDS - built_from)) s"
 set +u
 . "$ws/install/setup.bash"
@@ -72,11 +72,12 @@ in_loopback_namespace() {
 # of its own, each taking the next test class no worker has taken (test_nodes.py --claims):
 # most of a test's time is waiting for a node, not computing.
 if [ "$script" != test_nodes.py ] || [ $# -gt 0 ]; then
-  # with ARM_HIL_ROS_BUSY_CORES's loops beside them, as the whole suite has (below)
+  # with ARM_HIL_ROS_BUSY_CORES's loops beside them, as the whole suite has (below); bounded,
+  # should this shell be killed
   loops=()
   trap '[ ${#loops[@]} -eq 0 ] || kill "${loops[@]}" 2>/dev/null || true' EXIT
   for _ in $(seq 1 "${ARM_HIL_ROS_BUSY_CORES:-0}"); do
-    sh -c 'while :; do :; done' &
+    timeout "${ARM_HIL_ROS_WORKER_BUDGET_S:-1500}" sh -c 'while :; do :; done' &
     loops+=($!)
   done
   status=0

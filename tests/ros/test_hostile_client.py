@@ -46,9 +46,9 @@ class HostileClient(FollowJointTrajectoryTest):
         here = self.positions()
         goal = (f"{{trajectory: {{joint_names: [{', '.join(MOTORS)}], points: [{{positions: "
                 f"[{', '.join(str(p) for p in here)}], time_from_start: {{sec: 2000000000}}}}]}}}}")
-        # Answered within the command line's 60 s (its own start and discovery included): how fast
-        # a node refuses a goal is the fuzz targets' bound (an input over 1 s fails them), not a
-        # wall-clock time here.
+        # Answered within the command line's 60 s (its own start and discovery included): that a
+        # goal's cost is bounded before anything is allocated is tests/follower.rs's to show, not
+        # a wall-clock time here.
         said = subprocess.run(["ros2", "action", "send_goal", f"/{node}/follow_joint_trajectory",
                                "control_msgs/action/FollowJointTrajectory", goal],
                               capture_output=True, text=True, timeout=60)

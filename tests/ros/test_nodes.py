@@ -57,7 +57,7 @@ RUNNING = []
 
 # The machine, across the workers of a run (tests/ros/run.sh): every test shares it, but a test on
 # the emulated rig has it alone. The rig emulator stands for hardware that has a machine of its
-# own, and hil_node's loop for a robot PC that runs nothing else: beside two other tests on 2
+# own, and hil_node's loop for a robot PC that runs nothing else: beside three other tests on 2
 # cores, the pseudo-terminals between them lag and the arm trips its tracking bound or loses
 # its sensor, a failure of the test machine, not of the code.
 MACHINE = []  # (the lock file this process holds, how: fcntl.LOCK_SH or fcntl.LOCK_EX)
@@ -200,7 +200,9 @@ def vr_follower_lines(port, until, timeout=20.0):
     follower = start([str(EXECUTABLES / "arm_hil"), "vr", "connect", f"127.0.0.1:{port}", "--json"], f"vr_connect_{port}")
     deadline = time.monotonic() + timeout
     while True:
-        lines = [json.loads(line) for line in follower.log_path.read_text().splitlines() if line.startswith("{")]
+        # whole lines only: the follower may be writing the last
+        written = follower.log_path.read_text().split("\n")[:-1]
+        lines = [json.loads(line) for line in written if line.startswith("{")]
         if until(lines) or time.monotonic() > deadline:
             stop(follower)
             return lines
@@ -214,7 +216,8 @@ def read_line(process, what, timeout=20.0):
     reader.start()
     reader.join(timeout)
     if not (said and said[0]):
-        raise AssertionError(f"{what}: not printed within {timeout} s")
+        ended = "" if process.poll() is None else f" (it ended, status {process.returncode})"
+        raise AssertionError(f"{what}: not printed within {timeout} s{ended}")
     return said[0]
 
 
@@ -384,9 +387,15 @@ class NodeTest(unittest.TestCase):
         """A subscription of `topic`, returned once its publisher is seen: a one-off message
         published before the match is lost."""
         subscription = self.node.create_subscription(kind, topic, callback, depth)
+        self.wait_for_publisher(topic)
+        return subscription
+
+    def wait_for_publisher(self, topic):
+        """Until a publisher of `topic` is seen, and 0.5 s more: seeing its writer is our side of
+        the match, and the writer's side, which decides delivery, can come after (as publish())."""
         self.spin_until(lambda: self.node.count_publishers(topic) > 0, 20.0)
         self.assertGreater(self.node.count_publishers(topic), 0, f"no publisher of {topic} within 20 s")
-        return subscription
+        self.spin_until(lambda: False, 0.5)
 
     def spin_until(self, done, seconds, node=None):
         """Spins `node` (the test's) until `done()` or `seconds` have passed."""
@@ -1199,7 +1208,7 @@ class ManagedNodes(DriverTest):
         self.start_driver("stm32", "stm32.launch.py", "stm32_driver: link", "autostart:=false", "rsp:=false")
         self.assert_state("/stm32_driver", "unconfigured [1]")
         # its transition events go to the subscription above once matched
-        self.spin_until(lambda: self.node.count_publishers("/stm32_driver/transition_event") > 0, 20.0)
+        self.wait_for_publisher("/stm32_driver/transition_event")
         self.assertIn("/stm32_driver", self.lifecycle("nodes"))
         available = self.lifecycle("list", "/stm32_driver")
         self.assertIn("configure [1]", available)
