@@ -284,7 +284,7 @@ fn the_loop_tracks_the_default_arc_on_the_simulated_plant() {
 struct FedLoop {
     waypoints: Vec<Waypoint>,
     feed: std::sync::mpsc::SyncSender<FeedItem>,
-    frames: std::sync::mpsc::Receiver<arm_hil::sim::Frame>,
+    frames: std::sync::mpsc::Receiver<arm_hil::hil::TakenFrame>,
     withdrawals: Arc<Withdrawals>,
     running: std::thread::JoinHandle<arm_hil::hil::HilReport>,
 }
@@ -316,7 +316,7 @@ fn a_withdrawal_holds_the_arm_where_it_is_and_a_later_segment_starts_from_there_
     let FedLoop { waypoints, feed, frames, withdrawals, running } = loop_fed_an_arc([65.0, -148.0]);
     let start = waypoints[0].t;
 
-    let next = || frames.recv_timeout(std::time::Duration::from_secs(2)).expect("a frame");
+    let next = || frames.recv_timeout(std::time::Duration::from_secs(2)).expect("a frame").frame;
     while next().t < start + 0.3 {}
     let n = withdrawals.request();
     feed.send(FeedItem::Withdrawn(n)).unwrap();
@@ -343,7 +343,7 @@ fn a_withdrawal_holds_the_arm_where_it_is_and_a_later_segment_starts_from_there_
     // The segment's speed [m/s]: no step larger than it allows over the loop time between frames
     // (a loaded machine skips periods, which is no jump).
     let speed = 0.002 / 0.2;
-    for frame in frames.iter() {
+    for frame in frames.iter().map(|taken| taken.frame) {
         let step = (frame.x_ref - previous.x_ref).norm();
         let largest_step = speed * (frame.t - previous.t) * 1.01 + 1e-12;
         assert!(step <= largest_step, "the reference jumped {step} m at {} s", frame.t);
@@ -359,7 +359,7 @@ fn a_continuing_withdrawal_plays_on_until_the_next_move_comes_and_it_takes_over_
     let FedLoop { waypoints, feed, frames, withdrawals, running } = loop_fed_an_arc([65.0, -140.0]);
     let start = waypoints[0].t;
 
-    let next = || frames.recv_timeout(std::time::Duration::from_secs(2)).expect("a frame");
+    let next = || frames.recv_timeout(std::time::Duration::from_secs(2)).expect("a frame").frame;
     while next().t < start + 1.0 {}
     let n = withdrawals.request_continuing(arm_hil::hil::realtime::monotonic_ns());
     let withdrawn_at = loop {
@@ -383,7 +383,7 @@ fn a_continuing_withdrawal_plays_on_until_the_next_move_comes_and_it_takes_over_
     feed.send(FeedItem::End).unwrap();
     // It takes over from where the loop's reference is: no step larger than the way to the goal over
     // 0.1 s allows (the arc moves the loop's reference some 2 mm a second meanwhile).
-    for frame in frames.iter() {
+    for frame in frames.iter().map(|taken| taken.frame) {
         let step = (frame.x_ref - previous.x_ref).norm();
         let largest_step = (0.001 + 0.01) / 0.1 * (frame.t - previous.t) + 1e-9;
         assert!(step <= largest_step, "the reference jumped {step} m at {} s", frame.t);

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use arm_hil::drivers::{RigKind, RigSettings};
 use arm_hil::emulate::rig::RigEmulator;
 use arm_hil::hil::stepper::StepperConfig;
-use arm_hil::hil::{HilConfig, LoopStatus, Withdrawals};
+use arm_hil::hil::{HilConfig, LoopStatus, TakenFrame, Withdrawals};
 use arm_hil::model::math::Vec3;
 use arm_hil::model::Robot;
 use arm_hil::nodes::hil::feeder::{feed_requests, FeedRequests};
@@ -47,7 +47,7 @@ const SENSOR_TIMEOUT_S: f64 = 0.5;
 
 struct Node {
     node: Supervised<ManagedHil>,
-    frames: Receiver<Frame>,
+    frames: Receiver<TakenFrame>,
     faults: Receiver<Fault>,
     reports: Arc<Reports>,
     _requests: FeedRequests,
@@ -101,7 +101,7 @@ impl Node {
         let mut frames = Vec::with_capacity(count);
         while frames.len() < count {
             match self.frames.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok(frame) => frames.push(frame),
+                Ok(taken) => frames.push(taken.frame),
                 Err(_) => panic!("{} of {count} frames in 10 s", frames.len()),
             }
         }
@@ -112,8 +112,8 @@ impl Node {
     fn frames_for(&self, seconds: f64) -> Vec<Frame> {
         let deadline = Instant::now() + Duration::from_secs_f64(seconds);
         let mut frames = Vec::new();
-        while let Ok(frame) = self.frames.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-            frames.push(frame);
+        while let Ok(taken) = self.frames.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            frames.push(taken.frame);
         }
         frames
     }

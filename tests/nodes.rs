@@ -674,10 +674,10 @@ fn hil_goals_run_on_the_loop_complete_with_a_result_and_a_cancel_holds_the_arm()
     let running = std::thread::spawn(move || hil.run());
 
     let end = initial.end_time();
-    let mut frame = frames.recv().unwrap();
+    let mut frame = frames.recv().unwrap().frame;
     while frame.t < end + 0.1 {
         assert!(commands.frame(&frame, true, Now::on_one_clock(0)).cartesian.is_empty());
-        frame = frames.recv().unwrap();
+        frame = frames.recv().unwrap().frame;
     }
     let hold = frame.x_ref;
     let step = |dx: f64| [hold.x + dx, hold.y, hold.z];
@@ -686,7 +686,7 @@ fn hil_goals_run_on_the_loop_complete_with_a_result_and_a_cancel_holds_the_arm()
     let mut updates = Vec::new();
     let mut cancelled_at = None;
     while cancelled_at.is_none() || updates.iter().all(|update| !matches!(update, GoalUpdate::Finished(2, ..))) {
-        let frame = frames.recv_timeout(std::time::Duration::from_secs(2)).expect("a frame");
+        let frame = frames.recv_timeout(std::time::Duration::from_secs(2)).expect("a frame").frame;
         for update in commands.frame(&frame, true, Now::on_one_clock(0)).cartesian {
             match &update {
                 GoalUpdate::Finished(1, ..) => {
@@ -702,7 +702,7 @@ fn hil_goals_run_on_the_loop_complete_with_a_result_and_a_cancel_holds_the_arm()
             updates.push(update);
         }
     }
-    let held: Vec<Vec3> = (0..200).map(|_| frames.recv().unwrap().x_ref).collect();
+    let held: Vec<Vec3> = (0..200).map(|_| frames.recv().unwrap().frame.x_ref).collect();
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     running.join().unwrap().outcome.unwrap();
     drop(commands);

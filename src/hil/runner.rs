@@ -101,14 +101,29 @@ pub trait FrameSink: Send {
     fn offer(&mut self, frame: &Frame) -> bool;
 }
 
+/// A frame of the loop, and when the loop handed it over [ns, [`realtime::monotonic_ns`]]: what
+/// is published of it is stamped with that time, however late the publishing thread takes it.
+#[derive(Debug, Clone, Copy)]
+pub struct TakenFrame {
+    pub frame: Frame,
+    pub taken_ns: u64,
+}
+
+impl TakenFrame {
+    /// How long ago the loop handed it over [ns].
+    pub fn age_ns(&self) -> u64 {
+        realtime::monotonic_ns().saturating_sub(self.taken_ns)
+    }
+}
+
 /// Frames into a bounded channel for another thread: the loop drops a frame that does not fit
 /// rather than wait.
 #[derive(Debug)]
-pub struct FrameChannel(pub std::sync::mpsc::SyncSender<Frame>);
+pub struct FrameChannel(pub std::sync::mpsc::SyncSender<TakenFrame>);
 
 impl FrameSink for FrameChannel {
     fn offer(&mut self, frame: &Frame) -> bool {
-        self.0.try_send(*frame).is_ok()
+        self.0.try_send(TakenFrame { frame: *frame, taken_ns: realtime::monotonic_ns() }).is_ok()
     }
 }
 

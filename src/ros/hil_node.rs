@@ -174,7 +174,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
         let figures = || status.lock().map(|status| *status).unwrap_or_default();
         publish_loop(&frames, &publisher_stop, figures, |event| {
             let published = publisher.with(|publisher, out, now| publisher.publish(out, now, Some(&event)));
-            if let HilEvent::Frame(frame) = &event {
+            if let HilEvent::Frame { frame, .. } = &event {
                 let now = now_for_device(&clock, &steady);
                 let answers =
                     commands.lock().ok().map(|mut commands| commands.frame(frame, published.unwrap_or(false), now));

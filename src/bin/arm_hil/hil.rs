@@ -18,7 +18,8 @@ use arm_hil::hil::exit;
 use arm_hil::hil::protection::Trip;
 use arm_hil::hil::stepper::StepperConfig;
 use arm_hil::hil::{
-    feed_trajectory, FeedItem, FrameChannel, HilConfig, HilError, HilLoop, HilReport, LoopStatus, FEED_DEPTH,
+    feed_trajectory, FeedItem, FrameChannel, HilConfig, HilError, HilLoop, HilReport, LoopStatus, TakenFrame,
+    FEED_DEPTH,
 };
 use arm_hil::model::math::Vec3;
 use arm_hil::model::Robot;
@@ -29,7 +30,6 @@ use arm_hil::nodes::robot_state::{Urdf, ARM_URDF};
 use arm_hil::nodes::status::Level;
 use arm_hil::outputs::wall_clock_ns;
 use arm_hil::protocol::rig::parse_trajectory_line;
-use arm_hil::sim::Frame;
 
 use crate::config;
 use crate::console;
@@ -89,7 +89,7 @@ fn publish_hil(
     robot: &Robot,
     rate: &RateArg,
     hardware: &str,
-    frames: Receiver<Frame>,
+    frames: Receiver<TakenFrame>,
     status: Arc<Mutex<LoopStatus>>,
 ) -> anyhow::Result<Option<HilPublishing>> {
     if !outputs.wanted() {

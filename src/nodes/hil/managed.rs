@@ -20,11 +20,10 @@ use super::publisher::loop_failure;
 use super::HilNodeConfig;
 use crate::control::Trajectory;
 use crate::drivers::open_hardware;
-use crate::hil::{FrameChannel, Hardware, HilLoop, HilReport, LoopStatus, Withdrawals, FEED_DEPTH};
+use crate::hil::{FrameChannel, Hardware, HilLoop, HilReport, LoopStatus, TakenFrame, Withdrawals, FEED_DEPTH};
 use crate::model::Robot;
 use crate::nodes::lifecycle::{Fault, Managed, Outcome, Step};
 use crate::nodes::status::Level;
-use crate::sim::Frame;
 
 /// Longest configure waits for the rig's first sensor reading.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
@@ -63,7 +62,7 @@ pub struct HilLinks {
     /// Segments and goals for the loop's feeder.
     pub requests: RequestQueue,
     /// The loop's frames, for publishing.
-    pub frames: SyncSender<Frame>,
+    pub frames: SyncSender<TakenFrame>,
     /// The loop's figures, refreshed once a second.
     pub status: Arc<Mutex<LoopStatus>>,
     pub withdrawals: Arc<Withdrawals>,
@@ -90,7 +89,7 @@ pub struct ManagedHil {
     running: Option<RunningLoop>,
     /// Why the node stops the running loop, for what the loop ran.
     stopping_for: Arc<Mutex<String>>,
-    frames: SyncSender<Frame>,
+    frames: SyncSender<TakenFrame>,
     status: Arc<Mutex<LoopStatus>>,
     withdrawals: Arc<Withdrawals>,
     faults: Sender<Fault>,

@@ -1,5 +1,5 @@
 //! What hil_node publishes, and when: the arm's topics from the loop's frames at the publish
-//! rate (of loop time), the loop's figures on `~/loop_statistics` and /diagnostics once a
+//! rate (of loop time), stamped when the loop took each frame, the loop's figures on `~/loop_statistics` and /diagnostics once a
 //! second while it runs, and the node's status at once when it changes. The r2r node and
 //! `arm_hil hil --bag/--live` only feed it [`HilEvent`]s, through [`publish_loop`].
 
@@ -8,7 +8,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Duration;
 
 use crate::hil::fault_injection::FaultInjection;
-use crate::hil::{HilError, LoopStatus};
+use crate::hil::{HilError, LoopStatus, TakenFrame};
 use crate::model::Robot;
 use crate::nodes::robot_state::Urdf;
 use crate::nodes::status::{Level, Status};
@@ -30,8 +30,9 @@ const FIGURES_PERIOD_NS: u64 = 1_000_000_000;
 /// What happens to hil_node that it publishes.
 #[derive(Debug, Clone)]
 pub enum HilEvent {
-    /// A frame of the running loop.
-    Frame(Frame),
+    /// A frame of the running loop, taken `age_ns` before it is handed on: what is published of
+    /// it is stamped that much before the time it goes out at, the time the loop took it.
+    Frame { frame: Frame, age_ns: u64 },
     /// The running loop's figures so far (handed over every 100 ms at most).
     Figures(LoopStatus),
     /// A loop started.
@@ -94,13 +95,13 @@ impl HilPublisher {
         // it) would go out twice a second. Otherwise it goes out when it changes and once a
         // second.
         let report = match event {
-            Some(HilEvent::Frame(frame)) if self.samples.due(frame.t) => {
+            Some(HilEvent::Frame { frame, age_ns }) if self.samples.due(frame.t) => {
                 let elbow = self.arm.robot().elbow();
-                self.arm.sample(out, time_ns, frame, &elbow)?;
+                self.arm.sample(out, time_ns.saturating_sub(*age_ns), frame, &elbow)?;
                 sampled = true;
                 false
             }
-            Some(HilEvent::Frame(_)) => false,
+            Some(HilEvent::Frame { .. }) => false,
             Some(HilEvent::Figures(figures)) if self.looping && time_ns >= self.next_figures_ns => {
                 self.next_figures_ns = time_ns + FIGURES_PERIOD_NS;
                 let overruns_before = std::mem::replace(&mut self.overruns_before, figures.overruns);
@@ -157,7 +158,7 @@ pub fn loop_failure(error: &HilError) -> String {
 /// is set or the loop has gone and dropped its end of `frames`. The r2r node and the command
 /// line run this on their publishing thread.
 pub fn publish_loop(
-    frames: &Receiver<Frame>,
+    frames: &Receiver<TakenFrame>,
     stop: &AtomicBool,
     figures: impl Fn() -> LoopStatus,
     mut publish: impl FnMut(HilEvent),
@@ -168,7 +169,7 @@ pub fn publish_loop(
     while !stop.load(Ordering::Relaxed) {
         injected.check();
         match frames.recv_timeout(TICK) {
-            Ok(frame) => publish(HilEvent::Frame(frame)),
+            Ok(taken) => publish(HilEvent::Frame { frame: taken.frame, age_ns: taken.age_ns() }),
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => break,
         }
