@@ -174,15 +174,21 @@ fn hil_node_and_arm_hil_hil_bag_publish_the_same_loop_alike() {
     let _ = std::fs::remove_dir_all(&node_dir);
 }
 
+/// hil_node's publisher into a bag at `dir`, its loop started at 0.
+fn hil_loop_into_bag(dir: &Path) -> (Outputs<BagWriter>, HilPublisher) {
+    let mut out = Outputs::new(NodeName::new("hil_node"), BagWriter::create(dir, BagDistro::Jazzy).unwrap());
+    let mut publisher =
+        HilPublisher::advertise(&mut out, Robot::default(), "base_link", 250.0, "sim", None, 0).unwrap();
+    publisher.event(&mut out, 0, Some(&HilEvent::LoopStarted)).unwrap();
+    (out, publisher)
+}
+
 /// A loop that overruns every second says so in its status each second: the status still goes
 /// out once a second (with its figures), not once for its schedule and once for the change.
 #[test]
 fn hil_nodes_loop_status_goes_out_once_a_second_when_its_overruns_change_each_second() {
     let dir = tempdir("hil_status");
-    let mut out = Outputs::new(NodeName::new("hil_node"), BagWriter::create(&dir, BagDistro::Jazzy).unwrap());
-    let mut publisher =
-        HilPublisher::advertise(&mut out, Robot::default(), "base_link", 250.0, "sim", None, 0).unwrap();
-    publisher.event(&mut out, 0, Some(&HilEvent::LoopStarted)).unwrap();
+    let (mut out, mut publisher) = hil_loop_into_bag(&dir);
     let mut figures = LoopStatus::default();
     for ms in 1..=4_500u64 {
         let time_ns = ms * 1_000_000;
@@ -208,9 +214,14 @@ fn request_about(elbow: Vec3) -> (Vec<u8>, Vec<Waypoint>) {
     (bytes, waypoints)
 }
 
+/// A /joint_states message from its CDR (after the 4-byte encapsulation header).
+fn joint_state(cdr: &[u8]) -> JointState {
+    cdr_encoding::from_bytes::<JointState, byteorder::LittleEndian>(&cdr[4..]).unwrap().0
+}
+
 /// The elbow that a /joint_states message's forearm angles point from, of `elbows`.
 fn elbow_of(message: &[u8], elbows: &[Vec3]) -> usize {
-    let (joints, _) = cdr_encoding::from_bytes::<JointState, byteorder::LittleEndian>(&message[4..]).unwrap();
+    let joints = joint_state(message);
     let platform = Vec3::new(joints.position[9], joints.position[10], joints.position[11]);
     let forearm = (joints.position[12], joints.position[13]);
     let matches: Vec<usize> = (0..elbows.len())
@@ -322,10 +333,7 @@ fn overlapping_port_5555_sessions_each_get_their_own_elbow_on_joint_states() {
 #[test]
 fn hil_nodes_joint_states_are_stamped_when_the_loop_took_each_frame() {
     let dir = tempdir("hil_stamps");
-    let mut out = Outputs::new(NodeName::new("hil_node"), BagWriter::create(&dir, BagDistro::Jazzy).unwrap());
-    let mut publisher =
-        HilPublisher::advertise(&mut out, Robot::default(), "base_link", 250.0, "sim", None, 0).unwrap();
-    publisher.event(&mut out, 0, Some(&HilEvent::LoopStarted)).unwrap();
+    let (mut out, mut publisher) = hil_loop_into_bag(&dir);
     // Ten frames 4 ms apart of loop time, all handed on at 1 s, the first taken 36 ms before.
     for k in 0..10u64 {
         let frame = Frame { t: k as f64 * 0.004, ..Frame::default() };
@@ -337,7 +345,7 @@ fn hil_nodes_joint_states_are_stamped_when_the_loop_took_each_frame() {
         .iter()
         .filter(|(topic, _)| topic == "/joint_states")
         .map(|(_, cdr)| {
-            let (joints, _) = cdr_encoding::from_bytes::<JointState, byteorder::LittleEndian>(&cdr[4..]).unwrap();
+            let joints = joint_state(cdr);
             i64::from(joints.header.stamp.sec) * 1_000_000_000 + i64::from(joints.header.stamp.nanosec)
         })
         .collect();
