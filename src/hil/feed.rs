@@ -7,13 +7,21 @@
 //! withdrawn samples end ([`FeedItem::Withdrawn`]); the loop drops what comes before the mark.
 //! A continuing withdrawal ([`Withdrawals::request_continuing`], a command stream's next move)
 //! leaves what the ring holds playing until the mark, and what follows it takes over from there.
+//! The loop's end of all this is its [`Intake`].
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::mpsc::{sync_channel, Receiver, TryRecvError};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
+use super::ring::{RingError, TrajectoryRing};
 use crate::control::{Trajectory, Waypoint};
 use crate::model::math::Vec3;
+
+/// The latest a continuing withdrawal's move is joined after it was due to start [s]. Later (a
+/// feeder stalled that long), it is joined that far in, and the loop's reference steps by how far the
+/// move and the one before it have parted by then.
+const MAX_REPLACEMENT_LATE_S: f64 = 0.02;
 
 /// Samples in flight between a feeder and the loop.
 pub const FEED_DEPTH: usize = 256;
@@ -128,4 +136,107 @@ pub fn feed_trajectory(trajectory: Arc<Trajectory>) -> Receiver<FeedItem> {
         let _ = feed.send(FeedItem::End);
     });
     samples
+}
+
+/// The loop's end of its feed: it makes the withdrawals asked of it ([`Intake::withdraw`], at the
+/// start of a cycle) and moves samples into the ring as it has room ([`Intake::fill`]).
+#[derive(Debug)]
+pub struct Intake {
+    feed: Receiver<FeedItem>,
+    withdrawals: Option<Arc<Withdrawals>>,
+    /// The withdrawal whose samples are still being dropped, and, where it continues (the
+    /// ring plays on until its mark, and is replaced from there), when the move after it
+    /// starts [ns, the monotonic clock].
+    dropping_until: Option<(u64, Option<u64>)>,
+}
+
+impl Intake {
+    /// Takes from `feed`.
+    pub fn new(feed: Receiver<FeedItem>) -> Intake {
+        Intake { feed, withdrawals: None, dropping_until: None }
+    }
+
+    /// Makes the withdrawals `withdrawals` asks for.
+    pub fn with_withdrawals(mut self, withdrawals: Arc<Withdrawals>) -> Intake {
+        self.withdrawals = Some(withdrawals);
+        self
+    }
+
+    /// Waits up to `timeout` for the first sample: the run starts at its time. Marks before
+    /// it have nothing to act on.
+    pub fn first_sample(&self, timeout: Duration) -> Option<Waypoint> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            match self.feed.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(FeedItem::Sample(first)) => return Some(first),
+                Ok(FeedItem::Segment | FeedItem::Withdrawn(_)) => {}
+                Ok(FeedItem::End) | Err(_) => return None,
+            }
+        }
+    }
+
+    /// Makes the newest withdrawal asked for, if any, at trajectory time `now` [s].
+    pub fn withdraw(&mut self, ring: &mut TrajectoryRing, now: f64) {
+        let Some(withdrawals) = &self.withdrawals else { return };
+        if let Some(n) = withdrawals.pending() {
+            let continuing = withdrawals.continues(n);
+            let held = match continuing {
+                Some(_) => ring.current(now).map(|reference| reference.x),
+                None => ring.withdraw(now),
+            };
+            withdrawals.done(n, now, held);
+            self.dropping_until = Some((n, continuing));
+        }
+    }
+
+    /// Moves samples from the feed into the ring while it has room, dropping those a
+    /// withdrawal took back. `now` [s] is the trajectory time, when a segment starts, and
+    /// `now_ns` the cycle's time on the monotonic clock.
+    pub fn fill(&mut self, ring: &mut TrajectoryRing, now: f64, now_ns: u64) -> Result<(), RingError> {
+        while self.dropping_until.is_some() || ring.free() > 0 {
+            let item = match self.feed.try_recv() {
+                Ok(item) => item,
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    ring.close();
+                    break;
+                }
+            };
+            match item {
+                FeedItem::End => {
+                    ring.close();
+                    break;
+                }
+                FeedItem::Withdrawn(marked) => self.reach_mark(ring, marked, now, now_ns),
+                // Withdrawn: the mark after them is still to come.
+                FeedItem::Sample(_) | FeedItem::Segment if self.dropping_until.is_some() => {}
+                FeedItem::Sample(sample) => ring.push(sample)?,
+                FeedItem::Segment => ring.begin_segment(now)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// The feed has reached the mark of withdrawal `marked`. The mark can come before the loop
+    /// has seen its withdrawal asked for (asked between this cycle's [`Intake::withdraw`] and its
+    /// fill): the withdrawal is made now, as it would have been at the start of the cycle, and
+    /// never are the samples after a mark taken as if they went on from those before it. A mark
+    /// of a withdrawal that a newer one overtook is passed.
+    fn reach_mark(&mut self, ring: &mut TrajectoryRing, marked: u64, now: f64, now_ns: u64) {
+        if self.dropping_until.is_none_or(|(n, _)| n < marked) {
+            self.withdraw(ring, now);
+        }
+        let Some((n, continuing)) = self.dropping_until else { return };
+        if n != marked {
+            return;
+        }
+        self.dropping_until = None;
+        if let Some(starts_ns) = continuing {
+            // A move that comes later than it was due to start is joined where it is by now:
+            // its way from its start is the one before's, on which it was planned. One that
+            // comes early starts when it was due.
+            let late_s = ((now_ns as f64 - starts_ns as f64) * 1e-9).min(MAX_REPLACEMENT_LATE_S);
+            ring.replace_from(now, late_s);
+        }
+    }
 }

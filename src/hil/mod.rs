@@ -16,7 +16,7 @@ mod sim_rig;
 mod stats;
 pub mod stepper;
 
-pub use feed::{feed_trajectory, FeedItem, Withdrawals, FEED_DEPTH};
+pub use feed::{feed_trajectory, FeedItem, Intake, Withdrawals, FEED_DEPTH};
 pub use ring::{RingError, RingSample, TrajectoryRing, RING_CAPACITY};
 pub use runner::{FrameChannel, FrameSink, HilConfig, HilError, HilLoop, HilReport, TakenFrame};
 pub use sim_rig::SimulatedRig;

@@ -5,14 +5,14 @@
 //! Everything the cycle touches is allocated before the first cycle.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use super::fault_injection::FaultInjection;
-use super::feed::{FeedItem, Withdrawals};
+use super::feed::{FeedItem, Intake, Withdrawals};
 use super::protection::{estimate_out_of_reach, CycleView, Protection, ProtectionConfig, Trip};
 use super::realtime;
 use super::ring::{RingSample, TrajectoryRing, RING_CAPACITY};
@@ -22,11 +22,6 @@ use crate::control::{Estimate, Estimator, ReadingRejected, Reference, TaskSpaceC
 use crate::model::math::Vec3;
 use crate::model::{ModelError, Robot};
 use crate::sim::{Frame, SilConfig};
-
-/// The latest a continuing withdrawal's move is joined after it was due to start [s]. Later (a
-/// feeder stalled that long), it is joined that far in, and the loop's reference steps by how far the
-/// move and the one before it have parted by then.
-const MAX_REPLACEMENT_LATE_S: f64 = 0.02;
 
 /// Loop settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -188,16 +183,11 @@ pub struct HilLoop {
     controller: TaskSpaceController,
     estimator: Estimator,
     hardware: Box<dyn Hardware>,
-    feed: Receiver<FeedItem>,
+    intake: Intake,
     frames: Option<Box<dyn FrameSink>>,
     status: Option<Arc<std::sync::Mutex<LoopStatus>>>,
     stop: Arc<AtomicBool>,
     max_duration_s: Option<f64>,
-    withdrawals: Option<Arc<Withdrawals>>,
-    /// The withdrawal whose samples are still being dropped, and, where it continues (the
-    /// ring plays on until its mark, and is replaced from there), when the move after it
-    /// starts [ns, the monotonic clock].
-    dropping_until: Option<(u64, Option<u64>)>,
     start: Start,
     protection: Protection,
 }
@@ -226,13 +216,11 @@ impl HilLoop {
             config,
             robot,
             hardware,
-            feed,
+            intake: Intake::new(feed),
             frames: None,
             status: None,
             stop,
             max_duration_s: None,
-            withdrawals: None,
-            dropping_until: None,
             start: Start::FirstSample,
         })
     }
@@ -251,7 +239,7 @@ impl HilLoop {
 
     /// Takes withdrawals from `withdrawals` (see [`Withdrawals`]) while running.
     pub fn with_withdrawals(mut self, withdrawals: Arc<Withdrawals>) -> HilLoop {
-        self.withdrawals = Some(withdrawals);
+        self.intake = self.intake.with_withdrawals(withdrawals);
         self
     }
 
@@ -287,7 +275,7 @@ impl HilLoop {
         let startup = Duration::from_secs_f64(self.config.startup_timeout_s);
         let outcome = match self.start {
             Start::WhereTheArmIs => self.cycle_until_done(&mut ring, &mut stats),
-            Start::FirstSample => match self.first_sample(startup) {
+            Start::FirstSample => match self.intake.first_sample(startup) {
                 Some(first) => match ring.push(first) {
                     Ok(()) => self.cycle_until_done(&mut ring, &mut stats),
                     Err(error) => (Err(error.into()), 0.0),
@@ -297,19 +285,6 @@ impl HilLoop {
         };
         self.hardware.stop();
         (HilReport { stats, duration_s: outcome.1, outcome: outcome.0 }, self.hardware)
-    }
-
-    /// Waits up to `timeout` for the first sample: the run starts at its time. Marks before
-    /// it have nothing to act on.
-    fn first_sample(&self, timeout: Duration) -> Option<Waypoint> {
-        let deadline = std::time::Instant::now() + timeout;
-        loop {
-            match self.feed.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now())) {
-                Ok(FeedItem::Sample(first)) => return Some(first),
-                Ok(FeedItem::Segment | FeedItem::Withdrawn(_)) => {}
-                Ok(FeedItem::End) | Err(_) => return None,
-            }
-        }
     }
 
     /// The loop proper. Returns the outcome and the loop time covered [s].
@@ -348,9 +323,9 @@ impl HilLoop {
             stats.cycles += 1;
 
             if !awaiting_arm {
-                self.withdraw(ring, trajectory_time);
-                if let Err(error) = self.fill(ring, trajectory_time, realtime::nanoseconds(deadline)) {
-                    return (Err(error), now);
+                self.intake.withdraw(ring, trajectory_time);
+                if let Err(error) = self.intake.fill(ring, trajectory_time, realtime::nanoseconds(deadline)) {
+                    return (Err(error.into()), now);
                 }
             }
             if ring.is_low() && !was_low {
@@ -477,60 +452,6 @@ impl HilLoop {
                 step = period * (missed + 1) as f64;
             }
         }
-    }
-
-    /// Makes the newest withdrawal asked for, if any, at trajectory time `now` [s].
-    fn withdraw(&mut self, ring: &mut TrajectoryRing, now: f64) {
-        let Some(withdrawals) = &self.withdrawals else { return };
-        if let Some(n) = withdrawals.pending() {
-            let continuing = withdrawals.continues(n);
-            let held = match continuing {
-                Some(_) => ring.current(now).map(|reference| reference.x),
-                None => ring.withdraw(now),
-            };
-            withdrawals.done(n, now, held);
-            self.dropping_until = Some((n, continuing));
-        }
-    }
-
-    /// Moves samples from the feed into the ring while it has room, after dropping those a
-    /// withdrawal took back. `now` [s] is the trajectory time, when a segment starts, and
-    /// `now_ns` the cycle's time on the monotonic clock.
-    fn fill(&mut self, ring: &mut TrajectoryRing, now: f64, now_ns: u64) -> Result<(), HilError> {
-        while let Some((n, continuing)) = self.dropping_until {
-            match self.feed.try_recv() {
-                Ok(FeedItem::Withdrawn(marked)) if marked == n => {
-                    self.dropping_until = None;
-                    if let Some(starts_ns) = continuing {
-                        // A move that comes later than it was due to start is joined where it
-                        // is by now: its way from its start is the one before's, on which it
-                        // was planned. One that comes early starts when it was due.
-                        let late_s = ((now_ns as f64 - starts_ns as f64) * 1e-9).min(MAX_REPLACEMENT_LATE_S);
-                        ring.replace_from(now, late_s);
-                    }
-                }
-                Ok(FeedItem::End) | Err(TryRecvError::Disconnected) => {
-                    ring.close();
-                    return Ok(());
-                }
-                Ok(_) => {}
-                Err(TryRecvError::Empty) => return Ok(()),
-            }
-        }
-        while ring.free() > 0 {
-            match self.feed.try_recv() {
-                Ok(FeedItem::Sample(sample)) => ring.push(sample)?,
-                Ok(FeedItem::Segment) => ring.begin_segment(now)?,
-                // A mark the loop has passed already (its withdrawal was overtaken by a newer one).
-                Ok(FeedItem::Withdrawn(_)) => {}
-                Ok(FeedItem::End) | Err(TryRecvError::Disconnected) => {
-                    ring.close();
-                    break;
-                }
-                Err(TryRecvError::Empty) => break,
-            }
-        }
-        Ok(())
     }
 
     /// The protective stop's bounds on this cycle's estimate (docs/hil.md).
