@@ -341,15 +341,41 @@ fn hil_nodes_joint_states_are_stamped_when_the_loop_took_each_frame() {
         publisher.event(&mut out, 1_000_000_000, Some(&event)).unwrap();
     }
     out.into_sink().finish().unwrap();
-    let stamps_ns: Vec<i64> = messages(&dir)
+    let taken_ns: Vec<i64> = (0..10).map(|k| 964_000_000 + k * 4_000_000).collect();
+    assert_eq!(joint_state_stamps_ns(&dir), taken_ns);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The header stamps of the /joint_states in the bag at `dir` [ns].
+fn joint_state_stamps_ns(dir: &Path) -> Vec<i64> {
+    messages(dir)
         .iter()
         .filter(|(topic, _)| topic == "/joint_states")
         .map(|(_, cdr)| {
             let joints = joint_state(cdr);
             i64::from(joints.header.stamp.sec) * 1_000_000_000 + i64::from(joints.header.stamp.nanosec)
         })
-        .collect();
-    let taken_ns: Vec<i64> = (0..10).map(|k| 964_000_000 + k * 4_000_000).collect();
-    assert_eq!(stamps_ns, taken_ns);
+        .collect()
+}
+
+/// sil_node's /joint_states are stamped when each frame was due in real time, not when a
+/// simulation thread that fell behind (a loaded machine) caught up with it: a loaded pass saw
+/// 113 a second of 100 that way.
+#[test]
+fn sil_nodes_joint_states_are_stamped_when_each_frame_was_due() {
+    let dir = tempdir("sil_stamps");
+    let mut out = Outputs::new(NodeName::new("sil_node"), BagWriter::create(&dir, BagDistro::Jazzy).unwrap());
+    let settings = SilNodeSettings { publish_rate_hz: 250.0, ..SilNodeSettings::default() };
+    let mut publisher = SilPublisher::advertise(&mut out, Robot::default(), &settings, None, 0).unwrap();
+    // Ten frames 4 ms apart of simulated time, all handed on at 1 s, the first due 36 ms before.
+    for k in 0..10u64 {
+        let frame = Frame { t: k as f64 * 0.004, ..Frame::default() };
+        let late_ns = (9 - k) * 4_000_000;
+        let event = SilEvent::Frame { frame, clock_s: frame.t, publish_rate_hz: 250.0, late_ns };
+        publisher.publish(&mut out, 1_000_000_000, Some(&event)).unwrap();
+    }
+    out.into_sink().finish().unwrap();
+    let due_ns: Vec<i64> = (0..10).map(|k| 964_000_000 + k * 4_000_000).collect();
+    assert_eq!(joint_state_stamps_ns(&dir), due_ns);
     let _ = std::fs::remove_dir_all(&dir);
 }

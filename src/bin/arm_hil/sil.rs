@@ -252,7 +252,7 @@ impl SilOutputs {
 
     fn frame(&mut self, frame: &Frame) {
         let clock_s = frame.t - self.start_time;
-        let event = SilEvent::Frame { frame: *frame, clock_s, publish_rate_hz: self.publish_rate_hz };
+        let event = SilEvent::Frame { frame: *frame, clock_s, publish_rate_hz: self.publish_rate_hz, late_ns: 0 };
         // Stamps are the publisher's: simulated time.
         self.publisher.event(0, event);
     }

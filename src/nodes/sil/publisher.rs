@@ -77,8 +77,8 @@ impl SilPublisher {
     }
 
     /// Publishes what `event` (None: the passing of time) makes due; `now_ns` is the caller's
-    /// clock, which stamps everything unless the node publishes simulated time. True when a
-    /// sample of the arm went out (a goal's feedback goes with it).
+    /// clock, which stamps everything unless the node publishes simulated time (a frame: less
+    /// how late it came). True when a sample of the arm went out (a goal's feedback goes with it).
     pub fn publish<S: Sink>(
         &mut self,
         out: &mut Outputs<S>,
@@ -99,14 +99,15 @@ impl SilPublisher {
                 let waypoints = trajectory.waypoints().len().to_string();
                 self.diagnostics.set(|status| status.set(Level::Ok, "running", vec![("waypoints", waypoints)]));
             }
-            Some(SilEvent::Frame { frame, publish_rate_hz, .. }) => {
+            Some(SilEvent::Frame { frame, publish_rate_hz, late_ns, .. }) => {
                 if *publish_rate_hz != self.rate_hz {
                     self.rate_hz = *publish_rate_hz;
                     self.samples = Decimator::new(self.rate_hz);
                 }
                 let run = self.run.unwrap_or(Run { elbow: self.arm.robot().elbow(), end_time: f64::INFINITY });
                 if self.samples.due(frame.t) || frame.t >= run.end_time {
-                    self.arm.sample(out, stamp, frame, &run.elbow)?;
+                    let due = if self.simulated_time { stamp } else { stamp.saturating_sub(*late_ns) };
+                    self.arm.sample(out, due, frame, &run.elbow)?;
                     sampled = true;
                 }
             }

@@ -19,8 +19,10 @@ pub enum SilEvent {
     /// A run of this trajectory begins.
     RunStarted(Arc<Trajectory>),
     /// The simulation's next frame, at `clock_s` of simulated time since the node started
-    /// (across runs and loops: the /clock value), to be published at `publish_rate_hz`.
-    Frame { frame: Frame, clock_s: f64, publish_rate_hz: f64 },
+    /// (across runs and loops: the /clock value), to be published at `publish_rate_hz`, handed on
+    /// `late_ns` after it was due in real time (a loaded machine; 0 where it runs unpaced): what is
+    /// published of it is stamped when it was due.
+    Frame { frame: Frame, clock_s: f64, publish_rate_hz: f64, late_ns: u64 },
     /// A run ended: how, and its figures.
     RunEnded { stats: RunStats, end: RunEnd },
     /// A trajectory sent to the node was refused, for this reason.
@@ -177,12 +179,14 @@ pub fn run_sil(
             if now.real_time_factor != factor {
                 (anchor, anchor_t, factor) = (Instant::now(), frame.t, now.real_time_factor);
             }
+            let mut late_ns = 0;
             if now.real_time_factor > 0.0 {
                 let due = anchor + Duration::from_secs_f64((frame.t - anchor_t) / factor);
                 std::thread::sleep(due.saturating_duration_since(Instant::now()));
+                late_ns = Instant::now().saturating_duration_since(due).as_nanos() as u64;
             }
             let clock_s = clock_offset + frame.t - t0;
-            events(&SilEvent::Frame { frame, clock_s, publish_rate_hz: now.publish_rate_hz });
+            events(&SilEvent::Frame { frame, clock_s, publish_rate_hz: now.publish_rate_hz, late_ns });
         }
         clock_offset += simulation.time() - t0;
         let complete = end == RunEnd::Complete;

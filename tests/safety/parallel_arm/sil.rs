@@ -95,7 +95,7 @@ impl SilNode {
             }
             let (frame, ended) = self.model.frame();
             let now = now_ns(&self.model);
-            let event = SilEvent::Frame { frame, clock_s: self.model.t, publish_rate_hz: 250.0 };
+            let event = SilEvent::Frame { frame, clock_s: self.model.t, publish_rate_hz: 250.0, late_ns: 0 };
             let answers = self.commands.event(&event, true, now);
             self.answers(answers);
             if ended {
