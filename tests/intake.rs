@@ -1,23 +1,31 @@
 //! The HIL loop's intake: withdrawals and their marks, however the loop's look at the
-//! withdrawals and the feeder's marks interleave (docs/hil.md, docs/safety.md).
+//! withdrawals, its fill and the feeder's requests and marks interleave (docs/hil.md,
+//! docs/safety.md).
 
+use std::collections::VecDeque;
 use std::sync::mpsc::{channel, Sender};
 use std::sync::Arc;
 
 use arm_hil::control::Waypoint;
-use arm_hil::hil::{FeedItem, Intake, RingSample, TrajectoryRing, Withdrawals, RING_CAPACITY};
+use arm_hil::hil::{FeedItem, Intake, RingError, RingSample, TrajectoryRing, Withdrawals, RING_CAPACITY};
 use arm_hil::model::math::Vec3;
 use proptest::prelude::*;
 
 /// The loop's cycle [s].
 const PERIOD_S: f64 = 0.001;
+/// A move's samples are this far apart [s].
+const SAMPLE_S: f64 = 0.004;
 
-fn at(t: f64, x: f64) -> Waypoint {
-    Waypoint { t, x: Vec3::new(x, 0.0, 0.2), ..Waypoint::default() }
+/// A sample `k` steps of a move along `axis` (10 um a step), at rest.
+fn step_along(axis: usize, k: u16) -> Waypoint {
+    let mut x = Vec3::new(0.0, 0.0, 0.2);
+    x[axis] += f64::from(k) * 1e-5;
+    Waypoint { t: f64::from(k) * SAMPLE_S, x, ..Waypoint::default() }
 }
 
-/// A loop's intake and ring at trajectory time 0, fed a move along x from 0 to 0.01 m over 2 s,
-/// and the feeder's ends: the feed and the withdrawals.
+/// A loop's intake and a ring of `capacity` samples at trajectory time 0, fed a move along x of
+/// 2 s (what does not fit waits in the feed), and the feeder's ends: the feed and the
+/// withdrawals.
 struct Loop {
     ring: TrajectoryRing,
     intake: Intake,
@@ -27,14 +35,14 @@ struct Loop {
 }
 
 impl Loop {
-    fn new() -> Loop {
+    fn new(capacity: usize) -> Loop {
         let (feed, items) = channel();
         let withdrawals = Arc::new(Withdrawals::default());
         let intake = Intake::new(items).with_withdrawals(withdrawals.clone());
-        let mut ring = TrajectoryRing::new(RING_CAPACITY, 500);
-        ring.push(at(0.0, 0.0)).unwrap();
+        let mut ring = TrajectoryRing::new(capacity, capacity / 4);
+        ring.push(step_along(0, 0)).unwrap();
         for k in 1..=500 {
-            feed.send(FeedItem::Sample(at(k as f64 * 0.004, k as f64 * 2e-5))).unwrap();
+            feed.send(FeedItem::Sample(step_along(0, k))).unwrap();
         }
         let mut fed = Loop { ring, intake, feed, withdrawals, now: 0.0 };
         fed.fill().unwrap();
@@ -45,33 +53,39 @@ impl Loop {
         (self.now * 1e9) as u64
     }
 
-    fn fill(&mut self) -> Result<(), arm_hil::hil::RingError> {
+    /// The loop's look at the withdrawals asked for, `after_s` after its last cycle.
+    fn look(&mut self, after_s: f64) {
+        self.now += after_s;
+        self.intake.withdraw(&mut self.ring, self.now);
+    }
+
+    /// The loop's fill, in the cycle of its last look.
+    fn fill(&mut self) -> Result<(), RingError> {
         let now_ns = self.now_ns();
         self.intake.fill(&mut self.ring, self.now, now_ns)
     }
 
-    /// A feeder's next move: its withdrawal asked for (continuing from the loop's present, or
-    /// holding), then its mark and `samples` samples 4 ms apart, 10 um each along y.
-    fn next_move(&mut self, continuing: bool, samples: u16) -> u64 {
-        let n = match continuing {
-            true => self.withdrawals.request_continuing(self.now_ns()),
-            false => self.withdrawals.request(),
-        };
-        self.feed.send(FeedItem::Withdrawn(n)).unwrap();
-        for k in 1..=samples {
-            let t = f64::from(k) * 0.004;
-            let x = Vec3::new(0.0, f64::from(k) * 1e-5, 0.2);
-            self.feed.send(FeedItem::Sample(Waypoint { t, x, ..Waypoint::default() })).unwrap();
-        }
-        n
-    }
-
-    /// One cycle: withdrawals made, the feed taken in, the ring sampled.
-    fn cycle(&mut self, after_s: f64) -> Result<RingSample, arm_hil::hil::RingError> {
-        self.now += after_s;
-        self.intake.withdraw(&mut self.ring, self.now);
+    /// One cycle: look, fill, and the ring sampled.
+    fn cycle(&mut self, after_s: f64) -> Result<RingSample, RingError> {
+        self.look(after_s);
         self.fill()?;
         Ok(self.ring.sample(self.now))
+    }
+
+    /// The feeder asks for a withdrawal: continuing from the loop's present, or holding.
+    fn ask(&self, continuing: bool) -> u64 {
+        match continuing {
+            true => self.withdrawals.request_continuing(self.now_ns()),
+            false => self.withdrawals.request(),
+        }
+    }
+
+    /// The feeder's mark of withdrawal `n`, and the `samples` samples of the move after it, along y.
+    fn mark(&self, n: u64, samples: u16) {
+        self.feed.send(FeedItem::Withdrawn(n)).unwrap();
+        for k in 1..=samples {
+            self.feed.send(FeedItem::Sample(step_along(1, k))).unwrap();
+        }
     }
 
     fn reference_x(&mut self) -> Vec3 {
@@ -88,84 +102,126 @@ fn a_mark_that_comes_before_the_loop_saw_its_withdrawal_withdraws_there() {
     // feeder marks its withdrawal and queues the goal's samples, then the loop takes in the feed
     // in the same cycle. The goal's samples count from the withdrawal, not from the move before,
     // whose end (2 s) is later than their times would be on it.
-    let mut rig = Loop::new();
+    let mut rig = Loop::new(RING_CAPACITY);
     rig.cycle(1.0).unwrap();
     let before = rig.reference_x();
-    rig.intake.withdraw(&mut rig.ring, rig.now);
-    let n = rig.next_move(false, 50);
+    rig.look(0.0);
+    let n = rig.ask(false);
+    rig.mark(n, 50);
     rig.fill().expect("the goal's samples follow its withdrawal");
     assert_eq!(rig.withdrawals.done_at(n), Some(rig.now), "withdrawn at the mark's cycle");
     assert_eq!(rig.withdrawals.held_at(n), Some(before), "holding where the reference was");
     rig.cycle(0.1).unwrap();
-    assert!((rig.reference_x() - Vec3::new(0.0, 25e-5, 0.2)).norm() < 1e-12, "0.1 s into the goal");
+    assert!((rig.reference_x() - step_along(1, 25).x).norm() < 1e-12, "0.1 s into the goal");
 }
 
 #[test]
 fn a_continuing_mark_that_comes_before_the_loop_saw_its_withdrawal_replaces_from_there() {
-    let mut rig = Loop::new();
+    let mut rig = Loop::new(RING_CAPACITY);
     rig.cycle(1.0).unwrap();
-    rig.intake.withdraw(&mut rig.ring, rig.now);
-    let n = rig.next_move(true, 50);
+    rig.look(0.0);
+    let n = rig.ask(true);
+    rig.mark(n, 50);
     rig.fill().expect("the next move's samples follow its withdrawal");
     assert_eq!(rig.withdrawals.done_at(n), Some(rig.now), "replaced at the mark's cycle");
     rig.cycle(0.1).unwrap();
-    assert!((rig.reference_x() - Vec3::new(0.0, 25e-5, 0.2)).norm() < 1e-12, "0.1 s into the next move");
+    assert!((rig.reference_x() - step_along(1, 25).x).norm() < 1e-12, "0.1 s into the next move");
 }
 
-/// What the loop and the feeder do next, in any order.
+#[test]
+fn a_feed_that_ends_before_a_continuing_moves_successor_holds_where_it_is() {
+    let mut rig = Loop::new(RING_CAPACITY);
+    rig.cycle(1.0).unwrap();
+    rig.ask(true);
+    rig.cycle(PERIOD_S).unwrap();
+    rig.feed.send(FeedItem::End).unwrap();
+    rig.cycle(PERIOD_S).unwrap();
+    // The first move goes 10 um each 4 ms: 2.5 mm a second.
+    assert!((rig.reference_x() - Vec3::new(rig.now * 2.5e-3, 0.0, 0.2)).norm() < 1e-12, "where the move was");
+    assert_eq!(rig.cycle(0.5), Ok(RingSample::Ended), "the move overtaken does not play on to its end at 2 s");
+}
+
+/// What the loop and the feeder do next, in any order. The loop looks at the withdrawals and
+/// fills its ring by turns; the feeder asks for withdrawals, and marks them later, in order.
 #[derive(Debug, Clone)]
 enum Step {
-    /// A cycle, this many milliseconds after the last.
-    Cycle(u8),
-    /// The feeder's next move.
-    Move { continuing: bool, samples: u16 },
-    /// A cycle in which the feeder's next move comes between the loop's look at the withdrawals
-    /// and its fill.
-    MoveWithinCycle { continuing: bool, samples: u16, after_ms: u8 },
+    /// The loop's next half cycle: a look this many milliseconds after the last cycle, or the
+    /// fill after a look.
+    Loop(u8),
+    /// The feeder asks for a withdrawal.
+    Ask { continuing: bool },
+    /// The feeder marks the oldest withdrawal it asked for and has not marked, and queues the
+    /// move after it: this many samples (a continuing move: at least 10, see below).
+    Mark(u16),
+    /// The feeder queues a segment after what it queued: this many samples along z.
+    Segment(u16),
 }
 
-/// A move of 40 ms or more: a continuing move is joined up to 20 ms late, its samples until
-/// then passed, so one shorter than that may end where the loop's reference was.
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
-        (1u8..50).prop_map(Step::Cycle),
-        (any::<bool>(), 10u16..300).prop_map(|(continuing, samples)| Step::Move { continuing, samples }),
-        (any::<bool>(), 10u16..300, 1u8..5).prop_map(|(continuing, samples, after_ms)| Step::MoveWithinCycle {
-            continuing,
-            samples,
-            after_ms
-        }),
+        (1u8..50).prop_map(Step::Loop),
+        any::<bool>().prop_map(|continuing| Step::Ask { continuing }),
+        (1u16..300).prop_map(Step::Mark),
+        (1u16..100).prop_map(Step::Segment),
     ]
 }
 
 proptest! {
-    /// However the feeder's moves and the loop's cycles interleave, every sample is taken (none
-    /// comes earlier than the one before it: that would stop the motors), and once the feed is
-    /// taken in after the newest move, the loop follows that move alone.
+    /// However the feeder's requests and marks and the loop's looks and fills interleave, with
+    /// the old move still waiting in the feed, every sample is taken (none comes earlier than
+    /// the one before it: that would stop the motors), and once the feed is taken in, the loop
+    /// ends where the newest move, or the segments after it, end.
     #[test]
-    fn every_interleaving_of_moves_and_cycles_is_taken_in(steps in proptest::collection::vec(step(), 1..40)) {
-        let mut rig = Loop::new();
-        let mut newest = None;
+    fn every_interleaving_of_withdrawals_marks_and_cycles_is_taken_in(
+        steps in proptest::collection::vec(step(), 1..60),
+        capacity in prop_oneof![Just(16usize), Just(RING_CAPACITY)],
+    ) {
+        let mut rig = Loop::new(capacity);
+        let mut looked = false;
+        let mut unmarked: VecDeque<(u64, bool)> = VecDeque::new();
+        let mut end = step_along(0, 500).x;
+        let mark = |rig: &mut Loop, end: &mut Vec3, (n, continuing): (u64, bool), samples: u16| {
+            // A continuing move is joined up to 20 ms late, its samples until then passed: one
+            // of 40 ms or more keeps its end.
+            let samples = if continuing { samples.max(10) } else { samples };
+            rig.mark(n, samples);
+            *end = step_along(1, samples).x;
+        };
         for step in steps {
             match step {
-                Step::Cycle(after_ms) => {
-                    rig.cycle(f64::from(after_ms) * PERIOD_S).expect("a cycle takes its feed in");
+                Step::Loop(after_ms) if !looked => {
+                    rig.look(f64::from(after_ms) * PERIOD_S);
+                    looked = true;
                 }
-                Step::Move { continuing, samples } => newest = Some((rig.next_move(continuing, samples), samples)),
-                Step::MoveWithinCycle { continuing, samples, after_ms } => {
-                    rig.now += f64::from(after_ms) * PERIOD_S;
-                    rig.intake.withdraw(&mut rig.ring, rig.now);
-                    newest = Some((rig.next_move(continuing, samples), samples));
-                    rig.fill().expect("a move that comes within a cycle is taken in");
+                Step::Loop(_) => {
+                    rig.fill().expect("a fill takes its feed in");
+                    looked = false;
+                }
+                Step::Ask { continuing } => unmarked.push_back((rig.ask(continuing), continuing)),
+                Step::Mark(samples) => {
+                    if let Some(asked) = unmarked.pop_front() {
+                        mark(&mut rig, &mut end, asked, samples);
+                    }
+                }
+                Step::Segment(samples) => {
+                    rig.feed.send(FeedItem::Segment).unwrap();
+                    for k in 1..=samples {
+                        rig.feed.send(FeedItem::Sample(step_along(2, k))).unwrap();
+                    }
+                    end = step_along(2, samples).x;
                 }
             }
         }
-        rig.cycle(PERIOD_S).expect("a cycle takes its feed in");
-        if let Some((n, samples)) = newest {
-            prop_assert!(rig.withdrawals.done_at(n).is_some(), "the newest move's withdrawal was made");
-            rig.cycle(f64::from(samples) * 0.004 + 0.01).expect("a cycle takes its feed in");
-            let end = Vec3::new(0.0, f64::from(samples) * 1e-5, 0.2);
-            prop_assert!((rig.reference_x() - end).norm() < 1e-12, "ends at the newest move's end, not at {}", rig.reference_x());
+        if looked {
+            rig.fill().expect("a fill takes its feed in");
         }
+        while let Some(asked) = unmarked.pop_front() {
+            mark(&mut rig, &mut end, asked, 50);
+        }
+        // Long enough for whatever is queued: the first move's 2 s and each later one's.
+        for _ in 0..20_000 {
+            rig.cycle(PERIOD_S).expect("a cycle takes its feed in");
+        }
+        prop_assert!((rig.reference_x() - end).norm() < 1e-12, "ends at {}, not at {}", rig.reference_x(), end);
     }
 }

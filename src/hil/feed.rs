@@ -9,7 +9,7 @@
 //! leaves what the ring holds playing until the mark, and what follows it takes over from there.
 //! The loop's end of all this is its [`Intake`].
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, TryRecvError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -43,7 +43,7 @@ pub enum FeedItem {
 }
 
 /// Withdrawals asked of a loop, and when the loop made them. Shared between a feeder and the
-/// loop it feeds; the loop only reads and stores atomics.
+/// loop it feeds; the loop only reads and stores atomics, and never waits.
 #[derive(Debug, Default)]
 pub struct Withdrawals {
     requested: AtomicU64,
@@ -51,6 +51,10 @@ pub struct Withdrawals {
     /// [ns, the monotonic clock].
     continuing: AtomicU64,
     continuing_from_ns: AtomicU64,
+    /// Odd while the loop writes what it did (a sequence lock): the loop can make two
+    /// withdrawals in one cycle, and a reader must not take the time or the axes of one with
+    /// those of the other.
+    version: AtomicU64,
     done: AtomicU64,
     /// Trajectory time of the last withdrawal done [s], as f64 bits.
     done_at: AtomicU64,
@@ -98,28 +102,49 @@ impl Withdrawals {
     /// The loop made withdrawal `n` at trajectory time `t` [s], holding the platform at `held`
     /// [m] if anywhere (the loop's side).
     pub fn done(&self, n: u64, t: f64, held: Option<Vec3>) {
+        // One writer: the loop.
+        let version = self.version.load(Ordering::Relaxed);
+        self.version.store(version + 1, Ordering::Relaxed);
+        fence(Ordering::Release);
         self.done_at.store(t.to_bits(), Ordering::Relaxed);
         let held = held.unwrap_or(Vec3::repeat(f64::NAN));
         for (slot, value) in self.held_at.iter().zip(held.iter()) {
             slot.store(value.to_bits(), Ordering::Relaxed);
         }
-        self.done.store(n, Ordering::Release);
+        self.done.store(n, Ordering::Relaxed);
+        self.version.store(version + 2, Ordering::Release);
+    }
+
+    /// The last withdrawal done, when [s] and where it held [m], read whole: a reader that
+    /// meets the loop writing tries again (the loop's write is a few stores).
+    fn last_done(&self) -> (u64, f64, Vec3) {
+        loop {
+            let before = self.version.load(Ordering::Acquire);
+            if before % 2 == 0 {
+                let n = self.done.load(Ordering::Relaxed);
+                let t = f64::from_bits(self.done_at.load(Ordering::Relaxed));
+                let held = Vec3::from_fn(|axis, _| f64::from_bits(self.held_at[axis].load(Ordering::Relaxed)));
+                fence(Ordering::Acquire);
+                if self.version.load(Ordering::Relaxed) == before {
+                    return (n, t, held);
+                }
+            }
+            std::thread::yield_now();
+        }
     }
 
     /// Where the loop held the platform for withdrawal `n` [m]; None until it has made it, or
     /// if it held nothing. After a later withdrawal, where it held for that one.
     pub fn held_at(&self, n: u64) -> Option<Vec3> {
-        if self.done.load(Ordering::Acquire) < n {
-            return None;
-        }
-        let held = Vec3::from_fn(|axis, _| f64::from_bits(self.held_at[axis].load(Ordering::Relaxed)));
-        held.iter().all(|value| value.is_finite()).then_some(held)
+        let (done, _, held) = self.last_done();
+        (done >= n && held.iter().all(|value| value.is_finite())).then_some(held)
     }
 
     /// When the loop made withdrawal `n` [s, trajectory time]; None until it has. After a
     /// later withdrawal, the time of that one.
     pub fn done_at(&self, n: u64) -> Option<f64> {
-        (self.done.load(Ordering::Acquire) >= n).then(|| f64::from_bits(self.done_at.load(Ordering::Relaxed)))
+        let (done, t, _) = self.last_done();
+        (done >= n).then_some(t)
     }
 }
 
@@ -198,13 +223,13 @@ impl Intake {
                 Ok(item) => item,
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Disconnected) => {
-                    ring.close();
+                    self.end(ring, now);
                     break;
                 }
             };
             match item {
                 FeedItem::End => {
-                    ring.close();
+                    self.end(ring, now);
                     break;
                 }
                 FeedItem::Withdrawn(marked) => self.reach_mark(ring, marked, now, now_ns),
@@ -215,6 +240,15 @@ impl Intake {
             }
         }
         Ok(())
+    }
+
+    /// The feed has ended: the ring plays out what it holds, but the move a continuing
+    /// withdrawal overtook, whose successor will not come, holds where it is now.
+    fn end(&mut self, ring: &mut TrajectoryRing, now: f64) {
+        if self.dropping_until.is_some_and(|(_, continuing)| continuing.is_some()) {
+            ring.withdraw(now);
+        }
+        ring.close();
     }
 
     /// The feed has reached the mark of withdrawal `marked`. The mark can come before the loop
