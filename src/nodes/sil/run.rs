@@ -13,6 +13,9 @@ use crate::control::{Trajectory, TrajectoryError};
 use crate::model::Robot;
 use crate::sim::{Frame, RunStats, SilConfig, SimError, Simulation};
 
+/// The latest a frame is handed on after it was due before the run is paced afresh from it.
+const MAX_LATE: Duration = Duration::from_millis(50);
+
 /// What the run loop reports.
 #[derive(Debug, Clone)]
 pub enum SilEvent {
@@ -20,8 +23,9 @@ pub enum SilEvent {
     RunStarted(Arc<Trajectory>),
     /// The simulation's next frame, at `clock_s` of simulated time since the node started
     /// (across runs and loops: the /clock value), to be published at `publish_rate_hz`, handed on
-    /// `late_ns` after it was due in real time (a loaded machine; 0 where it runs unpaced): what is
-    /// published of it is stamped when it was due.
+    /// `late_ns` after it was due in real time (a loaded machine, up to 50 ms, past which the
+    /// run is paced afresh; 0 where it runs unpaced): what is published of it is stamped when it
+    /// was due.
     Frame { frame: Frame, clock_s: f64, publish_rate_hz: f64, late_ns: u64 },
     /// A run ended: how, and its figures.
     RunEnded { stats: RunStats, end: RunEnd },
@@ -183,7 +187,13 @@ pub fn run_sil(
             if now.real_time_factor > 0.0 {
                 let due = anchor + Duration::from_secs_f64((frame.t - anchor_t) / factor);
                 std::thread::sleep(due.saturating_duration_since(Instant::now()));
-                late_ns = Instant::now().saturating_duration_since(due).as_nanos() as u64;
+                let late = Instant::now().saturating_duration_since(due);
+                match late > MAX_LATE {
+                    // Paced from here: a stall is skipped, not caught up with frames stamped ever
+                    // further in the past (a simulation slower than its real-time factor).
+                    true => (anchor, anchor_t) = (Instant::now(), frame.t),
+                    false => late_ns = late.as_nanos() as u64,
+                }
             }
             let clock_s = clock_offset + frame.t - t0;
             events(&SilEvent::Frame { frame, clock_s, publish_rate_hz: now.publish_rate_hz, late_ns });
