@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """FollowJointTrajectory figures (docs/performance.md): per node, how long from a goal's
 sending to its first setpoint, and whether each goal succeeded with the RMS and largest joint
-error along it (the feedback's `error`), through the node's own `~/follow_joint_trajectory` and
+error along it (the feedback's `error`; for the parallel arm also the arm's own error: each
+feedback's `desired` against the arm's joint states at the feedback's stamp), through the node's own `~/follow_joint_trajectory` and
 through joint_trajectory_controller (`control:=ros2_control`, where ros2_control is installed),
 on each middleware the underlay has; MoveIt's figures where it is built; and the rate of the
 parallel arm's /joint_states as a subscriber gets them. A benchmark, not a test: it prints
@@ -24,6 +25,7 @@ acceptance included):
   commands that queue up while it waits between goals put 0.1 - 0.2 s on each.)
 """
 
+import bisect
 import json
 import math
 import os
@@ -70,18 +72,24 @@ class Bench:
         rclpy.init()
         self.node = rclpy.create_node("arm_hil_follow_benchmark")
 
-    def goals(self, action, joints, poses, seconds=1.0, watched=None):
+    def goals(self, action, joints, poses, seconds=1.0, watched=None, states=None):
         """GOALS goals of `seconds` each, alternating between `poses`, after one, not counted,
         that brings the arm to the second from wherever it is: each goal's id, its feedback
-        errors [rad] and whether it succeeded; when each was sent [ns, wall clock]; and, with
-        `watched` (topic, type, value), `value(message)` of each message on the topic meanwhile.
+        errors [rad], whether it succeeded and its feedback's desired positions with their
+        stamps; when each was sent [ns, wall clock]; with `watched` (topic, type, value),
+        `value(message)` of each message on the topic meanwhile; and with `states` (a JointState
+        topic), each message's stamp [ns] and positions by joint name.
         Each goal's point gives its velocities (zero), as MoveIt's and most planners' do: a
         point of positions alone makes joint_trajectory_controller interpolate linearly, a
         step of velocity at the start and the end that no arm of bounded acceleration follows."""
-        seen = []
+        seen, arm = [], []
+        subscriptions = []
         if watched is not None:
             topic, kind, value = watched
-            subscription = self.node.create_subscription(kind, topic, lambda m: seen.append(value(m)), 1000)
+            subscriptions.append(self.node.create_subscription(kind, topic, lambda m: seen.append(value(m)), 1000))
+        if states is not None:
+            subscriptions.append(self.node.create_subscription(
+                JointState, states, lambda m: arm.append((stamp_ns(m.header), dict(zip(m.name, m.position)))), 1000))
         client = ActionClient(self.node, FollowJointTrajectory, action)
         if not client.wait_for_server(timeout_sec=30.0):
             raise RuntimeError(f"{action} is not served")
@@ -98,20 +106,22 @@ class Bench:
         time.sleep(0.3)
         for index in range(GOALS):
             request = goal_to(poses[index % 2], seconds)
-            errors = []
+            feedback = []
             sent_ns.append(time.time_ns())
-            sent = client.send_goal_async(request, feedback_callback=lambda m: errors.extend(m.feedback.error.positions))
+            sent = client.send_goal_async(request, feedback_callback=lambda m: feedback.append(m.feedback))
             rclpy.spin_until_future_complete(self.node, sent, timeout_sec=10.0)
             handle = sent.result()
             done = handle.get_result_async()
             rclpy.spin_until_future_complete(self.node, done, timeout_sec=seconds + 10.0)
-            runs.append((str(uuid.UUID(bytes=bytes(handle.goal_id.uuid))), errors,
-                         done.result().status == GoalStatus.STATUS_SUCCEEDED))
+            runs.append((str(uuid.UUID(bytes=bytes(handle.goal_id.uuid))),
+                         [e for f in feedback for e in f.error.positions],
+                         done.result().status == GoalStatus.STATUS_SUCCEEDED,
+                         [(stamp_ns(f.header), list(f.joint_names), list(f.desired.positions)) for f in feedback]))
             time.sleep(0.3)
         client.destroy()
-        if watched is not None:
+        for subscription in subscriptions:
             self.node.destroy_subscription(subscription)
-        return runs, sent_ns, seen
+        return runs, sent_ns, seen, arm
 
     def rate(self, seconds=5.0):
         """/joint_states as this node receives them over `seconds` from the first: messages a
@@ -152,11 +162,37 @@ class Bench:
 
 def errors(runs):
     """The goals' figures: how many succeeded, and the RMS and largest joint error [mrad]."""
-    errors = [e for _, run_errors, _ in runs for e in run_errors]
-    rms = math.sqrt(sum(e * e for e in errors) / len(errors)) if errors else float("nan")
-    largest = max((abs(e) for e in errors), default=float("nan"))
-    return {"succeeded": sum(ok for _, _, ok in runs), "goals": len(runs), "rms_mrad": rms * 1e3,
-            "max_mrad": largest * 1e3}
+    rms, largest = rms_and_max([e for _, run_errors, _, _ in runs for e in run_errors])
+    return {"succeeded": sum(ok for _, _, ok, _ in runs), "goals": len(runs), "rms_mrad": rms, "max_mrad": largest}
+
+
+def rms_and_max(errors):
+    """The RMS and the largest of `errors` [rad], in mrad."""
+    if not errors:
+        return float("nan"), float("nan")
+    return math.sqrt(sum(e * e for e in errors) / len(errors)) * 1e3, max(abs(e) for e in errors) * 1e3
+
+
+def arm_errors(runs, states):
+    """The arm's own error along the goals [mrad, RMS and largest]: each feedback's desired
+    positions against the arm's joint states (`states`, stamped) interpolated at the feedback's
+    stamp. The same measure on either path, where the feedback's `error` differs: the node's own
+    compares with the state of the same step, joint_trajectory_controller's with the last state
+    its hardware plugin received (up to a publish period and the transport old)."""
+    states = sorted(states, key=lambda state: state[0])
+    times = [t for t, _ in states]
+    errors = []
+    for _, _, _, desired in runs:
+        for stamp, names, positions in desired:
+            after = bisect.bisect_left(times, stamp)
+            if not 0 < after < len(times) or times[after] - times[after - 1] > 50_000_000:
+                continue
+            (t0, before), (t1, later) = states[after - 1], states[after]
+            s = (stamp - t0) / (t1 - t0) if t1 > t0 else 0.0
+            errors += [want - (before[name] + s * (later[name] - before[name]))
+                       for name, want in zip(names, positions) if name in before and name in later]
+    rms, largest = rms_and_max(errors)
+    return {"arm_rms_mrad": rms, "arm_max_mrad": largest}
 
 
 def first_setpoints(sent, times):
@@ -255,7 +291,7 @@ def serial_figures(bench, nodes):
             path, commands = device_emulator(*emulator)
             node = launched(file, control, f"port:={path}")
             native = control == "native"
-            runs, sent, _ = bench.goals(f"/{name}/follow_joint_trajectory" if native else JTC_ACTION, joints, poses)
+            runs, sent, _, _ = bench.goals(f"/{name}/follow_joint_trajectory" if native else JTC_ACTION, joints, poses)
             rows.append({"node": name, "control": control, **errors(runs), **first_setpoints(sent, commands)})
             ended(node)
     return rows
@@ -281,12 +317,14 @@ def arm_figures(bench, nodes):
             else:
                 watched = (f"/{name}/joint_command", JointState, lambda m: (stamp_ns(m.header), list(m.position)))
             (cpu_from, wall_from) = (cpu_seconds(node.pid), time.monotonic())
-            runs, sent, seen = bench.goals(f"/{name}/follow_joint_trajectory" if native else JTC_ACTION, arm, poses,
-                                     watched=watched)
+            # The node's own joint states: under ros2_control, those its hardware plugin reads.
+            states = "/joint_states" if native else f"/{name}/hardware/joint_states"
+            runs, sent, seen, arm_states = bench.goals(f"/{name}/follow_joint_trajectory" if native else JTC_ACTION,
+                                                       arm, poses, watched=watched, states=states)
             # The bringup's CPU while the goals ran, in percent of one core.
             cpu = 100.0 * (cpu_seconds(node.pid) - cpu_from) / (time.monotonic() - wall_from)
-            rows.append({"node": name, "control": control, **errors(runs), "rate": rate, "cpu_percent": cpu,
-                         **first_setpoints(sent, changes(seen))})
+            rows.append({"node": name, "control": control, **errors(runs), **arm_errors(runs, arm_states),
+                         "rate": rate, "cpu_percent": cpu, **first_setpoints(sent, changes(seen))})
             ended(node)
     return rows
 
@@ -313,14 +351,16 @@ def table(rows, middlewares):
     """The figures as Markdown: a row per node and path, columns per middleware."""
     def cell(row):
         if row is None:
-            return "not run |  |  "
+            return "not run |  |  |  "
         first = "{:.1f} / {:.1f} ms".format(*row["first_ms"]) if row["first_ms"] else "none seen"
+        arm = (f"{row['arm_rms_mrad']:.1f} / {row['arm_max_mrad']:.1f} mrad" if "arm_rms_mrad" in row
+               else "not measured")
         return (f"{row['succeeded']} of {row['goals']} | {row['rms_mrad']:.1f} / {row['max_mrad']:.1f} mrad | "
-                f"{first}")
+                f"{arm} | {first}")
     names = [MIDDLEWARES[m] for m in middlewares]
-    head = " | ".join(f"{n}: succeeded | {n}: joint error RMS / max | {n}: first setpoint median / max"
-                      for n in names)
-    lines = [f"| node | {head} |", "|---|" + "---|" * (3 * len(names))]
+    head = " | ".join(f"{n}: succeeded | {n}: joint error RMS / max (feedback) | {n}: the arm's error RMS / max | "
+                      f"{n}: first setpoint median / max" for n in names)
+    lines = [f"| node | {head} |", "|---|" + "---|" * (4 * len(names))]
     keys = list(dict.fromkeys((r["node"], r["control"]) for r in rows if "node" in r))
     for node, control in keys:
         by = {r["middleware"]: r for r in rows if r.get("node") == node and r["control"] == control}
