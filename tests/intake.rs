@@ -141,8 +141,32 @@ fn a_feed_that_ends_before_a_continuing_moves_successor_holds_where_it_is() {
     assert_eq!(rig.cycle(0.5), Ok(RingSample::Ended), "the move overtaken does not play on to its end at 2 s");
 }
 
+/// The loop's withdrawals read whole while the loop makes them: never the axes of one hold with
+/// those of another (the loop can make two in one cycle).
+#[test]
+fn what_the_loop_did_is_read_whole_while_it_writes() {
+    let withdrawals = Arc::new(Withdrawals::default());
+    let writer = withdrawals.clone();
+    let writing = std::thread::spawn(move || {
+        for n in 1..=2_000_000u64 {
+            writer.done(n, n as f64, Some(Vec3::new(n as f64, -(n as f64), 2.0 * n as f64)));
+        }
+    });
+    let mut reads = 0u64;
+    while !writing.is_finished() {
+        if let Some(held) = withdrawals.held_at(1) {
+            assert!(held.y == -held.x && held.z == 2.0 * held.x, "a torn read: {held}");
+            reads += 1;
+        }
+    }
+    writing.join().unwrap();
+    assert!(reads > 0, "read while the loop wrote");
+}
+
 /// What the loop and the feeder do next, in any order. The loop looks at the withdrawals and
-/// fills its ring by turns; the feeder asks for withdrawals, and marks them later, in order.
+/// fills its ring by turns; the feeder asks for withdrawals and marks them later, in order, a
+/// mark not yet sent replaced by a newer one's (as the feeder's queue drops it), and queues each
+/// move's samples after its mark.
 #[derive(Debug, Clone)]
 enum Step {
     /// The loop's next half cycle: a look this many milliseconds after the last cycle, or the
@@ -150,9 +174,11 @@ enum Step {
     Loop(u8),
     /// The feeder asks for a withdrawal.
     Ask { continuing: bool },
-    /// The feeder marks the oldest withdrawal it asked for and has not marked, and queues the
-    /// move after it: this many samples (a continuing move: at least 10, see below).
-    Mark(u16),
+    /// The feeder marks the oldest withdrawals it asked for and has not marked, `overtaken` more
+    /// than one where it has them, sending only the newest's mark.
+    Mark { overtaken: u8 },
+    /// The feeder queues this many more samples of the move after the last mark.
+    Samples(u16),
     /// The feeder queues a segment after what it queued: this many samples along z.
     Segment(u16),
 }
@@ -161,32 +187,64 @@ fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
         (1u8..50).prop_map(Step::Loop),
         any::<bool>().prop_map(|continuing| Step::Ask { continuing }),
-        (1u16..300).prop_map(Step::Mark),
+        (0u8..3).prop_map(|overtaken| Step::Mark { overtaken }),
+        (1u16..100).prop_map(Step::Samples),
         (1u16..100).prop_map(Step::Segment),
     ]
 }
 
+/// Where the feeder's queue ends: the samples of a move (after withdrawal `n`, `sent` so far)
+/// or a segment (the `index`-th, `sent` so far). Each starts 1 mm apart from the others along x,
+/// so that where the loop ends says which it followed.
+#[derive(Debug, Clone, Copy)]
+enum Queued {
+    Move { n: u64, continuing: bool, sent: u16 },
+    Segment { index: u16, sent: u16 },
+}
+
+impl Queued {
+    fn sample(&self, k: u16) -> Waypoint {
+        let (axis, offset) = match *self {
+            Queued::Move { n, .. } => (1, n as f64),
+            Queued::Segment { index, .. } => (2, 1000.0 + f64::from(index)),
+        };
+        let mut sample = step_along(axis, k);
+        sample.x[0] += offset * 1e-3;
+        sample
+    }
+
+    /// Queues `count` more samples; the position of the last queued.
+    fn send(&mut self, rig: &Loop, count: u16) -> Vec3 {
+        let sent = match self {
+            Queued::Move { sent, .. } | Queued::Segment { sent, .. } => sent,
+        };
+        let from = *sent;
+        *sent += count;
+        let to = *sent;
+        for k in from + 1..=to {
+            rig.feed.send(FeedItem::Sample(self.sample(k))).unwrap();
+        }
+        self.sample(to).x
+    }
+}
+
 proptest! {
-    /// However the feeder's requests and marks and the loop's looks and fills interleave, with
-    /// the old move still waiting in the feed, every sample is taken (none comes earlier than
-    /// the one before it: that would stop the motors), and once the feed is taken in, the loop
-    /// ends where the newest move, or the segments after it, end.
+    /// However the feeder's requests, marks and samples and the loop's looks and fills
+    /// interleave, with the old move still waiting in the feed, every sample is taken (none comes
+    /// earlier than the one before it: that would stop the motors), every withdrawal asked for
+    /// is made, and once the feed is taken in the loop ends where the last queued ends: the
+    /// newest move, or the segments after it.
     #[test]
     fn every_interleaving_of_withdrawals_marks_and_cycles_is_taken_in(
-        steps in proptest::collection::vec(step(), 1..60),
+        steps in proptest::collection::vec(step(), 1..80),
         capacity in prop_oneof![Just(16usize), Just(RING_CAPACITY)],
     ) {
         let mut rig = Loop::new(capacity);
         let mut looked = false;
         let mut unmarked: VecDeque<(u64, bool)> = VecDeque::new();
+        let (mut queued, mut segments) = (None::<Queued>, 0u16);
         let mut end = step_along(0, 500).x;
-        let mark = |rig: &mut Loop, end: &mut Vec3, (n, continuing): (u64, bool), samples: u16| {
-            // A continuing move is joined up to 20 ms late, its samples until then passed: one
-            // of 40 ms or more keeps its end.
-            let samples = if continuing { samples.max(10) } else { samples };
-            rig.mark(n, samples);
-            *end = step_along(1, samples).x;
-        };
+        let mut last_asked = None;
         for step in steps {
             match step {
                 Step::Loop(after_ms) if !looked => {
@@ -197,30 +255,56 @@ proptest! {
                     rig.fill().expect("a fill takes its feed in");
                     looked = false;
                 }
-                Step::Ask { continuing } => unmarked.push_back((rig.ask(continuing), continuing)),
-                Step::Mark(samples) => {
-                    if let Some(asked) = unmarked.pop_front() {
-                        mark(&mut rig, &mut end, asked, samples);
+                Step::Ask { continuing } => {
+                    let n = rig.ask(continuing);
+                    unmarked.push_back((n, continuing));
+                    last_asked = Some(n);
+                }
+                Step::Mark { overtaken } => {
+                    let marked = unmarked.drain(..unmarked.len().min(usize::from(overtaken) + 1)).next_back();
+                    if let Some((n, continuing)) = marked {
+                        rig.feed.send(FeedItem::Withdrawn(n)).unwrap();
+                        queued = Some(Queued::Move { n, continuing, sent: 0 });
                     }
                 }
-                Step::Segment(samples) => {
-                    rig.feed.send(FeedItem::Segment).unwrap();
-                    for k in 1..=samples {
-                        rig.feed.send(FeedItem::Sample(step_along(2, k))).unwrap();
+                Step::Samples(count) => {
+                    if let Some(queued) = &mut queued {
+                        end = queued.send(&rig, count);
                     }
-                    end = step_along(2, samples).x;
+                }
+                Step::Segment(count) => {
+                    rig.feed.send(FeedItem::Segment).unwrap();
+                    segments += 1;
+                    let mut segment = Queued::Segment { index: segments, sent: 0 };
+                    end = segment.send(&rig, count);
+                    queued = Some(segment);
                 }
             }
         }
         if looked {
             rig.fill().expect("a fill takes its feed in");
         }
-        while let Some(asked) = unmarked.pop_front() {
-            mark(&mut rig, &mut end, asked, 50);
+        if let Some((n, continuing)) = unmarked.pop_back() {
+            rig.feed.send(FeedItem::Withdrawn(n)).unwrap();
+            queued = Some(Queued::Move { n, continuing, sent: 0 });
+        }
+        // A continuing move is joined up to 20 ms late, its samples until then passed: one of
+        // 40 ms or more keeps its end. A move with no sample holds where the loop was.
+        let short = match queued {
+            Some(Queued::Move { continuing: true, sent, .. }) => 10u16.saturating_sub(sent),
+            Some(Queued::Move { sent: 0, .. }) => 1,
+            _ => 0,
+        };
+        if let (Some(queued), 1..) = (&mut queued, short) {
+            end = queued.send(&rig, short);
         }
         // Long enough for whatever is queued: the first move's 2 s and each later one's.
-        for _ in 0..20_000 {
+        for _ in 0..40_000 {
             rig.cycle(PERIOD_S).expect("a cycle takes its feed in");
+        }
+        prop_assert_eq!(rig.withdrawals.pending(), None, "a withdrawal asked for was not made");
+        if let Some(n) = last_asked {
+            prop_assert!(rig.withdrawals.done_at(n).is_some(), "the newest withdrawal was made");
         }
         prop_assert!((rig.reference_x() - end).norm() < 1e-12, "ends at {}, not at {}", rig.reference_x(), end);
     }

@@ -242,10 +242,11 @@ impl Intake {
         Ok(())
     }
 
-    /// The feed has ended: the ring plays out what it holds, but the move a continuing
-    /// withdrawal overtook, whose successor will not come, holds where it is now.
+    /// The feed has ended: the ring plays out what it holds, but where a continuing withdrawal
+    /// waits for a successor that will not come, the move it overtook ends where it is now (and
+    /// with it the run, which stops the motors), rather than playing on to its end.
     fn end(&mut self, ring: &mut TrajectoryRing, now: f64) {
-        if self.dropping_until.is_some_and(|(_, continuing)| continuing.is_some()) {
+        if self.dropping_until.take().is_some_and(|(_, continuing)| continuing.is_some()) {
             ring.withdraw(now);
         }
         ring.close();
