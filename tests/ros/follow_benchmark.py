@@ -108,7 +108,7 @@ class Bench:
             request = goal_to(poses[index % 2], seconds)
             feedback = []
             sent_ns.append(time.time_ns())
-            sent = client.send_goal_async(request, feedback_callback=lambda m: feedback.append(m.feedback))
+            sent = client.send_goal_async(request, feedback_callback=lambda m, f=feedback: f.append(m.feedback))
             rclpy.spin_until_future_complete(self.node, sent, timeout_sec=10.0)
             handle = sent.result()
             done = handle.get_result_async()
@@ -162,8 +162,10 @@ class Bench:
 
 def errors(runs):
     """The goals' figures: how many succeeded, and the RMS and largest joint error [mrad]."""
-    rms, largest = rms_and_max([e for _, run_errors, _, _ in runs for e in run_errors])
-    return {"succeeded": sum(ok for _, _, ok, _ in runs), "goals": len(runs), "rms_mrad": rms, "max_mrad": largest}
+    all_errors = [e for _, run_errors, _, _ in runs for e in run_errors]
+    rms, largest = rms_and_max(all_errors)
+    return {"succeeded": sum(ok for _, _, ok, _ in runs), "goals": len(runs), "rms_mrad": rms, "max_mrad": largest,
+            "samples": len(all_errors)}
 
 
 def rms_and_max(errors):
@@ -178,13 +180,15 @@ def arm_errors(runs, states):
     positions against the arm's joint states (`states`, stamped) interpolated at the feedback's
     stamp. The same measure on either path, where the feedback's `error` differs: the node's own
     compares with the state of the same step, joint_trajectory_controller's with the last state
-    its hardware plugin received (up to a publish period and the transport old)."""
+    its hardware plugin received (up to a publish period and the transport old). On Jazzy, JTC
+    commands its trajectory one update period ahead of the feedback's `desired` (Humble commands
+    `desired` itself): there this measure includes that period's way."""
     states = sorted(states, key=lambda state: state[0])
     times = [t for t, _ in states]
     errors = []
     for _, _, _, desired in runs:
         for stamp, names, positions in desired:
-            after = bisect.bisect_left(times, stamp)
+            after = bisect.bisect_right(times, stamp)
             if not 0 < after < len(times) or times[after] - times[after - 1] > 50_000_000:
                 continue
             (t0, before), (t1, later) = states[after - 1], states[after]
@@ -192,7 +196,7 @@ def arm_errors(runs, states):
             errors += [want - (before[name] + s * (later[name] - before[name]))
                        for name, want in zip(names, positions) if name in before and name in later]
     rms, largest = rms_and_max(errors)
-    return {"arm_rms_mrad": rms, "arm_max_mrad": largest}
+    return {"arm_rms_mrad": rms, "arm_max_mrad": largest, "arm_samples": len(errors)}
 
 
 def first_setpoints(sent, times):
@@ -366,6 +370,13 @@ def table(rows, middlewares):
         by = {r["middleware"]: r for r in rows if r.get("node") == node and r["control"] == control}
         path = "native" if control == "native" else "via joint_trajectory_controller"
         lines.append(f"| {node}, {path} | " + " | ".join(cell(by.get(m)) for m in middlewares) + " |")
+    lines += ["", "| each error over, samples: feedback / the arm's | " + " | ".join(names) + " |",
+              "|---|" + "---|" * len(names)]
+    for node, control in keys:
+        by = {r["middleware"]: r for r in rows if r.get("node") == node and r["control"] == control}
+        counts = [f"{by[m]['samples']} / {by[m].get('arm_samples', '-')}" if m in by else "not run"
+                  for m in middlewares]
+        lines.append(f"| {label(node, control)} | " + " | ".join(counts) + " |")
     rates = [r for r in rows if r.get("rate")]
     if rates:
         lines += ["", "| /joint_states as a subscriber gets them | " + " | ".join(names) + " |",
@@ -408,7 +419,8 @@ def main():
         done = subprocess.run([sys.executable, __file__, "--one", *nodes], env={**os.environ, "RMW_IMPLEMENTATION": middleware},
                               stdout=subprocess.PIPE, text=True)
         rows += [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    print(f"FollowJointTrajectory, {GOALS} goals of 1 s each between two poses:\n")
+    print(f"FollowJointTrajectory on {os.environ.get('ROS_DISTRO', 'ROS 2')}, {GOALS} goals of 1 s each between "
+          "two poses:\n")
     print(table(rows, middlewares))
 
 
