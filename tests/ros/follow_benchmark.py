@@ -17,8 +17,9 @@ acceptance included):
 - stm32_driver and arduino_driver: to the command's arrival at the emulated device, as
   `arm_hil emulate stm32 --print-targets` and `arm_hil emulate rdscom --print-controls` stamp it;
 - sil_node and hil_node, natively: to the stamp of the first `~/controller_state` whose reference
-  has left the hold (published with every 4th step of hil_node's 1 kHz loop, and at sil_node's
-  publish rate: a bound, not the step itself);
+  has left the hold, in a bringup of its own that publishes at 1 kHz (`publish_rate_hz:=1000`:
+  every step of hil_node's loop; at the default 250 Hz the state every 4 ms would bound the
+  figure, not time the step);
 - through joint_trajectory_controller: to the stamp of the first command on the node's
   `~/joint_command` that differs from the one before: topic_based_ros2_control stamps a command
   as it writes it, on the wall clock. (Taken as this process receives them instead, the
@@ -327,9 +328,15 @@ def arm_figures(bench, nodes):
                                                        arm, poses, watched=watched, states=states)
             # The bringup's CPU while the goals ran, in percent of one core.
             cpu = 100.0 * (cpu_seconds(node.pid) - cpu_from) / (time.monotonic() - wall_from)
+            ended(node)
+            if native:
+                # The first setpoints again, timed by a controller_state of every 1 ms step.
+                node = launched(file, control, *arguments, "publish_rate_hz:=1000")
+                node.kept_as = node.kept_as.with_name(node.kept_as.stem + "_1khz.log")
+                _, sent, seen, _ = bench.goals(f"/{name}/follow_joint_trajectory", arm, poses, watched=watched)
+                ended(node)
             rows.append({"node": name, "control": control, **errors(runs), **arm_errors(runs, arm_states),
                          "rate": rate, "cpu_percent": cpu, **first_setpoints(sent, changes(seen))})
-            ended(node)
     return rows
 
 
