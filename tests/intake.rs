@@ -96,36 +96,35 @@ impl Loop {
     }
 }
 
-#[test]
-fn a_mark_that_comes_before_the_loop_saw_its_withdrawal_withdraws_there() {
-    // A loaded machine: the loop looks at the withdrawals, then a goal takes the arm and the
-    // feeder marks its withdrawal and queues the goal's samples, then the loop takes in the feed
-    // in the same cycle. The goal's samples count from the withdrawal, not from the move before,
-    // whose end (2 s) is later than their times would be on it.
+/// A loaded machine: the loop looks at the withdrawals, 1 s into the first move, then a move
+/// takes the arm (`continuing` or holding) and the feeder marks its withdrawal and queues the
+/// move's samples, then the loop takes in the feed in the same cycle. The move's samples count
+/// from the withdrawal, not from the move before, whose end (2 s) is later than their times would
+/// be on it: made at the mark's cycle, and 0.1 s on the loop is 0.1 s into the move. The loop,
+/// the withdrawal, and where the loop's reference was when it was made.
+fn a_move_marked_within_a_cycle(continuing: bool) -> (Loop, u64, Vec3) {
     let mut rig = Loop::new(RING_CAPACITY);
     rig.cycle(1.0).unwrap();
     let before = rig.reference_x();
     rig.look(0.0);
-    let n = rig.ask(false);
+    let n = rig.ask(continuing);
     rig.mark(n, 50);
-    rig.fill().expect("the goal's samples follow its withdrawal");
-    assert_eq!(rig.withdrawals.done_at(n), Some(rig.now), "withdrawn at the mark's cycle");
-    assert_eq!(rig.withdrawals.held_at(n), Some(before), "holding where the reference was");
+    rig.fill().expect("the move's samples follow its withdrawal");
+    assert_eq!(rig.withdrawals.done_at(n), Some(rig.now), "made at the mark's cycle");
     rig.cycle(0.1).unwrap();
-    assert!((rig.reference_x() - step_along(1, 25).x).norm() < 1e-12, "0.1 s into the goal");
+    assert!((rig.reference_x() - step_along(1, 25).x).norm() < 1e-12, "0.1 s into the move");
+    (rig, n, before)
+}
+
+#[test]
+fn a_mark_that_comes_before_the_loop_saw_its_withdrawal_withdraws_there() {
+    let (rig, n, before) = a_move_marked_within_a_cycle(false);
+    assert_eq!(rig.withdrawals.held_at(n), Some(before), "holding where the reference was");
 }
 
 #[test]
 fn a_continuing_mark_that_comes_before_the_loop_saw_its_withdrawal_replaces_from_there() {
-    let mut rig = Loop::new(RING_CAPACITY);
-    rig.cycle(1.0).unwrap();
-    rig.look(0.0);
-    let n = rig.ask(true);
-    rig.mark(n, 50);
-    rig.fill().expect("the next move's samples follow its withdrawal");
-    assert_eq!(rig.withdrawals.done_at(n), Some(rig.now), "replaced at the mark's cycle");
-    rig.cycle(0.1).unwrap();
-    assert!((rig.reference_x() - step_along(1, 25).x).norm() < 1e-12, "0.1 s into the next move");
+    a_move_marked_within_a_cycle(true);
 }
 
 #[test]
