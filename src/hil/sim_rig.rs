@@ -77,8 +77,12 @@ impl Hardware for SimulatedRig {
         Ok(())
     }
 
+    /// The motors stop the arm where it is, as the rig's steppers do when they stop stepping: a
+    /// plant left with the velocity it had would set off with it when the next loop begins.
     fn stop(&mut self) {
         self.plant.set_torque(Vec3::zeros());
+        self.y.fixed_rows_mut::<3>(3).fill(0.0);
+        self.integrator.invalidate();
     }
 
     fn true_position(&self) -> Option<Vec3> {
