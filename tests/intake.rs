@@ -3,6 +3,7 @@
 //! docs/safety.md).
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::Arc;
 
@@ -145,21 +146,28 @@ fn a_feed_that_ends_before_a_continuing_moves_successor_holds_where_it_is() {
 #[test]
 fn what_the_loop_did_is_read_whole_while_it_writes() {
     let withdrawals = Arc::new(Withdrawals::default());
-    let writer = withdrawals.clone();
+    let read_enough = Arc::new(AtomicBool::new(false));
+    let (writer, stop) = (withdrawals.clone(), read_enough.clone());
+    // The loop writes until the reader has read enough: however the two threads are scheduled,
+    // every read is made while the writer runs.
     let writing = std::thread::spawn(move || {
-        for n in 1..=2_000_000u64 {
+        let mut n = 0u64;
+        while !stop.load(Ordering::Relaxed) {
+            n += 1;
             writer.done(n, n as f64, Some(Vec3::new(n as f64, -(n as f64), 2.0 * n as f64)));
         }
+        n
     });
     let mut reads = 0u64;
-    while !writing.is_finished() {
+    while reads < 200_000 {
         if let Some(held) = withdrawals.held_at(1) {
             assert!(held.y == -held.x && held.z == 2.0 * held.x, "a torn read: {held}");
             reads += 1;
         }
     }
-    writing.join().unwrap();
-    assert!(reads > 0, "read while the loop wrote");
+    read_enough.store(true, Ordering::Relaxed);
+    let written = writing.join().unwrap();
+    assert!(written > 1, "the loop wrote while it was read");
 }
 
 /// What the loop and the feeder do next, in any order. The loop looks at the withdrawals and
