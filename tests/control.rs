@@ -2,8 +2,7 @@
 
 use arm_hil::control::trajectory_csv::{read_waypoints, write_waypoints, CsvError};
 use arm_hil::control::{
-    Estimator, EstimatorConfig, PositionVelocityKalman, RangeBiasEstimator, ReadingRejected, ReferenceSampler,
-    SphericalReading, Trajectory, TrajectoryError, Waypoint, MAX_WAYPOINTS,
+    PositionVelocityKalman, RangeBiasEstimator, ReferenceSampler, Trajectory, TrajectoryError, Waypoint, MAX_WAYPOINTS,
 };
 use arm_hil::model::math::Vec3;
 use arm_hil::model::Robot;
@@ -102,60 +101,6 @@ fn the_range_bias_estimator_converges_to_the_mean_offset() {
         estimator.update(0.45 + 0.004 + wobble, 0.45);
     }
     assert!((estimator.bias() - 0.004).abs() < 2e-4, "bias {}", estimator.bias());
-}
-
-const ELBOW: Vec3 = Vec3::new(0.35, 0.35, 0.0);
-const L_ARM: f64 = 0.45;
-/// The HIL loop's gate on readings [m].
-const GATE_M: f64 = 0.02;
-
-/// What an exact sensor at the elbow reads of the point `p` [m].
-fn reading_of(p: Vec3) -> SphericalReading {
-    let offset = p - ELBOW;
-    let r = offset.norm();
-    SphericalReading { r, theta: (offset.z / r).acos(), phi: offset.y.atan2(offset.x) }
-}
-
-/// An estimator that has followed the arm along x at 0.05 m/s for 0.2 s, to `p` [m].
-fn estimator_that_followed_the_arm_to(p: Vec3) -> Estimator {
-    let mut estimator = Estimator::new(EstimatorConfig::default(), ELBOW, L_ARM, 2.3e-3);
-    for k in (0..=200).rev() {
-        let at = p - Vec3::new(0.05 * k as f64 * 1e-3, 0.0, 0.0);
-        estimator.gated_update(&reading_of(at), 1e-3, &Vec3::zeros(), GATE_M).unwrap();
-    }
-    estimator
-}
-
-#[test]
-fn a_resumed_estimator_carries_on_where_it_left_the_arm_at_rest() {
-    let p = Vec3::new(0.0575, 0.08, 0.21);
-    let left = estimator_that_followed_the_arm_to(p);
-    let mut resumed = left.clone().resumed();
-    // A reading 1 mm off, as one quantised reading can be: the estimate stays with the filter.
-    let estimate = resumed.gated_update(&reading_of(p + Vec3::new(0.0, 1e-3, 0.0)), 1e-3, &Vec3::zeros(), GATE_M);
-    let estimate = estimate.unwrap();
-    assert!((estimate.x - p).norm() < 0.3e-3, "the estimate moved to {} from {p}", estimate.x);
-    assert!(estimate.v.norm() < 0.01, "the stopped arm moves at {} m/s", estimate.v.norm());
-    // A fresh filter would start at the reading itself.
-    let mut fresh = Estimator::new(EstimatorConfig::default(), ELBOW, L_ARM, 2.3e-3);
-    let first = fresh.gated_update(&reading_of(p + Vec3::new(0.0, 1e-3, 0.0)), 1e-3, &Vec3::zeros(), GATE_M);
-    assert!((first.unwrap().x - p).norm() > 0.9e-3);
-}
-
-#[test]
-fn a_resumed_estimator_starts_afresh_at_a_first_reading_beyond_the_gate() {
-    let p = Vec3::new(0.0575, 0.08, 0.21);
-    // 5 cm across the forearm's sphere: a reading in range.
-    let moved = p + Vec3::new(0.034, -0.037, 0.0);
-    // Without a stop between, the arm cannot have got there: refused.
-    let mut running = estimator_that_followed_the_arm_to(p);
-    let refused = running.gated_update(&reading_of(moved), 1e-3, &Vec3::zeros(), GATE_M);
-    assert!(matches!(refused, Err(ReadingRejected::Point { .. })), "{refused:?}");
-    // Moved while stopped: the resumed filter starts there, and follows on.
-    let mut resumed = estimator_that_followed_the_arm_to(p).resumed();
-    let estimate = resumed.gated_update(&reading_of(moved), 1e-3, &Vec3::zeros(), GATE_M).unwrap();
-    assert!((estimate.x - moved).norm() < 1e-6, "{} for {moved}", estimate.x);
-    assert!(resumed.gated_update(&reading_of(p), 1e-3, &Vec3::zeros(), GATE_M).is_err(), "the gate is back");
 }
 
 #[test]

@@ -144,12 +144,6 @@ impl PositionVelocityKalman {
     pub fn estimate(&self) -> Estimate {
         self.estimate
     }
-
-    /// The arm was stopped: its velocity is known to be zero, its position as it was.
-    fn stopped(&mut self) {
-        self.estimate.v = Vec3::zeros();
-        self.p_xv = 0.0;
-    }
 }
 
 /// Why [`Estimator::gated_update`] refused a reading: what the arm cannot have produced.
@@ -171,9 +165,6 @@ pub struct Estimator {
     sigma_m: f64,
     bias: RangeBiasEstimator,
     kalman: Option<PositionVelocityKalman>,
-    /// Resumed after a stop: the next reading, if it is not one the arm can have produced from
-    /// where the filter left it, starts the filter afresh rather than being refused.
-    resuming: bool,
 }
 
 impl Estimator {
@@ -181,22 +172,7 @@ impl Estimator {
     pub fn new(config: EstimatorConfig, elbow: Vec3, l_arm: f64, default_sigma_m: f64) -> Estimator {
         let sigma_m = config.sigma_m.unwrap_or(default_sigma_m);
         let bias = RangeBiasEstimator::new(config.bias_p0, config.bias_sigma_p, config.bias_sigma_r);
-        Estimator { config, elbow, l_arm, sigma_m, bias, kalman: None, resuming: false }
-    }
-
-    /// This estimator for a loop that resumes after the motors stopped the arm: the estimate and
-    /// the range bias carry on, with the arm at rest, so that the resumed loop holds where the
-    /// last one left the arm, not where one quantised reading puts it (up to half a quantum of
-    /// the sensor's angles off, millimetres), and its first cycles see no velocity out of the
-    /// filter settling. The first reading decides: one the gate of
-    /// [`Estimator::gated_update`] would refuse (the arm was moved while stopped) starts the
-    /// filter afresh there.
-    pub fn resumed(mut self) -> Estimator {
-        if let Some(kalman) = &mut self.kalman {
-            kalman.stopped();
-        }
-        self.resuming = true;
-        self
+        Estimator { config, elbow, l_arm, sigma_m, bias, kalman: None }
     }
 
     /// The point the sensor sees [m], after the range-bias update.
@@ -224,9 +200,7 @@ impl Estimator {
     /// [m] of the forearm's length with the estimated bias, and its point within `gate_m` of
     /// where the filter predicts the arm after `dt` [s]. Else nothing changes (the bias
     /// estimate included) and the reading is refused, saying how far off it was. The first
-    /// reading has no prediction to be held to; its range is held to the same gate. The first
-    /// reading after [`Estimator::resumed`] is never refused for being off where the filter left
-    /// the arm: the filter starts afresh at it, held to the gate as a first reading is.
+    /// reading has no prediction to be held to; its range is held to the same gate.
     pub fn gated_update(
         &mut self,
         reading: &SphericalReading,
@@ -234,23 +208,6 @@ impl Estimator {
         commanded_acceleration: &Vec3,
         gate_m: f64,
     ) -> Result<Estimate, ReadingRejected> {
-        let checked = self.check(reading, dt, commanded_acceleration, gate_m);
-        if std::mem::take(&mut self.resuming) && checked.is_err() {
-            *self = Estimator::new(self.config.clone(), self.elbow, self.l_arm, self.sigma_m);
-            return self.gated_update(reading, dt, commanded_acceleration, gate_m);
-        }
-        checked?;
-        Ok(self.update(reading, dt, commanded_acceleration))
-    }
-
-    /// The gate of [`Estimator::gated_update`].
-    fn check(
-        &self,
-        reading: &SphericalReading,
-        dt: f64,
-        commanded_acceleration: &Vec3,
-        gate_m: f64,
-    ) -> Result<(), ReadingRejected> {
         let range_off = (reading.r - self.l_arm - self.bias.bias()).abs();
         if !(range_off <= gate_m) {
             return Err(ReadingRejected::Range { off_m: range_off });
@@ -264,7 +221,7 @@ impl Estimator {
                 return Err(ReadingRejected::Point { off_m });
             }
         }
-        Ok(())
+        Ok(self.update(reading, dt, commanded_acceleration))
     }
 
     fn acceleration(&self, commanded: &Vec3) -> Vec3 {

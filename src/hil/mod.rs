@@ -18,7 +18,7 @@ pub mod stepper;
 
 pub use feed::{feed_trajectory, FeedItem, Intake, Withdrawals, FEED_DEPTH};
 pub use ring::{RingError, RingSample, TrajectoryRing, RING_CAPACITY};
-pub use runner::{FrameChannel, FrameSink, HilConfig, HilError, HilLoop, HilReport, Released, TakenFrame};
+pub use runner::{FrameChannel, FrameSink, HilConfig, HilError, HilLoop, HilReport, TakenFrame};
 pub use sim_rig::SimulatedRig;
 pub use stats::{LoopStats, LoopStatus};
 

@@ -167,21 +167,12 @@ pub struct HilReport {
     pub outcome: Result<(), HilError>,
 }
 
-/// What a run hands back for the next one on the same rig.
-pub struct Released {
-    /// The hardware, stopped.
-    pub hardware: Box<dyn Hardware>,
-    /// The estimator where the run left the arm.
-    pub estimator: Estimator,
-}
-
 /// Where a run's reference starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Start {
     /// At the feed's first sample, which the run waits for.
     FirstSample,
-    /// Where the estimate at the first sensor reading puts the arm, held there until the feed
-    /// moves it.
+    /// Where the first sensor reading puts the arm, held there until the feed moves it.
     WhereTheArmIs,
 }
 
@@ -252,16 +243,10 @@ impl HilLoop {
         self
     }
 
-    /// Starts its reference where the arm is rather than at the feed's first sample, and holds
-    /// it there until the feed moves it: a run that resumes after a stop starts with no jump.
-    /// Where the arm is: where `left_by`, the estimator an earlier run on this hardware handed
-    /// back ([`HilLoop::run_and_release`]), left it, if the first reading agrees
-    /// ([`Estimator::resumed`]); else where the first reading puts it. The feed's samples count
-    /// from then.
-    pub fn starting_where_the_arm_is(mut self, left_by: Option<Estimator>) -> HilLoop {
-        if let Some(estimator) = left_by {
-            self.estimator = estimator.resumed();
-        }
+    /// Starts its reference where the first sensor reading puts the arm rather than at the
+    /// feed's first sample, and holds it there until the feed moves it: a run that resumes after
+    /// a stop starts from where the arm is, with no jump. The feed's samples count from then.
+    pub fn starting_where_the_arm_is(mut self) -> HilLoop {
         self.start = Start::WhereTheArmIs;
         self
     }
@@ -278,9 +263,8 @@ impl HilLoop {
         self.run_and_release().0
     }
 
-    /// [`HilLoop::run`], then hands the hardware back, stopped, for another run, with the
-    /// estimator where it left the arm (for [`HilLoop::starting_where_the_arm_is`]).
-    pub fn run_and_release(mut self) -> (HilReport, Released) {
+    /// [`HilLoop::run`], then hands the hardware back, stopped, for another run.
+    pub fn run_and_release(mut self) -> (HilReport, Box<dyn Hardware>) {
         let mut stats = LoopStats::new(self.config.rate_hz);
         stats.error_from_truth = self.hardware.true_position().is_some();
         let mut ring = TrajectoryRing::new(RING_CAPACITY, self.config.low_water);
@@ -300,8 +284,7 @@ impl HilLoop {
             },
         };
         self.hardware.stop();
-        let released = Released { hardware: self.hardware, estimator: self.estimator };
-        (HilReport { stats, duration_s: outcome.1, outcome: outcome.0 }, released)
+        (HilReport { stats, duration_s: outcome.1, outcome: outcome.0 }, self.hardware)
     }
 
     /// The loop proper. Returns the outcome and the loop time covered [s].

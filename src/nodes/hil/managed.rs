@@ -18,11 +18,9 @@ use std::time::Duration;
 use super::feeder::{run_feeder, Feeder, RequestQueue};
 use super::publisher::loop_failure;
 use super::HilNodeConfig;
-use crate::control::{Estimator, Trajectory};
+use crate::control::Trajectory;
 use crate::drivers::open_hardware;
-use crate::hil::{
-    FrameChannel, Hardware, HilLoop, HilReport, LoopStatus, Released, TakenFrame, Withdrawals, FEED_DEPTH,
-};
+use crate::hil::{FrameChannel, Hardware, HilLoop, HilReport, LoopStatus, TakenFrame, Withdrawals, FEED_DEPTH};
 use crate::model::Robot;
 use crate::nodes::lifecycle::{Fault, Managed, Outcome, Step};
 use crate::nodes::status::Level;
@@ -74,7 +72,7 @@ pub struct HilLinks {
 
 struct RunningLoop {
     stop: Arc<AtomicBool>,
-    run: JoinHandle<(HilReport, Released)>,
+    run: JoinHandle<(HilReport, Box<dyn Hardware>)>,
     feeder: JoinHandle<(Feeder, RequestQueue)>,
 }
 
@@ -87,9 +85,6 @@ pub struct ManagedHil {
     feeder: Option<(Feeder, RequestQueue)>,
     /// Whether a loop has run: later ones start where the arm is.
     resumed: bool,
-    /// The estimator the last loop on the open rig ended with, where it left the arm (None once
-    /// the rig closed: who knows what moved it since).
-    left_by: Option<Estimator>,
     hardware: Option<Box<dyn Hardware>>,
     running: Option<RunningLoop>,
     /// Why the node stops the running loop, for what the loop ran.
@@ -119,7 +114,6 @@ impl ManagedHil {
             initial,
             feeder: Some((feeder, links.requests)),
             resumed: false,
-            left_by: None,
             hardware: None,
             running: None,
             stopping_for: Arc::default(),
@@ -189,7 +183,7 @@ impl ManagedHil {
             .with_frames(Box::new(FrameChannel(self.frames.clone())))
             .with_status(self.status.clone())
             .with_withdrawals(self.withdrawals.clone());
-        let hil = if self.resumed { hil.starting_where_the_arm_is(self.left_by.take()) } else { hil };
+        let hil = if self.resumed { hil.starting_where_the_arm_is() } else { hil };
         self.resumed = true;
 
         let feeder_stop = stop.clone();
@@ -203,7 +197,7 @@ impl ManagedHil {
         }
         looping.store(true, Ordering::Relaxed);
         let run = std::thread::Builder::new().name("hil-loop".into()).spawn(move || {
-            let (report, released) = hil.run_and_release();
+            let (report, hardware) = hil.run_and_release();
             looping.store(false, Ordering::Relaxed);
             match &report.outcome {
                 Ok(()) => {
@@ -228,7 +222,7 @@ impl ManagedHil {
                     }
                 }
             }
-            (report, released)
+            (report, hardware)
         });
         match (run, feeder) {
             (Ok(run), Ok(feeder)) => {
@@ -248,7 +242,7 @@ impl ManagedHil {
         }
         running.stop.store(true, Ordering::Relaxed);
         let (run, feeder) = (running.run.join(), running.feeder.join());
-        let (Ok((_, released)), Ok(feeder)) = (run, feeder) else {
+        let (Ok((_, hardware)), Ok(feeder)) = (run, feeder) else {
             // A panic there is a fault: its rig stopped as it unwound (and from the panic hook),
             // but the loop never told the node: its goals end here.
             let cause = "a loop thread panicked".to_owned();
@@ -257,8 +251,7 @@ impl ManagedHil {
             self.reporter.loop_stopped(&LoopEnd::Fault(cause.clone()));
             return Outcome::Error(cause);
         };
-        self.hardware = Some(released.hardware);
-        self.left_by = Some(released.estimator);
+        self.hardware = Some(hardware);
         self.feeder = Some(feeder);
         Outcome::Success
     }
@@ -267,7 +260,6 @@ impl ManagedHil {
     fn release(&mut self, why: &str) -> Outcome {
         let outcome = self.stop_loop(why);
         self.hardware = None;
-        self.left_by = None;
         outcome
     }
 }
