@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use arm_hil::control::arc::ArcSpec;
-use arm_hil::control::{Trajectory, Waypoint};
+use arm_hil::control::{Reference, ReferenceSampler, Trajectory, Waypoint};
 use arm_hil::model::math::Vec3;
 use arm_hil::model::{Robot, RobotParams};
 use arm_hil::sim::{
@@ -166,6 +166,29 @@ fn a_steered_run_goes_on_from_the_moving_arm_on_the_new_trajectorys_time() {
     // A fresh run of the same trajectory starts the arm at rest.
     let fresh = Simulation::new(robot.clone(), hold, &config).unwrap().next().unwrap().unwrap();
     assert!(fresh.x_dot.norm() < 1e-3);
+}
+
+#[test]
+fn a_run_steered_onto_the_trajectory_it_follows_goes_on_without_a_jolt() {
+    // A FollowJointTrajectory goal taken mid-motion, or each command of a ros2_control stream,
+    // steers the simulation into a trajectory that starts where the reference is, going.
+    let robot = Robot::default();
+    let config = SilConfig::default();
+    let arc = default_arc(&robot);
+    let mut simulation = Simulation::new(robot.clone(), arc.clone(), &config).unwrap();
+    let before = (&mut simulation).map(Result::unwrap).find(|frame| frame.t >= 1.0).unwrap();
+    assert!(before.xd_ref.norm() > 0.03, "the reference moves: {}", before.xd_ref.norm());
+    let Reference { x, xd, xdd } = ReferenceSampler::new().sample(&arc, before.t);
+    let rest = arc.waypoints().iter().filter(|waypoint| waypoint.t > before.t);
+    let waypoints = std::iter::once(Waypoint { t: 0.0, x, xd, xdd })
+        .chain(rest.map(|waypoint| Waypoint { t: waypoint.t - before.t, ..*waypoint }))
+        .collect();
+    simulation.steer(Arc::new(Trajectory::with_robot_forearm(waypoints, &robot).unwrap()));
+
+    // The first control tick's torque goes on from the last; a reference held at rest for that
+    // tick would brake the arm (0.75 N m here).
+    let first = simulation.next().unwrap().unwrap();
+    assert!((first.tau - before.tau).amax() < 0.05, "the torque jumps from {} to {}", before.tau, first.tau);
 }
 
 #[test]

@@ -12,7 +12,7 @@ use super::config::SilConfig;
 use super::integrator::{BogackiShampine, DenseOutput, IntegratorError, StepOutcome};
 use super::plant::{joint_state, plant_state, Plant, PlantState};
 use super::sensor::SimulatedSensor;
-use crate::control::{Estimator, Reference, ReferenceSampler, TaskSpaceController, Trajectory};
+use crate::control::{Estimator, Reference, ReferenceSampler, TaskSpaceController, Trajectory, Waypoint};
 use crate::model::math::Vec3;
 use crate::model::{ArmMotion, ModelError, Robot};
 
@@ -196,7 +196,11 @@ impl Simulation {
         self.tick_origin += start - self.t;
         self.t = start;
         self.sampler = ReferenceSampler::new();
-        self.reference = self.sampler.sample(&trajectory, start);
+        // The reference now is the first waypoint as it goes, not held at rest there (as a
+        // sampler holds at a trajectory's start): a trajectory steered into under way would
+        // otherwise have the controller brake for one control tick.
+        let Waypoint { x, xd, xdd, .. } = trajectory.waypoints()[0];
+        self.reference = Reference { x, xd, xdd };
         self.last_step = None;
         self.integrator.invalidate();
         self.stats = RunStats::default();
