@@ -169,26 +169,49 @@ fn a_steered_run_goes_on_from_the_moving_arm_on_the_new_trajectorys_time() {
 }
 
 #[test]
-fn a_run_steered_onto_the_trajectory_it_follows_goes_on_without_a_jolt() {
+fn a_run_steered_onto_the_trajectory_it_follows_goes_on_as_if_not_steered() {
     // A FollowJointTrajectory goal taken mid-motion, or each command of a ros2_control stream,
-    // steers the simulation into a trajectory that starts where the reference is, going.
+    // steers the simulation into a trajectory that starts where the controller's reference is,
+    // going.
     let robot = Robot::default();
     let config = SilConfig::default();
+    let period_s = 1.0 / config.controller.rate_hz;
     let arc = default_arc(&robot);
     let mut simulation = Simulation::new(robot.clone(), arc.clone(), &config).unwrap();
-    let before = (&mut simulation).map(Result::unwrap).find(|frame| frame.t >= 1.0).unwrap();
-    assert!(before.xd_ref.norm() > 0.03, "the reference moves: {}", before.xd_ref.norm());
+    // While the arc speeds up, so that its reference's acceleration counts as well as its speed;
+    // on a control tick, whose torque is the new trajectory's first.
+    let before = (&mut simulation).map(Result::unwrap).find(|frame| frame.t >= 0.25).unwrap();
+    assert!((before.t / period_s - (before.t / period_s).round()).abs() < 1e-6, "a tick falls at {}", before.t);
     let Reference { x, xd, xdd } = ReferenceSampler::new().sample(&arc, before.t);
+    assert!(xd.norm() > 0.01 && xdd.norm() > 0.05, "the reference speeds up: {} m/s, {} m/s^2", xd.norm(), xdd.norm());
     let rest = arc.waypoints().iter().filter(|waypoint| waypoint.t > before.t);
     let waypoints = std::iter::once(Waypoint { t: 0.0, x, xd, xdd })
         .chain(rest.map(|waypoint| Waypoint { t: waypoint.t - before.t, ..*waypoint }))
         .collect();
-    simulation.steer(Arc::new(Trajectory::with_robot_forearm(waypoints, &robot).unwrap()));
+    let mut steered = simulation.clone();
+    steered.steer(Arc::new(Trajectory::with_robot_forearm(waypoints, &robot).unwrap()));
 
-    // The first control tick's torque goes on from the last; a reference held at rest for that
-    // tick would brake the arm (0.75 N m here).
-    let first = simulation.next().unwrap().unwrap();
-    assert!((first.tau - before.tau).amax() < 0.05, "the torque jumps from {} to {}", before.tau, first.tau);
+    // The torque of each control tick for 50 ms, as the frames hold it, in both runs: a
+    // reference held at rest for the first tick would brake the arm (0.8 N m here), one
+    // without its acceleration hold it back (0.05 N m).
+    let ticks = |frames: &mut dyn Iterator<Item = (f64, Vec3)>| -> Vec<Vec3> {
+        let mut torques = Vec::new();
+        for (t, tau) in frames.take_while(|(t, _)| *t <= 0.05 + 1e-9) {
+            let tick = ((t - 1e-9) / period_s).floor() as usize;
+            if tick == torques.len() {
+                torques.push(tau);
+            }
+        }
+        torques
+    };
+    let going_on =
+        ticks(&mut (&mut simulation).map(|frame| frame.unwrap()).map(|frame| (frame.t - before.t, frame.tau)));
+    let after_steer = ticks(&mut steered.map(|frame| frame.unwrap()).map(|frame| (frame.t, frame.tau)));
+    assert_eq!(going_on.len(), 50);
+    assert_eq!(after_steer.len(), 50);
+    for (tick, (steered, not)) in after_steer.iter().zip(&going_on).enumerate() {
+        assert!((steered - not).amax() < 1e-3, "tick {tick}: torque {steered} steered, {not} not");
+    }
 }
 
 #[test]

@@ -47,8 +47,9 @@ impl Quintic {
     }
 }
 
-/// Samples a trajectory at any time. Before the first waypoint and after the last it holds
-/// that waypoint's position with zero velocity and acceleration.
+/// Samples a trajectory at any time. Up to the first waypoint's time (that time included) and
+/// after the last it holds that waypoint's position with zero velocity and acceleration: a run
+/// starts at rest.
 ///
 /// Keeps the current segment, so sampling at non-decreasing times costs O(1); other times
 /// are found by binary search.

@@ -111,7 +111,8 @@ pub struct Simulation {
     task_acceleration: Vec3,
     t: f64,
     y: PlantState,
-    /// The trajectory's reference sample at `t`, for the control tick and the frame there.
+    /// The controller's reference at `t`, for the control tick and the frame there: the
+    /// trajectory's sample, or, at the start of a steered run, its first waypoint as it goes.
     reference: Reference,
     ticks_done: u64,
     /// When control tick 0 fell [s, simulated]; ticks fall every `control_period` from it.
@@ -196,9 +197,9 @@ impl Simulation {
         self.tick_origin += start - self.t;
         self.t = start;
         self.sampler = ReferenceSampler::new();
-        // The reference now is the first waypoint as it goes, not held at rest there (as a
-        // sampler holds at a trajectory's start): a trajectory steered into under way would
-        // otherwise have the controller brake for one control tick.
+        // The controller's reference is now the first waypoint as it goes, not held at rest
+        // there (as a sampler holds at a trajectory's start): a trajectory steered into under
+        // way would otherwise have the controller brake for one control tick.
         let Waypoint { x, xd, xdd, .. } = trajectory.waypoints()[0];
         self.reference = Reference { x, xd, xdd };
         self.last_step = None;
