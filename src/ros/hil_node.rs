@@ -6,6 +6,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, sync_channel};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use anyhow::Context;
 use futures::executor::LocalPool;
@@ -173,7 +174,10 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let publishing = std::thread::Builder::new().name("hil-publish".into()).spawn(move || {
         let figures = || status.lock().map(|status| *status).unwrap_or_default();
         publish_loop(&frames, &publisher_stop, figures, |event| {
-            let published = publisher.with(|publisher, out, now| publisher.publish(out, now, Some(&event)));
+            // A frame's age was measured as it was handed on: so is the clock it is taken from.
+            let handed = Instant::now();
+            let published =
+                publisher.with_as_of(handed, |publisher, out, now| publisher.publish(out, now, Some(&event)));
             if let HilEvent::Frame { frame, .. } = &event {
                 let now = now_for_device(&clock, &steady);
                 let answers =

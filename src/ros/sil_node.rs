@@ -3,6 +3,7 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::sync_channel;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use anyhow::Context;
 use futures::executor::LocalPool;
@@ -131,7 +132,10 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let (run_commands, clock) = (commands.clone(), node.get_ros_clock());
     let runner = std::thread::Builder::new().name("sil".into()).spawn(move || {
         run_sil(&robot, &config, &live, first, &run_requests, &runner_stop, &mut |event| {
-            let published = publisher.with(|publisher, out, now| publisher.publish(out, now, Some(event)));
+            // A frame's lateness was measured as it was handed on: so is the clock it is taken from.
+            let handed = Instant::now();
+            let published =
+                publisher.with_as_of(handed, |publisher, out, now| publisher.publish(out, now, Some(event)));
             let now = super::now_ns(&clock);
             let answers =
                 run_commands.lock().ok().map(|mut commands| commands.event(event, published.unwrap_or(false), now));
