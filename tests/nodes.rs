@@ -17,7 +17,7 @@ use arm_hil::nodes::sil::run::{run_sil, RunEnd, RunRequest, SilEvent};
 use arm_hil::nodes::sil::{sil_node_config, SilNodeSettings};
 use arm_hil::nodes::trajectory_input::{trajectory_from_points, MultiDofPoint, TrajectoryMessageError};
 use arm_hil::nodes::{load_trajectory, trajectory_file, LoadTrajectoryError};
-use arm_hil::sim::{Frame, SilConfig};
+use arm_hil::sim::{Frame, RunStats, SilConfig, SimError};
 
 fn params(entries: &[(&str, ParamValue)]) -> BTreeMap<String, ParamValue> {
     entries.iter().map(|(name, value)| (name.to_string(), value.clone())).collect()
@@ -915,6 +915,28 @@ fn a_goal_gets_feedback_from_its_own_run_and_a_result_when_the_run_completes_or_
     let first: Vec<f64> = feedback.iter().filter(|(goal, _)| *goal == 1).map(|(_, f)| f.progress).collect();
     assert!(first.windows(2).all(|pair| pair[1] >= pair[0]), "progress never goes back");
     assert_eq!(first.last(), Some(&1.0));
+}
+
+#[test]
+fn after_a_stopped_or_failed_run_a_joint_command_starts_the_arm_at_rest() {
+    // The run loop starts the next run afresh, its arm on the first waypoint at that
+    // waypoint's velocity: a command planned from the last frame's moving reference would set
+    // a still arm going.
+    let robot = Robot::default();
+    let here = short_arc(&robot).waypoints()[0].x;
+    let theta = robot.inverse_kinematics(&here, None).unwrap();
+    let names = ["joint1", "joint2", "joint3"].map(str::to_owned);
+    for end in [RunEnd::Stopped, RunEnd::Failed(SimError::NonFinite { t: 1.0 })] {
+        let (requests, run) = std::sync::mpsc::sync_channel(REQUEST_DEPTH);
+        let mut sil = SilCommands::<(), ()>::new(&SilNodeSettings::default(), robot.clone(), here, requests).unwrap();
+        let moving = Frame { x: here, x_ref: here, xd_ref: Vec3::new(0.05, 0.0, 0.0), theta, ..Frame::default() };
+        let frame = SilEvent::Frame { frame: moving, clock_s: 1.0, publish_rate_hz: 250.0, late_ns: 0 };
+        sil.event(&frame, true, 0);
+        sil.event(&SilEvent::RunEnded { stats: RunStats::default(), end: end.clone() }, true, 0);
+        sil.joint_command((2.0, None), &names, &[theta[0] + 0.01, theta[1], theta[2]]).unwrap();
+        let Ok(RunRequest::Steer(trajectory)) = run.try_recv() else { panic!("the command is run") };
+        assert_eq!(trajectory.waypoints()[0].xd, Vec3::zeros(), "after {end:?}");
+    }
 }
 
 #[test]
