@@ -87,7 +87,10 @@ class Bench:
         subscriptions = []
         if watched is not None:
             topic, kind, value = watched
-            subscriptions.append(self.node.create_subscription(kind, topic, lambda m: seen.append(value(m)), 1000))
+            # Deep enough for every message of the goals at 1 kHz: the callbacks run only while
+            # this process spins and keep up with 1 kHz only just, and a reader that drops its
+            # oldest messages dropped a goal's first setpoints (a run timed them 310 ms late).
+            subscriptions.append(self.node.create_subscription(kind, topic, lambda m: seen.append(value(m)), 20000))
         if states is not None:
             subscriptions.append(self.node.create_subscription(
                 JointState, states, lambda m: arm.append((stamp_ns(m.header), dict(zip(m.name, m.position)))), 1000))
