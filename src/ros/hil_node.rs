@@ -173,11 +173,12 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let clock = node.get_ros_clock();
     let publishing = std::thread::Builder::new().name("hil-publish".into()).spawn(move || {
         let figures = || status.lock().map(|status| *status).unwrap_or_default();
-        publish_loop(&frames, &publisher_stop, figures, |event| {
-            // A frame's age was measured as it was handed on: so is the clock it is taken from.
+        publish_loop(&frames, &publisher_stop, figures, |mut event| {
             let handed = Instant::now();
-            let published =
-                publisher.with_as_of(handed, |publisher, out, now| publisher.publish(out, now, Some(&event)));
+            let published = publisher.with(|publisher, out, now| {
+                event.waited(handed.elapsed());
+                publisher.publish(out, now, Some(&event))
+            });
             if let HilEvent::Frame { frame, .. } = &event {
                 let now = now_for_device(&clock, &steady);
                 let answers =

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::{now_ns, ros_outputs, RosSink};
 use crate::outputs::{Outputs, Publisher, SinkError};
@@ -32,23 +32,9 @@ impl<P> NodePublisher<P> {
         &self,
         publish: impl FnOnce(&mut P, &mut Outputs<RosSink>, u64) -> Result<T, SinkError>,
     ) -> Option<T> {
-        self.with_as_of(Instant::now(), publish)
-    }
-
-    /// Runs `publish` on the publisher with the node's clock as it read at `handed` [ns]: the
-    /// clock read once the publisher is free, less the time since. What is stamped `now` less an
-    /// age measured at `handed` (a frame's lateness, its age in the loop's channel) keeps its
-    /// stamp whatever the wait for the publisher's lock and the clock's: a loaded pass saw
-    /// sil_node's stamps go back by that wait.
-    pub fn with_as_of<T>(
-        &self,
-        handed: Instant,
-        publish: impl FnOnce(&mut P, &mut Outputs<RosSink>, u64) -> Result<T, SinkError>,
-    ) -> Option<T> {
         let Ok(mut state) = self.state.lock() else { return None };
         let (publisher, out) = &mut *state;
-        let now = now_ns(&self.clock).saturating_sub(handed.elapsed().as_nanos() as u64);
-        match publish(publisher, out, now) {
+        match publish(publisher, out, now_ns(&self.clock)) {
             Ok(value) => Some(value),
             Err(error) => {
                 log::warn!("publishing failed: {error}");

@@ -132,10 +132,9 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
     let (run_commands, clock) = (commands.clone(), node.get_ros_clock());
     let runner = std::thread::Builder::new().name("sil".into()).spawn(move || {
         run_sil(&robot, &config, &live, first, &run_requests, &runner_stop, &mut |event| {
-            // A frame's lateness was measured as it was handed on: so is the clock it is taken from.
             let handed = Instant::now();
-            let published =
-                publisher.with_as_of(handed, |publisher, out, now| publisher.publish(out, now, Some(event)));
+            let published = publisher
+                .with(|publisher, out, now| publisher.publish(out, now, Some(&event.later_by(handed.elapsed()))));
             let now = super::now_ns(&clock);
             let answers =
                 run_commands.lock().ok().map(|mut commands| commands.event(event, published.unwrap_or(false), now));

@@ -42,6 +42,17 @@ pub enum HilEvent {
     Status(Level, String),
 }
 
+impl HilEvent {
+    /// This event `waited` after the publishing thread took it up: a frame that much older. A
+    /// frame is stamped the node's clock less its age: read after a wait for the publisher (its
+    /// lock, a busy machine), the clock has gone on by the wait, and so has the age.
+    pub fn waited(&mut self, waited: Duration) {
+        if let HilEvent::Frame { age_ns, .. } = self {
+            *age_ns = age_ns.saturating_add(waited.as_nanos() as u64);
+        }
+    }
+}
+
 /// hil_node's publisher.
 #[derive(Debug)]
 pub struct HilPublisher {

@@ -2,6 +2,7 @@
 //! the real-time factor, every frame handed on as a [`SilEvent`] (which the node's commands
 //! answer their goals from: [`crate::nodes::sil::commands`]).
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::{Arc, Mutex};
@@ -31,6 +32,22 @@ pub enum SilEvent {
     RunEnded { stats: RunStats, end: RunEnd },
     /// A trajectory sent to the node was refused, for this reason.
     Refused(String),
+}
+
+impl SilEvent {
+    /// This event as it stands `waited` after the run loop handed it on: a frame that much
+    /// later. A frame is stamped the node's clock less its lateness: read after a wait for the
+    /// publisher (its lock, a busy machine), the clock has gone on by the wait, and so has the
+    /// lateness (a loaded pass saw /sil_node/state's stamps go back where it had not).
+    pub fn later_by(&self, waited: Duration) -> Cow<'_, SilEvent> {
+        match *self {
+            SilEvent::Frame { frame, clock_s, publish_rate_hz, late_ns } => {
+                let late_ns = late_ns.saturating_add(waited.as_nanos() as u64);
+                Cow::Owned(SilEvent::Frame { frame, clock_s, publish_rate_hz, late_ns })
+            }
+            _ => Cow::Borrowed(self),
+        }
+    }
 }
 
 /// How a run ended.
