@@ -932,9 +932,12 @@ fn after_a_stopped_or_failed_run_a_joint_command_starts_the_arm_at_rest() {
         let moving = Frame { x: here, x_ref: here, xd_ref: Vec3::new(0.05, 0.0, 0.0), theta, ..Frame::default() };
         let frame = SilEvent::Frame { frame: moving, clock_s: 1.0, publish_rate_hz: 250.0, late_ns: 0 };
         sil.event(&frame, true, 0);
+        // A stream under way: its next command would go on from its move before.
+        sil.joint_command((1.98, None), &names, &[theta[0] + 0.005, theta[1], theta[2]]).unwrap();
         sil.event(&SilEvent::RunEnded { stats: RunStats::default(), end: end.clone() }, true, 0);
         sil.joint_command((2.0, None), &names, &[theta[0] + 0.01, theta[1], theta[2]]).unwrap();
-        let Ok(RunRequest::Steer(trajectory)) = run.try_recv() else { panic!("the command is run") };
+        let moves: Vec<_> = run.try_iter().collect();
+        let Some(RunRequest::Steer(trajectory)) = moves.last() else { panic!("the command is run") };
         assert_eq!(trajectory.waypoints()[0].xd, Vec3::zeros(), "after {end:?}");
     }
 }

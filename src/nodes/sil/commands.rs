@@ -188,13 +188,17 @@ impl<J: Clone, C: Clone> SilCommands<J, C> {
             }
             SilEvent::RunEnded { end: RunEnd::Failed(error), .. } => {
                 // The next run starts afresh, its arm at rest on its first waypoint: so does
-                // what the next goal or command plans from.
+                // what the next goal or command plans from, a stream's next move included.
                 self.reference.1 = Vec3::zeros();
+                self.commands.not_followed();
                 let reason = format!("the simulation failed: {error}");
                 let ended = self.joint_goals.end(Outcome::Aborted { code: ErrorCode::InvalidGoal, reason });
                 answers.joint.extend(ended.map(|(goal, outcome)| GoalEvent::Finished { goal, outcome }));
             }
-            SilEvent::RunEnded { end: RunEnd::Stopped, .. } => self.reference.1 = Vec3::zeros(),
+            SilEvent::RunEnded { end: RunEnd::Stopped, .. } => {
+                self.reference.1 = Vec3::zeros();
+                self.commands.not_followed();
+            }
             SilEvent::RunStarted(_) | SilEvent::RunEnded { .. } | SilEvent::Refused(_) => {}
         }
         answers
