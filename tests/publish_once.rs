@@ -329,16 +329,20 @@ fn overlapping_port_5555_sessions_each_get_their_own_elbow_on_joint_states() {
 
 /// hil_node's arm topics are stamped with the time the loop took each frame, not the time the
 /// publishing thread took it up: a thread that falls behind and catches up (a loaded pass saw
-/// 280 /joint_states a second of a 250 Hz loop that way) keeps the loop's spacing.
+/// 280 /joint_states a second of a 250 Hz loop that way) keeps the loop's spacing, whatever
+/// each frame then waits for the publisher.
 #[test]
 fn hil_nodes_joint_states_are_stamped_when_the_loop_took_each_frame() {
     let dir = tempdir("hil_stamps");
     let (mut out, mut publisher) = hil_loop_into_bag(&dir);
-    // Ten frames 4 ms apart of loop time, all handed on at 1 s, the first taken 36 ms before.
+    // Ten frames 4 ms apart of loop time, all taken up at 1 s, the first taken 36 ms before;
+    // each then waits 0 - 8 ms for the publisher, whose clock reads that much later.
     for k in 0..10u64 {
         let frame = Frame { t: k as f64 * 0.004, ..Frame::default() };
-        let event = HilEvent::Frame { frame, age_ns: (9 - k) * 4_000_000 };
-        publisher.event(&mut out, 1_000_000_000, Some(&event)).unwrap();
+        let mut event = HilEvent::Frame { frame, age_ns: (9 - k) * 4_000_000 };
+        let waited = Duration::from_millis(k % 3 * 4);
+        event.waited(waited);
+        publisher.event(&mut out, 1_000_000_000 + waited.as_nanos() as u64, Some(&event)).unwrap();
     }
     out.into_sink().finish().unwrap();
     let taken_ns: Vec<i64> = (0..10).map(|k| 964_000_000 + k * 4_000_000).collect();
@@ -359,20 +363,24 @@ fn joint_state_stamps_ns(dir: &Path) -> Vec<i64> {
 }
 
 /// sil_node's /joint_states are stamped when each frame was due in real time, not when a
-/// simulation thread that fell behind (a loaded machine) caught up with it: a loaded pass saw
-/// 113 a second of 100 that way.
+/// simulation thread that fell behind (a loaded machine) caught up with it (a loaded pass saw
+/// 113 a second of 100 that way), nor when the frame got the publisher (a loaded pass saw a
+/// stamp go back).
 #[test]
 fn sil_nodes_joint_states_are_stamped_when_each_frame_was_due() {
     let dir = tempdir("sil_stamps");
     let mut out = Outputs::new(NodeName::new("sil_node"), BagWriter::create(&dir, BagDistro::Jazzy).unwrap());
     let settings = SilNodeSettings { publish_rate_hz: 250.0, ..SilNodeSettings::default() };
     let mut publisher = SilPublisher::advertise(&mut out, Robot::default(), &settings, None, 0).unwrap();
-    // Ten frames 4 ms apart of simulated time, all handed on at 1 s, the first due 36 ms before.
+    // Ten frames 4 ms apart of simulated time, all handed on at 1 s, the first due 36 ms before;
+    // each then waits 0 - 8 ms for the publisher, whose clock reads that much later.
     for k in 0..10u64 {
         let frame = Frame { t: k as f64 * 0.004, ..Frame::default() };
         let late_ns = (9 - k) * 4_000_000;
         let event = SilEvent::Frame { frame, clock_s: frame.t, publish_rate_hz: 250.0, late_ns };
-        publisher.publish(&mut out, 1_000_000_000, Some(&event)).unwrap();
+        let waited = Duration::from_millis(k % 3 * 4);
+        let now_ns = 1_000_000_000 + waited.as_nanos() as u64;
+        publisher.publish(&mut out, now_ns, Some(&event.later_by(waited))).unwrap();
     }
     out.into_sink().finish().unwrap();
     let due_ns: Vec<i64> = (0..10).map(|k| 964_000_000 + k * 4_000_000).collect();
