@@ -186,18 +186,16 @@ impl<J: Clone, C: Clone> SilCommands<J, C> {
                     self.joint_step(frame, now_ns, &mut answers);
                 }
             }
-            SilEvent::RunEnded { end: RunEnd::Failed(error), .. } => {
+            SilEvent::RunEnded { end: end @ (RunEnd::Stopped | RunEnd::Failed(_)), .. } => {
                 // The next run starts afresh, its arm at rest on its first waypoint: so does
                 // what the next goal or command plans from, a stream's next move included.
                 self.reference.1 = Vec3::zeros();
                 self.commands.not_followed();
-                let reason = format!("the simulation failed: {error}");
-                let ended = self.joint_goals.end(Outcome::Aborted { code: ErrorCode::InvalidGoal, reason });
-                answers.joint.extend(ended.map(|(goal, outcome)| GoalEvent::Finished { goal, outcome }));
-            }
-            SilEvent::RunEnded { end: RunEnd::Stopped, .. } => {
-                self.reference.1 = Vec3::zeros();
-                self.commands.not_followed();
+                if let RunEnd::Failed(error) = end {
+                    let reason = format!("the simulation failed: {error}");
+                    let ended = self.joint_goals.end(Outcome::Aborted { code: ErrorCode::InvalidGoal, reason });
+                    answers.joint.extend(ended.map(|(goal, outcome)| GoalEvent::Finished { goal, outcome }));
+                }
             }
             SilEvent::RunStarted(_) | SilEvent::RunEnded { .. } | SilEvent::Refused(_) => {}
         }
