@@ -238,7 +238,7 @@ class HostileClient(FollowJointTrajectoryTest):
             # (seen on both distros), then stays within 2 mrad, where following the stream would
             # move it on at its 1 cm/s. (A loaded CI run saw 0.19 rad: the simulated arm had kept
             # its velocity through the stop, and set off with it through a stall of the resumed
-            # loop; docs/hil.md, Backends.)
+            # loop; docs/decisions.md, the simulated rig's stop.)
             time.sleep(0.5)
             held = self.assert_still(2.0, tolerance=0.005)
             self.assertTrue(all(abs(h - s) < 0.04 for h, s in zip(held, stopped)),
