@@ -918,7 +918,7 @@ fn a_goal_gets_feedback_from_its_own_run_and_a_result_when_the_run_completes_or_
 }
 
 #[test]
-fn after_a_stopped_or_failed_run_a_joint_command_starts_the_arm_at_rest() {
+fn after_a_stopped_or_failed_run_only_a_new_joint_command_moves_the_arm_from_rest() {
     // The run loop starts the next run afresh, its arm on the first waypoint at that
     // waypoint's velocity: a command planned from the last frame's moving reference would set
     // a still arm going.
@@ -935,6 +935,8 @@ fn after_a_stopped_or_failed_run_a_joint_command_starts_the_arm_at_rest() {
         // A stream under way: its next command would go on from its move before.
         sil.joint_command((1.98, None), &names, &[theta[0] + 0.005, theta[1], theta[2]]).unwrap();
         sil.event(&SilEvent::RunEnded { stats: RunStats::default(), end: end.clone() }, true, 0);
+        let again = sil.joint_command((1.99, None), &names, &[theta[0] + 0.005, theta[1], theta[2]]);
+        assert!(again.is_err(), "the command in force at the stop is followed again after {end:?}");
         sil.joint_command((2.0, None), &names, &[theta[0] + 0.01, theta[1], theta[2]]).unwrap();
         let moves: Vec<_> = run.try_iter().collect();
         let Some(RunRequest::Steer(trajectory)) = moves.last() else { panic!("the command is run") };

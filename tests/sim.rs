@@ -215,6 +215,20 @@ fn a_run_steered_onto_the_trajectory_it_follows_goes_on_as_if_not_steered() {
 }
 
 #[test]
+fn a_run_started_afresh_starts_the_arm_at_rest_whatever_its_first_point_says() {
+    // sil_node's run loop starts a run afresh after a stop or a failure: a move planned before
+    // the stop was seen may start at the speed the arm had.
+    let robot = Robot::default();
+    let p = Vec3::new(0.15, 0.0, 0.2);
+    let going = Waypoint { t: 0.0, x: p, xd: Vec3::new(0.05, 0.0, 0.0), xdd: Vec3::zeros() };
+    let there = Waypoint { t: 0.5, x: p + Vec3::new(0.01, 0.0, 0.0), ..Waypoint::default() };
+    let trajectory = Arc::new(Trajectory::with_robot_forearm(vec![going, there], &robot).unwrap());
+    let simulation = Simulation::new(robot, trajectory, &SilConfig::default()).unwrap();
+    let first = simulation.map(Result::unwrap).next().unwrap();
+    assert!(first.x_dot.norm() < 1e-3, "the arm set off at {} m/s", first.x_dot.norm());
+}
+
+#[test]
 fn ideal_torques_hold_the_arm_at_rest_against_gravity() {
     let robot = Robot::default();
     let p = Vec3::new(0.15, 0.0, 0.2);

@@ -139,7 +139,9 @@ impl Simulation {
         let start = trajectory.waypoints()[0];
         let t0 = start.t;
         let model_error = |error| SimError::Model { t: t0, error };
-        let initial = robot.motion_from_task(&start.x, &start.xd, None, 0.0).map_err(model_error)?;
+        // At rest, whatever the first waypoint's velocity: a run started afresh (a simulation
+        // that had stopped, or failed) does not set a still arm going.
+        let initial = robot.motion_from_task(&start.x, &Vec3::zeros(), None, 0.0).map_err(model_error)?;
         let mut sampler = ReferenceSampler::new();
         let reference = sampler.sample(&trajectory, t0);
         let plant = Plant::new(robot, &initial.theta, &initial.theta_dot, &start.x).map_err(model_error)?;

@@ -188,9 +188,10 @@ impl<J: Clone, C: Clone> SilCommands<J, C> {
             }
             SilEvent::RunEnded { end: end @ (RunEnd::Stopped | RunEnd::Failed(_)), .. } => {
                 // The next run starts afresh, its arm at rest on its first waypoint: so does
-                // what the next goal or command plans from, a stream's next move included.
+                // what the next goal or command plans from, a stream's next move included; and
+                // the stream's command in force is not followed again, as after any stop.
                 self.reference.1 = Vec3::zeros();
-                self.commands.not_followed();
+                self.commands.taken_over();
                 if let RunEnd::Failed(error) = end {
                     let reason = format!("the simulation failed: {error}");
                     let ended = self.joint_goals.end(Outcome::Aborted { code: ErrorCode::InvalidGoal, reason });
