@@ -313,13 +313,9 @@ impl Drop for ReferenceRig {
     }
 }
 
-/// Priority of the rig's I/O threads: just below the loop's default, so that readings and
-/// step commands keep the loop's pace on a busy machine.
-const IO_PRIORITY: Option<i32> = Some(49);
-
 /// The sensor thread: lines in, newest reading out.
 fn read_sensor(mut port: Box<dyn serialport::SerialPort>, shared: &Shared) {
-    for problem in crate::hil::realtime::prepare_thread(IO_PRIORITY) {
+    for problem in crate::hil::realtime::prepare_thread(Some(crate::hil::realtime::DEVICE_IO_PRIORITY)) {
         log::debug!("rig sensor thread runs without {problem}");
     }
     let mut splitter = LineSplitter::new(128);
@@ -350,7 +346,7 @@ fn read_sensor(mut port: Box<dyn serialport::SerialPort>, shared: &Shared) {
 /// The stepper thread: sends the newest rates whenever they change, and zero rates on closing;
 /// the field tracker learns each rate as it is sent.
 fn write_steps(port: SharedPort, shared: &Shared, config: &StepperConfig) {
-    for problem in crate::hil::realtime::prepare_thread(IO_PRIORITY) {
+    for problem in crate::hil::realtime::prepare_thread(Some(crate::hil::realtime::DEVICE_IO_PRIORITY)) {
         log::debug!("rig stepper thread runs without {problem}");
     }
     let mut sent = 0;

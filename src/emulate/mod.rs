@@ -24,10 +24,18 @@ struct Worker {
 
 impl Worker {
     /// Runs `body` on a thread named `name`; `body` returns when the flag it gets turns true.
+    /// The thread stands in for hardware that runs on its own clock: it is scheduled ahead of
+    /// the PC's ordinary work where the process may ask for it, so that a busy machine does not
+    /// slow the device it emulates (a test's stamps are then the device's, not the load's).
     fn spawn(name: &str, body: impl FnOnce(&AtomicBool) + Send + 'static) -> std::io::Result<Worker> {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
-        let thread = std::thread::Builder::new().name(name.into()).spawn(move || body(&flag))?;
+        let thread = std::thread::Builder::new().name(name.into()).spawn(move || {
+            for problem in crate::hil::realtime::prepare_thread(Some(crate::hil::realtime::EMULATOR_PRIORITY)) {
+                log::debug!("{} runs without {problem}", std::thread::current().name().unwrap_or("an emulator"));
+            }
+            body(&flag)
+        })?;
         Ok(Worker { stop, thread: Some(thread) })
     }
 

@@ -226,10 +226,6 @@ impl Emulation {
     const MAX_WAIT: Duration = Duration::from_millis(1);
 
     fn run(&mut self, mut sensor_pty: Pty, mut arduino_pty: Pty, stop: &AtomicBool) -> Result<(), String> {
-        // Stands in for hardware that runs on its own clock: a busy machine must not slow it.
-        for problem in crate::hil::realtime::prepare_thread(Some(48)) {
-            log::debug!("rig emulator runs without {problem}");
-        }
         let started = Instant::now();
         let mut next_sensor = 0.0;
         let mut splitter = LineSplitter::new(64);

@@ -34,6 +34,15 @@ pub(super) fn from_seconds(seconds: f64) -> TimeSpec {
     TimeSpec::from_duration(std::time::Duration::from_secs_f64(seconds))
 }
 
+/// SCHED_FIFO priority of the threads that carry a device's bytes (the rig's sensor and stepper
+/// threads, the serial drivers' threads): just below the loop's default (50), so that readings,
+/// commands and a safe stop keep their pace on a busy machine.
+pub const DEVICE_IO_PRIORITY: i32 = 49;
+
+/// SCHED_FIFO priority of the device emulators' threads: they stand in for hardware that runs on
+/// its own clock, which a busy PC does not slow; one step below the threads that talk to them.
+pub const EMULATOR_PRIORITY: i32 = 48;
+
 /// The nice value of background threads: they get what the others leave.
 const BACKGROUND_NICE: i32 = 19;
 

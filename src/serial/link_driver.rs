@@ -18,6 +18,7 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use crate::hil::exit;
 use crate::hil::fault_injection::FaultInjection;
+use crate::hil::realtime;
 
 /// A link state machine in quinn-proto's shape (time is an argument; no I/O inside).
 pub trait SerialLink: Send + 'static {
@@ -219,9 +220,15 @@ impl<L: SerialLink> LinkDriver<L> {
         let device = format!("{name} on {}", port.path);
         let thread = std::thread::Builder::new().name(name.into()).spawn({
             let finished = finished.clone();
+            let name = name.to_owned();
             move || {
                 // Set as the thread ends, a panic included (its safe stop is written by then).
                 let _finished = exit::SetOnDrop(finished);
+                // Ahead of the PC's ordinary work where allowed: a busy machine must not hold the
+                // device's commands, nor the safe stop that a signal or a panic asks for.
+                for problem in realtime::prepare_thread(Some(realtime::DEVICE_IO_PRIORITY)) {
+                    log::debug!("{name} driver thread runs without {problem}");
+                }
                 run(port, link, &inbox, &events_tx);
             }
         })?;
