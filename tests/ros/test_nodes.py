@@ -13,6 +13,7 @@ import json
 import math
 import os
 import pathlib
+import shutil
 import signal
 import socket
 import statistics
@@ -1522,15 +1523,35 @@ class VrBridge(NodeTest):
 
 class TimedResult(unittest.TextTestResult):
     """Keeps each test's wall time, less its wait for the machine (take_the_machine), for the
-    suite's slowest to be named at its end (what to shorten when it outgrows CI's budget)."""
+    suite's slowest to be named at its end (what to shorten when it outgrows CI's budget); and
+    a failed test's logs, which the next test to start the same process would overwrite."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.times, self.started = [], 0.0
+        self.times, self.started, self.started_unix = [], 0.0, 0.0
 
     def startTest(self, test):
         self.started, self.waited_before = time.monotonic(), WAITED_S[0]
+        self.started_unix = time.time()
         super().startTest(test)
+
+    def addError(self, test, err):
+        super().addError(test, err)
+        self.keep_logs(test)
+
+    def addFailure(self, test, err):
+        super().addFailure(test, err)
+        self.keep_logs(test)
+
+    def keep_logs(self, test):
+        """Copies the logs written since `test` started (its class's bringup's included) to a
+        folder named after it, and says where."""
+        kept = LOGS / "failed" / test.id()
+        kept.mkdir(parents=True, exist_ok=True)
+        for log in LOGS.glob("*.log"):
+            if log.stat().st_mtime >= self.started_unix:
+                shutil.copy2(log, kept)
+        self.stream.writeln(f"the logs of its processes: {kept}")
 
     def stopTest(self, test):
         super().stopTest(test)
