@@ -1,5 +1,6 @@
 //! The STM32 driver against the firmware emulator through real pseudo-terminals.
 
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 use arm_hil::drivers::stm32::{
@@ -7,6 +8,7 @@ use arm_hil::drivers::stm32::{
 };
 use arm_hil::emulate::stm32::{Faults, Stm32Emulator, Stm32EmulatorConfig};
 use arm_hil::protocol::stm32::{encode_command, Command, LengthStyle};
+use arm_hil::serial::pty::Pty;
 
 fn start(config: Stm32EmulatorConfig) -> (Stm32Emulator, Stm32Driver) {
     let emulator = Stm32Emulator::start(config).unwrap();
@@ -118,6 +120,57 @@ fn a_stream_of_setpoints_faster_than_the_wire_goes_out_at_the_wires_pace_and_end
 fn a_baud_rate_no_device_runs_at_is_refused() {
     let refused = Stm32Driver::start("/dev/null", Stm32Config { baud: 0, ..Stm32Config::default() });
     assert!(refused.is_err_and(|error| error.to_string().contains("baud rate 0 outside")));
+}
+
+#[test]
+fn link_timings_that_would_panic_or_spin_the_drivers_thread_are_refused_at_start() {
+    let refused = |config: Stm32Config| Stm32Driver::start("/dev/null", config).err().map(|error| error.to_string());
+    let defaults = Stm32Config::default;
+    let no_backoff = refused(Stm32Config { reopen_backoff_s: 0.0, ..defaults() });
+    assert_eq!(no_backoff.as_deref(), Some("link.reopen_backoff_s 0 outside 0.01 - 2"));
+    for config in [
+        Stm32Config { reopen_backoff_s: -1.0, ..defaults() },
+        Stm32Config { poll_rate_hz: 0.0, ..defaults() },
+        Stm32Config { ack_timeout_s: f64::INFINITY, ..defaults() },
+        Stm32Config { disconnected_after_s: f64::NAN, ..defaults() },
+    ] {
+        assert!(refused(config.clone()).is_some_and(|error| error.contains(" outside ")), "{config:?}");
+    }
+}
+
+/// Writes garbage into the device's side of `pty` until it holds no more; how many bytes went.
+fn top_up(pty: &mut Pty) -> usize {
+    let garbage = [0x55u8; 4096];
+    let mut written = 0;
+    while let Ok(count @ 1..) = pty.master().write(&garbage) {
+        written += count;
+    }
+    written
+}
+
+/// A device that sends faster than its baud rate (a native-USB board ignores it) is read at
+/// twice the baud rate's pace at most, the kernel holding the rest: it cannot make the driver's
+/// thread, at a real-time priority, take its core. The flood is kept topped up for a second.
+#[test]
+fn a_device_flooding_faster_than_its_baud_rate_is_read_no_faster_than_twice_that() {
+    let mut pty = Pty::open().unwrap();
+    // What the pseudo-terminal holds: the port's opening may empty it, and it is topped up again.
+    let holds = top_up(&mut pty);
+    let baud = 9600;
+    let driver = Stm32Driver::start(pty.path().to_str().unwrap(), Stm32Config { baud, ..Stm32Config::default() });
+    let started = Instant::now();
+    let mut taken = 0;
+    while started.elapsed() < Duration::from_secs(1) {
+        std::thread::sleep(Duration::from_millis(5));
+        taken += top_up(&mut pty);
+    }
+    drop(driver);
+    // Twice the baud's bytes a second, what may run 100 ms ahead of that, a read of 512, and
+    // what the pseudo-terminal held.
+    let pace = 2.0 * f64::from(baud) / 10.0;
+    let bound = pace * (started.elapsed().as_secs_f64() + 0.1) + 512.0 + holds as f64;
+    assert!(taken > 0, "the driver read nothing");
+    assert!((taken as f64) < bound, "{taken} bytes read in {:?}: the pace allows {bound:.0}", started.elapsed());
 }
 
 #[test]

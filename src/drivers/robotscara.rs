@@ -315,9 +315,7 @@ impl Drop for ReferenceRig {
 
 /// The sensor thread: lines in, newest reading out.
 fn read_sensor(mut port: Box<dyn serialport::SerialPort>, shared: &Shared) {
-    for problem in crate::hil::realtime::prepare_thread(Some(crate::hil::realtime::DEVICE_IO_PRIORITY)) {
-        log::debug!("rig sensor thread runs without {problem}");
-    }
+    crate::hil::realtime::prepare_device_thread(crate::hil::realtime::DEVICE_IO_PRIORITY);
     let mut splitter = LineSplitter::new(128);
     let mut buf = [0u8; 512];
     while !shared.stop.load(Ordering::Relaxed) {
@@ -346,9 +344,7 @@ fn read_sensor(mut port: Box<dyn serialport::SerialPort>, shared: &Shared) {
 /// The stepper thread: sends the newest rates whenever they change, and zero rates on closing;
 /// the field tracker learns each rate as it is sent.
 fn write_steps(port: SharedPort, shared: &Shared, config: &StepperConfig) {
-    for problem in crate::hil::realtime::prepare_thread(Some(crate::hil::realtime::DEVICE_IO_PRIORITY)) {
-        log::debug!("rig stepper thread runs without {problem}");
-    }
+    crate::hil::realtime::prepare_device_thread(crate::hil::realtime::DEVICE_IO_PRIORITY);
     let mut sent = 0;
     let mut line = Vec::with_capacity(48);
     loop {

@@ -60,12 +60,31 @@ impl Stm32Commander {
     }
 }
 
+/// The link's timing settings, each in the range it is taken in: outside it a setting would
+/// panic the driver's thread (a negative, infinite or not-a-number duration) or spin it (no wait
+/// before reopening a vanished port). The names as the node's parameters give them.
+fn check_timing(config: &Stm32Config) -> Result<(), String> {
+    let ranges = [
+        ("poll_rate_hz", config.poll_rate_hz, 0.1..=1000.0),
+        ("degraded_after_s", config.degraded_after_s, 0.001..=60.0),
+        ("disconnected_after_s", config.disconnected_after_s, 0.001..=60.0),
+        ("reconnect_interval_s", config.reconnect_interval_s, 0.001..=60.0),
+        ("ack_timeout_s", config.ack_timeout_s, 0.001..=60.0),
+        ("reopen_backoff_s", config.reopen_backoff_s, 0.01..=2.0),
+    ];
+    match ranges.into_iter().find(|(_, value, range)| !range.contains(value)) {
+        Some((name, value, range)) => Err(format!("link.{name} {value} outside {} - {}", range.start(), range.end())),
+        None => Ok(()),
+    }
+}
+
 /// A running STM32 driver.
 pub struct Stm32Driver(LinkDriver<Stm32Link>);
 
 impl Stm32Driver {
     /// Starts the driver on `path`. It keeps trying to open the port; events tell how it goes.
     pub fn start(path: &str, config: Stm32Config) -> std::io::Result<Stm32Driver> {
+        check_timing(&config).map_err(|message| std::io::Error::new(std::io::ErrorKind::InvalidInput, message))?;
         let port = PortSettings {
             path: path.to_owned(),
             baud: config.baud,

@@ -5,7 +5,7 @@ pub mod rig;
 pub mod stm32;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -13,6 +13,20 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// the times a node logs.
 fn unix_ns() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.as_nanos() as u64)
+}
+
+/// Hands `value` to the emulator's readers in `shared`. In the emulator's loop (`last` false) it
+/// never waits: a reader (a thread of normal priority, below the emulator's) preempted while it
+/// holds the lock would hold the emulated device with it; the next pass hands the value on.
+/// The last, as the emulator stops, waits.
+fn publish<T>(shared: &Mutex<T>, value: T, last: bool) {
+    let slot = match last {
+        true => shared.lock().ok(),
+        false => shared.try_lock().ok(),
+    };
+    if let Some(mut slot) = slot {
+        *slot = value;
+    }
 }
 
 /// An emulator's thread: it runs until its stop flag is set, which happens when the worker is
@@ -23,17 +37,13 @@ struct Worker {
 }
 
 impl Worker {
-    /// Runs `body` on a thread named `name`; `body` returns when the flag it gets turns true.
-    /// The thread stands in for hardware that runs on its own clock: it is scheduled ahead of
-    /// the PC's ordinary work where the process may ask for it, so that a busy machine does not
-    /// slow the device it emulates (a test's stamps are then the device's, not the load's).
+    /// Runs `body` on a thread named `name`, at [`crate::hil::realtime::EMULATOR_PRIORITY`];
+    /// `body` returns when the flag it gets turns true.
     fn spawn(name: &str, body: impl FnOnce(&AtomicBool) + Send + 'static) -> std::io::Result<Worker> {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::Builder::new().name(name.into()).spawn(move || {
-            for problem in crate::hil::realtime::prepare_thread(Some(crate::hil::realtime::EMULATOR_PRIORITY)) {
-                log::debug!("{} runs without {problem}", std::thread::current().name().unwrap_or("an emulator"));
-            }
+            crate::hil::realtime::prepare_device_thread(crate::hil::realtime::EMULATOR_PRIORITY);
             body(&flag)
         })?;
         Ok(Worker { stop, thread: Some(thread) })

@@ -198,10 +198,9 @@ impl Mcu {
             }
             // A full pty (nobody reading) loses the bytes, as a real UART would.
             let _ = pty.master().write_all(&out);
-            if let Ok(mut stats) = self.control.stats.lock() {
-                *stats = self.stats;
-            }
+            super::publish(&self.control.stats, self.stats, false);
         }
+        super::publish(&self.control.stats, self.stats, true);
     }
 
     fn id(&self, name: &str) -> u8 {

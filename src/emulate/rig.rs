@@ -297,10 +297,9 @@ impl Emulation {
             stats.position = self.stepped.plant.motion().p;
             stats.t = now;
             stats.hard_stop_t = self.hard_stop_t;
-            if let Ok(mut shared) = self.control.stats.lock() {
-                *shared = stats;
-            }
+            super::publish(&self.control.stats, stats, false);
         }
+        super::publish(&self.control.stats, stats, true);
         Ok(())
     }
 

@@ -264,10 +264,9 @@ impl Firmware {
             self.stats.angles = self.angles;
             self.stats.targets = self.targets;
             self.stats.mode = Some(self.mode);
-            if let Ok(mut stats) = self.control.stats.lock() {
-                *stats = self.stats;
-            }
+            super::publish(&self.control.stats, self.stats, false);
         }
+        super::publish(&self.control.stats, self.stats, true);
     }
 
     fn set_targets(&mut self, targets: [f64; 2]) {

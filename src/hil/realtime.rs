@@ -1,6 +1,8 @@
 //! The loop thread's clock and scheduling: absolute deadlines on CLOCK_MONOTONIC, fine timer
 //! slack, and SCHED_FIFO where the process may use it.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use nix::sys::time::TimeSpec;
 use nix::time::{clock_gettime, clock_nanosleep, ClockId, ClockNanosleepFlags};
 
@@ -34,14 +36,33 @@ pub(super) fn from_seconds(seconds: f64) -> TimeSpec {
     TimeSpec::from_duration(std::time::Duration::from_secs_f64(seconds))
 }
 
+/// SCHED_FIFO priority of the HIL loop's thread unless configured (`hil.realtime_priority`).
+pub const LOOP_PRIORITY: i32 = 50;
+
 /// SCHED_FIFO priority of the threads that carry a device's bytes (the rig's sensor and stepper
-/// threads, the serial drivers' threads): just below the loop's default (50), so that readings,
-/// commands and a safe stop keep their pace on a busy machine.
-pub const DEVICE_IO_PRIORITY: i32 = 49;
+/// threads, the serial drivers' threads): just below the loop's, so that readings, commands and
+/// a safe stop keep their pace on a busy machine.
+pub const DEVICE_IO_PRIORITY: i32 = LOOP_PRIORITY - 1;
 
 /// SCHED_FIFO priority of the device emulators' threads: they stand in for hardware that runs on
 /// its own clock, which a busy PC does not slow; one step below the threads that talk to them.
-pub const EMULATOR_PRIORITY: i32 = 48;
+pub const EMULATOR_PRIORITY: i32 = LOOP_PRIORITY - 2;
+
+/// Prepares the calling thread, which carries a device's bytes or stands in for a device, at
+/// SCHED_FIFO `priority`. It runs either way; what could not be set is a warning, once a process:
+/// on a busy machine the thread may then lag (docs/robot-pc.md says how to allow it).
+pub fn prepare_device_thread(priority: i32) {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    let problems = prepare_thread(Some(priority));
+    if !problems.is_empty() && !WARNED.swap(true, Ordering::Relaxed) {
+        let thread = std::thread::current();
+        log::warn!(
+            "{} runs without {}: on a busy machine it may lag (docs/robot-pc.md)",
+            thread.name().unwrap_or("a device thread"),
+            problems.join(", ")
+        );
+    }
+}
 
 /// The nice value of background threads: they get what the others leave.
 const BACKGROUND_NICE: i32 = 19;

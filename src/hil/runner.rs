@@ -57,7 +57,7 @@ impl Default for HilConfig {
             rate_hz: 1000.0,
             sensor_timeout_s: 0.1,
             startup_timeout_s: 2.0,
-            realtime_priority: Some(50),
+            realtime_priority: Some(realtime::LOOP_PRIORITY),
             low_water: 500,
             frame_every: 1,
             reading_gate_m: 0.02,

@@ -121,17 +121,29 @@ impl<C> Inbox<C> {
     /// Waits up to `timeout` (at least a millisecond, poll's unit) for bytes on `port` or for a
     /// request: whether the port has something to read (bytes, or a hang-up the read reports).
     fn wait(&self, port: BorrowedFd, timeout: Duration) -> std::io::Result<bool> {
+        let mut waited = [PollFd::new(self.woken.as_fd(), PollFlags::POLLIN), PollFd::new(port, PollFlags::POLLIN)];
+        self.poll(&mut waited, timeout)?;
+        Ok(waited[1].any().unwrap_or(false))
+    }
+
+    /// Waits up to `timeout` (at least a millisecond) for a request alone, leaving what the port
+    /// holds where it is.
+    fn wait_for_request(&self, timeout: Duration) -> std::io::Result<()> {
+        self.poll(&mut [PollFd::new(self.woken.as_fd(), PollFlags::POLLIN)], timeout)
+    }
+
+    /// Polls `waited`, whose first is the wake pipe, for up to `timeout`; empties the pipe if
+    /// it was woken. An interrupted poll is a wait that ended early.
+    fn poll(&self, waited: &mut [PollFd], timeout: Duration) -> std::io::Result<()> {
         let millis = u16::try_from(timeout.as_millis().max(1)).unwrap_or(u16::MAX);
-        let mut waited = [PollFd::new(port, PollFlags::POLLIN), PollFd::new(self.woken.as_fd(), PollFlags::POLLIN)];
-        match poll(&mut waited, PollTimeout::from(millis)) {
-            Ok(_) => {}
-            Err(Errno::EINTR) => return Ok(false),
+        match poll(waited, PollTimeout::from(millis)) {
+            Ok(_) | Err(Errno::EINTR) => {}
             Err(error) => return Err(error.into()),
         }
-        if waited[1].any().unwrap_or(false) {
+        if waited[0].any().unwrap_or(false) {
             self.forget_wakes();
         }
-        Ok(waited[0].any().unwrap_or(false))
+        Ok(())
     }
 
     /// Empties the pipe: the requests it woke the thread for are taken from the channel.
@@ -203,15 +215,27 @@ pub struct LinkDriver<L: SerialLink> {
 /// seconds behind the bytes before it, as the writes go at the wire's pace.
 pub const BAUD_RATES: std::ops::RangeInclusive<u32> = 300..=4_000_000;
 
+/// The shortest wait before reopening a vanished port: with none, the driver's thread (at a
+/// real-time priority) would retry the open without pause.
+pub const MIN_BACKOFF: Duration = Duration::from_millis(10);
+
 /// How long the process's exit waits for a driver's thread to write its safe stop.
 const EXIT_WAIT: Duration = Duration::from_millis(50);
 
 impl<L: SerialLink> LinkDriver<L> {
     /// Starts the driver thread. It keeps trying to open the port; events tell how it goes.
-    /// A baud rate outside [`BAUD_RATES`] is refused: the writes are paced by it.
+    /// A baud rate outside [`BAUD_RATES`] is refused: the writes are paced by it; so is a
+    /// backoff under [`MIN_BACKOFF`].
     pub fn start(name: &str, port: PortSettings, link: L) -> std::io::Result<LinkDriver<L>> {
         if !BAUD_RATES.contains(&port.baud) {
             let message = format!("baud rate {} outside {} - {}", port.baud, BAUD_RATES.start(), BAUD_RATES.end());
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, message));
+        }
+        if port.backoff < MIN_BACKOFF || port.max_backoff < port.backoff {
+            let message = format!(
+                "reopening backoff {:?} up to {:?}: at least {MIN_BACKOFF:?}, growing",
+                port.backoff, port.max_backoff
+            );
             return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, message));
         }
         let (requests, inbox) = requests()?;
@@ -220,15 +244,11 @@ impl<L: SerialLink> LinkDriver<L> {
         let device = format!("{name} on {}", port.path);
         let thread = std::thread::Builder::new().name(name.into()).spawn({
             let finished = finished.clone();
-            let name = name.to_owned();
             move || {
                 // Set as the thread ends, a panic included (its safe stop is written by then).
                 let _finished = exit::SetOnDrop(finished);
-                // Ahead of the PC's ordinary work where allowed: a busy machine must not hold the
-                // device's commands, nor the safe stop that a signal or a panic asks for.
-                for problem in realtime::prepare_thread(Some(realtime::DEVICE_IO_PRIORITY)) {
-                    log::debug!("{name} driver thread runs without {problem}");
-                }
+                // A busy machine must not hold the device's commands, nor its safe stop.
+                realtime::prepare_device_thread(realtime::DEVICE_IO_PRIORITY);
                 run(port, link, &inbox, &events_tx);
             }
         })?;
@@ -279,6 +299,10 @@ impl<L: SerialLink> Drop for LinkDriver<L> {
 /// Longest a wait on the port lasts (a request ends it sooner), and the port's timeout for a
 /// read or a write.
 const READ_SLICE: Duration = Duration::from_millis(5);
+
+/// How far the bytes read may run ahead of their pace (twice the baud rate's) before the reads
+/// wait: a burst the kernel held while the thread was away is taken at once.
+const READ_AHEAD: Duration = Duration::from_millis(100);
 
 enum Drained {
     Continue,
@@ -357,6 +381,10 @@ fn serve_port<L: SerialLink>(
 ) -> Served {
     let injected = FaultInjection::for_this_thread();
     let mut wire = Wire::new(baud, Instant::now());
+    // The bytes read, at twice the baud rate's pace: a device that sends faster (a native-USB
+    // board ignores the baud rate) is read no faster, the kernel and the board holding the rest,
+    // so that this thread, at a real-time priority, never takes its core.
+    let mut taken = Wire::new(baud.saturating_mul(2), Instant::now());
     loop {
         injected.check();
         if let Drained::Stop = drain_requests(requests, link) {
@@ -384,6 +412,13 @@ fn serve_port<L: SerialLink>(
                 busy => wait.min(busy),
             },
         };
+        let ahead = taken.busy_for(Instant::now());
+        if ahead > READ_AHEAD {
+            if let Err(error) = requests.wait_for_request(wait.min(ahead - READ_AHEAD)) {
+                return Served::Lost(error);
+            }
+            continue;
+        }
         // SAFETY: the descriptor is the port's, open for as long as `serial` is borrowed here.
         let port = unsafe { BorrowedFd::borrow_raw(serial.as_raw_fd()) };
         match requests.wait(port, wait.min(READ_SLICE)) {
@@ -393,7 +428,10 @@ fn serve_port<L: SerialLink>(
         }
         match serial.read(buf) {
             Ok(0) => {}
-            Ok(read) => link.handle_bytes(Instant::now(), &buf[..read]),
+            Ok(read) => {
+                taken.sent(Instant::now(), read);
+                link.handle_bytes(Instant::now(), &buf[..read]);
+            }
             Err(error) if error.kind() == std::io::ErrorKind::TimedOut => {}
             Err(error) => return Served::Lost(error),
         }
