@@ -344,10 +344,15 @@ fn a_hil_session_streams_loop_frames_then_the_end_marker_then_eof_without_a_head
     // span the arc, however many of them the load took.
     let period_s = 1e-3;
     let frames = &response.frames;
-    assert!(frames.windows(2).all(|pair| {
+    let off_the_grid = frames.windows(2).find(|pair| {
         let periods = (pair[1].t - pair[0].t) / period_s;
-        periods > 0.5 && (periods - periods.round()).abs() < 1e-3
-    }));
+        periods < 0.5 || (periods - periods.round()).abs() > 1e-3
+    });
+    assert!(
+        off_the_grid.is_none(),
+        "frames at {:?}: not whole periods apart",
+        off_the_grid.map(|pair| (pair[0].t, pair[1].t))
+    );
     let spanned = frames.last().expect("frames").t - frames[0].t;
     assert!(spanned > 0.9 * (end_time - arc[0].t), "the frames span {spanned} s of the arc");
     let marker = response.end_marker.expect("end marker");

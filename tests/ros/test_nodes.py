@@ -1528,35 +1528,41 @@ class TimedResult(unittest.TextTestResult):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.times, self.started, self.started_unix = [], 0.0, 0.0
+        self.times, self.started, self.failed = [], 0.0, False
 
     def startTest(self, test):
-        self.started, self.waited_before = time.monotonic(), WAITED_S[0]
-        self.started_unix = time.time()
+        self.started, self.waited_before, self.failed = time.monotonic(), WAITED_S[0], False
         super().startTest(test)
 
     def addError(self, test, err):
         super().addError(test, err)
-        self.keep_logs(test)
+        self.failed = True
+        if not isinstance(test, unittest.TestCase):
+            self.keep_logs(test)  # a class's set-up or tear-down: no stopTest follows
 
     def addFailure(self, test, err):
         super().addFailure(test, err)
-        self.keep_logs(test)
-
-    def keep_logs(self, test):
-        """Copies the logs written since `test` started (its class's bringup's included) to a
-        folder named after it, and says where."""
-        kept = LOGS / "failed" / test.id()
-        kept.mkdir(parents=True, exist_ok=True)
-        for log in LOGS.glob("*.log"):
-            if log.stat().st_mtime >= self.started_unix:
-                shutil.copy2(log, kept)
-        self.stream.writeln(f"the logs of its processes: {kept}")
+        self.failed = True
 
     def stopTest(self, test):
         super().stopTest(test)
         waited = WAITED_S[0] - self.waited_before
         self.times.append((time.monotonic() - self.started - waited, test.id()))
+        if self.failed:
+            self.keep_logs(test)
+
+    def keep_logs(self, test):
+        """Copies every log there is, once `test` and its tear-down have ended (a hung or silent
+        process's included), to a folder named after it, and says where."""
+        kept = LOGS / "failed" / test.id()
+        try:
+            kept.mkdir(parents=True, exist_ok=True)
+            for log in LOGS.glob("*.log"):
+                shutil.copy2(log, kept)
+        except OSError as error:
+            self.stream.writeln(f"the logs of its processes could not be kept: {error}")
+        else:
+            self.stream.writeln(f"the logs of its processes: {kept}")
 
 
 class TimedRunner(unittest.TextTestRunner):
