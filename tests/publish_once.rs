@@ -139,8 +139,9 @@ fn hil_node_and_arm_hil_hil_bag_publish_the_same_loop_alike() {
     let mut time_ns = 1;
     let snapshot = || figures.lock().map(|figures| *figures).unwrap_or_default();
     publish_loop(&frames, &AtomicBool::new(false), snapshot, |event| {
-        // Each event at the loop time of the frame it carries or follows: periods that a busy
-        // machine made the loop skip leave the run's span, and so its statuses, as they are.
+        // Each event at the trajectory time of the frame it carries, or of the last frame before
+        // it: periods that a busy machine made the loop skip leave the run's span, and so its
+        // statuses, as they are.
         if let HilEvent::Frame { frame, .. } = &event {
             time_ns = time_ns.max((frame.t * 1e9) as u64 + 1);
         }
