@@ -22,12 +22,6 @@ set -u
 export RMW_IMPLEMENTATION="${ARM_HIL_RMW:-${RMW_IMPLEMENTATION:-rmw_cyclonedds_cpp}}"
 echo "middleware: $RMW_IMPLEMENTATION"
 [ -f "$root/cyclonedds_lo.xml" ] && export CYCLONEDDS_URI="file://$root/cyclonedds_lo.xml"
-# Cyclone DDS on a loaded machine: a test process not scheduled for a while lets its socket's
-# buffer overflow, and a reliable writer sends what was lost at its next heartbeat, which by
-# default backs off to 8 s between them when unanswered: a goal's last feedback came after the
-# test's 5 s. Heartbeats at most 0.5 s apart; user data by unicast only (discovery stays
-# multicast), so that a process receives what it subscribes to, not every topic of its domain.
-export CYCLONEDDS_URI="${CYCLONEDDS_URI:+$CYCLONEDDS_URI,}<Internal><HeartbeatInterval max=\"500 ms\">100 ms</HeartbeatInterval></Internal><General><AllowMulticast>spdp</AllowMulticast></General>"
 
 # tools/two_machines.sh, run by the security tests, builds its two machines from these.
 export ARM_HIL_ROS_ROOT="$root" ARM_HIL_ROS_WS="$ws"
