@@ -239,6 +239,10 @@ def free_port():
         return probe.getsockname()[1]
 
 
+# How long a test waits after a goal's result for the feedback sent before it (feedback_to_the_end).
+FEEDBACK_BACKLOG_S = 30.0
+
+
 def arc_rows(step=20):
     """Every `step`th waypoint of examples/arc_9deg.csv: t, x, y, z, xd, yd, zd, xdd, ydd, zdd."""
     lines = (REPO / "examples" / "arc_9deg.csv").read_text().splitlines()[1:]
@@ -562,9 +566,12 @@ class NodeTest(unittest.TestCase):
 
     def feedback_to_the_end(self, messages, handle):
         """The feedback of the goal `handle` in `messages`, once its last, at the trajectory's end
-        (progress 1), has come, or 5 s have passed."""
+        (progress 1), has come, or FEEDBACK_BACKLOG_S have passed. rclpy takes one message a turn
+        of its executor: on a loaded machine this process falls behind the goal's 250 Hz feedback,
+        which it gets twice (here and in the action client), and is still taking the messages of
+        the goal's last seconds when its result comes."""
         ours = lambda: [m.feedback for m in messages if bytes(m.goal_id.uuid) == bytes(handle.goal_id.uuid)]  # noqa: E731
-        self.spin_until(lambda: ours() and ours()[-1].progress == 1.0, 5.0)
+        self.spin_until(lambda: ours() and ours()[-1].progress == 1.0, FEEDBACK_BACKLOG_S)
         return ours()
 
     def assert_feedback_at_the_publish_rate(self, feedback, rate_hz=250.0):
@@ -764,7 +771,8 @@ class SilNode(NodeTest):
         progress = [f.progress for f in feedback]
         self.assert_feedback_at_the_publish_rate(feedback)
         self.assertTrue(all(b >= a for a, b in zip(progress, progress[1:])), "progress never goes back")
-        self.assertAlmostEqual(progress[-1], 1.0, msg="no feedback of the trajectory's end within 5 s of the result")
+        self.assertAlmostEqual(progress[-1], 1.0,
+                               msg=f"no feedback of the trajectory's end within {FEEDBACK_BACKLOG_S} s of the result")
         self.assertLessEqual(max(f.tracking_error for f in feedback), result.max_error + 1e-12)
         # The same waypoints through the library, as `arm_hil sil` runs them.
         csv = LOGS / "goal.csv"
