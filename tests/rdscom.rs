@@ -219,6 +219,24 @@ fn start() -> (RdscomEmulator, RdscomDriver) {
     (emulator, driver)
 }
 
+#[test]
+fn link_settings_that_would_panic_or_spin_the_drivers_thread_are_refused_at_start() {
+    let refused = |config: RdscomConfig| {
+        RdscomDriver::start("/dev/null", config, PrototypeTable::document()).err().map(|error| error.to_string())
+    };
+    let defaults = RdscomConfig::default;
+    let no_period = refused(RdscomConfig { heartbeat_period_s: 0.0, ..defaults() });
+    assert_eq!(no_period.as_deref(), Some("link.heartbeat_period_s 0 outside 0.01 - 10"));
+    for config in [
+        RdscomConfig { retry_timeout_s: -1.0, ..defaults() },
+        RdscomConfig { retry_timeout_s: f64::NAN, ..defaults() },
+        RdscomConfig { heartbeat_misses: 0, ..defaults() },
+        RdscomConfig { retries: u32::MAX, ..defaults() },
+    ] {
+        assert!(refused(config.clone()).is_some_and(|error| error.contains(" outside ")), "{config:?}");
+    }
+}
+
 fn link_up(event: &DriverEvent) -> Option<()> {
     matches!(event, DriverEvent::Link(RdscomEvent::StateChanged(RdscomLinkState::Up))).then_some(())
 }

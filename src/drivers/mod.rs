@@ -18,6 +18,20 @@ use crate::serial::detect::{find, DeviceKind};
 use crate::sim::SilConfig;
 use robotscara::{ReferenceRig, RigConfig};
 
+/// A serial link's settings as (name, value, range), the names as the node's parameters give them
+/// under `link.`: the first outside its range is refused, as an invalid input. A duration out of
+/// range would panic the driver's thread (negative, endless or not a number) or spin it (none
+/// between two heartbeats, say): both run at a real-time priority.
+fn check_link_settings(settings: &[(&str, f64, std::ops::RangeInclusive<f64>)]) -> std::io::Result<()> {
+    match settings.iter().find(|(_, value, range)| !range.contains(value)) {
+        Some((name, value, range)) => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("link.{name} {value} outside {} - {}", range.start(), range.end()),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The hardware behind a HIL run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -91,6 +91,12 @@ pub struct RdscomDriver {
 impl RdscomDriver {
     /// Starts the driver on `path` with `table`.
     pub fn start(path: &str, config: RdscomConfig, table: PrototypeTable) -> std::io::Result<RdscomDriver> {
+        super::check_link_settings(&[
+            ("retry_timeout_s", config.retry_timeout_s, 0.01..=60.0),
+            ("retries", f64::from(config.retries), 0.0..=100.0),
+            ("heartbeat_period_s", config.heartbeat_period_s, 0.01..=10.0),
+            ("heartbeat_misses", f64::from(config.heartbeat_misses), 1.0..=1000.0),
+        ])?;
         let port = PortSettings {
             path: path.to_owned(),
             baud: config.baud,

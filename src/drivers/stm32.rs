@@ -60,22 +60,19 @@ impl Stm32Commander {
     }
 }
 
-/// The link's timing settings, each in the range it is taken in: outside it a setting would
-/// panic the driver's thread (a negative, infinite or not-a-number duration) or spin it (no wait
-/// before reopening a vanished port). The names as the node's parameters give them.
-fn check_timing(config: &Stm32Config) -> Result<(), String> {
-    let ranges = [
-        ("poll_rate_hz", config.poll_rate_hz, 0.1..=1000.0),
-        ("degraded_after_s", config.degraded_after_s, 0.001..=60.0),
+/// The link's settings, each in the range it is taken in. Polling slower than 2.5 Hz would let
+/// the firmware's 0.5 s watchdog idle the servos between two polls.
+fn check_settings(config: &Stm32Config) -> std::io::Result<()> {
+    super::check_link_settings(&[
+        ("poll_rate_hz", config.poll_rate_hz, 2.5..=1000.0),
+        ("degraded_after_s", config.degraded_after_s, 0.001..=config.disconnected_after_s.min(60.0)),
         ("disconnected_after_s", config.disconnected_after_s, 0.001..=60.0),
         ("reconnect_interval_s", config.reconnect_interval_s, 0.001..=60.0),
         ("ack_timeout_s", config.ack_timeout_s, 0.001..=60.0),
         ("reopen_backoff_s", config.reopen_backoff_s, 0.01..=2.0),
-    ];
-    match ranges.into_iter().find(|(_, value, range)| !range.contains(value)) {
-        Some((name, value, range)) => Err(format!("link.{name} {value} outside {} - {}", range.start(), range.end())),
-        None => Ok(()),
-    }
+        ("reconnect_attempts", f64::from(config.reconnect_attempts), 1.0..=1000.0),
+        ("command_retries", f64::from(config.command_retries), 0.0..=100.0),
+    ])
 }
 
 /// A running STM32 driver.
@@ -84,7 +81,7 @@ pub struct Stm32Driver(LinkDriver<Stm32Link>);
 impl Stm32Driver {
     /// Starts the driver on `path`. It keeps trying to open the port; events tell how it goes.
     pub fn start(path: &str, config: Stm32Config) -> std::io::Result<Stm32Driver> {
-        check_timing(&config).map_err(|message| std::io::Error::new(std::io::ErrorKind::InvalidInput, message))?;
+        check_settings(&config)?;
         let port = PortSettings {
             path: path.to_owned(),
             baud: config.baud,

@@ -153,19 +153,25 @@ impl<C> Inbox<C> {
     }
 }
 
-/// When the bytes written so far have left the wire, at the port's baud rate, 8N1: what the
-/// link queues meanwhile waits in the link (where the STM32 link's newer setpoint replaces an
-/// older one, and the rdscom link's Stop goes first), not in the kernel's buffer behind stale
-/// ones (a stream of commands faster than the wire, which every command waking the thread
-/// would otherwise write one by one).
+/// When the bytes handled so far are through, at a pace of bytes a second. Written, at the port's
+/// baud rate, 8N1: what the link queues meanwhile waits in the link (where the STM32 link's
+/// newer setpoint replaces an older one, and the rdscom link's Stop goes first), not in the
+/// kernel's buffer behind stale ones (a stream of commands faster than the wire, which every
+/// command waking the thread would otherwise write one by one). Read, at [`READ_PACE`].
 struct Wire {
     byte_time: Duration,
     free_at: Instant,
 }
 
 impl Wire {
+    /// At `baud`, 8N1: ten bits a byte.
     fn new(baud: u32, now: Instant) -> Wire {
-        Wire { byte_time: Duration::from_secs_f64(10.0 / f64::from(baud)), free_at: now }
+        Wire::at(f64::from(baud) / 10.0, now)
+    }
+
+    /// At `bytes_per_s`.
+    fn at(bytes_per_s: f64, now: Instant) -> Wire {
+        Wire { byte_time: Duration::from_secs_f64(1.0 / bytes_per_s), free_at: now }
     }
 
     fn free(&self, now: Instant) -> bool {
@@ -300,8 +306,15 @@ impl<L: SerialLink> Drop for LinkDriver<L> {
 /// read or a write.
 const READ_SLICE: Duration = Duration::from_millis(5);
 
-/// How far the bytes read may run ahead of their pace (twice the baud rate's) before the reads
-/// wait: a burst the kernel held while the thread was away is taken at once.
+/// The most bytes a second a driver reads [bytes/s]: over twice what the busiest link here
+/// carries (the testbench's four joints streamed at 1 kHz, about 110 kB/s over native USB,
+/// which ignores the baud rate), a few percent of a core to decode. A device that sends faster
+/// is read no faster, the kernel and the device holding the rest, so that the driver's thread,
+/// at a real-time priority, cannot be made to take its core.
+const READ_PACE: f64 = 256_000.0;
+
+/// How far the bytes read may run ahead of [`READ_PACE`] before the reads wait: a burst the
+/// kernel held while the thread was away (25 kB at that pace) is taken at once.
 const READ_AHEAD: Duration = Duration::from_millis(100);
 
 enum Drained {
@@ -381,10 +394,7 @@ fn serve_port<L: SerialLink>(
 ) -> Served {
     let injected = FaultInjection::for_this_thread();
     let mut wire = Wire::new(baud, Instant::now());
-    // The bytes read, at twice the baud rate's pace: a device that sends faster (a native-USB
-    // board ignores the baud rate) is read no faster, the kernel and the board holding the rest,
-    // so that this thread, at a real-time priority, never takes its core.
-    let mut taken = Wire::new(baud.saturating_mul(2), Instant::now());
+    let mut taken = Wire::at(READ_PACE, Instant::now());
     loop {
         injected.check();
         if let Drained::Stop = drain_requests(requests, link) {
