@@ -9,7 +9,7 @@ pub use super::stm32_link::{
     ArmTelemetry, ImuSi, ImuUnits, LinkEvent, LinkState, PollMode, Stm32Config, Stm32Link, STANDARD_GRAVITY,
 };
 use crate::protocol::stm32::{Command, ControlMode, Joint, PidGains};
-use crate::serial::link_driver::{Commander, LinkDriver, PortSettings, SerialLink};
+use crate::serial::link_driver::{Commander, LinkDriver, PortSettings, SerialLink, MIN_BACKOFF};
 
 /// What the STM32 driver reports.
 pub type DriverEvent = crate::serial::link_driver::DriverEvent<LinkEvent>;
@@ -60,6 +60,9 @@ impl Stm32Commander {
     }
 }
 
+/// The longest wait before reopening a vanished port, which the first wait doubles up to.
+const MAX_BACKOFF: Duration = Duration::from_secs(2);
+
 /// The link's settings, each in the range it is taken in. Polling slower than 2.5 Hz would let
 /// the firmware's 0.5 s watchdog idle the servos between two polls.
 fn check_settings(config: &Stm32Config) -> std::io::Result<()> {
@@ -69,7 +72,7 @@ fn check_settings(config: &Stm32Config) -> std::io::Result<()> {
         ("disconnected_after_s", config.disconnected_after_s, 0.001..=60.0),
         ("reconnect_interval_s", config.reconnect_interval_s, 0.001..=60.0),
         ("ack_timeout_s", config.ack_timeout_s, 0.001..=60.0),
-        ("reopen_backoff_s", config.reopen_backoff_s, 0.01..=2.0),
+        ("reopen_backoff_s", config.reopen_backoff_s, MIN_BACKOFF.as_secs_f64()..=MAX_BACKOFF.as_secs_f64()),
         ("reconnect_attempts", f64::from(config.reconnect_attempts), 1.0..=1000.0),
         ("command_retries", f64::from(config.command_retries), 0.0..=100.0),
     ])
@@ -86,7 +89,7 @@ impl Stm32Driver {
             path: path.to_owned(),
             baud: config.baud,
             backoff: Duration::from_secs_f64(config.reopen_backoff_s),
-            max_backoff: Duration::from_secs(2),
+            max_backoff: MAX_BACKOFF,
         };
         let link = Stm32Link::new(config, Instant::now());
         Ok(Stm32Driver(LinkDriver::start("stm32-driver", port, link)?))
