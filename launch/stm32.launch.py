@@ -26,6 +26,7 @@ OVERRIDES = {
     "port": (str, "serial device"),
     "link.baud": (int, "baud rate"),
     "link.poll_rate_hz": (float, "telemetry poll rate [Hz]"),
+    "link.disconnected_after_s": (float, "silence before the link is lost and the node faults [s]"),
     "autostart": (bool, "configure and activate at start (false: wait for ros2 lifecycle set)"),
     "auto_recover": (bool, "after a device fault, configure and activate again once a second"),
 }

@@ -17,7 +17,7 @@ from action_msgs.msg import GoalStatus
 from control_msgs.action import FollowJointTrajectory
 
 from test_follow_joint_trajectory import FollowJointTrajectoryTest, trajectory
-from test_nodes import EXECUTABLES, LOGS, OK, REPO, SHARE, emulator, free_port, on_the_emulated_rig, said, start
+from test_nodes import EXECUTABLES, LOADED_STM32_SILENCE_S, LOGS, OK, REPO, SHARE, emulator, free_port, on_the_emulated_rig, said, start
 
 # The device commanded to a stop or hold within this of the signal [s]; the process gone within
 # EXIT_BOUND_S.
@@ -102,7 +102,7 @@ class ExitPaths(FollowJointTrajectoryTest):
         self.node_name, self.joints = "stm32_driver", ("stm32_shoulder", "stm32_elbow")
         # Servos slow enough (2 s) that the goal's setpoints run well ahead of them.
         firmware, (path,) = emulator("stm32", "--print-targets", "--servo-time-constant", "2")
-        driver = node("stm32_driver", f"port:={path}")
+        driver = node("stm32_driver", f"port:={path}", f"link.disconnected_after_s:={LOADED_STM32_SILENCE_S}")
         result = self.goal_on_its_way([(4.0, [0.8, -0.6])])
         sent = self.terminate(driver)
         self.assert_aborted(result, "shut down")

@@ -25,7 +25,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from test_nodes import LOGS, SHARE, DriverTest, bag_messages, emulator, launch, said, stop, wait_for_line
+from test_nodes import LOADED_STM32_SILENCE, LOGS, SHARE, DriverTest, bag_messages, emulator, launch, said, stop, wait_for_line
 
 Result = FollowJointTrajectory.Result
 
@@ -225,7 +225,8 @@ class Stm32FollowJointTrajectory(FollowJointTrajectoryTest):
         """Under use_sim_time with nothing on /clock, the ROS clock stands at 0: a goal is timed
         on the driver's steady clock, so it still plays and ends, as the servos do."""
         self.emulator, (path,) = emulator("stm32")
-        self.launched = launch("stm32.launch.py", f"port:={path}", "rsp:=false", "use_sim_time:=true")
+        self.launched = launch("stm32.launch.py", f"port:={path}", "rsp:=false", "use_sim_time:=true",
+                               LOADED_STM32_SILENCE)
         # Its statuses go out once a second on the ROS clock, which stands still here: the first
         # may come before this node has discovered the driver. The lifecycle says when it runs.
         deadline = time.monotonic() + 20.0
