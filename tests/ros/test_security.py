@@ -55,15 +55,29 @@ class SecuredBringup(unittest.TestCase):
         stop_all()  # what a failed test left
         leave_the_machine()
 
-    def probe(self, name, env, goal=False):
-        """What a client in `env` saw and did (security_probe.py)."""
+    def probes(self, **clients):
+        """What each client (name=(env, goal)) saw and did (security_probe.py), all run at once:
+        most of a probe's time is its wait for what a refused client never gets."""
         environment = {k: v for k, v in os.environ.items() if not k.startswith("ROS_SECURITY_")}
-        done = subprocess.run([sys.executable, str(PROBE), *(["--goal"] if goal else [])], env={**environment, **env},
-                              capture_output=True, text=True, timeout=60)
-        (LOGS / f"probe_{name}.log").write_text(done.stdout + done.stderr)
-        lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-        self.assertTrue(lines, f"{name}: the probe said nothing: {done.stderr[-2000:]}")
-        return json.loads(lines[-1])
+        running = {}
+        for name, (env, goal) in clients.items():
+            with open(LOGS / f"probe_{name}.log", "w") as log:
+                running[name] = subprocess.Popen([sys.executable, str(PROBE), *(["--goal"] if goal else [])],
+                                                 env={**environment, **env}, stdout=log, stderr=subprocess.STDOUT,
+                                                 text=True)
+        for process in running.values():
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        seen = {}
+        for name in running:
+            said = (LOGS / f"probe_{name}.log").read_text()
+            lines = [line for line in said.splitlines() if line.startswith("{")]
+            self.assertTrue(lines, f"{name}: the probe said nothing: {said[-2000:]}")
+            seen[name] = json.loads(lines[-1])
+        return seen
 
     def goals_logged(self, log):
         """The goals hil_node logged, accepted or refused."""
@@ -73,7 +87,7 @@ class SecuredBringup(unittest.TestCase):
         hil = launch("hil.launch.py", "hardware:=sim", "enclave:=/arm_hil", env=secured(self.keystore))
         try:
             self.assertTrue(wait_for_line(hil, "now active", timeout=30), hil.log_path.read_text()[-3000:])
-            operator = self.probe("operator", secured(self.keystore, "/arm_hil/operator"), goal=True)
+            operator = self.probes(operator=(secured(self.keystore, "/arm_hil/operator"), True))["operator"]
             self.assertTrue(operator["server"], operator)
             self.assertIsInstance(operator["goal"], dict, operator)
             self.assertEqual((operator["goal"]["status"], operator["goal"]["error_code"]), (4, 0), operator)
@@ -83,11 +97,12 @@ class SecuredBringup(unittest.TestCase):
             commanded = self.goals_logged(hil.log_path)
             self.assertEqual(commanded, 1, "hil_node logged the operator's goal")
 
-            unsecured = self.probe("unsecured", {"ROS_SECURITY_ENABLE": "false"}, goal=True)
+            others = self.probes(unsecured=({"ROS_SECURITY_ENABLE": "false"}, True),
+                                 foreign=(secured(self.foreign, "/arm_hil/operator"), True),
+                                 viewer=(secured(self.keystore, "/arm_hil/viewer"), True))
+            unsecured, foreign, viewer = others["unsecured"], others["foreign"], others["viewer"]
             self.assertEqual((unsecured["server"], unsecured["joint_states_hz"]), (False, 0.0), unsecured)
-            foreign = self.probe("foreign", secured(self.foreign, "/arm_hil/operator"), goal=True)
             self.assertEqual((foreign["server"], foreign["joint_states_hz"]), (False, 0.0), foreign)
-            viewer = self.probe("viewer", secured(self.keystore, "/arm_hil/viewer"), goal=True)
             self.assertIn("action client", viewer["refused"] or "", f"the viewer may not send goals: {viewer}")
             self.assertEqual(viewer["created"], [], f"nor joint commands or transitions: {viewer}")
             # At the publisher's rate, by the stamps (what the viewer receives a second varies with the load).
