@@ -80,10 +80,14 @@ class FollowJointTrajectoryTest(DriverTest):
         return done.result()
 
     def positions(self, seconds=0.5):
-        """The node's joints' positions, as /joint_states last says them within `seconds` (the
-        testbench publishes a joint a message)."""
-        states = self.collect("/joint_states", JointState, seconds + 5.0,
-                              until=lambda m: len(m) > 1 and m[-1][0] - m[0][0] > seconds)
+        """The node's joints' positions, as /joint_states last says them within `seconds` and
+        once each joint has been said (the testbench publishes a joint a message, and a loaded
+        machine delivers them in bunches)."""
+        def every_joint_said(messages):
+            said = {name for _, message in messages for name in message.name}
+            return set(self.joints) <= said and len(messages) > 1 and messages[-1][0] - messages[0][0] > seconds
+
+        states = self.collect("/joint_states", JointState, seconds + 5.0, until=every_joint_said)
         latest = {}
         for _, message in states:
             latest.update(zip(message.name, message.position))
