@@ -18,7 +18,6 @@ from action_msgs.msg import GoalStatus
 from builtin_interfaces.msg import Duration
 from control_msgs.action import FollowJointTrajectory
 from control_msgs.msg import JointTolerance, JointTrajectoryControllerState
-from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import GetState
 from rclpy.action import ActionClient
 from sensor_msgs.msg import JointState
@@ -266,7 +265,7 @@ class Stm32FollowJointTrajectory(FollowJointTrajectoryTest):
         self.publish(topic, trajectory(self.joints, [(8.0, [-0.4, 0.3])]), times=1)
         self.wait_joint_states(lambda m: any(abs(a - b) > 0.05 for a, b in zip(m.position, target)),
                                "the slow trajectory did not move the arm within 10 s")
-        for transition in (Transition.TRANSITION_DEACTIVATE, Transition.TRANSITION_ACTIVATE):
+        for transition in ("deactivate", "activate"):
             self.transition("stm32_driver", transition)
         held = self.assert_still(1.5, tolerance=0.02)
         self.assertTrue(all(abs(a - b) > 0.1 for a, b in zip(held, [-0.4, 0.3])), f"it went on: {held}")

@@ -19,7 +19,7 @@ import rclpy
 from action_msgs.msg import GoalStatus
 from arm_hil.msg import ArmState
 from control_msgs.action import FollowJointTrajectory
-from lifecycle_msgs.msg import Transition, TransitionEvent
+from lifecycle_msgs.msg import TransitionEvent
 from lifecycle_msgs.srv import GetState
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
@@ -66,8 +66,8 @@ class HostileClient(FollowJointTrajectoryTest):
         self.far_goal("hil_node")
 
     def goal_ends_with_the_transition(self, node, joints, target, transition, seconds=6.0, after=2.5, holds=True):
-        """A `seconds` goal to `target`; the lifecycle `transition` (`ros2 lifecycle set`'s
-        service call) once its feedback has run `after` s: the goal ends (aborted, saying why), its last feedback
+        """A `seconds` goal to `target`; the lifecycle `transition` (its label, sent as `ros2
+        lifecycle set` sends it) once its feedback has run `after` s: the goal ends (aborted, saying why), its last feedback
         stamped within 0.1 s of the node's stamp of its inactive state, and the joints hold (as
         /joint_states show them: `holds`, where the node publishes them while inactive)."""
         self.node_name, self.joints = node, joints
@@ -103,19 +103,19 @@ class HostileClient(FollowJointTrajectoryTest):
         start, apart = self.poses_of_its_own_trajectory()
         # An inactive hil_node runs no loop and publishes no joint states: the arm is looked at
         # once active again, where it holds where it stopped (the goal does not carry on).
-        self.goal_ends_with_the_transition("hil_node", MOTORS, apart, Transition.TRANSITION_DEACTIVATE, holds=False)
-        self.transition("hil_node", Transition.TRANSITION_ACTIVATE)
+        self.goal_ends_with_the_transition("hil_node", MOTORS, apart, "deactivate", holds=False)
+        self.transition("hil_node", "activate")
         self.assert_still(1.5, tolerance=0.02)
 
     def test_a_deactivate_ends_the_stm32_drivers_running_goal_at_once(self):
         self.start_driver("stm32", "stm32.launch.py", "stm32_driver: link", "rsp:=false")
         self.goal_ends_with_the_transition("stm32_driver", ("stm32_shoulder", "stm32_elbow"), [1.2, -1.0],
-                                           Transition.TRANSITION_DEACTIVATE, seconds=8.0, after=1.0)
+                                           "deactivate", seconds=8.0, after=1.0)
 
     def test_a_deactivate_ends_the_arduino_drivers_running_goal_at_once(self):
         self.start_driver("rdscom", "arduino.launch.py", "arduino_driver: link", "rsp:=false")
         self.goal_ends_with_the_transition("arduino_driver", ArduinoFollowJointTrajectory.joints, [0.3, 1.4, 1.4, 1.4],
-                                           Transition.TRANSITION_DEACTIVATE, seconds=8.0, after=1.0)
+                                           "deactivate", seconds=8.0, after=1.0)
 
     def emulated_rig(self, *faults):
         self.take_the_emulated_rig()
@@ -227,12 +227,12 @@ class HostileClient(FollowJointTrajectoryTest):
             # wait for discovery), long before it ends.
             self.wait_joint_states(lambda m: set(MOTORS) <= set(m.name) and abs(
                 m.position[m.name.index("joint1")] - here[0]) > 0.005, "the step did not begin")
-            self.transition("hil_node", Transition.TRANSITION_DEACTIVATE)
+            self.transition("hil_node", "deactivate")
             # The broadcaster's /joint_states keep the last state the node sent.
             stopped = self.positions(0.2)
             self.assertTrue(abs(stopped[0] - target[0]) > 0.01, f"the step was over before the stop: {stopped}")
             time.sleep(1.0)
-            self.transition("hil_node", Transition.TRANSITION_ACTIVATE)
+            self.transition("hil_node", "activate")
             # The stream still says the old target: the arm holds where it stopped. The hold
             # starts from a fresh estimate and settles within 0.5 s, by up to 24 mrad either way
             # (seen on both distros), then stays within 2 mrad, where following the stream would
@@ -293,15 +293,12 @@ class HostileClient(FollowJointTrajectoryTest):
             done = self.result_of(handle, timeout=30.0)
             self.assertIn(done.status, TERMINAL)
         client.destroy()
-        get_state = self.node.create_client(GetState, "/hil_node/get_state")
-        self.assertTrue(get_state.wait_for_service(timeout_sec=10.0), "hil_node answers no more")
-        asked = get_state.call_async(GetState.Request())
-        rclpy.spin_until_future_complete(self.node, asked, timeout_sec=10.0)
+        state = self.call(GetState, "/hil_node/get_state", GetState.Request()).current_state
         # The log without the flood's own refusals and goals, which would hide why the node is
         # where it is (a loaded pass found it unconfigured with 40 lines of refusals to show), but
         # with every transition (": now unconfigured", whatever its reason says).
         routine = ("rejected", "refused", "aborted (InvalidGoal)", "of 1 points", "cancelled: replaced")
         said = [line for line in self.launched.log_path.read_text().splitlines()
                 if ": now " in line or not any(word in line for word in routine)]
-        self.assertIn(asked.result().current_state.label, ("active", "inactive"), "\n".join(said[-40:]))
+        self.assertIn(state.label, ("active", "inactive"), "\n".join(said[-40:]))
         self.rig_said(rig)
