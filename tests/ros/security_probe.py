@@ -1,9 +1,9 @@
 """One ROS 2 client of the secured suite (test_security.py), in whatever enclave, keystore and
 security settings its environment gives: what it could see and do, as one JSON line.
 
-    python3 security_probe.py [--goal] [--seconds S]
+    python3 security_probe.py [--goal] [--seconds S] [--first-within F]
 
-It reads /joint_states for S s (3) from the first message, waiting 10 s for it (the rate it
+It reads /joint_states for S s (3) from the first message, waiting F s (10) for it (the rate it
 received, and the publisher's from the stamps), tries to create a ~/joint_command publisher and a
 ~/change_state client of hil_node, looks for its FollowJointTrajectory server for 5 s, and with
 --goal sends it a goal to a pose the arm took on its own path, 0.05 rad from the last one seen,
@@ -26,7 +26,7 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 JOINTS = ("joint1", "joint2", "joint3")
 
 
-def probe(send_goal, seconds):
+def probe(send_goal, seconds, first_within):
     seen = {"joint_states_hz": 0.0, "joint_states_period_hz": 0.0, "server": False, "goal": None, "refused": None}
     try:
         rclpy.init()
@@ -43,8 +43,8 @@ def probe(send_goal, seconds):
                      else None)
 
     node.create_subscription(JointState, "/joint_states", joint_states, 100)
-    start = time.monotonic()  # the first message within 10 s (a secured handshake takes its time), then 3 s
-    while time.monotonic() - start < 10.0 and not arrivals:
+    start = time.monotonic()  # the first message within F s (a secured handshake takes its time), then S s
+    while time.monotonic() - start < first_within and not arrivals:
         rclpy.spin_once(node, timeout_sec=0.05)
     start = time.monotonic()
     while arrivals and time.monotonic() - start < seconds:
@@ -101,5 +101,7 @@ def probe(send_goal, seconds):
 
 if __name__ == "__main__":
     arguments = sys.argv[1:]
-    seconds = float(arguments[arguments.index("--seconds") + 1]) if "--seconds" in arguments else 3.0
-    print(json.dumps(probe("--goal" in arguments, seconds)), flush=True)
+    def option(name, default):
+        return float(arguments[arguments.index(name) + 1]) if name in arguments else default
+
+    print(json.dumps(probe("--goal" in arguments, option("--seconds", 3.0), option("--first-within", 10.0))), flush=True)

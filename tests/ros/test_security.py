@@ -18,7 +18,7 @@ import time
 import unittest
 import xml.etree.ElementTree as ET
 
-from test_nodes import LOADED_MCU_HEARTBEAT, LOGS, bag_messages, emulator, launch, stop, stop_all, leave_the_machine, take_the_machine, wait_for_line
+from test_nodes import LOADED_MCU_HEARTBEAT, LOADED_STM32_SILENCE, LOGS, bag_messages, emulator, launch, stop, stop_all, leave_the_machine, take_the_machine, wait_for_line
 from test_follow_joint_trajectory import installed
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -56,24 +56,31 @@ class SecuredBringup(unittest.TestCase):
         leave_the_machine()
 
     def probes(self, **clients):
-        """What each client (name=(env, goal)) saw and did (security_probe.py), all run at once:
-        most of a probe's time is its wait for what a refused client never gets."""
+        """What each client (name=(env, probe arguments)) saw and did (security_probe.py), all
+        run at once: most of a refused probe's time is its wait for what it never gets. Each is
+        a process and an identity of its own; one still running after 60 s is killed."""
         environment = {k: v for k, v in os.environ.items() if not k.startswith("ROS_SECURITY_")}
         running = {}
-        for name, (env, goal) in clients.items():
-            with open(LOGS / f"probe_{name}.log", "w") as log:
-                running[name] = subprocess.Popen([sys.executable, str(PROBE), *(["--goal"] if goal else [])],
-                                                 env={**environment, **env}, stdout=log, stderr=subprocess.STDOUT,
-                                                 text=True)
-        for process in running.values():
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        try:
+            for name, (env, arguments) in clients.items():
+                with open(LOGS / f"probe_{name}.log", "w") as log:
+                    running[name] = subprocess.Popen([sys.executable, str(PROBE), *arguments],
+                                                     env={**environment, **env}, stdout=log, stderr=subprocess.STDOUT)
+            deadline = time.monotonic() + 60.0
+            for process in running.values():
+                try:
+                    process.wait(timeout=max(deadline - time.monotonic(), 0.1))
+                except subprocess.TimeoutExpired:
+                    pass
+        finally:
+            for process in running.values():
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
         seen = {}
-        for name in running:
+        for name, process in running.items():
             said = (LOGS / f"probe_{name}.log").read_text()
+            self.assertNotEqual(process.returncode, -signal.SIGKILL, f"{name}: the probe did not end within 60 s")
             lines = [line for line in said.splitlines() if line.startswith("{")]
             self.assertTrue(lines, f"{name}: the probe said nothing: {said[-2000:]}")
             seen[name] = json.loads(lines[-1])
@@ -87,7 +94,7 @@ class SecuredBringup(unittest.TestCase):
         hil = launch("hil.launch.py", "hardware:=sim", "enclave:=/arm_hil", env=secured(self.keystore))
         try:
             self.assertTrue(wait_for_line(hil, "now active", timeout=30), hil.log_path.read_text()[-3000:])
-            operator = self.probes(operator=(secured(self.keystore, "/arm_hil/operator"), True))["operator"]
+            operator = self.probes(operator=(secured(self.keystore, "/arm_hil/operator"), ["--goal"]))["operator"]
             self.assertTrue(operator["server"], operator)
             self.assertIsInstance(operator["goal"], dict, operator)
             self.assertEqual((operator["goal"]["status"], operator["goal"]["error_code"]), (4, 0), operator)
@@ -97,9 +104,11 @@ class SecuredBringup(unittest.TestCase):
             commanded = self.goals_logged(hil.log_path)
             self.assertEqual(commanded, 1, "hil_node logged the operator's goal")
 
-            others = self.probes(unsecured=({"ROS_SECURITY_ENABLE": "false"}, True),
-                                 foreign=(secured(self.foreign, "/arm_hil/operator"), True),
-                                 viewer=(secured(self.keystore, "/arm_hil/viewer"), True))
+            # The viewer's handshakes now share the machine with the others': it is given 30 s
+            # for its first message (the wait ends as it comes).
+            others = self.probes(unsecured=({"ROS_SECURITY_ENABLE": "false"}, ["--goal"]),
+                                 foreign=(secured(self.foreign, "/arm_hil/operator"), ["--goal"]),
+                                 viewer=(secured(self.keystore, "/arm_hil/viewer"), ["--goal", "--first-within", "30"]))
             unsecured, foreign, viewer = others["unsecured"], others["foreign"], others["viewer"]
             self.assertEqual((unsecured["server"], unsecured["joint_states_hz"]), (False, 0.0), unsecured)
             self.assertEqual((foreign["server"], foreign["joint_states_hz"]), (False, 0.0), foreign)
@@ -129,7 +138,7 @@ class SecuredBringup(unittest.TestCase):
         bringups = [
             ("sil.launch.py", "record:=true", f"bag:={LOGS / 'secured_sil_bag'}", "control:=ros2_control"),
             ("hil.launch.py", "hardware:=sim", "record:=true", f"bag:={LOGS / 'secured_hil_bag'}"),
-            ("stm32.launch.py", f"port:={stm32_port}"),
+            ("stm32.launch.py", f"port:={stm32_port}", LOADED_STM32_SILENCE),
             ("arduino.launch.py", f"port:={rdscom_port}", LOADED_MCU_HEARTBEAT),
             ("legacy_bridge.launch.py", "server_bind:=127.0.0.1:0"),
             ("vr_bridge.launch.py",),
