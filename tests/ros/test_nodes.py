@@ -497,18 +497,20 @@ class NodeTest(unittest.TestCase):
         self.assertTrue(client.wait_for_service(timeout_sec=timeout), f"{service} not available within {timeout} s")
         return client
 
-    def ask(self, kind, service, request, timeout=10.0):
-        """The service's answer to `request` within `timeout`, or None."""
-        future = self.service_client(kind, service, timeout).call_async(request)
+    def ask(self, client, request, timeout):
+        """The answer of `client`'s service to `request` within `timeout`, or None."""
+        future = client.call_async(request)
         rclpy.spin_until_future_complete(self.node, future, timeout_sec=timeout)
         return future.result() if future.done() else None
 
     def call(self, kind, service, request, timeout=10.0, again_after=2.0):
-        """The service's answer to `request`, asked again every `again_after` s (an unanswered
-        first request of the client) until `timeout`: for requests that may be repeated."""
+        """The service's answer to `request` within `timeout` (the service's appearance
+        included), asked again every `again_after` s (an unanswered first request of the
+        client): for requests that may be repeated."""
         deadline = time.monotonic() + timeout
+        client = self.service_client(kind, service, timeout)
         while True:
-            answer = self.ask(kind, service, request, min(again_after, max(deadline - time.monotonic(), 0.1)))
+            answer = self.ask(client, request, min(again_after, max(deadline - time.monotonic(), 0.1)))
             if answer is not None or time.monotonic() >= deadline:
                 break
         self.assertIsNotNone(answer, f"{service} did not answer within {timeout} s")
@@ -635,8 +637,10 @@ class NodeTest(unittest.TestCase):
         return cancelled
 
     def lifecycle_state(self, node, timeout=10.0):
-        """The node's state as `ros2 lifecycle get` prints it ("LABEL [ID]"), or None unanswered."""
-        answer = self.ask(GetState, f"/{node.lstrip('/')}/get_state", GetState.Request(), timeout)
+        """The node's state as `ros2 lifecycle get` prints it ("LABEL [ID]"), or None unanswered
+        within `timeout` (its get_state service waited for first, up to 10 s)."""
+        client = self.service_client(GetState, f"/{node.lstrip('/')}/get_state")
+        answer = self.ask(client, GetState.Request(), timeout)
         return answer and f"{answer.current_state.label} [{answer.current_state.id}]"
 
     def transition(self, node, label):
@@ -650,7 +654,7 @@ class NodeTest(unittest.TestCase):
         ids = [t.transition.id for t in available if t.transition.label == label]
         self.assertTrue(ids, f"/{node}: no {label} from its state, only {[t.transition.label for t in available]}")
         request = ChangeState.Request(transition=Transition(id=ids[0], label=label))
-        answer = self.ask(ChangeState, f"/{node}/change_state", request)
+        answer = self.ask(self.service_client(ChangeState, f"/{node}/change_state"), request, 10.0)
         if answer is None:
             reached = self.lifecycle_state(node)
             self.assertTrue(reached and reached.startswith(TRANSITION_ENDS[label] + " "),
