@@ -18,7 +18,6 @@ from action_msgs.msg import GoalStatus
 from builtin_interfaces.msg import Duration
 from control_msgs.action import FollowJointTrajectory
 from control_msgs.msg import JointTolerance, JointTrajectoryControllerState
-from lifecycle_msgs.srv import GetState
 from rclpy.action import ActionClient
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
@@ -232,10 +231,7 @@ class Stm32FollowJointTrajectory(FollowJointTrajectoryTest):
                                LOADED_STM32_SILENCE)
         # Its statuses go out once a second on the ROS clock, which stands still here: the first
         # may come before this node has discovered the driver. The lifecycle says when it runs.
-        deadline = time.monotonic() + 20.0
-        while self.call(GetState, "/stm32_driver/get_state", GetState.Request()).current_state.label != "active":
-            self.assertLess(time.monotonic(), deadline, "stm32_driver not active within 20 s")
-            self.spin_until(lambda: False, 0.2)
+        self.assert_state("/stm32_driver", "active [3]", timeout=20.0)
         # A goal starts from the joints' state: the driver's first telemetry after activation.
         self.first("/joint_states", JointState)
         client = self.client()

@@ -643,6 +643,16 @@ class NodeTest(unittest.TestCase):
         answer = self.ask(client, GetState.Request(), timeout)
         return answer and f"{answer.current_state.label} [{answer.current_state.id}]"
 
+    def assert_state(self, node, label, timeout=10.0):
+        """The node reaches `label` ("LABEL [ID]", as `ros2 lifecycle get` prints it) within `timeout`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            said = self.lifecycle_state(node, timeout=min(2.0, max(deadline - time.monotonic(), 0.1)))
+            if said == label or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        self.assertEqual(said, label, f"{node}'s state")
+
     def transition(self, node, label):
         """The transition of that label from the node's state, sent as `ros2 lifecycle set` sends
         it (its id and label, from the node's available transitions; the command line itself
@@ -1245,21 +1255,13 @@ class ManagedNodes(DriverTest):
         while True:
             try:
                 done = subprocess.run(["ros2", "lifecycle", *arguments], capture_output=True, text=True, timeout=15)
-                said, unfound = done.stdout + done.stderr, "Node not found" in done.stdout + done.stderr
+                said = done.stdout + done.stderr
             except subprocess.TimeoutExpired:
-                said, unfound = f"`ros2 lifecycle {' '.join(arguments)}` did not end within 15 s", False
+                said = f"`ros2 lifecycle {' '.join(arguments)}` did not end within 15 s"
+            unfound = "Node not found" in said
             if until in said or time.monotonic() > deadline or (arguments[0] == "set" and not unfound):
                 return said
             time.sleep(0.5)
-
-    def assert_state(self, node, label, timeout=10.0):
-        deadline = time.monotonic() + timeout
-        while True:
-            said = self.lifecycle_state(node, timeout=min(2.0, max(deadline - time.monotonic(), 0.1)))
-            if said == label or time.monotonic() > deadline:
-                break
-            time.sleep(0.1)
-        self.assertEqual(said, label, f"{node}'s state")
 
     def arm_reaches(self, target, seconds):
         """Sends `target` to the arm; whether joint_states show it there within `seconds`."""
