@@ -5,7 +5,6 @@ inactive, `ros2 action send_goal`, and `~/controller_state`.
 
 Part of the suite that tests/ros/test_nodes.py runs (its helpers and process handling)."""
 
-import re
 import subprocess
 import time
 import unittest
@@ -190,24 +189,31 @@ class FollowJointTrajectoryTest(DriverTest):
         done = subprocess.run(["ros2", "control", *arguments], capture_output=True, text=True, timeout=60)
         return done.stdout + done.stderr
 
-    def controllers(self):
-        """Each controller's line of `ros2 control list_controllers`, by name."""
-        said = re.sub(r"\x1b\[[0-9;]*m", "", self.control("list_controllers"))  # without its colours
-        return {line.split()[0]: line for line in said.splitlines() if line.strip()}
+    def controllers(self, timeout=10.0):
+        """Each controller's state ("active", "inactive", ...), by name, from the controller
+        manager's list_controllers service, which `ros2 control list_controllers` prints: asked
+        in this process, as a poll, rather than by a command line that must discover the graph
+        anew each time (2-5 s under Fast DDS and load). The command line itself is in
+        check_controllers' switch."""
+        from controller_manager_msgs.srv import ListControllers  # only where ros2_control is built
 
-    def controller_state(self, name):
-        """`name`'s line of `ros2 control list_controllers`, with its state ("" if not listed)."""
-        return self.controllers().get(name, "")
+        answer = self.call(ListControllers, "/controller_manager/list_controllers", ListControllers.Request(),
+                           timeout=timeout)
+        return {controller.name: controller.state for controller in answer.controller}
+
+    def controller_state(self, name, timeout=10.0):
+        """`name`'s state ("" if not listed)."""
+        return self.controllers(timeout).get(name, "")
 
     def wait_controllers(self, states, timeout=30.0):
-        """`ros2 control list_controllers` until each controller named in `states` is in its state."""
+        """Until each controller named in `states` is in its state."""
         deadline = time.monotonic() + timeout
         while True:
-            lines = self.controllers()
-            if all(re.search(rf"\b{state}\b", lines.get(name, "")) for name, state in states.items()):
+            listed = self.controllers(max(deadline - time.monotonic(), 1.0))
+            if all(listed.get(name) == state for name, state in states.items()):
                 return
-            self.assertLess(time.monotonic(), deadline, f"controllers not {states}: {list(lines.values())}")
-            time.sleep(1.0)
+            self.assertLess(time.monotonic(), deadline, f"controllers not {states}: {listed}")
+            time.sleep(0.2)
 
     def check_rejected_while_inactive(self, target):
         client = self.client()
@@ -443,7 +449,7 @@ class Ros2ControlBringup(FollowJointTrajectoryTest):
             return max(abs(x - y) for x, y in zip(a, b))
 
         path, deadline = poses(1.0), time.monotonic() + 40.0
-        while not re.search(r"\bactive\b", self.controller_state("joint_trajectory_controller")):
+        while self.controller_state("joint_trajectory_controller", max(deadline - time.monotonic(), 1.0)) != "active":
             self.assertLess(time.monotonic(), deadline, "joint_trajectory_controller not active within 40 s")
             path += poses(1.0)
         path += poses(1.0)
