@@ -1039,16 +1039,28 @@ class StartAndStop(NodeTest):
         # Every parameter file; *_controllers.yaml are ros2_control's controllers (launch/control.py).
         files = [p.stem for p in (SHARE / "config").glob("*.yaml") if not p.stem.endswith("_controllers")]
         self.assertEqual(sorted(nodes), sorted(files))
-        for config, (executable, status, parameters) in nodes.items():
-            for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            # The six start at once, as their discovery is most of the wait, and each is stopped
+            # alone, its 2 s counted from its own signal.
+            started = []
+            for config, (executable, status, parameters) in nodes.items():
                 command = [str(EXECUTABLES / executable), "--ros-args",
                            "--params-file", str(SHARE / "config" / f"{config}.yaml")]
                 for parameter in parameters:
                     command += ["-p", parameter]
-                node = start(command, f"{executable}_{sig.name}")
-                self.statuses(status, 15.0, until=lambda found: found)
-                output = node.log_path.read_text()
-                self.assertIsNone(node.poll(), f"{executable} ended with its own parameter file: {output}")
+                started.append((executable, status, start(command, f"{executable}_{sig.name}")))
+            wanted = {status for _, status, _ in started}
+            seen = set()
+
+            def all_said(messages):
+                seen.update(s.name for _, m in messages for s in m.status)
+                return wanted <= seen
+
+            self.collect("/diagnostics", DiagnosticArray, 30.0, until=all_said)
+            self.assertEqual(wanted - seen, set(), "no status within 30 s of the start")
+            for executable, _, node in started:
+                self.assertIsNone(node.poll(), f"{executable} ended with its own parameter file: "
+                                               f"{node.log_path.read_text()}")
                 os.kill(node.pid, sig)
                 try:
                     exit_status = node.wait(2.0)
