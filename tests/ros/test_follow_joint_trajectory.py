@@ -185,16 +185,12 @@ class FollowJointTrajectoryTest(DriverTest):
         self.assertIn("SUCCEEDED", said.stdout, said.stdout + said.stderr)
         client.destroy()
 
-    def control(self, *arguments):
-        done = subprocess.run(["ros2", "control", *arguments], capture_output=True, text=True, timeout=60)
-        return done.stdout + done.stderr
-
     def controllers(self, timeout=10.0):
         """Each controller's state ("active", "inactive", ...), by name, from the controller
         manager's list_controllers service, which `ros2 control list_controllers` prints: asked
         in this process, as a poll, rather than by a command line that must discover the graph
         anew each time (2-5 s under Fast DDS and load). The command line itself is in
-        check_controllers' switch."""
+        check_controllers and switch_controllers."""
         from controller_manager_msgs.srv import ListControllers  # only where ros2_control is built
 
         answer = self.call(ListControllers, "/controller_manager/list_controllers", ListControllers.Request(),
@@ -205,15 +201,28 @@ class FollowJointTrajectoryTest(DriverTest):
         """`name`'s state ("" if not listed)."""
         return self.controllers(timeout).get(name, "")
 
-    def wait_controllers(self, states, timeout=30.0):
-        """Until each controller named in `states` is in its state."""
-        deadline = time.monotonic() + timeout
+    def wait_controllers(self, states, timeout=30.0, said=""):
+        """Until each controller named in `states` is in its state; a failure names the states
+        asked for, those listed last, and `said` (the command that was to cause them)."""
+        deadline, listed = time.monotonic() + timeout, "nothing: the service did not answer"
         while True:
-            listed = self.controllers(max(deadline - time.monotonic(), 1.0))
+            try:
+                listed = self.controllers(max(deadline - time.monotonic(), 1.0))
+            except AssertionError as unanswered:
+                self.fail(f"controllers not {states} within {timeout} s: {unanswered} {said}")
             if all(listed.get(name) == state for name, state in states.items()):
                 return
-            self.assertLess(time.monotonic(), deadline, f"controllers not {states}: {listed}")
+            self.assertLess(time.monotonic(), deadline, f"controllers not {states} within {timeout} s: {listed} {said}")
             time.sleep(0.2)
+
+    def switch_controllers(self, deactivate, activate):
+        """`ros2 control switch_controllers` from `deactivate` to `activate`, then until the
+        controller manager lists them so; what the command printed, for the failure messages."""
+        said = self.ros2("control", "switch_controllers", "--deactivate", deactivate, "--activate", activate,
+                         until="Successfully switched controllers", acts=True)
+        self.wait_controllers({deactivate: "inactive", activate: "active"},
+                              said=f"(`ros2 control switch_controllers` said: {said!r})")
+        return said
 
     def check_rejected_while_inactive(self, target):
         client = self.client()
@@ -376,13 +385,22 @@ class Ros2ControlBringup(FollowJointTrajectoryTest):
 
     node_name, joints = "joint_trajectory_controller", ("stm32_shoulder", "stm32_elbow")
 
-    def check_controllers(self, joints, goal_target, forward_target, bag, held=lambda: None):
-        """Both controllers command the device: the broadcaster and JTC active, the hardware's
+    CONTROLLERS = (("joint_state_broadcaster", "joint_state_broadcaster/JointStateBroadcaster", "active"),
+                   ("joint_trajectory_controller", "joint_trajectory_controller/JointTrajectoryController", "active"),
+                   ("forward_position_controller", "position_controllers/JointGroupPositionController", "inactive"))
+
+    def check_controllers(self, joints, goal_target, forward_target, bag, held=lambda: None, listed_by_the_cli=False):
+        """Both controllers command the device: the broadcaster and JTC active (with
+        `listed_by_the_cli`, as `ros2 control list_controllers` shows them too), the hardware's
         initial commands held (`held()` checks what the device got so far), a goal to JTC's
         action, a switch to forward_position_controller and a command, /joint_states recorded."""
         self.joints = joints
-        self.wait_controllers({"joint_state_broadcaster": "active", "joint_trajectory_controller": "active",
-                               "forward_position_controller": "inactive"})
+        self.wait_controllers({name: state for name, _, state in self.CONTROLLERS})
+        if listed_by_the_cli:
+            said = self.ros2("control", "list_controllers", until=self.CONTROLLERS[-1][0])
+            lines = {line.split()[0]: line for line in said.splitlines() if line.strip()}
+            for name, kind, state in self.CONTROLLERS:
+                self.assertRegex(lines.get(name, ""), rf"\s{kind}\s+{state}\b", said)
         # The node, active within a second of its launch, got the plugin's initial commands
         # before the spawners had JTC active, and held them.
         self.assertIn("~/joint_command held:", self.launched.log_path.read_text(),
@@ -395,9 +413,7 @@ class Ros2ControlBringup(FollowJointTrajectoryTest):
         self.assertTrue(all(abs(a - b) < 0.05 for a, b in zip(reached, goal_target)), f"{reached} vs {goal_target}")
         client.destroy()
 
-        said = self.control("switch_controllers", "--deactivate", "joint_trajectory_controller",
-                            "--activate", "forward_position_controller")
-        self.wait_controllers({"joint_trajectory_controller": "inactive", "forward_position_controller": "active"})
+        said = self.switch_controllers("joint_trajectory_controller", "forward_position_controller")
         self.publish("/forward_position_controller/commands", Float64MultiArray(data=forward_target))
         self.wait_joint_states(lambda m: set(joints) <= set(m.name) and all(
             abs(m.position[m.name.index(j)] - t) < 0.05 for j, t in zip(joints, forward_target)),
@@ -422,7 +438,8 @@ class Ros2ControlBringup(FollowJointTrajectoryTest):
             self.assertTrue(all(abs(t - p) < 0.02 for target in targets for t, p in zip(target, power_on)),
                             f"the bringup moved the arm from {power_on}: targets {targets[:5]}")
 
-        self.check_controllers(("stm32_shoulder", "stm32_elbow"), [0.4, -0.3], [-0.2, 0.5], bag, held)
+        self.check_controllers(("stm32_shoulder", "stm32_elbow"), [0.4, -0.3], [-0.2, 0.5], bag, held,
+                               listed_by_the_cli=True)
 
     def test_the_finger_testbench_under_joint_trajectory_controller_and_forward_position_controller(self):
         bag = LOGS / "ros2_control_arduino_bag"
@@ -449,8 +466,9 @@ class Ros2ControlBringup(FollowJointTrajectoryTest):
             return max(abs(x - y) for x, y in zip(a, b))
 
         path, deadline = poses(1.0), time.monotonic() + 40.0
-        while self.controller_state("joint_trajectory_controller", max(deadline - time.monotonic(), 1.0)) != "active":
-            self.assertLess(time.monotonic(), deadline, "joint_trajectory_controller not active within 40 s")
+        while (state := self.controller_state("joint_trajectory_controller",
+                                              max(deadline - time.monotonic(), 1.0))) != "active":
+            self.assertLess(time.monotonic(), deadline, f"joint_trajectory_controller not active within 40 s: {state!r}")
             path += poses(1.0)
         path += poses(1.0)
         self.assertTrue(path, f"no joint states from {node} to the hardware plugin")

@@ -202,9 +202,7 @@ class HostileClient(FollowJointTrajectoryTest):
         params.write_text("/**:\n  ros__parameters:\n    autostart: true\n    joint_command_speed_m_s: 0.01\n")
         self.launched = launch("hil.launch.py", "hardware:=sim", "control:=ros2_control", f"params_file:={params}")
         self.wait_controllers({"joint_trajectory_controller": "active", "forward_position_controller": "inactive"})
-        self.control("switch_controllers", "--deactivate", "joint_trajectory_controller",
-                     "--activate", "forward_position_controller")
-        self.wait_controllers({"forward_position_controller": "active"})
+        self.switch_controllers("joint_trajectory_controller", "forward_position_controller")
         self.node_name, self.joints = "hil_node", MOTORS
         here = self.positions()
         # A step hil_node ramps to at 0.05 m/s, streamed at 50 Hz: small, for the path to it to
