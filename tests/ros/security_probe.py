@@ -1,14 +1,14 @@
 """One ROS 2 client of the secured suite (test_security.py), in whatever enclave, keystore and
 security settings its environment gives: what it could see and do, as one JSON line.
 
-    python3 security_probe.py [--goal] [--seconds S] [--first-within F]
+    python3 security_probe.py [--goal | --read-only] [--seconds S] [--first-within F]
 
 It reads /joint_states for S s (3) from the first message, waiting F s (10) for it (the rate it
-received, and the publisher's from the stamps), tries to create a ~/joint_command publisher and a
-~/change_state client of hil_node, looks for its FollowJointTrajectory server for 5 s, and with
---goal sends it a goal to a pose the arm took on its own path, 0.05 rad from the last one seen,
-then reads where the arm is. rcl refusing its participant, a publisher or a request topic is
-reported, not raised."""
+received, and the publisher's from the stamps), tries to create a ~/joint_command publisher and
+a ~/change_state client of hil_node, looks for its FollowJointTrajectory server for 5 s, and
+with --goal sends it a goal to a pose the arm took on its own path, 0.05 rad from the last one
+seen, then reads where the arm is; with --read-only it only reads. rcl refusing its participant,
+a publisher or a request topic is reported, not raised."""
 
 import json
 import statistics
@@ -26,7 +26,7 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 JOINTS = ("joint1", "joint2", "joint3")
 
 
-def probe(send_goal, seconds, first_within):
+def probe(send_goal, seconds, first_within, read_only=False):
     seen = {"joint_states_hz": 0.0, "joint_states_period_hz": 0.0, "server": False, "goal": None, "refused": None}
     try:
         rclpy.init()
@@ -54,6 +54,8 @@ def probe(send_goal, seconds, first_within):
     gaps = [b - a for a, b in zip(stamps, stamps[1:]) if b > a]
     if gaps:  # the publisher's rate, from the stamps: what a loaded machine's delivery does not change
         seen["joint_states_period_hz"] = 1.0 / statistics.median_high(gaps)
+    if read_only:
+        return seen
     # The other ways to move the arm: a joint command and a lifecycle transition; the
     # middleware refuses to create what the enclave's permissions do not allow.
     seen["created"] = []
@@ -104,4 +106,5 @@ if __name__ == "__main__":
     def option(name, default):
         return float(arguments[arguments.index(name) + 1]) if name in arguments else default
 
-    print(json.dumps(probe("--goal" in arguments, option("--seconds", 3.0), option("--first-within", 10.0))), flush=True)
+    print(json.dumps(probe("--goal" in arguments, option("--seconds", 3.0), option("--first-within", 10.0),
+                           "--read-only" in arguments)), flush=True)

@@ -155,6 +155,13 @@ class SecuredBringup(unittest.TestCase):
                          "stm32.launch.py": ("now active",), "arduino.launch.py": ("now active",)}.get(file, ())
                 for line in ready:
                     self.assertIsNotNone(wait_for_line(started, line, timeout=40), f"{file}: no '{line}'")
+                if file == "sil.launch.py":
+                    # Under Enforce each pair of participants' handshakes take seconds on a loaded
+                    # machine: the recording goes on until the viewer, a participant newer than
+                    # the recorder, gets the broadcaster's /joint_states, then 3 s more.
+                    viewer = self.probes(viewer=(secured(self.keystore, "/arm_hil/viewer"),
+                                                 ["--read-only", "--seconds", "1", "--first-within", "30"]))["viewer"]
+                    self.assertGreater(viewer["joint_states_hz"], 0.0, f"no /joint_states under Enforce: {viewer}")
                 time.sleep(3.0)
                 log = started.log_path.read_text()  # before the stop, whose SIGINT some processes die of
                 stop(started)
