@@ -217,9 +217,12 @@ class FollowJointTrajectoryTest(DriverTest):
 
     def switch_controllers(self, deactivate, activate):
         """`ros2 control switch_controllers` from `deactivate` to `activate`, then until the
-        controller manager lists them so; what the command printed, for the failure messages."""
+        controller manager lists them so; what the command printed, for the failure messages.
+        The command waits for the manager's service itself (saying "Could not contact service"
+        every 10 s) and asks again where a reply is lost, so a run has the whole 40 s."""
         said = self.ros2("control", "switch_controllers", "--deactivate", deactivate, "--activate", activate,
-                         until="Successfully switched controllers", acts=True)
+                         until="Successfully switched controllers", run_timeout=40.0,
+                         reached=lambda: self.controllers().get(activate) == "active")
         self.wait_controllers({deactivate: "inactive", activate: "active"},
                               said=f"(`ros2 control switch_controllers` said: {said!r})")
         return said

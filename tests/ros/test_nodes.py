@@ -488,23 +488,33 @@ class NodeTest(unittest.TestCase):
         self.assertFalse(refused.successful, f"{node} accepted {name}")
         self.assertIn("read-only", refused.reason)
 
-    def ros2(self, *arguments, until, acts=False, timeout=40.0):
+    def ros2(self, *arguments, until, reached=None, run_timeout=15.0, timeout=40.0):
         """What `ros2 ARGUMENTS` printed, run again (up to `timeout`) while it lacks `until`: each
         run is a new process that must discover the graph, and under Fast DDS one has said "Node
         not found" of a node the previous run had listed, and one hung on its request (a new
-        client's, whose reply can be lost) until killed after 15 s. A command that `acts` (a
-        transition, a switch) is run again only after a run that found nothing, lest it act
-        twice: whether a hung one acted, the state it asked for says."""
+        client's, whose reply can be lost) until killed after `run_timeout`. A command that acts
+        (a transition, a switch) gives `reached`, which asks through the test's own clients
+        whether it did: it is run again only where `reached()` stays false for 5 s, so never
+        twice, while one that found nothing or hung before its request is."""
         deadline = time.monotonic() + timeout
         while True:
             try:
-                done = subprocess.run(["ros2", *arguments], capture_output=True, text=True, timeout=15)
-                said = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr)  # without its colours
-            except subprocess.TimeoutExpired:
-                said = f"`ros2 {' '.join(arguments)}` did not end within 15 s"
-            unfound = "Node not found" in said or "Could not contact service" in said
-            if until in said or time.monotonic() > deadline or (acts and not unfound):
+                done = subprocess.run(["ros2", *arguments], capture_output=True, text=True, timeout=run_timeout)
+                said = done.stdout + done.stderr
+            except subprocess.TimeoutExpired as hung:
+                # What it printed before it was killed (bytes, whatever text= asked).
+                said = "".join(part.decode(errors="replace") if isinstance(part, bytes) else part
+                               for part in (hung.stdout or "", hung.stderr or ""))
+                said += f"\n`ros2 {' '.join(arguments)}` did not end within {run_timeout:.0f} s"
+            said = re.sub(r"\x1b\[[0-9;]*m", "", said)  # without its colours
+            if until in said or time.monotonic() > deadline:
                 return said
+            if reached is not None:
+                settled = time.monotonic() + 5.0
+                while time.monotonic() < settled:
+                    if reached():
+                        return said
+                    time.sleep(0.2)
             time.sleep(0.5)
 
     def service_client(self, kind, service, timeout=10.0):
@@ -1053,8 +1063,9 @@ class StartAndStop(NodeTest):
     def test_every_node_starts_with_its_parameter_file_and_stops_within_2_s_of_sigint_or_sigterm(self):
         # Ports and devices are moved out of the way; the files are the shipped ones. Each node
         # is started directly (not through ros2 run) so that the signal reaches it.
-        # Each worker's network namespace is its own, so fixed ports collide with nothing; two
-        # probed at once could be the same.
+        # Fixed ports, below the ephemeral range, that nothing else in tests/ros/run.sh's
+        # namespaces (one per worker, one test at a time) binds: free_port() frees its port as it
+        # returns it, so two of its ports, probed one after the other, could be the same.
         nodes = {
             "sil": ("sil_node", "sil_node: run", []),
             "hil_node": ("hil_node", "hil_node: loop", []),
@@ -1083,12 +1094,14 @@ class StartAndStop(NodeTest):
                 seen.update(s.name for _, m in messages for s in m.status)
                 return wanted <= seen or any(node.poll() is not None for _, _, node in started)
 
+            waited_from = time.monotonic()
             self.collect("/diagnostics", DiagnosticArray, 30.0, until=all_said_or_one_ended)
+            waited = time.monotonic() - waited_from
+            for executable, _, node in started:
+                self.assertIsNone(node.poll(), f"{executable} ended ({node.poll()}) with its own parameter file, "
+                                               f"{waited:.1f} s in: {node.log_path.read_text()[-2000:]}")
             for executable, status, node in started:
-                self.assertIsNone(node.poll(), f"{executable} ended with its own parameter file: "
-                                               f"{node.log_path.read_text()[-2000:]}")
-                self.assertIn(status, seen, f"no {status!r} status within 30 s of the start: "
-                                            f"{node.log_path.read_text()[-2000:]}")
+                self.assertIn(status, seen, f"no {status!r} status in {waited:.1f} s: {node.log_path.read_text()[-2000:]}")
             stopped_in = []
             for executable, _, node in started:
                 os.kill(node.pid, sig)
@@ -1096,10 +1109,12 @@ class StartAndStop(NodeTest):
                 try:
                     exit_status = node.wait(2.0)
                 except subprocess.TimeoutExpired:
-                    self.fail(f"{executable} still running 2 s after {sig.name}: {node.log_path.read_text()[-2000:]}")
+                    self.fail(f"{executable} still running 2 s after {sig.name} (the others before it: {stopped_in}): "
+                              f"{node.log_path.read_text()[-2000:]}")
                 stopped_in.append(f"{executable} {time.monotonic() - signalled:.2f} s")
                 RUNNING.remove(node)
-                self.assertEqual(exit_status, 0, f"{executable} after {sig.name}: {node.log_path.read_text()[-2000:]}")
+                self.assertEqual(exit_status, 0, f"{executable} after {sig.name}, in {stopped_in[-1]}: "
+                                                 f"{node.log_path.read_text()[-2000:]}")
             print(f"\n  note: ended after {sig.name}: {', '.join(stopped_in)}", file=sys.stderr)
 
 
@@ -1329,9 +1344,11 @@ class ManagedNodes(DriverTest):
         available = self.ros2("lifecycle", "list", "/stm32_driver", until="configure [1]")
         self.assertIn("configure [1]", available)
         self.assertIn("shutdown [5]", available)
-        said = self.ros2("lifecycle", "set", "/stm32_driver", "configure", until="Transitioning successful", acts=True)
-        if "did not end" not in said:  # else its request may have been taken: the state says
-            self.assertIn("Transitioning successful", said, f"configure: {said}")
+        said = self.ros2("lifecycle", "set", "/stm32_driver", "configure", until="Transitioning successful",
+                         reached=lambda: self.lifecycle_state("/stm32_driver", timeout=1.0) == "inactive [2]")
+        # Its own word, or where its reply was lost, the state it asked for.
+        self.assertTrue("Transitioning successful" in said or self.lifecycle_state("/stm32_driver") == "inactive [2]",
+                        f"configure: {said}")
         said = self.ros2("lifecycle", "get", "/stm32_driver", until="inactive [2]")
         self.assertTrue(said.startswith("inactive [2]"), f"/stm32_driver: {said!r}")
         self.first("/joint_states", JointState)
