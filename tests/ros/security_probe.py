@@ -7,8 +7,9 @@ It reads /joint_states for S s (3) from the first message, waiting F s (10) for 
 received, and the publisher's from the stamps), tries to create a ~/joint_command publisher and
 a ~/change_state client of hil_node, looks for its FollowJointTrajectory server for 5 s, and
 with --goal sends it a goal to a pose the arm took on its own path, 0.05 rad from the last one
-seen, then reads where the arm is; with --read-only it only reads. rcl refusing its participant,
-a publisher or a request topic is reported, not raised."""
+seen, then reads where the arm is; with --read-only it only reads, /tf as well (waiting for its
+first message too). rcl refusing its participant, a publisher or a request topic is reported,
+not raised."""
 
 import json
 import statistics
@@ -21,6 +22,7 @@ from lifecycle_msgs.srv import ChangeState
 from rclpy.action import ActionClient
 from rclpy.duration import Duration
 from sensor_msgs.msg import JointState
+from tf2_msgs.msg import TFMessage
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 JOINTS = ("joint1", "joint2", "joint3")
@@ -43,8 +45,11 @@ def probe(send_goal, seconds, first_within, read_only=False):
                      else None)
 
     node.create_subscription(JointState, "/joint_states", joint_states, 100)
+    transforms = []
+    if read_only:
+        node.create_subscription(TFMessage, "/tf", transforms.append, 100)
     start = time.monotonic()  # the first message within F s (a secured handshake takes its time), then S s
-    while time.monotonic() - start < first_within and not arrivals:
+    while time.monotonic() - start < first_within and not (arrivals and (transforms or not read_only)):
         rclpy.spin_once(node, timeout_sec=0.05)
     start = time.monotonic()
     while arrivals and time.monotonic() - start < seconds:
@@ -55,6 +60,7 @@ def probe(send_goal, seconds, first_within, read_only=False):
     if gaps:  # the publisher's rate, from the stamps: what a loaded machine's delivery does not change
         seen["joint_states_period_hz"] = 1.0 / statistics.median_high(gaps)
     if read_only:
+        seen["tf_messages"] = len(transforms)
         return seen
     # The other ways to move the arm: a joint command and a lifecycle transition; the
     # middleware refuses to create what the enclave's permissions do not allow.
