@@ -10,6 +10,8 @@ Markdown tables and asserts nothing.
 
     tests/ros/run.sh --benchmark                      # every node
     tests/ros/run.sh --benchmark hil_node sil_node    # those nodes alone
+    tests/ros/run.sh --benchmark --jtc-publish-rate-hz=1000 hil_node sil_node
+                           # the parallel arm's bringups under JTC publishing at 1 kHz, not 250 Hz
 
 Each middleware runs in a process of its own (`--one`, which prints its figures as JSON lines).
 The first setpoint is timed on the wall clock from the goal's sending (its transport and
@@ -305,16 +307,17 @@ def serial_figures(bench, nodes):
     return rows
 
 
-def arm_figures(bench, nodes):
-    """sil_node and hil_node (the simulated rig; those of `nodes`), natively and through JTC,
-    and their /joint_states' rate."""
+def arm_figures(bench, nodes, jtc_publish_rate_hz=None):
+    """sil_node and hil_node (the simulated rig; those of `nodes`), natively and through JTC
+    (its bringup at `jtc_publish_rate_hz`, if given), and their /joint_states' rate."""
     rows = []
     arm = ("joint1", "joint2", "joint3")
     for name, file, arguments in [("sil_node", "sil.launch.py", []), ("hil_node", "hil.launch.py", ["hardware:=sim"])]:
         poses = None
         for control in controls() if name in nodes else []:
-            node = launched(file, control, *arguments)
             native = control == "native"
+            rate_hz = [] if native or jtc_publish_rate_hz is None else [f"publish_rate_hz:={jtc_publish_rate_hz}"]
+            node = launched(file, control, *arguments, *rate_hz)
             # Its /joint_states (250 Hz by default) as a subscriber gets them.
             rate = bench.rate() if native else None
             # Two poses of the arm's own trajectory, seen before JTC holds it (the same each start).
@@ -346,12 +349,12 @@ def arm_figures(bench, nodes):
 NODES = ("stm32_driver", "arduino_driver", "sil_node", "hil_node")
 
 
-def one_middleware(nodes):
+def one_middleware(nodes, jtc_publish_rate_hz):
     """This process's middleware's figures for `nodes` (MoveIt's with stm32_driver), as JSON
     lines."""
     bench = Bench()
     moveit = moveit_figures(bench) if "stm32_driver" in nodes else []
-    for row in moveit + serial_figures(bench, nodes) + arm_figures(bench, nodes):
+    for row in moveit + serial_figures(bench, nodes) + arm_figures(bench, nodes, jtc_publish_rate_hz):
         print(json.dumps({"middleware": os.environ.get("RMW_IMPLEMENTATION", ""), **row}), flush=True)
     print(f"logs of the started processes: {LOGS}", file=sys.stderr)
     bench.node.destroy_node()
@@ -416,21 +419,25 @@ def table(rows, middlewares):
 
 
 def main():
-    one, nodes = "--one" in sys.argv[1:], [a for a in sys.argv[1:] if a != "--one"] or list(NODES)
+    options = [a for a in sys.argv[1:] if a.startswith("--")]
+    nodes = [a for a in sys.argv[1:] if not a.startswith("--")] or list(NODES)
+    rates = [a.split("=", 1)[1] for a in options if a.startswith("--jtc-publish-rate-hz=")]
     unknown = set(nodes) - set(NODES)
     if unknown:
         sys.exit(f"no such node: {', '.join(sorted(unknown))} (the nodes: {', '.join(NODES)})")
-    if one:
-        return one_middleware(nodes)
+    if set(options) - {"--one"} - {f"--jtc-publish-rate-hz={r}" for r in rates}:
+        sys.exit(f"options: --jtc-publish-rate-hz=HZ (given: {' '.join(options)})")
+    if "--one" in options:
+        return one_middleware(nodes, float(rates[-1]) if rates else None)
     middlewares = [m for m in MIDDLEWARES if installed(m)]
     rows = []
     for middleware in middlewares:
         print(f"=== {MIDDLEWARES[middleware]}", file=sys.stderr, flush=True)
-        done = subprocess.run([sys.executable, __file__, "--one", *nodes], env={**os.environ, "RMW_IMPLEMENTATION": middleware},
-                              stdout=subprocess.PIPE, text=True)
+        done = subprocess.run([sys.executable, __file__, "--one", *options, *nodes],
+                              env={**os.environ, "RMW_IMPLEMENTATION": middleware}, stdout=subprocess.PIPE, text=True)
         rows += [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     print(f"FollowJointTrajectory on {os.environ.get('ROS_DISTRO', 'ROS 2')}, {GOALS} goals of 1 s each between "
-          "two poses:\n")
+          f"two poses{f', the arm publishing at {rates[-1]} Hz under JTC' if rates else ''}:\n")
     print(table(rows, middlewares))
 
 
