@@ -222,7 +222,7 @@ class FollowJointTrajectoryTest(DriverTest):
         every 10 s) and asks again where a reply is lost, so a run has the whole 40 s."""
         said = self.ros2("control", "switch_controllers", "--deactivate", deactivate, "--activate", activate,
                          until="Successfully switched controllers", run_timeout=40.0,
-                         reached=lambda: self.controllers().get(activate) == "active")
+                         reached=lambda: self.controllers(timeout=2.0).get(activate) == "active")
         self.wait_controllers({deactivate: "inactive", activate: "active"},
                               said=f"(`ros2 control switch_controllers` said: {said!r})")
         return said
