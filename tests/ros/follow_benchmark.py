@@ -186,9 +186,7 @@ def arm_errors(runs, states):
     positions against the arm's joint states (`states`, stamped) interpolated at the feedback's
     stamp. The same measure on either path, where the feedback's `error` differs: the node's own
     compares with the state of the same step, joint_trajectory_controller's with the last state
-    its hardware plugin received (up to a publish period and the transport old). On Jazzy, JTC
-    commands its trajectory one update period ahead of the feedback's `desired` (Humble commands
-    `desired` itself): there this measure includes that period's way."""
+    its hardware plugin received (up to a publish period and the transport old)."""
     states = sorted(states, key=lambda state: state[0])
     times = [t for t, _ in states]
     errors = []
@@ -425,10 +423,16 @@ def main():
     unknown = set(nodes) - set(NODES)
     if unknown:
         sys.exit(f"no such node: {', '.join(sorted(unknown))} (the nodes: {', '.join(NODES)})")
-    if set(options) - {"--one"} - {f"--jtc-publish-rate-hz={r}" for r in rates}:
-        sys.exit(f"options: --jtc-publish-rate-hz=HZ (given: {' '.join(options)})")
+    if set(options) - {"--one"} - {f"--jtc-publish-rate-hz={r}" for r in rates} or len(rates) > 1:
+        sys.exit(f"options: --jtc-publish-rate-hz=HZ, once (given: {' '.join(options)})")
+    try:
+        rate_hz = float(rates[0]) if rates else None
+    except ValueError:
+        rate_hz = -1.0
+    if rate_hz is not None and not 0.0 < rate_hz <= 10000.0:  # what sil_node takes
+        sys.exit(f"--jtc-publish-rate-hz={rates[0]}: a rate in Hz, above 0 and at most 10000")
     if "--one" in options:
-        return one_middleware(nodes, float(rates[-1]) if rates else None)
+        return one_middleware(nodes, rate_hz)
     middlewares = [m for m in MIDDLEWARES if installed(m)]
     rows = []
     for middleware in middlewares:
@@ -436,8 +440,10 @@ def main():
         done = subprocess.run([sys.executable, __file__, "--one", *options, *nodes],
                               env={**os.environ, "RMW_IMPLEMENTATION": middleware}, stdout=subprocess.PIPE, text=True)
         rows += [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+        if done.returncode != 0:
+            sys.exit(f"the {MIDDLEWARES[middleware]} run failed ({done.returncode}): its output above")
     print(f"FollowJointTrajectory on {os.environ.get('ROS_DISTRO', 'ROS 2')}, {GOALS} goals of 1 s each between "
-          f"two poses{f', the arm publishing at {rates[-1]} Hz under JTC' if rates else ''}:\n")
+          f"two poses{f', the parallel arm publishing at {rate_hz:g} Hz under JTC' if rate_hz else ''}:\n")
     print(table(rows, middlewares))
 
 
