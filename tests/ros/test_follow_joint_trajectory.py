@@ -54,8 +54,10 @@ class FollowJointTrajectoryTest(DriverTest):
         self.spin_until(lambda: False, 0.5)
         return client
 
-    def send(self, client, points, joints=None, stamp=None, path_tolerance=None, feedback=None):
+    def send(self, client, points, joints=None, stamp=None, path_tolerance=None, feedback=None, goal_time_s=None):
         goal = FollowJointTrajectory.Goal(trajectory=trajectory(joints or self.joints, points))
+        if goal_time_s is not None:
+            goal.goal_time_tolerance = duration(goal_time_s)
         if stamp is not None:
             goal.trajectory.header.stamp = stamp
         if path_tolerance is not None:
@@ -401,7 +403,11 @@ class Ros2ControlBringup(FollowJointTrajectoryTest):
                       "the node says nothing of the hardware's initial commands")
         held()
         client = self.client()
-        done = self.result_of(self.send(client, [(1.5, goal_target)]))
+        # 5 s past the trajectory's end to get within the goal tolerance, not the controllers
+        # file's 1 s: on a loaded Humble Fast DDS pass hil_node's arm was still further off after
+        # 1 s. How closely the arm tracks JTC is the benchmark's (docs/performance.md); here the
+        # goal must get there.
+        done = self.result_of(self.send(client, [(1.5, goal_target)], goal_time_s=5.0))
         self.assertEqual(done.result.error_code, Result.SUCCESSFUL, done.result.error_string)
         reached = self.positions()
         self.assertTrue(all(abs(a - b) < 0.05 for a, b in zip(reached, goal_target)), f"{reached} vs {goal_target}")
