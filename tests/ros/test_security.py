@@ -64,9 +64,11 @@ class SecuredBringup(unittest.TestCase):
         running = {}
         try:
             for name, (env, arguments) in clients.items():
-                with open(LOGS / f"probe_{name}.log", "w") as log:
+                # Its verdict apart from the middleware's log lines, which Fast DDS writes to the
+                # same line as the verdict where both share a file.
+                with open(LOGS / f"probe_{name}.json", "w") as verdict, open(LOGS / f"probe_{name}.log", "w") as log:
                     running[name] = subprocess.Popen([sys.executable, str(PROBE), *arguments],
-                                                     env={**environment, **env}, stdout=log, stderr=subprocess.STDOUT)
+                                                     env={**environment, **env}, stdout=verdict, stderr=log)
             deadline = time.monotonic() + 60.0
             for process in running.values():
                 try:
@@ -82,8 +84,8 @@ class SecuredBringup(unittest.TestCase):
         for name, process in running.items():
             said = (LOGS / f"probe_{name}.log").read_text()
             self.assertNotEqual(process.returncode, -signal.SIGKILL, f"{name}: the probe did not end within 60 s")
-            lines = [line for line in said.splitlines() if line.startswith("{")]
-            self.assertTrue(lines, f"{name}: the probe said nothing: {said[-2000:]}")
+            lines = [line for line in (LOGS / f"probe_{name}.json").read_text().splitlines() if line.startswith("{")]
+            self.assertTrue(lines, f"{name}: the probe said nothing (it ended with {process.returncode}): {said[-2000:]}")
             seen[name] = json.loads(lines[-1])
         return seen
 
