@@ -28,6 +28,7 @@ acceptance included):
   commands that queue up while it waits between goals put 0.1 - 0.2 s on each.)
 """
 
+import argparse
 import bisect
 import json
 import math
@@ -417,22 +418,19 @@ def table(rows, middlewares):
 
 
 def main():
-    options = [a for a in sys.argv[1:] if a.startswith("--")]
-    nodes = [a for a in sys.argv[1:] if not a.startswith("--")] or list(NODES)
-    rates = [a.split("=", 1)[1] for a in options if a.startswith("--jtc-publish-rate-hz=")]
-    unknown = set(nodes) - set(NODES)
-    if unknown:
-        sys.exit(f"no such node: {', '.join(sorted(unknown))} (the nodes: {', '.join(NODES)})")
-    if set(options) - {"--one"} - {f"--jtc-publish-rate-hz={r}" for r in rates} or len(rates) > 1:
-        sys.exit(f"options: --jtc-publish-rate-hz=HZ, once (given: {' '.join(options)})")
-    try:
-        rate_hz = float(rates[0]) if rates else None
-    except ValueError:
-        rate_hz = -1.0
+    parser = argparse.ArgumentParser(description="FollowJointTrajectory figures (docs/performance.md)")
+    parser.add_argument("nodes", nargs="*", choices=[[], *NODES], default=[], metavar="NODE",
+                        help=f"of {', '.join(NODES)}; every one if none is named")
+    parser.add_argument("--jtc-publish-rate-hz", type=float, metavar="HZ",
+                        help="the parallel arm's ros2_control bringups at this publish rate")
+    parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # one middleware's run
+    args = parser.parse_args()
+    nodes, rate_hz = args.nodes or list(NODES), args.jtc_publish_rate_hz
     if rate_hz is not None and not 0.0 < rate_hz <= 10000.0:  # what sil_node takes
-        sys.exit(f"--jtc-publish-rate-hz={rates[0]}: a rate in Hz, above 0 and at most 10000")
-    if "--one" in options:
+        parser.error(f"--jtc-publish-rate-hz={rate_hz:g}: a rate in Hz, above 0 and at most 10000")
+    if args.one:
         return one_middleware(nodes, rate_hz)
+    options = [] if rate_hz is None else [f"--jtc-publish-rate-hz={rate_hz}"]
     middlewares = [m for m in MIDDLEWARES if installed(m)]
     rows = []
     for middleware in middlewares:
