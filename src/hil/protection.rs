@@ -53,6 +53,13 @@ pub struct ProtectionConfig {
     /// its start and to rest at its end. Default 20: the built-in arc asks 1.2, an arc at
     /// 30 deg/s 9.2; a waypoint 5 cm away 1 ms later asks thousands.
     pub max_joint_acceleration_rad_s2: f64,
+    /// Farthest a goal, a command or a trajectory may take the platform point off the forearm's
+    /// sphere (radius l_arm about the elbow) [m], checked before it runs (not a trip). The rig's
+    /// forearm holds the platform on that sphere: a command off it strains the forearm, and the
+    /// sensor cannot see it (its readings are refused past `hil.reading_gate_m`, 0.02). Default
+    /// 0.01: the built-in arc keeps to the sphere, and a joint-space move between two poses on it
+    /// sags off it by about a chord's sagitta, 1 cm for a 19 cm chord.
+    pub max_forearm_offset_m: f64,
 }
 
 impl Default for ProtectionConfig {
@@ -69,6 +76,7 @@ impl Default for ProtectionConfig {
             lag_cycles: 20,
             max_joint_speed_rad_s: 2.0,
             max_joint_acceleration_rad_s2: 20.0,
+            max_forearm_offset_m: 0.01,
         }
     }
 }
@@ -82,6 +90,7 @@ impl ProtectionConfig {
             ("joint_margin_rad", self.joint_margin_rad),
             ("stopping_deceleration_m_s2", self.stopping_deceleration_m_s2),
             ("max_lag_rad", self.max_lag_rad),
+            ("max_forearm_offset_m", self.max_forearm_offset_m),
         ] {
             if !(value.is_finite() && value >= 0.0) {
                 return Err(format!("hil.protection.{name} must be finite and >= 0, got {value}"));
@@ -226,13 +235,14 @@ const PATH_STEP_M: f64 = 0.001;
 const PATH_CHECKS_PER_LINE: usize = 8;
 
 impl ProtectionConfig {
-    /// Why the arm along `waypoints` would pass one of the pose bounds, if it would: the way the
-    /// loop takes from the first waypoint (where its reference is) through the others, a
-    /// straight line between each two as its ring interpolates them, checked at every waypoint
-    /// after the first and along each line (every [`PATH_STEP_M`], at most
-    /// [`PATH_CHECKS_PER_LINE`] points), each pose (inverse kinematics from the one before) by
-    /// [`ProtectionConfig::check_pose`]: what would trip the stop is refused before anything
-    /// moves. A line between two reachable waypoints can leave the workspace.
+    /// Why the arm along `waypoints` would pass one of the pose bounds or leave the forearm's
+    /// sphere, if it would: the way the loop takes from the first waypoint (where its reference
+    /// is) through the others, a straight line between each two as its ring interpolates them,
+    /// checked at every waypoint after the first and along each line (every [`PATH_STEP_M`], at
+    /// most [`PATH_CHECKS_PER_LINE`] points), each point against `max_forearm_offset_m` and each
+    /// pose (inverse kinematics from the one before) by [`ProtectionConfig::check_pose`]: what
+    /// would trip the stop, or strain the forearm, is refused before anything moves. A line
+    /// between two reachable waypoints can leave the workspace.
     pub fn check_path(&self, robot: &Robot, waypoints: &[crate::control::Waypoint]) -> Result<(), String> {
         let Some(first) = waypoints.first() else { return Ok(()) };
         let mut previous = robot.inverse_kinematics(&first.x, None).ok();
@@ -242,6 +252,14 @@ impl ProtectionConfig {
             for k in 1..=checks {
                 let s = k as f64 / checks as f64;
                 let (x, at) = (pair[0].x.lerp(&pair[1].x, s), pair[0].t + (pair[1].t - pair[0].t) * s - first.t);
+                let off = robot.forearm_sphere_offset(&x);
+                if !(off.abs() <= self.max_forearm_offset_m) {
+                    return Err(format!(
+                        "at {at:.3} s the platform point would be {off:+.4} m off the forearm's sphere, past \
+                         hil.protection.max_forearm_offset_m ({:.4} m)",
+                        self.max_forearm_offset_m
+                    ));
+                }
                 let theta = robot
                     .inverse_kinematics(&x, previous.as_ref())
                     .map_err(|error| format!("at {at:.3} s the arm cannot be placed: {error}"))?;
@@ -495,6 +513,27 @@ mod tests {
         let trip = Protection::new(config).check(&robot, &view).unwrap();
         assert_eq!((trip.bound, trip.joint), (Bound::JointLimit, Some(2)));
         assert!((trip.limit - (theta[1] - 0.01)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_path_off_the_forearms_sphere_is_refused_before_it_runs() {
+        use crate::control::Waypoint;
+        let robot = Robot::default();
+        let config = ProtectionConfig::default();
+        let (elbow, l_arm) = (robot.elbow(), robot.params().l_arm);
+        let arc = ArcSpec::default().waypoints(&elbow, l_arm).unwrap();
+        assert_eq!(config.check_path(&robot, &arc), Ok(()));
+        // Straight out from the elbow, 2.4 cm past the sphere in 1 s: past the bound halfway.
+        let out = |by: f64| elbow + (arc[0].x - elbow) * ((l_arm + by) / l_arm);
+        let path = |by: f64| [Waypoint { x: arc[0].x, ..arc[0] }, Waypoint { t: arc[0].t + 1.0, x: out(by), ..arc[0] }];
+        let refused = config.check_path(&robot, &path(0.024)).unwrap_err();
+        assert!(
+            refused.starts_with("at 0.500 s the platform point would be +0.0120 m off the forearm's sphere"),
+            "{refused}"
+        );
+        assert!(refused.contains("hil.protection.max_forearm_offset_m (0.0100 m)"), "{refused}");
+        assert_eq!(config.check_path(&robot, &path(-0.009)), Ok(()));
+        assert!((robot.forearm_sphere_offset(&out(-0.009)) + 0.009).abs() < 1e-12);
     }
 
     #[test]

@@ -92,6 +92,13 @@ impl Robot {
         Vec3::from(self.params.elbow)
     }
 
+    /// How far the platform point `p` [m] lies off the forearm's sphere [m]: the forearm pivots at
+    /// the elbow and its far end rides on the platform, so the rig keeps p at l_arm from the
+    /// elbow; positive outside the sphere.
+    pub fn forearm_sphere_offset(&self, p: &Vec3) -> f64 {
+        (p - self.elbow()).norm() - self.params.l_arm
+    }
+
     /// Equivalent point mass carried by the platform point [kg].
     pub fn platform_mass(&self) -> f64 {
         self.platform_mass
