@@ -10,6 +10,7 @@ import pathlib
 import random
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -25,8 +26,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from test_follow_joint_trajectory import ArduinoFollowJointTrajectory, FollowJointTrajectoryTest, installed, trajectory
-from test_nodes import (ERROR, EXECUTABLES, OK, RUNNING, arc_rows, launch, multi_dof_trajectory, on_the_emulated_rig,
-                        read_line, stamp_s)
+from test_nodes import (ERROR, OK, arc_rows, emulator, launch, multi_dof_trajectory, on_the_emulated_rig, stamp_s,
+                        stop)
 
 Result = FollowJointTrajectory.Result
 TERMINAL = (GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_ABORTED, GoalStatus.STATUS_CANCELED)
@@ -119,32 +120,49 @@ class HostileClient(FollowJointTrajectoryTest):
 
     def emulated_rig(self, *faults):
         self.take_the_emulated_rig()
-        rig = subprocess.Popen([str(EXECUTABLES / "arm_hil"), "emulate", "sensor", *faults], stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, start_new_session=True, text=True)
-        RUNNING.append(rig)
-        sensor = read_line(rig, "the emulated sensor's path").split()[1]
-        stepper = read_line(rig, "the emulated stepper's path").split()[1]
+        rig, (sensor, stepper) = emulator("sensor", *faults)
         return rig, sensor, stepper
 
     def hil_node_on_the_emulated_rig(self, *faults):
         """hil_node's bringup on the emulated rig with `faults` (emulate sensor's flags), its loop
-        running: the rig, and two poses of the arm's own trajectory as far apart as it goes in 2 s."""
-        rig, sensor, stepper = self.emulated_rig(*faults)
-        self.launched = launch("hil.launch.py", "hardware:=robotscara", f"sensor_device:={sensor}",
-                               f"arduino_device:={stepper}", "rsp:=false")
-        self.node_name, self.joints = "hil_node", MOTORS
-        # The arm runs its start-up arc (9.9 s) once, then holds: its poses are taken from its
-        # first /joint_states on, before waiting for anything else, while it still moves.
-        start, apart = self.poses_of_its_own_trajectory(seconds=2.0)
+        running (its status says so): the rig, and two poses of the arm's own trajectory as far apart as it goes in 2 s."""
+        for attempt in (1, 2):
+            rig, sensor, stepper = self.emulated_rig(*faults)
+            self.launched = launch("hil.launch.py", "hardware:=robotscara", f"sensor_device:={sensor}",
+                                   f"arduino_device:={stepper}", "rsp:=false")
+            self.node_name, self.joints = "hil_node", MOTORS
+            # The arm runs its start-up arc (9.9 s) once, then holds: its poses are taken from its
+            # first /joint_states on, before waiting for anything else, while it still moves.
+            try:
+                start, apart = self.poses_of_its_own_trajectory(seconds=2.0)
+                unseen = None
+            except AssertionError as error:
+                unseen = error
+            loop = self.wait_status_where(
+                "hil_node: loop", lambda s: s.message.startswith("running") or "protective stop" in s.message,
+                "neither running nor in a protective stop", 20.0)
+            if "protective stop" not in loop.message or attempt == 2:
+                break
+            # A loaded pass once saw the start-up arc itself trip the 1 cm tracking bound (10.2 mm
+            # at 1.9 s; `arm_hil hil` on the emulated rig, loaded or not, stays within 2 mm). The
+            # stop is the node's to make, and not these tests' subject; they need the arc, so the
+            # rig and the node start once more.
+            print(f"\n  note: the start-up arc ended in {loop.message!r}; the rig and hil_node start again",
+                  file=sys.stderr)
+            stop(self.launched)
+            stop(rig)
+        self.assertNotIn("protective stop", loop.message, "the start-up arc tripped a protective stop twice")
+        if unseen:
+            raise unseen
         self.assertGreater(max(abs(a - b) for a, b in zip(start, apart)), 0.1,
                            f"the start-up arc was over before it was seen: {start}, {apart}")
-        self.wait_loop_running()
         return rig, start, apart
 
     def rig_said(self, rig):
-        """What the rig emulator printed, once interrupted: no hard stop was reached."""
-        os.killpg(rig.pid, signal.SIGINT)
-        said = rig.communicate(timeout=10.0)[0]
+        """What the rig emulator printed (its log, kept with a failed test's), once interrupted: no
+        hard stop was reached."""
+        stop(rig)
+        said = rig.log_path.read_text()
         self.assertNotIn("hard stop", said, "the arm reached a hard stop")
         return said
 
@@ -295,8 +313,9 @@ class HostileClient(FollowJointTrajectoryTest):
         # The log without the flood's own refusals and goals, which would hide why the node is
         # where it is (a loaded pass found it unconfigured with 40 lines of refusals to show), but
         # with every transition (": now unconfigured", whatever its reason says).
-        routine = ("rejected", "refused", "aborted (InvalidGoal)", "of 1 points", "cancelled: replaced")
+        routine = ("rejected", "refused", "aborted (InvalidGoal)", "of 1 points", "cancelled: ")
         said = [line for line in self.launched.log_path.read_text().splitlines()
                 if ": now " in line or not any(word in line for word in routine)]
-        self.assertIn(state.label, ("active", "inactive"), "\n".join(said[-40:]))
+        # The rig first: an arm at a hard stop says more than the state the node is left in.
         self.rig_said(rig)
+        self.assertIn(state.label, ("active", "inactive"), "\n".join(said[-40:]))
