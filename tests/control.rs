@@ -119,3 +119,36 @@ fn trajectory_csv_round_trips_and_reports_bad_rows_by_line() {
             .unwrap_err();
     assert!(matches!(bad_row, CsvError::BadRow { line: 3, .. }), "{bad_row}");
 }
+
+/// The worst offset from the forearm's sphere [m] of a joint-space move (linear in the joint
+/// angles, as a FollowJointTrajectory goal of positions alone interpolates) between two poses of
+/// the built-in arc `gap_s` apart, over every start along it.
+fn worst_joint_space_sag(gap_s: f64) -> f64 {
+    use arm_hil::control::arc::ArcSpec;
+    let robot = Robot::default();
+    let arc = ArcSpec::default().waypoints(&robot.elbow(), robot.params().l_arm).unwrap();
+    let at = |t: f64| arc.iter().find(|w| w.t >= t).unwrap_or(&arc[arc.len() - 1]).x;
+    let mut worst: f64 = 0.0;
+    let mut from = 0.0;
+    while from + gap_s <= arc[arc.len() - 1].t {
+        let (a, b) = (at(from), at(from + gap_s));
+        let theta_a = robot.inverse_kinematics(&a, None).unwrap();
+        let theta_b = robot.inverse_kinematics(&b, Some(&theta_a)).unwrap();
+        let mut p = a;
+        for k in 0..=100 {
+            p = robot.forward_kinematics(&theta_a.lerp(&theta_b, k as f64 / 100.0), &p).unwrap();
+            worst = worst.max(robot.forearm_sphere_offset(&p).abs());
+        }
+        from += 0.1;
+    }
+    worst
+}
+
+#[test]
+fn joint_space_moves_between_poses_of_the_arc_sag_off_the_forearms_sphere_as_docs_hil_md_says() {
+    // docs/hil.md, "The forearm's sphere": 0.7, 2.9, 11 and 23 mm for poses 0.5, 1, 2 and 3 s apart.
+    for (gap_s, sag_mm) in [(0.5, 0.7), (1.0, 2.9), (2.0, 11.0), (3.0, 23.0)] {
+        let worst_mm = worst_joint_space_sag(gap_s) * 1e3;
+        assert!((worst_mm - sag_mm).abs() < 0.1 * sag_mm, "{gap_s} s apart: {worst_mm:.2} mm");
+    }
+}

@@ -629,6 +629,24 @@ fn a_hil_goal_starts_only_where_the_arm_holds() {
 }
 
 #[test]
+fn a_hil_goal_off_the_forearms_sphere_is_refused_with_its_offset() {
+    use arm_hil::hil::{HilConfig, Withdrawals};
+    use arm_hil::nodes::hil::feeder::feed_requests;
+    let robot = Robot::default();
+    let (requests, _queue) = feed_requests();
+    let mut commands = hil_commands::<u32>(&robot, HilConfig::default(), requests, Arc::new(Withdrawals::default()));
+    commands.loop_started();
+    // (0.15, 0, 0.2) is on the sphere; 4 cm along x the platform would be 1.6 cm inside it.
+    let here = [0.15, 0.0, 0.2];
+    commands.frame(&hil_frame(5.0, here, here), true, Now::on_one_clock(0));
+    let inward = goal_trajectory(&robot, &[(0.0, here), (4.0, [0.19, 0.0, 0.2])]);
+    let refused = commands.follow_cartesian_goal(1, inward).unwrap_err();
+    assert!(refused.contains("m off the forearm's sphere") && refused.contains("max_forearm_offset_m"), "{refused}");
+    let along = goal_trajectory(&robot, &[(0.0, here), (1.0, [0.151, 0.0, 0.2])]);
+    assert_eq!(commands.follow_cartesian_goal(1, along), Ok(None), "1 mm along x keeps within 1 cm of it");
+}
+
+#[test]
 fn a_hil_cancel_holds_the_arm_even_when_a_flood_has_filled_the_feeders_requests() {
     use arm_hil::hil::{HilConfig, Withdrawals};
     use arm_hil::nodes::goals::TakesCartesianGoals;

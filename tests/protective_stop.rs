@@ -230,7 +230,7 @@ fn a_port_5555_hil_session_whose_trajectory_would_trip_the_stop_is_refused_befor
     );
     assert!(times.is_empty(), "frames were sent: {times:?}");
     let refusal =
-        logged.iter().find(|line| line.contains("to keep the protective stop from tripping")).expect("a refusal");
+        logged.iter().find(|line| line.contains("the trajectory is refused before anything moves")).expect("a refusal");
     assert!(refusal.contains("reach_margin"), "{refusal}");
 }
 
@@ -245,6 +245,6 @@ fn a_port_5555_hil_session_faster_than_the_motors_may_turn_is_refused_before_the
     );
     assert!(times.is_empty(), "frames were sent: {times:?}");
     let refusal =
-        logged.iter().find(|line| line.contains("to keep the protective stop from tripping")).expect("a refusal");
+        logged.iter().find(|line| line.contains("the trajectory is refused before anything moves")).expect("a refusal");
     assert!(refusal.contains("faster than hil.protection.max_joint_speed_rad_s (0.3 rad/s)"), "{refusal}");
 }

@@ -131,7 +131,7 @@ pub enum SessionError {
     Hardware(#[from] HardwareError),
     #[error("the HIL run stopped: {0}")]
     Hil(#[from] HilError),
-    #[error("the trajectory is refused, to keep the protective stop from tripping: {0}")]
+    #[error("the trajectory is refused before anything moves: {0}")]
     Bounds(String),
     #[error("the client read nothing for {0:?}")]
     WriteStalled(Duration),

@@ -55,10 +55,12 @@ pub struct ProtectionConfig {
     pub max_joint_acceleration_rad_s2: f64,
     /// Farthest a goal, a command or a trajectory may take the platform point off the forearm's
     /// sphere (radius l_arm about the elbow) [m], checked before it runs (not a trip). The rig's
-    /// forearm holds the platform on that sphere: a command off it strains the forearm, and the
-    /// sensor cannot see it (its readings are refused past `hil.reading_gate_m`, 0.02). Default
-    /// 0.01: the built-in arc keeps to the sphere, and a joint-space move between two poses on it
-    /// sags off it by about a chord's sagitta, 1 cm for a 19 cm chord.
+    /// forearm holds the platform on that sphere: a reference off it strains the forearm and is
+    /// as large a tracking error (keep this at or below `max_tracking_error_m`), and the sensor
+    /// cannot see the platform off it (readings are refused past `hil.reading_gate_m`, 0.02).
+    /// Default 0.01: the built-in arc keeps to the sphere; a straight line between two points on
+    /// it sags by c^2/8l (1 cm for a 19 cm chord), a joint-space move between two poses of the
+    /// arc more (docs/hil.md).
     pub max_forearm_offset_m: f64,
 }
 
@@ -237,14 +239,18 @@ const PATH_CHECKS_PER_LINE: usize = 8;
 impl ProtectionConfig {
     /// Why the arm along `waypoints` would pass one of the pose bounds or leave the forearm's
     /// sphere, if it would: the way the loop takes from the first waypoint (where its reference
-    /// is) through the others, a straight line between each two as its ring interpolates them,
-    /// checked at every waypoint after the first and along each line (every [`PATH_STEP_M`], at
-    /// most [`PATH_CHECKS_PER_LINE`] points), each point against `max_forearm_offset_m` and each
-    /// pose (inverse kinematics from the one before) by [`ProtectionConfig::check_pose`]: what
-    /// would trip the stop, or strain the forearm, is refused before anything moves. A line
-    /// between two reachable waypoints can leave the workspace.
+    /// is, for hil_node's commands; a port-5555 session's own) through the others, a straight
+    /// line between each two as its ring interpolates them, checked at every waypoint after the
+    /// first and along each line (every [`PATH_STEP_M`], at most [`PATH_CHECKS_PER_LINE`]
+    /// points), each pose (inverse kinematics from the one before) by
+    /// [`ProtectionConfig::check_pose`], and every point, the first too, against
+    /// `max_forearm_offset_m`: what would trip the stop, or strain the forearm, is refused before
+    /// anything moves. A line between two reachable waypoints can leave the workspace.
     pub fn check_path(&self, robot: &Robot, waypoints: &[crate::control::Waypoint]) -> Result<(), String> {
         let Some(first) = waypoints.first() else { return Ok(()) };
+        // The offset along a straight line is convex: its ends and the samples between them hold
+        // it to within the sagitta of a sample's stretch.
+        self.on_the_forearms_sphere(robot, &first.x, 0.0)?;
         let mut previous = robot.inverse_kinematics(&first.x, None).ok();
         for pair in waypoints.windows(2) {
             let length = (pair[1].x - pair[0].x).norm();
@@ -252,14 +258,7 @@ impl ProtectionConfig {
             for k in 1..=checks {
                 let s = k as f64 / checks as f64;
                 let (x, at) = (pair[0].x.lerp(&pair[1].x, s), pair[0].t + (pair[1].t - pair[0].t) * s - first.t);
-                let off = robot.forearm_sphere_offset(&x);
-                if !(off.abs() <= self.max_forearm_offset_m) {
-                    return Err(format!(
-                        "at {at:.3} s the platform point would be {off:+.4} m off the forearm's sphere, past \
-                         hil.protection.max_forearm_offset_m ({:.4} m)",
-                        self.max_forearm_offset_m
-                    ));
-                }
+                self.on_the_forearms_sphere(robot, &x, at)?;
                 let theta = robot
                     .inverse_kinematics(&x, previous.as_ref())
                     .map_err(|error| format!("at {at:.3} s the arm cannot be placed: {error}"))?;
@@ -270,6 +269,22 @@ impl ProtectionConfig {
             }
         }
         Ok(())
+    }
+
+    /// Why the platform point `x` [m], `at` [s] along a path, is too far off the forearm's sphere,
+    /// if it is.
+    fn on_the_forearms_sphere(&self, robot: &Robot, x: &Vec3, at: f64) -> Result<(), String> {
+        let off = robot.forearm_sphere_offset(x);
+        if off.abs() <= self.max_forearm_offset_m {
+            return Ok(());
+        }
+        let (elbow, l_arm) = (robot.elbow(), robot.params().l_arm);
+        Err(format!(
+            "at {at:.3} s the platform point would be {off:+.4} m off the forearm's sphere (radius {l_arm:.3} m \
+             about the elbow at ({:.3}, {:.3}, {:.3}) m; + outside it), past hil.protection.max_forearm_offset_m \
+             ({:.4} m)",
+            elbow.x, elbow.y, elbow.z, self.max_forearm_offset_m
+        ))
     }
 
     /// Why the arm along `waypoints` would turn a motor faster or accelerate it harder than
@@ -533,6 +548,12 @@ mod tests {
         );
         assert!(refused.contains("hil.protection.max_forearm_offset_m (0.0100 m)"), "{refused}");
         assert_eq!(config.check_path(&robot, &path(-0.009)), Ok(()));
+        // A path that starts off it (a port-5555 session's first waypoint is the client's own).
+        let from_off = [Waypoint { x: out(0.011), ..arc[0] }, arc[1]];
+        assert!(config
+            .check_path(&robot, &from_off)
+            .unwrap_err()
+            .starts_with("at 0.000 s the platform point would be +0.0110"));
         assert!((robot.forearm_sphere_offset(&out(-0.009)) + 0.009).abs() < 1e-12);
     }
 

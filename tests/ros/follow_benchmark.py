@@ -319,8 +319,10 @@ def arm_figures(bench, nodes, jtc_publish_rate_hz=None):
             node = launched(file, control, *arguments, *rate_hz)
             # Its /joint_states (250 Hz by default) as a subscriber gets them.
             rate = bench.rate() if native else None
-            # Two poses of the arm's own trajectory, seen before JTC holds it (the same each start).
-            poses = poses or bench.poses_of(arm)
+            # Two poses of the arm's own trajectory, seen before JTC holds it (the same each start);
+            # hil_node's 1 s apart, for a joint-space goal between them to keep within 1 cm of
+            # the forearm's sphere (docs/hil.md).
+            poses = poses or bench.poses_of(arm, seconds=1.0 if name == "hil_node" else 3.0)
             if native:
                 watched = (f"/{name}/controller_state", JointTrajectoryControllerState,
                            lambda m: (stamp_ns(m.header), list(m.reference.positions)))
