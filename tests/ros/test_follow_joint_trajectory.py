@@ -107,11 +107,12 @@ class FollowJointTrajectoryTest(DriverTest):
     def poses_where_its_own_trajectory_ends(self, seconds=1.0, timeout=30.0, held_rad=0.01):
         """Where the arm holds once its own trajectory has ended (every joint within `held_rad` of
         it for 0.5 s: the estimate's noise stays well inside), and where it was `seconds` before it
-        got there, as the states came (poses to aim at, not a measurement: under use_sim_time
-        with no clock their stamps stand at 0). A goal between them starts where the arm is and
-        keeps to the arm's own path: hil_node's start-up arc sags a tenth of a millimetre off the forearm's sphere
-        in joint space over its last second, and up to 1 cm between poses of its first seconds
-        that a goal sent while it still runs would join (docs/hil.md, "The forearm's sphere")."""
+        got there, as the states came (poses to aim at, not a measurement: under use_sim_time with
+        no clock their stamps stand at 0). A goal between them starts where the arm is and keeps to
+        the arm's own path: hil_node's start-up arc sags a tenth of a millimetre off the forearm's
+        sphere in joint space over its last second, and up to 1 cm between poses of its first
+        seconds that a goal sent while it still runs would join (docs/hil.md, "The forearm's
+        sphere")."""
         def poses(messages):
             return [(t, [m.position[m.name.index(j)] for j in self.joints]) for t, m in messages
                     if set(self.joints) <= set(m.name)]

@@ -118,18 +118,14 @@ class HostileClient(FollowJointTrajectoryTest):
         self.goal_ends_with_the_transition("arduino_driver", ArduinoFollowJointTrajectory.joints, [0.3, 1.4, 1.4, 1.4],
                                            "deactivate", seconds=8.0, after=1.0)
 
-    def emulated_rig(self, *faults):
-        self.take_the_emulated_rig()
-        rig, (sensor, stepper) = emulator("sensor", *faults)
-        return rig, sensor, stepper
-
     def hil_node_on_the_emulated_rig(self, *faults):
         """hil_node's bringup on the emulated rig with `faults` (emulate sensor's flags), its loop
         running (its status says so): the rig, where the arm holds at the end of its start-up arc,
         and where it was 1 s before (0.17 rad apart; a joint-space goal between them keeps within
         0.1 mm of the forearm's sphere, docs/hil.md)."""
         for attempt in (1, 2):
-            rig, sensor, stepper = self.emulated_rig(*faults)
+            self.take_the_emulated_rig()
+            rig, (sensor, stepper) = emulator("sensor", *faults)
             self.launched = launch("hil.launch.py", "hardware:=robotscara", f"sensor_device:={sensor}",
                                    f"arduino_device:={stepper}", "rsp:=false")
             self.node_name, self.joints = "hil_node", MOTORS
