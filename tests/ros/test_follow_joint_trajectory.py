@@ -39,6 +39,20 @@ def trajectory(joints, points):
     return message
 
 
+STATES_HZ = 250.0  # sil_node's and hil_node's /joint_states (and ~/hardware/joint_states) rate [Hz]
+HELD_STATES = 125  # half a second of them
+HELD_RAD = 0.01  # the estimate's noise stays well inside [rad]
+
+
+def near(a, b, rad=HELD_RAD):
+    return max(abs(x - y) for x, y in zip(a, b)) < rad
+
+
+def holds(poses):
+    """The arm holds: its last `HELD_STATES` `poses` are within `HELD_RAD` of the last one."""
+    return len(poses) >= HELD_STATES and all(near(pose, poses[-1]) for pose in poses[-HELD_STATES:])
+
+
 class FollowJointTrajectoryTest(DriverTest):
     """One node's `~/follow_joint_trajectory`; subclasses say which node and how it starts."""
 
@@ -104,39 +118,31 @@ class FollowJointTrajectoryTest(DriverTest):
         distance = [max(abs(a - b) for a, b in zip(pose, poses[0])) for pose in poses]
         return poses[0], poses[distance.index(max(distance))]
 
-    def poses_where_its_own_trajectory_ends(self, seconds=1.0, timeout=30.0, held_rad=0.01):
-        """Where the arm holds once its own trajectory has ended (every joint within `held_rad` of
-        it for 0.5 s: the estimate's noise stays well inside), and where it was `seconds` before it
-        got there, as the states came (poses to aim at, not a measurement: under use_sim_time with
-        no clock their stamps stand at 0). A goal between them starts where the arm is and keeps to
-        the arm's own path: hil_node's start-up arc sags a tenth of a millimetre off the forearm's
-        sphere in joint space over its last second, and up to 1 cm between poses of its first
-        seconds that a goal sent while it still runs would join (docs/hil.md, "The forearm's
-        sphere")."""
+    def poses_where_its_own_trajectory_ends(self, seconds=1.0, timeout=30.0):
+        """Where the arm holds once its own trajectory has ended (`holds`), and where it was
+        `seconds` before it got there, counted in the node's 250 Hz states: a loaded machine
+        delivers them in bunches after a pause, and their arrival times then say nothing of when
+        they were published (nor do their stamps under use_sim_time with no clock). A goal
+        between the poses starts where the arm is and keeps to the arm's own path: hil_node's
+        start-up arc sags a tenth of a millimetre off the forearm's sphere in joint space over
+        its last second, and up to 1 cm between poses of its first seconds that a goal sent
+        while it still runs would join (docs/hil.md, "The forearm's sphere")."""
         def poses(messages):
-            return [(t, [m.position[m.name.index(j)] for j in self.joints]) for t, m in messages
+            return [[m.position[m.name.index(j)] for j in self.joints] for _, m in messages
                     if set(self.joints) <= set(m.name)]
 
-        def near(a, b):
-            return max(abs(x - y) for x, y in zip(a, b)) < held_rad
-
-        def held(messages):
-            recent = poses(messages[-500:])
-            return (len(recent) > 1 and recent[-1][0] - recent[0][0] >= 0.5
-                    and all(near(pose, recent[-1][1]) for t, pose in recent if t >= recent[-1][0] - 0.5))
-
-        seen = poses(self.collect("/joint_states", JointState, timeout, until=held, qos=1000))
-        self.assertTrue(seen, f"no /joint_states of {self.joints} from {self.node_name} within {timeout} s")
-        end = seen[-1][1]
-        arrived = seen[0][0]
-        for t, pose in reversed(seen):
-            if not near(pose, end):
-                break
-            arrived = t
-        self.assertGreater(arrived - seen[0][0], seconds, f"{self.node_name}'s arm did not move for {seconds} s "
-                           f"before it held (or did not hold within {timeout} s): {seen[0]}, {seen[-1]}")
-        before = min(seen, key=lambda came_pose: abs(came_pose[0] - (arrived - seconds)))[1]
-        return end, before
+        seen = poses(self.collect("/joint_states", JointState, timeout, qos=1000,
+                                  until=lambda messages: holds(poses(messages[-HELD_STATES:]))))
+        self.assertTrue(holds(seen), f"{self.node_name}'s arm did not hold within {timeout} s "
+                        f"({len(seen)} states of {self.joints})")
+        end = seen[-1]
+        arrived = len(seen) - 1
+        while arrived > 0 and near(seen[arrived - 1], end):
+            arrived -= 1
+        back = round(seconds * STATES_HZ)
+        self.assertGreaterEqual(arrived, back, f"{self.node_name}'s arm did not move for {seconds} s before it "
+                                f"held: {seen[0]}, {end}")
+        return end, seen[arrived - back]
 
     def assert_still(self, seconds=1.0, tolerance=0.01):
         """The joints do not move for `seconds` by more than `tolerance` [rad] (an arm under a
@@ -513,19 +519,19 @@ class Ros2ControlBringup(FollowJointTrajectoryTest):
                                               max(deadline - time.monotonic(), 1.0))) != "active":
             self.assertLess(time.monotonic(), deadline, f"joint_trajectory_controller not active within 40 s: {state!r}")
             path += poses(1.0)
-        # Then until the arm holds (its last 125 states, half a second, within 10 mrad): on Humble
-        # it may go on along its arc, and JTC's joint-space goal from further on back to a pose
-        # seen earlier could sag past the 1 cm off the forearm's sphere hil_node refuses.
+        # Then until the arm holds: on Humble it may go on along its arc, and JTC's joint-space
+        # goal from further on back to a pose seen earlier could sag past the 1 cm off the
+        # forearm's sphere hil_node refuses.
         path += poses(1.0)
-        while not (len(path) > 125 and all(distance(p, path[-1]) < 0.01 for p in path[-125:])):
+        while not holds(path):
             self.assertLess(time.monotonic(), deadline + 20.0, f"{node}'s arm did not hold within 60 s of its bringup")
             path += poses(0.5)
         last = path[-1]
 
-        def near(reach):
+        def about(reach):
             return min(path, key=lambda p: abs(distance(p, last) - reach))
 
-        self.check_controllers(motors, near(0.1), near(0.05), bag)
+        self.check_controllers(motors, about(0.1), about(0.05), bag)
 
     def test_the_simulated_arm_under_joint_trajectory_controller_and_forward_position_controller(self):
         self.check_the_parallel_arm("sil_node", "sil.launch.py")
