@@ -647,6 +647,24 @@ fn a_hil_goal_off_the_forearms_sphere_is_refused_with_its_offset() {
 }
 
 #[test]
+fn a_hil_hold_where_the_arm_is_seen_off_the_forearms_sphere_is_taken_and_so_is_the_way_back() {
+    // joint_trajectory_controller holds a cancelled goal with a joint command to where the arm
+    // is seen; seen 1.5 cm off the sphere (the emulated rig has no forearm to keep it on), the
+    // hold and the way back must be taken, not the move before played on.
+    let robot = Robot::default();
+    let on = Vec3::new(0.15, 0.0, 0.2);
+    let off = |by: f64| robot.elbow() + (on - robot.elbow()) * ((0.45 + by) / 0.45);
+    let (mut commands, _queue, _withdrawals, theta) = hil_commands_at(&robot, off(0.015).into());
+    let names = ["joint1", "joint2", "joint3"].map(str::to_owned);
+    commands.joint_command((10.0, None), &names, theta.as_slice()).expect("the hold where the arm is");
+    let back = robot.inverse_kinematics(&on, Some(&theta)).unwrap();
+    commands.joint_command((10.004, None), &names, back.as_slice()).expect("the way back onto the sphere");
+    let farther = robot.inverse_kinematics(&off(0.02), Some(&theta)).unwrap();
+    let refused = commands.joint_command((10.008, None), &names, farther.as_slice()).unwrap_err();
+    assert!(refused.contains("where the arm's reference starts"), "{refused}");
+}
+
+#[test]
 fn a_hil_cancel_holds_the_arm_even_when_a_flood_has_filled_the_feeders_requests() {
     use arm_hil::hil::{HilConfig, Withdrawals};
     use arm_hil::nodes::goals::TakesCartesianGoals;

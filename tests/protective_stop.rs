@@ -9,6 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use arm_hil::control::arc::ArcSpec;
+use arm_hil::model::math::Vec3;
 use arm_hil::model::Robot;
 use arm_hil::protocol::legacy::{encode_request, Mode, Request, FRAME_BYTES};
 
@@ -155,6 +156,12 @@ fn hil_stops_at_a_bound_below_the_runs_error_and_names_it_in_the_json() {
 /// A port-5555 HIL session of the default arc on the emulated rig: the frames' times, the last
 /// being the end marker, as the lab's client reads them, and what the server logged of it.
 fn port_5555_session(faults: &[&str], protection: &str, name: &str) -> (Vec<f64>, Vec<String>) {
+    port_5555_session_about(Robot::default().elbow(), faults, protection, name)
+}
+
+/// [`port_5555_session`] of the built-in arc about `elbow` [m] (the rig's forearm is the
+/// built-in one).
+fn port_5555_session_about(elbow: Vec3, faults: &[&str], protection: &str, name: &str) -> (Vec<f64>, Vec<String>) {
     let dir = scratch_dir(name);
     let (rig, sensor, stepper) = rig(faults);
     let config = config(&dir, protection, PTYS_ALLOWED);
@@ -163,10 +170,10 @@ fn port_5555_session(faults: &[&str], protection: &str, name: &str) -> (Vec<f64>
     );
     let address = server.line().split_whitespace().last().unwrap().to_owned();
     let robot = Robot::default();
-    let waypoints = ArcSpec::default().waypoints(&robot.elbow(), robot.params().l_arm).unwrap();
+    let waypoints = ArcSpec::default().waypoints(&elbow, robot.params().l_arm).unwrap();
     let mut request = Vec::new();
     let mode = Mode::Hil { sensor, arduino: stepper };
-    encode_request(&Request { mode, elbow: robot.elbow(), l_arm: robot.params().l_arm, waypoints }, &mut request);
+    encode_request(&Request { mode, elbow, l_arm: robot.params().l_arm, waypoints }, &mut request);
     let mut client = std::net::TcpStream::connect(address).unwrap();
     client.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     client.write_all(&request).unwrap();
@@ -247,4 +254,17 @@ fn a_port_5555_hil_session_faster_than_the_motors_may_turn_is_refused_before_the
     let refusal =
         logged.iter().find(|line| line.contains("the trajectory is refused before anything moves")).expect("a refusal");
     assert!(refusal.contains("faster than hil.protection.max_joint_speed_rad_s (0.3 rad/s)"), "{refusal}");
+}
+
+#[test]
+fn a_port_5555_hil_session_about_another_forearm_than_the_rigs_is_refused_before_the_rig_moves() {
+    let elbow = Robot::default().elbow() + Vec3::new(0.02, 0.0, 0.0);
+    let (times, logged) = port_5555_session_about(elbow, &[], DEFAULT_BOUNDS, "session_other_forearm");
+    assert!(times.is_empty(), "frames were sent: {times:?}");
+    let refusal =
+        logged.iter().find(|line| line.contains("the trajectory is refused before anything moves")).expect("a refusal");
+    assert!(
+        refusal.contains("its forearm (elbow at (0.370, 0.350, 0.000) m, l_arm 0.450 m) is not the rig's"),
+        "{refusal}"
+    );
 }

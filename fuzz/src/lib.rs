@@ -321,7 +321,7 @@ pub fn console_command(data: &[u8]) {
 /// joints are, ends within the goal limits, and keeps every joint within its limits and speed
 /// (sampled at each point and between); its setpoints are finite and within the limits.
 pub fn follow_joint_trajectory_goal(data: &[u8]) {
-    use arm_hil::hil::protection::ProtectionConfig;
+    use arm_hil::hil::protection::{PathStart, ProtectionConfig};
     use arm_hil::nodes::follower::goals::JointGoals;
     use arm_hil::nodes::follower::{Constraints, GoalLimits, JointState};
     use arm_hil::nodes::sil::joint_goals::{arm_follower, goal_trajectory};
@@ -365,7 +365,7 @@ pub fn follow_joint_trajectory_goal(data: &[u8]) {
                 trajectory.waypoints().len() <= (spline.end_s() / 0.01) as usize + 3,
                 "samples bounded by the plan"
             );
-            ProtectionConfig::default().check_path(&robot, trajectory.waypoints())?;
+            ProtectionConfig::default().check_path(&robot, trajectory.waypoints(), PathStart::AtTheReference)?;
         }
         Ok(())
     });

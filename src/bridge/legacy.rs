@@ -20,6 +20,7 @@ use tokio::sync::{mpsc, Semaphore};
 
 use crate::control::{Trajectory, TrajectoryError, MAX_WAYPOINTS};
 use crate::drivers::RigDevices;
+use crate::hil::protection::PathStart;
 use crate::hil::{exit, HardwareError, HilError};
 use crate::model::Robot;
 use crate::protocol::legacy::{
@@ -317,6 +318,25 @@ impl LegacyServer {
     }
 }
 
+/// How far a HIL session's elbow, or its l_arm, may be from the rig's [m].
+const FOREARM_TOLERANCE_M: f64 = 1e-3;
+
+/// Why a HIL session's `trajectory` is not on the rig's forearm (`robot`'s), if it is not: the
+/// loop would run it about the request's elbow and l_arm, and its path is checked against the
+/// rig's sphere, to which the platform is held.
+fn on_the_rigs_forearm(robot: &Robot, trajectory: &Trajectory) -> Result<(), String> {
+    let (elbow, l_arm) = (robot.elbow(), robot.params().l_arm);
+    let (asked_elbow, asked_l_arm) = (trajectory.elbow(), trajectory.l_arm());
+    if (asked_elbow - elbow).norm() <= FOREARM_TOLERANCE_M && (asked_l_arm - l_arm).abs() <= FOREARM_TOLERANCE_M {
+        return Ok(());
+    }
+    Err(format!(
+        "its forearm (elbow at ({:.3}, {:.3}, {:.3}) m, l_arm {asked_l_arm:.3} m) is not the rig's (elbow at \
+         ({:.3}, {:.3}, {:.3}) m, l_arm {l_arm:.3} m)",
+        asked_elbow.x, asked_elbow.y, asked_elbow.z, elbow.x, elbow.y, elbow.z
+    ))
+}
+
 async fn serve_connection(
     shared: &Shared,
     mut stream: TcpStream,
@@ -354,7 +374,8 @@ async fn serve_connection(
             let (robot, bounds, checked) = (shared.robot.clone(), setup.hil.protection.clone(), trajectory.clone());
             tokio::task::spawn_blocking(move || {
                 // The session runs from rest on the first waypoint to rest on the last.
-                bounds.check_path(&robot, checked.waypoints())?;
+                on_the_rigs_forearm(&robot, &checked)?;
+                bounds.check_path(&robot, checked.waypoints(), PathStart::Requested)?;
                 bounds.check_motion(&robot, checked.waypoints(), (true, true))
             })
             .await

@@ -10,6 +10,9 @@ use serde::{Deserialize, Serialize};
 use crate::model::math::Vec3;
 use crate::model::{ArmMotion, Robot};
 
+mod path;
+pub use path::PathStart;
+
 /// The bounds. Every one is a parameter (`hil.protection` in a configuration file, hil_node's
 /// `hil.protection.*`); the defaults leave the built-in arc a wide berth.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -231,124 +234,7 @@ impl Protection {
     }
 }
 
-/// The longest stretch of a line between two waypoints [`ProtectionConfig::check_path`] leaves
-/// unchecked [m], and the most points it checks on one line.
-const PATH_STEP_M: f64 = 0.001;
-const PATH_CHECKS_PER_LINE: usize = 8;
-
 impl ProtectionConfig {
-    /// Why the arm along `waypoints` would pass one of the pose bounds or leave the forearm's
-    /// sphere, if it would: the way the loop takes from the first waypoint (where its reference
-    /// is, for hil_node's commands; a port-5555 session's own) through the others, a straight
-    /// line between each two as its ring interpolates them, checked at every waypoint after the
-    /// first and along each line (every [`PATH_STEP_M`], at most [`PATH_CHECKS_PER_LINE`]
-    /// points), each pose (inverse kinematics from the one before) by
-    /// [`ProtectionConfig::check_pose`], and every point, the first too, against
-    /// `max_forearm_offset_m`: what would trip the stop, or strain the forearm, is refused before
-    /// anything moves. A line between two reachable waypoints can leave the workspace.
-    pub fn check_path(&self, robot: &Robot, waypoints: &[crate::control::Waypoint]) -> Result<(), String> {
-        let Some(first) = waypoints.first() else { return Ok(()) };
-        // The offset along a straight line is convex: its ends and the samples between them hold
-        // it to within the sagitta of a sample's stretch.
-        self.on_the_forearms_sphere(robot, &first.x, 0.0)?;
-        let mut previous = robot.inverse_kinematics(&first.x, None).ok();
-        for pair in waypoints.windows(2) {
-            let length = (pair[1].x - pair[0].x).norm();
-            let checks = ((length / PATH_STEP_M).ceil() as usize).clamp(1, PATH_CHECKS_PER_LINE);
-            for k in 1..=checks {
-                let s = k as f64 / checks as f64;
-                let (x, at) = (pair[0].x.lerp(&pair[1].x, s), pair[0].t + (pair[1].t - pair[0].t) * s - first.t);
-                self.on_the_forearms_sphere(robot, &x, at)?;
-                let theta = robot
-                    .inverse_kinematics(&x, previous.as_ref())
-                    .map_err(|error| format!("at {at:.3} s the arm cannot be placed: {error}"))?;
-                if let Some(trip) = self.check_pose(robot, &theta, &x) {
-                    return Err(format!("at {at:.3} s the arm would pass a bound of the protective stop: {trip}"));
-                }
-                previous = Some(theta);
-            }
-        }
-        Ok(())
-    }
-
-    /// Why the platform point `x` [m], `at` [s] along a path, is too far off the forearm's sphere,
-    /// if it is.
-    fn on_the_forearms_sphere(&self, robot: &Robot, x: &Vec3, at: f64) -> Result<(), String> {
-        let off = robot.forearm_sphere_offset(x);
-        if off.abs() <= self.max_forearm_offset_m {
-            return Ok(());
-        }
-        let (elbow, l_arm) = (robot.elbow(), robot.params().l_arm);
-        Err(format!(
-            "at {at:.3} s the platform point would be {off:+.4} m off the forearm's sphere (radius {l_arm:.3} m \
-             about the elbow at ({:.3}, {:.3}, {:.3}) m; + outside it), past hil.protection.max_forearm_offset_m \
-             ({:.4} m)",
-            elbow.x, elbow.y, elbow.z, self.max_forearm_offset_m
-        ))
-    }
-
-    /// Why the arm along `waypoints` would turn a motor faster or accelerate it harder than
-    /// `max_joint_speed_rad_s` and `max_joint_acceleration_rad_s2` allow, if it would: each
-    /// motor's speed over each line between two waypoints (as the loop's ring interpolates
-    /// them), and its change from one line to the next over the mean of their times. With
-    /// `from_rest` the arm holds before the first waypoint; with `to_rest`, after the last.
-    pub fn check_motion(
-        &self,
-        robot: &Robot,
-        waypoints: &[crate::control::Waypoint],
-        (from_rest, to_rest): (bool, bool),
-    ) -> Result<(), String> {
-        // A single waypoint is a hold: nothing moves (every caller pins the first waypoint to
-        // where the arm holds, and check_path places it).
-        let [first, _, ..] = waypoints else { return Ok(()) };
-        let place = |x: &Vec3, near: Option<&Vec3>, t: f64| {
-            robot.inverse_kinematics(x, near).map_err(|error| format!("at {t:.3} s the arm cannot be placed: {error}"))
-        };
-        let mut theta = place(&first.x, None, 0.0)?;
-        // The line before: its motors' speeds [rad/s] and time [s]; rest is a line of no time.
-        let mut before: Option<(Vec3, f64)> = from_rest.then_some((Vec3::zeros(), 0.0));
-        for pair in waypoints.windows(2) {
-            let (dt, at) = (pair[1].t - pair[0].t, pair[1].t - first.t);
-            let next = place(&pair[1].x, Some(&theta), at)?;
-            let speeds = (next - theta) / dt;
-            self.within_motion(speeds, before, dt, at)?;
-            (theta, before) = (next, Some((speeds, dt)));
-        }
-        match (to_rest, before) {
-            (true, Some((speeds, dt))) => {
-                let end = waypoints[waypoints.len() - 1].t - first.t;
-                self.within_motion(Vec3::zeros(), Some((speeds, dt)), 0.0, end)
-            }
-            _ => Ok(()),
-        }
-    }
-
-    /// Why motors at `speeds` [rad/s] over a line of `dt` [s] after `before` (the line before's
-    /// speeds and time) break the motion bounds, at `at` [s].
-    fn within_motion(&self, speeds: Vec3, before: Option<(Vec3, f64)>, dt: f64, at: f64) -> Result<(), String> {
-        let (motor, speed) = (speeds.iamax(), speeds.amax());
-        if !(speed <= self.max_joint_speed_rad_s) {
-            return Err(format!(
-                "at {at:.3} s motor {} would turn at {speed:.3} rad/s, faster than hil.protection.max_joint_speed_rad_s \
-                 ({} rad/s)",
-                motor + 1,
-                self.max_joint_speed_rad_s
-            ));
-        }
-        let Some((previous, previous_dt)) = before else { return Ok(()) };
-        let change = speeds - previous;
-        let (motor, acceleration) = (change.iamax(), change.amax() / ((dt + previous_dt) / 2.0));
-        match acceleration <= self.max_joint_acceleration_rad_s2 {
-            true => Ok(()),
-            false => Err(format!(
-                "at {at:.3} s motor {} would accelerate at {acceleration:.1} rad/s^2, harder than \
-                 hil.protection.max_joint_acceleration_rad_s2 ({} rad/s^2)",
-                motor + 1,
-                self.max_joint_acceleration_rad_s2
-            )),
-        }
-    }
-
     /// The first bound the arm at joint angles `theta` [rad] with its platform at `p` [m]
     /// passes, if any, in the order: joint limits, reach, assembly. The loop checks it every
     /// cycle; a node checks every point of a goal with it before accepting the goal.
@@ -528,33 +414,6 @@ mod tests {
         let trip = Protection::new(config).check(&robot, &view).unwrap();
         assert_eq!((trip.bound, trip.joint), (Bound::JointLimit, Some(2)));
         assert!((trip.limit - (theta[1] - 0.01)).abs() < 1e-12);
-    }
-
-    #[test]
-    fn a_path_off_the_forearms_sphere_is_refused_before_it_runs() {
-        use crate::control::Waypoint;
-        let robot = Robot::default();
-        let config = ProtectionConfig::default();
-        let (elbow, l_arm) = (robot.elbow(), robot.params().l_arm);
-        let arc = ArcSpec::default().waypoints(&elbow, l_arm).unwrap();
-        assert_eq!(config.check_path(&robot, &arc), Ok(()));
-        // Straight out from the elbow, 2.4 cm past the sphere in 1 s: past the bound halfway.
-        let out = |by: f64| elbow + (arc[0].x - elbow) * ((l_arm + by) / l_arm);
-        let path = |by: f64| [Waypoint { x: arc[0].x, ..arc[0] }, Waypoint { t: arc[0].t + 1.0, x: out(by), ..arc[0] }];
-        let refused = config.check_path(&robot, &path(0.024)).unwrap_err();
-        assert!(
-            refused.starts_with("at 0.500 s the platform point would be +0.0120 m off the forearm's sphere"),
-            "{refused}"
-        );
-        assert!(refused.contains("hil.protection.max_forearm_offset_m (0.0100 m)"), "{refused}");
-        assert_eq!(config.check_path(&robot, &path(-0.009)), Ok(()));
-        // A path that starts off it (a port-5555 session's first waypoint is the client's own).
-        let from_off = [Waypoint { x: out(0.011), ..arc[0] }, arc[1]];
-        assert!(config
-            .check_path(&robot, &from_off)
-            .unwrap_err()
-            .starts_with("at 0.000 s the platform point would be +0.0110"));
-        assert!((robot.forearm_sphere_offset(&out(-0.009)) + 0.009).abs() < 1e-12);
     }
 
     #[test]

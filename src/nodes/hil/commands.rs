@@ -14,7 +14,7 @@ use super::goals::HilGoals;
 use super::managed::LoopEnd;
 use super::HilNodeConfig;
 use crate::control::Trajectory;
-use crate::hil::protection::ProtectionConfig;
+use crate::hil::protection::{PathStart, ProtectionConfig};
 use crate::hil::Withdrawals;
 use crate::model::math::Vec3;
 use crate::model::Robot;
@@ -173,7 +173,9 @@ impl<J: Clone, C: Clone> HilCommands<J, C> {
     ) -> Result<(), String> {
         self.requests.room()?;
         let command = self.commands.trajectory(&self.robot, (now_s, stamp_s), self.taking(), names, positions)?;
-        if let Err(error) = self.bounds.check_path(&self.robot, command.trajectory.waypoints()) {
+        if let Err(error) =
+            self.bounds.check_path(&self.robot, command.trajectory.waypoints(), PathStart::AtTheReference)
+        {
             // The loop goes on with the move before: the next command goes on from it.
             self.commands.not_sent();
             return Err(error);
@@ -285,7 +287,7 @@ impl<J: Clone, C: Clone> TakesJointGoals<J> for HilCommands<J, C> {
         let (robot, bounds) = (&self.robot, &self.bounds);
         let (trajectory, replaced) = self.joint_goals.accept_from(handle, goal, now_ns, &start, |plan| {
             let trajectory = goal_trajectory(robot, plan, &reference.0, 0.0)?;
-            bounds.check_path(robot, trajectory.waypoints())?;
+            bounds.check_path(robot, trajectory.waypoints(), PathStart::AtTheReference)?;
             self.requests.room()?;
             Ok(Arc::new(trajectory))
         })?;
@@ -320,8 +322,9 @@ impl<J: Clone, C: Clone> TakesCartesianGoals<C> for HilCommands<J, C> {
     fn cartesian_check(&self) -> Result<CartesianCheck, String> {
         self.taking()?;
         let (robot, bounds) = (self.robot.clone(), self.bounds.clone());
+        // Its first waypoint is the client's, within GOAL_START_TOLERANCE_M of the loop's reference.
         let check = move |trajectory: &Trajectory| {
-            bounds.check_path(&robot, trajectory.waypoints())?;
+            bounds.check_path(&robot, trajectory.waypoints(), PathStart::Requested)?;
             bounds.check_motion(&robot, trajectory.waypoints(), (true, true))
         };
         Ok(CartesianCheck::new(check, self.stops))

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::control::{Trajectory, Waypoint};
-use crate::hil::protection::ProtectionConfig;
+use crate::hil::protection::{PathStart, ProtectionConfig};
 use crate::hil::{FeedItem, Withdrawals};
 use crate::model::math::Vec3;
 use crate::model::Robot;
@@ -258,7 +258,7 @@ impl Feeder {
                 let last = head[head.len() - 1].x;
                 let samples = segment_after(&points, &last, &self.robot)?;
                 let way: Vec<Waypoint> = head.into_iter().chain(samples.iter().copied()).collect();
-                self.bounds.check_path(&self.robot, &way).map_err(SegmentError::Bounds)?;
+                self.bounds.check_path(&self.robot, &way, PathStart::AtTheReference).map_err(SegmentError::Bounds)?;
                 // Its end is not taken as a stop: the next segment may go on from it.
                 self.bounds.check_motion(&self.robot, &way, (from_rest, false)).map_err(SegmentError::Bounds)?;
                 self.queue.push_back(FeedItem::Segment);

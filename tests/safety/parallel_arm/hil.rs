@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use arm_hil::control::{Trajectory, Waypoint};
-use arm_hil::hil::protection::ProtectionConfig;
+use arm_hil::hil::protection::{PathStart, ProtectionConfig};
 use arm_hil::hil::Withdrawals;
 use arm_hil::model::math::Vec3;
 use arm_hil::model::Robot;
@@ -86,7 +86,9 @@ impl Loop {
                         assert_within_motor_acceleration(model, trajectory.waypoints(), continues);
                     }
                     assert_within_motor_speed(&model.robot, trajectory.waypoints());
-                    bounds.check_path(&model.robot, trajectory.waypoints()).expect("a path past the bounds was sent");
+                    bounds
+                        .check_path(&model.robot, trajectory.waypoints(), PathStart::AtTheReference)
+                        .expect("a path past the bounds was sent");
                     withdrawals.done(*withdrawal, model.t, Some(model.following.held_or(model.t)));
                     model.following.follow(trajectory.clone(), model.t);
                     self.holding_at = None;
@@ -110,7 +112,9 @@ impl Loop {
                     let samples = segment_after(&points, &from, &model.robot).expect("a segment taken");
                     let way: Vec<Waypoint> =
                         std::iter::once(Waypoint { t: 0.0, x: from, ..Waypoint::default() }).chain(samples).collect();
-                    bounds.check_path(&model.robot, &way).expect("a segment's way from the hold past the bounds");
+                    bounds
+                        .check_path(&model.robot, &way, PathStart::AtTheReference)
+                        .expect("a segment's way from the hold past the bounds");
                     bounds.check_motion(&model.robot, &way, (true, false)).expect("a segment too fast from the hold");
                     assert_within_motor_speed(&model.robot, &way);
                     let trajectory = Trajectory::with_robot_forearm(way, &model.robot).expect("a segment's way");

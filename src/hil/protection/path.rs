@@ -1,0 +1,276 @@
+//! The paths a command would take the arm along, checked against the protective stop's bounds
+//! and the forearm's sphere before anything moves (docs/hil.md, "The forearm's sphere"), and
+//! against the motors' speed and acceleration.
+
+use super::ProtectionConfig;
+use crate::model::math::Vec3;
+use crate::model::Robot;
+
+/// The longest stretch of a line between two waypoints [`ProtectionConfig::check_path`] leaves
+/// unchecked against the pose bounds [m], and the most points it checks on one line.
+const PATH_STEP_M: f64 = 0.001;
+const PATH_CHECKS_PER_LINE: usize = 8;
+
+/// Where a path that [`ProtectionConfig::check_path`] checks starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathStart {
+    /// Where the loop's reference already is (hil_node's goals, joint commands and segments):
+    /// the path may keep as far off the forearm's sphere as its start is, never farther. The
+    /// reference gets off the sphere only by following the estimate (a hold where the arm is
+    /// seen), and a hold there, or a way back toward the sphere, must not be refused with it.
+    AtTheReference,
+    /// A point the client chose (a port-5555 session's first waypoint): held to
+    /// `max_forearm_offset_m` as every other point is.
+    Requested,
+}
+
+impl ProtectionConfig {
+    /// Why the arm along `waypoints` would pass one of the pose bounds or leave the forearm's
+    /// sphere, if it would: the way the loop takes from the first waypoint (`start` says whose it
+    /// is) through the others, a straight line between each two as its ring interpolates them.
+    /// Each line's farthest points off the sphere (its ends outside it, its point nearest the
+    /// elbow inside it) against `max_forearm_offset_m`, or against the start's own offset where
+    /// that is more and the start is where the loop's reference is; each waypoint after the first and points
+    /// along each line (every [`PATH_STEP_M`], at most [`PATH_CHECKS_PER_LINE`]), each pose
+    /// (inverse kinematics from the one before), by [`ProtectionConfig::check_pose`]: what would
+    /// trip the stop, or strain the forearm, is refused before anything moves. A line between
+    /// two reachable waypoints can leave the workspace.
+    pub fn check_path(
+        &self,
+        robot: &Robot,
+        waypoints: &[crate::control::Waypoint],
+        start: PathStart,
+    ) -> Result<(), String> {
+        let Some(first) = waypoints.first() else { return Ok(()) };
+        let sphere = ForearmSphere::new(self, robot, &first.x, start);
+        sphere.holds(&first.x, 0.0)?;
+        let mut previous = robot.inverse_kinematics(&first.x, None).ok();
+        for pair in waypoints.windows(2) {
+            let at = |s: f64| pair[0].t + (pair[1].t - pair[0].t) * s - first.t;
+            let deepest = sphere.nearest_the_elbow(&pair[0].x, &pair[1].x);
+            sphere.holds(&pair[0].x.lerp(&pair[1].x, deepest), at(deepest))?;
+            sphere.holds(&pair[1].x, at(1.0))?;
+            let length = (pair[1].x - pair[0].x).norm();
+            let checks = ((length / PATH_STEP_M).ceil() as usize).clamp(1, PATH_CHECKS_PER_LINE);
+            for k in 1..=checks {
+                let s = k as f64 / checks as f64;
+                let x = pair[0].x.lerp(&pair[1].x, s);
+                let theta = robot
+                    .inverse_kinematics(&x, previous.as_ref())
+                    .map_err(|error| format!("at {:.3} s the arm cannot be placed: {error}", at(s)))?;
+                if let Some(trip) = self.check_pose(robot, &theta, &x) {
+                    return Err(format!("at {:.3} s the arm would pass a bound of the protective stop: {trip}", at(s)));
+                }
+                previous = Some(theta);
+            }
+        }
+        Ok(())
+    }
+
+    /// Why the arm along `waypoints` would turn a motor faster or accelerate it harder than
+    /// `max_joint_speed_rad_s` and `max_joint_acceleration_rad_s2` allow, if it would: each
+    /// motor's speed over each line between two waypoints (as the loop's ring interpolates
+    /// them), and its change from one line to the next over the mean of their times. With
+    /// `from_rest` the arm holds before the first waypoint; with `to_rest`, after the last.
+    pub fn check_motion(
+        &self,
+        robot: &Robot,
+        waypoints: &[crate::control::Waypoint],
+        (from_rest, to_rest): (bool, bool),
+    ) -> Result<(), String> {
+        // A single waypoint is a hold: nothing moves (every caller pins the first waypoint to
+        // where the arm holds, and check_path places it).
+        let [first, _, ..] = waypoints else { return Ok(()) };
+        let place = |x: &Vec3, near: Option<&Vec3>, t: f64| {
+            robot.inverse_kinematics(x, near).map_err(|error| format!("at {t:.3} s the arm cannot be placed: {error}"))
+        };
+        let mut theta = place(&first.x, None, 0.0)?;
+        // The line before: its motors' speeds [rad/s] and time [s]; rest is a line of no time.
+        let mut before: Option<(Vec3, f64)> = from_rest.then_some((Vec3::zeros(), 0.0));
+        for pair in waypoints.windows(2) {
+            let (dt, at) = (pair[1].t - pair[0].t, pair[1].t - first.t);
+            let next = place(&pair[1].x, Some(&theta), at)?;
+            let speeds = (next - theta) / dt;
+            self.within_motion(speeds, before, dt, at)?;
+            (theta, before) = (next, Some((speeds, dt)));
+        }
+        match (to_rest, before) {
+            (true, Some((speeds, dt))) => {
+                let end = waypoints[waypoints.len() - 1].t - first.t;
+                self.within_motion(Vec3::zeros(), Some((speeds, dt)), 0.0, end)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Why motors at `speeds` [rad/s] over a line of `dt` [s] after `before` (the line before's
+    /// speeds and time) break the motion bounds, at `at` [s].
+    fn within_motion(&self, speeds: Vec3, before: Option<(Vec3, f64)>, dt: f64, at: f64) -> Result<(), String> {
+        let (motor, speed) = (speeds.iamax(), speeds.amax());
+        if !(speed <= self.max_joint_speed_rad_s) {
+            return Err(format!(
+                "at {at:.3} s motor {} would turn at {speed:.3} rad/s, faster than hil.protection.max_joint_speed_rad_s \
+                 ({} rad/s)",
+                motor + 1,
+                self.max_joint_speed_rad_s
+            ));
+        }
+        let Some((previous, previous_dt)) = before else { return Ok(()) };
+        let change = speeds - previous;
+        let (motor, acceleration) = (change.iamax(), change.amax() / ((dt + previous_dt) / 2.0));
+        match acceleration <= self.max_joint_acceleration_rad_s2 {
+            true => Ok(()),
+            false => Err(format!(
+                "at {at:.3} s motor {} would accelerate at {acceleration:.1} rad/s^2, harder than \
+                 hil.protection.max_joint_acceleration_rad_s2 ({} rad/s^2)",
+                motor + 1,
+                self.max_joint_acceleration_rad_s2
+            )),
+        }
+    }
+}
+
+/// The forearm's sphere as [`ProtectionConfig::check_path`] holds a path to it: the platform
+/// point within `allowed_m` of it ([`Robot::forearm_sphere_offset`]).
+struct ForearmSphere<'a> {
+    robot: &'a Robot,
+    elbow: Vec3,
+    allowed_m: f64,
+    /// Whose bound `allowed_m` is, for the refusal.
+    bound: String,
+}
+
+impl<'a> ForearmSphere<'a> {
+    fn new(config: &ProtectionConfig, robot: &'a Robot, start: &Vec3, whose: PathStart) -> Self {
+        let bound_m = config.max_forearm_offset_m;
+        let from_m = robot.forearm_sphere_offset(start).abs();
+        let (allowed_m, bound) = match whose {
+            PathStart::AtTheReference if from_m > bound_m => (
+                from_m,
+                format!(
+                    "the {from_m:.4} m off it where the arm's reference starts \
+                     (hil.protection.max_forearm_offset_m: {bound_m:.4} m)"
+                ),
+            ),
+            _ => (bound_m, format!("hil.protection.max_forearm_offset_m ({bound_m:.4} m)")),
+        };
+        ForearmSphere { robot, elbow: robot.elbow(), allowed_m, bound }
+    }
+
+    /// The fraction [0, 1] of the way along the line from `a` to `b` [m] nearest the elbow: where
+    /// the line is deepest inside the sphere (the distance from the elbow along a line is convex,
+    /// so outside the sphere the line is farthest off at one of its ends).
+    fn nearest_the_elbow(&self, a: &Vec3, b: &Vec3) -> f64 {
+        let along = b - a;
+        let length2 = along.norm_squared();
+        if length2 > 0.0 {
+            ((self.elbow - a).dot(&along) / length2).clamp(0.0, 1.0)
+        } else {
+            0.0
+        }
+    }
+
+    /// Why the platform point `x` [m], `at` [s] along a path, is too far off the sphere, if it is.
+    fn holds(&self, x: &Vec3, at: f64) -> Result<(), String> {
+        let off = self.robot.forearm_sphere_offset(x);
+        if off.abs() <= self.allowed_m {
+            return Ok(());
+        }
+        let (e, l_arm) = (&self.elbow, self.robot.params().l_arm);
+        Err(format!(
+            "at {at:.3} s the platform point would be {off:+.4} m off the forearm's sphere (radius {l_arm:.3} m \
+             about the elbow at ({:.3}, {:.3}, {:.3}) m; + outside it), past {}",
+            e.x, e.y, e.z, self.bound
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::control::arc::ArcSpec;
+
+    #[test]
+    fn a_path_off_the_forearms_sphere_is_refused_before_it_runs() {
+        use crate::control::Waypoint;
+        let robot = Robot::default();
+        let config = ProtectionConfig::default();
+        let (elbow, l_arm) = (robot.elbow(), robot.params().l_arm);
+        let arc = ArcSpec::default().waypoints(&elbow, l_arm).unwrap();
+        for start in [PathStart::AtTheReference, PathStart::Requested] {
+            assert_eq!(config.check_path(&robot, &arc, start), Ok(()));
+        }
+        // Straight out from the elbow, 2.4 cm past the sphere in 1 s: past the bound at its end.
+        let out = |by: f64| elbow + (arc[0].x - elbow) * ((l_arm + by) / l_arm);
+        let path = |by: f64| [Waypoint { x: arc[0].x, ..arc[0] }, Waypoint { t: arc[0].t + 1.0, x: out(by), ..arc[0] }];
+        let refused = config.check_path(&robot, &path(0.024), PathStart::AtTheReference).unwrap_err();
+        assert!(
+            refused.starts_with("at 1.000 s the platform point would be +0.0240 m off the forearm's sphere"),
+            "{refused}"
+        );
+        assert!(refused.contains("hil.protection.max_forearm_offset_m (0.0100 m)"), "{refused}");
+        assert_eq!(config.check_path(&robot, &path(-0.009), PathStart::AtTheReference), Ok(()));
+        assert!((robot.forearm_sphere_offset(&out(-0.009)) + 0.009).abs() < 1e-12);
+        // A port-5555 session's first waypoint is the client's own: held to the bound.
+        let from_off = [Waypoint { x: out(0.011), ..arc[0] }, arc[1]];
+        let refused = config.check_path(&robot, &from_off, PathStart::Requested).unwrap_err();
+        assert!(refused.starts_with("at 0.000 s the platform point would be +0.0110"), "{refused}");
+    }
+
+    #[test]
+    fn a_line_that_cuts_inside_the_forearms_sphere_is_refused_however_few_its_samples() {
+        use crate::control::Waypoint;
+        let robot = Robot::default();
+        let config = ProtectionConfig::default();
+        let (elbow, l_arm) = (robot.elbow(), robot.params().l_arm);
+        // Along a chord of the sphere 1.01 cm deep at its middle, from one end to 7/9 of the way
+        // past the middle: the deepest point lies 9/16 of the way, between two of the 8 points
+        // the line's poses are checked at, which stay within the bound.
+        let middle = elbow + Vec3::new(-0.2, -0.2, 0.3).normalize() * (l_arm - 0.0101);
+        let (radial, across) = ((middle - elbow).normalize(), Vec3::new(0.3, 0.2, 0.2).normalize());
+        let across = (across - radial * across.dot(&radial)).normalize();
+        let half = (l_arm * l_arm - (middle - elbow).norm_squared()).sqrt();
+        let chord = [
+            Waypoint { t: 0.0, x: middle - across * half, ..Waypoint::default() },
+            Waypoint { t: 1.6, x: middle + across * (half * 7.0 / 9.0), ..Waypoint::default() },
+        ];
+        for k in 0..=8 {
+            let sampled = robot.forearm_sphere_offset(&chord[0].x.lerp(&chord[1].x, k as f64 / 8.0));
+            assert!(sampled.abs() < 0.01, "{k}/8 of the way: {sampled}");
+        }
+        let refused = config.check_path(&robot, &chord, PathStart::AtTheReference).unwrap_err();
+        assert!(
+            refused.starts_with("at 0.900 s the platform point would be -0.0101 m off the forearm's sphere"),
+            "{refused}"
+        );
+    }
+
+    #[test]
+    fn a_reference_off_the_forearms_sphere_may_hold_or_come_back_but_not_go_farther() {
+        use crate::control::Waypoint;
+        let robot = Robot::default();
+        let config = ProtectionConfig::default();
+        let (elbow, l_arm) = (robot.elbow(), robot.params().l_arm);
+        let on = ArcSpec::default().waypoints(&elbow, l_arm).unwrap()[0].x;
+        let off = |by: f64| elbow + (on - elbow) * ((l_arm + by) / l_arm);
+        let way = |from: f64, to: f64| {
+            [
+                Waypoint { t: 0.0, x: off(from), ..Waypoint::default() },
+                Waypoint { t: 1.0, x: off(to), ..Waypoint::default() },
+            ]
+        };
+        // The loop's reference holds 1.5 cm off (it followed the estimate there): a hold, and a way
+        // back onto the sphere, are taken; a way 1 mm farther is not, saying why.
+        assert_eq!(config.check_path(&robot, &way(0.015, 0.015)[..1], PathStart::AtTheReference), Ok(()));
+        assert_eq!(config.check_path(&robot, &way(0.015, 0.0), PathStart::AtTheReference), Ok(()));
+        assert_eq!(config.check_path(&robot, &way(-0.015, -0.005), PathStart::AtTheReference), Ok(()));
+        let farther = config.check_path(&robot, &way(0.015, 0.016), PathStart::AtTheReference).unwrap_err();
+        assert!(
+            farther.contains("+0.0160 m off the forearm's sphere")
+                && farther.contains("past the 0.0150 m off it where the arm's reference starts"),
+            "{farther}"
+        );
+        // The client's own start gets no such leave.
+        assert!(config.check_path(&robot, &way(0.015, 0.0), PathStart::Requested).is_err());
+    }
+}
