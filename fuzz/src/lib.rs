@@ -365,7 +365,11 @@ pub fn follow_joint_trajectory_goal(data: &[u8]) {
                 trajectory.waypoints().len() <= (spline.end_s() / 0.01) as usize + 3,
                 "samples bounded by the plan"
             );
-            ProtectionConfig::default().check_path(&robot, trajectory.waypoints(), PathStart::AtTheReference)?;
+            ProtectionConfig::default().check_path(
+                &robot,
+                trajectory.waypoints(),
+                PathStart::AtTheReference { seen: None },
+            )?;
         }
         Ok(())
     });

@@ -12,15 +12,19 @@ const PATH_STEP_M: f64 = 0.001;
 const PATH_CHECKS_PER_LINE: usize = 8;
 
 /// Where a path that [`ProtectionConfig::check_path`] checks starts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum PathStart {
-    /// Where the loop's reference already is (hil_node's goals, joint commands and segments):
-    /// the path may keep as far off the forearm's sphere as its start is, never farther. The
-    /// reference gets off the sphere only by following the estimate (a hold where the arm is
-    /// seen), and a hold there, or a way back toward the sphere, must not be refused with it.
-    AtTheReference,
-    /// A point the client chose (a port-5555 session's first waypoint): held to
-    /// `max_forearm_offset_m` as every other point is.
+    /// Where the loop's reference already is (hil_node's joint goals, joint commands and
+    /// segments; a segment's way may start on the way queued before it), with where the arm was
+    /// last `seen` (the loop's estimate) where the node knows it. The path may keep within the
+    /// band of offsets from the sphere that the bound, its start and the seen arm span (each on
+    /// its own side), and never more than `max_forearm_offset_m` and `max_tracking_error_m`
+    /// together off it. The loop's reference comes off the sphere on a resume where the arm is
+    /// seen, or after a joint command to where it is seen (joint_trajectory_controller's hold
+    /// after a cancel): such a hold, and the way back, must not be refused.
+    AtTheReference { seen: Option<Vec3> },
+    /// A point the client chose (a Cartesian goal's first waypoint, a port-5555 session's): held
+    /// to `max_forearm_offset_m` as every other point is.
     Requested,
 }
 
@@ -29,12 +33,12 @@ impl ProtectionConfig {
     /// sphere, if it would: the way the loop takes from the first waypoint (`start` says whose it
     /// is) through the others, a straight line between each two as its ring interpolates them.
     /// Each line's farthest points off the sphere (its ends outside it, its point nearest the
-    /// elbow inside it) against `max_forearm_offset_m`, or against the start's own offset where
-    /// that is more and the start is where the loop's reference is; each waypoint after the first and points
-    /// along each line (every [`PATH_STEP_M`], at most [`PATH_CHECKS_PER_LINE`]), each pose
-    /// (inverse kinematics from the one before), by [`ProtectionConfig::check_pose`]: what would
-    /// trip the stop, or strain the forearm, is refused before anything moves. A line between
-    /// two reachable waypoints can leave the workspace.
+    /// elbow inside it) against `max_forearm_offset_m`, or the wider band a start at the loop's
+    /// reference allows ([`PathStart::AtTheReference`]); each waypoint after the first and
+    /// points along each line (every [`PATH_STEP_M`], at most [`PATH_CHECKS_PER_LINE`]), each
+    /// pose (inverse kinematics from the one before), by [`ProtectionConfig::check_pose`]: what
+    /// would trip the stop, or strain the forearm, is refused before anything moves. A line
+    /// between two reachable waypoints can leave the workspace.
     pub fn check_path(
         &self,
         robot: &Robot,
@@ -131,30 +135,37 @@ impl ProtectionConfig {
 }
 
 /// The forearm's sphere as [`ProtectionConfig::check_path`] holds a path to it: the platform
-/// point within `allowed_m` of it ([`Robot::forearm_sphere_offset`]).
+/// point's offset ([`Robot::forearm_sphere_offset`]) within `band_m`.
 struct ForearmSphere<'a> {
     robot: &'a Robot,
     elbow: Vec3,
-    allowed_m: f64,
-    /// Whose bound `allowed_m` is, for the refusal.
+    /// The least and the most offset allowed [m] (inside the sphere is negative).
+    band_m: (f64, f64),
+    /// Whose band it is, for the refusal.
     bound: String,
 }
 
 impl<'a> ForearmSphere<'a> {
     fn new(config: &ProtectionConfig, robot: &'a Robot, start: &Vec3, whose: PathStart) -> Self {
         let bound_m = config.max_forearm_offset_m;
-        let from_m = robot.forearm_sphere_offset(start).abs();
-        let (allowed_m, bound) = match whose {
-            PathStart::AtTheReference if from_m > bound_m => (
-                from_m,
-                format!(
-                    "the {from_m:.4} m off it where the arm's reference starts \
-                     (hil.protection.max_forearm_offset_m: {bound_m:.4} m)"
-                ),
-            ),
-            _ => (bound_m, format!("hil.protection.max_forearm_offset_m ({bound_m:.4} m)")),
+        let named = format!("hil.protection.max_forearm_offset_m ({bound_m:.4} m)");
+        let (mut low, mut high) = (-bound_m, bound_m);
+        if let PathStart::AtTheReference { seen } = whose {
+            let cap_m = bound_m + config.max_tracking_error_m;
+            let offsets = std::iter::once(start).chain(seen.as_ref()).map(|x| robot.forearm_sphere_offset(x));
+            for off in offsets.filter(|off| off.is_finite()) {
+                (low, high) = (low.min(off.max(-cap_m)), high.max(off.min(cap_m)));
+            }
+        }
+        let bound = if (low, high) == (-bound_m, bound_m) {
+            named
+        } else {
+            format!(
+                "the {low:+.4} to {high:+.4} m off it that the path's start and the arm's last seen pose allow \
+                 ({named}, at most max_tracking_error_m more)"
+            )
         };
-        ForearmSphere { robot, elbow: robot.elbow(), allowed_m, bound }
+        ForearmSphere { robot, elbow: robot.elbow(), band_m: (low, high), bound }
     }
 
     /// The fraction [0, 1] of the way along the line from `a` to `b` [m] nearest the elbow: where
@@ -173,7 +184,7 @@ impl<'a> ForearmSphere<'a> {
     /// Why the platform point `x` [m], `at` [s] along a path, is too far off the sphere, if it is.
     fn holds(&self, x: &Vec3, at: f64) -> Result<(), String> {
         let off = self.robot.forearm_sphere_offset(x);
-        if off.abs() <= self.allowed_m {
+        if off >= self.band_m.0 && off <= self.band_m.1 {
             return Ok(());
         }
         let (e, l_arm) = (&self.elbow, self.robot.params().l_arm);
@@ -190,6 +201,8 @@ mod tests {
     use super::*;
     use crate::control::arc::ArcSpec;
 
+    const AT_THE_REFERENCE: PathStart = PathStart::AtTheReference { seen: None };
+
     #[test]
     fn a_path_off_the_forearms_sphere_is_refused_before_it_runs() {
         use crate::control::Waypoint;
@@ -197,19 +210,19 @@ mod tests {
         let config = ProtectionConfig::default();
         let (elbow, l_arm) = (robot.elbow(), robot.params().l_arm);
         let arc = ArcSpec::default().waypoints(&elbow, l_arm).unwrap();
-        for start in [PathStart::AtTheReference, PathStart::Requested] {
+        for start in [AT_THE_REFERENCE, PathStart::Requested] {
             assert_eq!(config.check_path(&robot, &arc, start), Ok(()));
         }
         // Straight out from the elbow, 2.4 cm past the sphere in 1 s: past the bound at its end.
         let out = |by: f64| elbow + (arc[0].x - elbow) * ((l_arm + by) / l_arm);
         let path = |by: f64| [Waypoint { x: arc[0].x, ..arc[0] }, Waypoint { t: arc[0].t + 1.0, x: out(by), ..arc[0] }];
-        let refused = config.check_path(&robot, &path(0.024), PathStart::AtTheReference).unwrap_err();
+        let refused = config.check_path(&robot, &path(0.024), AT_THE_REFERENCE).unwrap_err();
         assert!(
             refused.starts_with("at 1.000 s the platform point would be +0.0240 m off the forearm's sphere"),
             "{refused}"
         );
         assert!(refused.contains("hil.protection.max_forearm_offset_m (0.0100 m)"), "{refused}");
-        assert_eq!(config.check_path(&robot, &path(-0.009), PathStart::AtTheReference), Ok(()));
+        assert_eq!(config.check_path(&robot, &path(-0.009), AT_THE_REFERENCE), Ok(()));
         assert!((robot.forearm_sphere_offset(&out(-0.009)) + 0.009).abs() < 1e-12);
         // A port-5555 session's first waypoint is the client's own: held to the bound.
         let from_off = [Waypoint { x: out(0.011), ..arc[0] }, arc[1]];
@@ -238,7 +251,7 @@ mod tests {
             let sampled = robot.forearm_sphere_offset(&chord[0].x.lerp(&chord[1].x, k as f64 / 8.0));
             assert!(sampled.abs() < 0.01, "{k}/8 of the way: {sampled}");
         }
-        let refused = config.check_path(&robot, &chord, PathStart::AtTheReference).unwrap_err();
+        let refused = config.check_path(&robot, &chord, AT_THE_REFERENCE).unwrap_err();
         assert!(
             refused.starts_with("at 0.900 s the platform point would be -0.0101 m off the forearm's sphere"),
             "{refused}"
@@ -259,17 +272,28 @@ mod tests {
                 Waypoint { t: 1.0, x: off(to), ..Waypoint::default() },
             ]
         };
-        // The loop's reference holds 1.5 cm off (it followed the estimate there): a hold, and a way
-        // back onto the sphere, are taken; a way 1 mm farther is not, saying why.
-        assert_eq!(config.check_path(&robot, &way(0.015, 0.015)[..1], PathStart::AtTheReference), Ok(()));
-        assert_eq!(config.check_path(&robot, &way(0.015, 0.0), PathStart::AtTheReference), Ok(()));
-        assert_eq!(config.check_path(&robot, &way(-0.015, -0.005), PathStart::AtTheReference), Ok(()));
-        let farther = config.check_path(&robot, &way(0.015, 0.016), PathStart::AtTheReference).unwrap_err();
+        let check = |way: &[Waypoint], seen: Option<f64>| {
+            config.check_path(&robot, way, PathStart::AtTheReference { seen: seen.map(off) })
+        };
+        // The loop's reference holds 1.5 cm off (the arm was seen there): a hold, and a way
+        // back onto the sphere, are taken; a way 1 mm farther is not, nor one across to the
+        // other side, saying why.
+        assert_eq!(check(&way(0.015, 0.015)[..1], None), Ok(()));
+        assert_eq!(check(&way(0.015, 0.0), None), Ok(()));
+        assert_eq!(check(&way(-0.015, -0.005), None), Ok(()));
+        let farther = check(&way(0.015, 0.016), None).unwrap_err();
         assert!(
             farther.contains("+0.0160 m off the forearm's sphere")
-                && farther.contains("past the 0.0150 m off it where the arm's reference starts"),
+                && farther.contains("past the -0.0100 to +0.0150 m off it that the path's start"),
             "{farther}"
         );
+        assert!(check(&way(0.015, -0.015), None).unwrap_err().contains("-0.0150 m off"));
+        // Held 0.9 cm off and seen 1.2 cm off (the arm trailing its reference outward): a
+        // hold where it is seen is taken, a way past it is not.
+        assert_eq!(check(&way(0.009, 0.012), Some(0.012)), Ok(()));
+        assert!(check(&way(0.009, 0.013), Some(0.012)).is_err());
+        // No start takes the band past the bound and the tracking bound together (2 cm).
+        assert!(check(&way(0.025, 0.025)[..1], Some(0.025)).unwrap_err().contains("+0.0250 m off"));
         // The client's own start gets no such leave.
         assert!(config.check_path(&robot, &way(0.015, 0.0), PathStart::Requested).is_err());
     }

@@ -258,7 +258,9 @@ impl Feeder {
                 let last = head[head.len() - 1].x;
                 let samples = segment_after(&points, &last, &self.robot)?;
                 let way: Vec<Waypoint> = head.into_iter().chain(samples.iter().copied()).collect();
-                self.bounds.check_path(&self.robot, &way, PathStart::AtTheReference).map_err(SegmentError::Bounds)?;
+                // No client aims a segment at where the arm is seen: its band is its start's.
+                let start = PathStart::AtTheReference { seen: None };
+                self.bounds.check_path(&self.robot, &way, start).map_err(SegmentError::Bounds)?;
                 // Its end is not taken as a stop: the next segment may go on from it.
                 self.bounds.check_motion(&self.robot, &way, (from_rest, false)).map_err(SegmentError::Bounds)?;
                 self.queue.push_back(FeedItem::Segment);

@@ -86,8 +86,17 @@ impl Loop {
                         assert_within_motor_acceleration(model, trajectory.waypoints(), continues);
                     }
                     assert_within_motor_speed(&model.robot, trajectory.waypoints());
+                    // Checked from the model's own reference and arm, not from the path's first
+                    // waypoint: a path that starts elsewhere, or walks the band wider, fails.
+                    let anchored: Vec<Waypoint> = std::iter::once(Waypoint {
+                        t: trajectory.waypoints()[0].t,
+                        x: model.following.held_or(model.t),
+                        ..Waypoint::default()
+                    })
+                    .chain(trajectory.waypoints().iter().copied())
+                    .collect();
                     bounds
-                        .check_path(&model.robot, trajectory.waypoints(), PathStart::AtTheReference)
+                        .check_path(&model.robot, &anchored, PathStart::AtTheReference { seen: Some(model.x) })
                         .expect("a path past the bounds was sent");
                     withdrawals.done(*withdrawal, model.t, Some(model.following.held_or(model.t)));
                     model.following.follow(trajectory.clone(), model.t);
@@ -113,7 +122,7 @@ impl Loop {
                     let way: Vec<Waypoint> =
                         std::iter::once(Waypoint { t: 0.0, x: from, ..Waypoint::default() }).chain(samples).collect();
                     bounds
-                        .check_path(&model.robot, &way, PathStart::AtTheReference)
+                        .check_path(&model.robot, &way, PathStart::AtTheReference { seen: Some(model.x) })
                         .expect("a segment's way from the hold past the bounds");
                     bounds.check_motion(&model.robot, &way, (true, false)).expect("a segment too fast from the hold");
                     assert_within_motor_speed(&model.robot, &way);
