@@ -15,17 +15,54 @@ const PATH_CHECKS_PER_LINE: usize = 8;
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum PathStart {
     /// Where the loop's reference already is (hil_node's joint goals, joint commands and
-    /// segments; a segment's way may start on the way queued before it), with where the arm was
-    /// last `seen` (the loop's estimate) where the node knows it. The path may keep within the
-    /// band of offsets from the sphere that the bound, its start and the seen arm span (each on
-    /// its own side), and never more than `max_forearm_offset_m` and `max_tracking_error_m`
-    /// together off it. The loop's reference comes off the sphere on a resume where the arm is
+    /// segments; a segment's way may start on the way queued before it), with the offsets from
+    /// the sphere the arm was `seen` at lately ([`SeenOffsets`]), where the node knows them. The
+    /// path keeps within the band the bound spans, widened on each side to its start where that
+    /// is farther off, and to where the arm was seen up to `max_forearm_offset_m` and
+    /// `max_tracking_error_m` together: never farther off than it already is, or than the arm
+    /// was seen near it. The loop's reference comes off the sphere on a resume where the arm is
     /// seen, or after a joint command to where it is seen (joint_trajectory_controller's hold
-    /// after a cancel): such a hold, and the way back, must not be refused.
-    AtTheReference { seen: Option<Vec3> },
+    /// after a cancel, at its state, which is a few frames old): such a hold, and the way back,
+    /// must not be refused.
+    AtTheReference { seen: Option<(f64, f64)> },
     /// A point the client chose (a Cartesian goal's first waypoint, a port-5555 session's): held
     /// to `max_forearm_offset_m` as every other point is.
     Requested,
+}
+
+/// How many of the loop's latest frames [`SeenOffsets`] keeps: 0.128 s of the 1 kHz loop,
+/// longer than the age of the state joint_trajectory_controller holds at.
+const SEEN_FRAMES: usize = 128;
+
+/// The platform point's offsets from the forearm's sphere [m] at the loop's latest frames, as
+/// its estimate saw them: where a hold at the arm's state may aim.
+#[derive(Clone, Debug)]
+pub struct SeenOffsets {
+    offsets: [f64; SEEN_FRAMES],
+    next: usize,
+}
+
+impl Default for SeenOffsets {
+    fn default() -> Self {
+        SeenOffsets { offsets: [f64::NAN; SEEN_FRAMES], next: 0 }
+    }
+}
+
+impl SeenOffsets {
+    /// The estimate saw the platform point at `x` [m].
+    pub fn seen(&mut self, robot: &Robot, x: &Vec3) {
+        self.offsets[self.next] = robot.forearm_sphere_offset(x);
+        self.next = (self.next + 1) % SEEN_FRAMES;
+    }
+
+    /// The least and the most offset seen [m], if any was.
+    pub fn band(&self) -> Option<(f64, f64)> {
+        let finite = self.offsets.iter().copied().filter(|off| off.is_finite());
+        finite.fold(None, |band, off| match band {
+            None => Some((off, off)),
+            Some((low, high)) => Some((f64::min(low, off), f64::max(high, off))),
+        })
+    }
 }
 
 impl ProtectionConfig {
@@ -150,20 +187,30 @@ impl<'a> ForearmSphere<'a> {
         let bound_m = config.max_forearm_offset_m;
         let named = format!("hil.protection.max_forearm_offset_m ({bound_m:.4} m)");
         let (mut low, mut high) = (-bound_m, bound_m);
+        let mut widened_by = Vec::new();
         if let PathStart::AtTheReference { seen } = whose {
+            let from_m = robot.forearm_sphere_offset(start);
+            if from_m.is_finite() && !(-bound_m..=bound_m).contains(&from_m) {
+                (low, high) = (low.min(from_m), high.max(from_m));
+                widened_by.push("the path's start".to_owned());
+            }
             let cap_m = bound_m + config.max_tracking_error_m;
-            let offsets = std::iter::once(start).chain(seen.as_ref()).map(|x| robot.forearm_sphere_offset(x));
-            for off in offsets.filter(|off| off.is_finite()) {
-                (low, high) = (low.min(off.max(-cap_m)), high.max(off.min(cap_m)));
+            if let Some((seen_low, seen_high)) = seen.filter(|(low, high)| low.is_finite() && high.is_finite()) {
+                if seen_low < low || seen_high > high {
+                    (low, high) = (low.min(seen_low.max(-cap_m)), high.max(seen_high.min(cap_m)));
+                    widened_by.push(format!(
+                        "where the arm was seen lately (by at most hil.protection.max_tracking_error_m, {:.4} m)",
+                        config.max_tracking_error_m
+                    ));
+                }
             }
         }
-        let bound = if (low, high) == (-bound_m, bound_m) {
-            named
-        } else {
-            format!(
-                "the {low:+.4} to {high:+.4} m off it that the path's start and the arm's last seen pose allow \
-                 ({named}, at most max_tracking_error_m more)"
-            )
+        let bound = match widened_by.is_empty() {
+            true => named,
+            false => format!(
+                "the {low:+.4} to {high:+.4} m off it that {named} widened to {} allows",
+                widened_by.join(" and ")
+            ),
         };
         ForearmSphere { robot, elbow: robot.elbow(), band_m: (low, high), bound }
     }
@@ -272,28 +319,37 @@ mod tests {
                 Waypoint { t: 1.0, x: off(to), ..Waypoint::default() },
             ]
         };
-        let check = |way: &[Waypoint], seen: Option<f64>| {
-            config.check_path(&robot, way, PathStart::AtTheReference { seen: seen.map(off) })
+        let check = |way: &[Waypoint], seen_m: &[f64]| {
+            let mut seen = SeenOffsets::default();
+            seen_m.iter().for_each(|&by| seen.seen(&robot, &off(by)));
+            config.check_path(&robot, way, PathStart::AtTheReference { seen: seen.band() })
         };
         // The loop's reference holds 1.5 cm off (the arm was seen there): a hold, and a way
         // back onto the sphere, are taken; a way 1 mm farther is not, nor one across to the
         // other side, saying why.
-        assert_eq!(check(&way(0.015, 0.015)[..1], None), Ok(()));
-        assert_eq!(check(&way(0.015, 0.0), None), Ok(()));
-        assert_eq!(check(&way(-0.015, -0.005), None), Ok(()));
-        let farther = check(&way(0.015, 0.016), None).unwrap_err();
+        assert_eq!(check(&way(0.015, 0.015)[..1], &[]), Ok(()));
+        assert_eq!(check(&way(0.015, 0.0), &[]), Ok(()));
+        assert_eq!(check(&way(-0.015, -0.005), &[]), Ok(()));
+        let farther = check(&way(0.015, 0.016), &[]).unwrap_err();
         assert!(
             farther.contains("+0.0160 m off the forearm's sphere")
-                && farther.contains("past the -0.0100 to +0.0150 m off it that the path's start"),
+                && farther.contains(
+                    "past the -0.0100 to +0.0150 m off it that hil.protection.max_forearm_offset_m (0.0100 m) widened \
+                     to the path's start allows"
+                ),
             "{farther}"
         );
-        assert!(check(&way(0.015, -0.015), None).unwrap_err().contains("-0.0150 m off"));
-        // Held 0.9 cm off and seen 1.2 cm off (the arm trailing its reference outward): a
-        // hold where it is seen is taken, a way past it is not.
-        assert_eq!(check(&way(0.009, 0.012), Some(0.012)), Ok(()));
-        assert!(check(&way(0.009, 0.013), Some(0.012)).is_err());
-        // No start takes the band past the bound and the tracking bound together (2 cm).
-        assert!(check(&way(0.025, 0.025)[..1], Some(0.025)).unwrap_err().contains("+0.0250 m off"));
+        assert!(check(&way(0.015, -0.015), &[]).unwrap_err().contains("-0.0150 m off"));
+        // Held 0.9 cm off and seen lately 1.0 to 1.2 cm off (the arm trailing its reference
+        // outward): a hold where it was seen is taken, a way past it is not.
+        assert_eq!(check(&way(0.009, 0.012), &[0.012, 0.010]), Ok(()));
+        let past = check(&way(0.009, 0.013), &[0.012, 0.010]).unwrap_err();
+        assert!(past.contains("widened to where the arm was seen lately"), "{past}");
+        // Where the arm was seen widens the band up to the bound and the tracking bound
+        // together (2 cm); a start farther off still widens it to itself: a hold there, and the
+        // way back, are taken.
+        assert!(check(&way(0.015, 0.025), &[0.025]).unwrap_err().contains("+0.0250 m off"));
+        assert_eq!(check(&way(0.03, 0.0), &[0.03]), Ok(()));
         // The client's own start gets no such leave.
         assert!(config.check_path(&robot, &way(0.015, 0.0), PathStart::Requested).is_err());
     }

@@ -65,6 +65,13 @@ impl JointCommandMoves {
     }
 }
 
+/// How the model checks a path its loop takes: from its reference, its arm seen where its last
+/// frame said (the node allows where the arm was seen over its latest frames, no less).
+fn at_the_models_arm(model: &Model) -> PathStart {
+    let seen_m = model.robot.forearm_sphere_offset(&model.x);
+    PathStart::AtTheReference { seen: Some((seen_m, seen_m)) }
+}
+
 impl Loop {
     fn take_requests(&mut self, model: &mut Model, queue: &RequestQueue, withdrawals: &Withdrawals) {
         let Some(feeder) = &mut self.feeder else { return };
@@ -86,8 +93,8 @@ impl Loop {
                         assert_within_motor_acceleration(model, trajectory.waypoints(), continues);
                     }
                     assert_within_motor_speed(&model.robot, trajectory.waypoints());
-                    // Checked from the model's own reference and arm, not from the path's first
-                    // waypoint: a path that starts elsewhere, or walks the band wider, fails.
+                    // Checked from the model's own reference, not from the path's first
+                    // waypoint: a path that starts away from the model's reference fails here.
                     let anchored: Vec<Waypoint> = std::iter::once(Waypoint {
                         t: trajectory.waypoints()[0].t,
                         x: model.following.held_or(model.t),
@@ -96,7 +103,7 @@ impl Loop {
                     .chain(trajectory.waypoints().iter().copied())
                     .collect();
                     bounds
-                        .check_path(&model.robot, &anchored, PathStart::AtTheReference { seen: Some(model.x) })
+                        .check_path(&model.robot, &anchored, at_the_models_arm(model))
                         .expect("a path past the bounds was sent");
                     withdrawals.done(*withdrawal, model.t, Some(model.following.held_or(model.t)));
                     model.following.follow(trajectory.clone(), model.t);
@@ -122,7 +129,7 @@ impl Loop {
                     let way: Vec<Waypoint> =
                         std::iter::once(Waypoint { t: 0.0, x: from, ..Waypoint::default() }).chain(samples).collect();
                     bounds
-                        .check_path(&model.robot, &way, PathStart::AtTheReference { seen: Some(model.x) })
+                        .check_path(&model.robot, &way, at_the_models_arm(model))
                         .expect("a segment's way from the hold past the bounds");
                     bounds.check_motion(&model.robot, &way, (true, false)).expect("a segment too fast from the hold");
                     assert_within_motor_speed(&model.robot, &way);
