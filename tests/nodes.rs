@@ -662,10 +662,20 @@ fn a_hil_hold_where_the_arm_is_seen_off_the_forearms_sphere_is_taken_and_so_is_t
     let farther = robot.inverse_kinematics(&off(0.02), Some(&theta)).unwrap();
     let refused = commands.joint_command((10.008, None), &names, farther.as_slice()).unwrap_err();
     assert!(refused.contains("widened to the path's start"), "{refused}");
-    // Held 0.9 cm off, seen 1.2 cm off (trailing outward): JTC's hold where it is seen is taken.
-    commands.frame(&hil_frame(6.0, off(0.012).into(), off(0.009).into()), true, Now::on_one_clock(0));
+    // Held 0.9 cm off, seen 1.2 cm off (trailing outward) for longer than the frames the node
+    // keeps: JTC's hold where it is seen is taken, a move 2 mm farther is not.
+    for k in 0..200 {
+        commands.frame(
+            &hil_frame(6.0 + 1e-3 * k as f64, off(0.012).into(), off(0.009).into()),
+            true,
+            Now::on_one_clock(0),
+        );
+    }
     let seen = robot.inverse_kinematics(&off(0.012), Some(&theta)).unwrap();
     commands.joint_command((20.0, None), &names, seen.as_slice()).expect("the hold where the arm is seen");
+    let past = robot.inverse_kinematics(&off(0.014), Some(&theta)).unwrap();
+    let refused = commands.joint_command((30.0, None), &names, past.as_slice()).unwrap_err();
+    assert!(refused.contains("widened to where the arm was seen lately"), "{refused}");
 }
 
 #[test]

@@ -30,8 +30,9 @@ pub enum PathStart {
     Requested,
 }
 
-/// How many of the loop's latest frames [`SeenOffsets`] keeps: 0.128 s of the 1 kHz loop,
-/// longer than the age of the state joint_trajectory_controller holds at.
+/// How many of the loop's latest frames [`SeenOffsets`] keeps: 0.128 s of the 1 kHz loop with
+/// `hil.frame_every` 1 and no frame dropped on the way to the node, longer than the age of the
+/// state joint_trajectory_controller holds at.
 const SEEN_FRAMES: usize = 128;
 
 /// The platform point's offsets from the forearm's sphere [m] at the loop's latest frames, as
@@ -196,8 +197,9 @@ impl<'a> ForearmSphere<'a> {
             }
             let cap_m = bound_m + config.max_tracking_error_m;
             if let Some((seen_low, seen_high)) = seen.filter(|(low, high)| low.is_finite() && high.is_finite()) {
+                let (seen_low, seen_high) = (seen_low.max(-cap_m), seen_high.min(cap_m));
                 if seen_low < low || seen_high > high {
-                    (low, high) = (low.min(seen_low.max(-cap_m)), high.max(seen_high.min(cap_m)));
+                    (low, high) = (low.min(seen_low), high.max(seen_high));
                     widened_by.push(format!(
                         "where the arm was seen lately (by at most hil.protection.max_tracking_error_m, {:.4} m)",
                         config.max_tracking_error_m
@@ -348,9 +350,30 @@ mod tests {
         // Where the arm was seen widens the band up to the bound and the tracking bound
         // together (2 cm); a start farther off still widens it to itself: a hold there, and the
         // way back, are taken.
-        assert!(check(&way(0.015, 0.025), &[0.025]).unwrap_err().contains("+0.0250 m off"));
+        let capped = check(&way(0.015, 0.025), &[0.025]).unwrap_err();
+        assert!(capped.contains("+0.0250 m off") && capped.contains("to +0.0200 m off it"), "{capped}");
+        assert_eq!(check(&way(0.015, 0.02), &[0.025]), Ok(()));
         assert_eq!(check(&way(0.03, 0.0), &[0.03]), Ok(()));
         // The client's own start gets no such leave.
         assert!(config.check_path(&robot, &way(0.015, 0.0), PathStart::Requested).is_err());
+    }
+
+    #[test]
+    fn the_offsets_seen_are_those_of_the_latest_frames() {
+        let robot = Robot::default();
+        let (elbow, l_arm) = (robot.elbow(), robot.params().l_arm);
+        let on = ArcSpec::default().waypoints(&elbow, l_arm).unwrap()[0].x;
+        let off = |by: f64| elbow + (on - elbow) * ((l_arm + by) / l_arm);
+        let mut seen = SeenOffsets::default();
+        assert_eq!(seen.band(), None, "nothing seen yet");
+        seen.seen(&robot, &off(0.015));
+        seen.seen(&robot, &Vec3::repeat(f64::NAN));
+        let (low, high) = seen.band().unwrap();
+        assert!((low - 0.015).abs() < 1e-12 && (high - 0.015).abs() < 1e-12, "a frame not seen is left out");
+        for _ in 0..SEEN_FRAMES {
+            seen.seen(&robot, &off(0.005));
+        }
+        let (low, high) = seen.band().unwrap();
+        assert!((low - 0.005).abs() < 1e-12 && (high - 0.005).abs() < 1e-12, "older frames drop out: {low} {high}");
     }
 }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use arm_hil::control::{Trajectory, Waypoint};
-use arm_hil::hil::protection::{PathStart, ProtectionConfig};
+use arm_hil::hil::protection::{PathStart, ProtectionConfig, SeenOffsets};
 use arm_hil::hil::Withdrawals;
 use arm_hil::model::math::Vec3;
 use arm_hil::model::Robot;
@@ -35,6 +35,8 @@ struct Loop {
     holding_at: Option<Vec3>,
     /// Which of the requests the node sends are joint commands' moves.
     joint_command_moves: JointCommandMoves,
+    /// Where the node saw the arm at the loop's latest frames, as it keeps them.
+    seen: SeenOffsets,
 }
 
 /// The requests joint commands sent, by their place among all the node sent: the loop takes
@@ -65,15 +67,11 @@ impl JointCommandMoves {
     }
 }
 
-/// How the model checks a path its loop takes: from its reference, its arm seen where its last
-/// frame said (the node allows where the arm was seen over its latest frames, no less).
-fn at_the_models_arm(model: &Model) -> PathStart {
-    let seen_m = model.robot.forearm_sphere_offset(&model.x);
-    PathStart::AtTheReference { seen: Some((seen_m, seen_m)) }
-}
-
 impl Loop {
     fn take_requests(&mut self, model: &mut Model, queue: &RequestQueue, withdrawals: &Withdrawals) {
+        // The start every path the loop takes is checked from: its reference (each way is
+        // anchored there), with where the node saw the arm lately.
+        let at_the_models_arm = PathStart::AtTheReference { seen: self.seen.band() };
         let Some(feeder) = &mut self.feeder else { return };
         let bounds = ProtectionConfig::default();
         while let Some(request) = queue.try_take() {
@@ -103,7 +101,7 @@ impl Loop {
                     .chain(trajectory.waypoints().iter().copied())
                     .collect();
                     bounds
-                        .check_path(&model.robot, &anchored, at_the_models_arm(model))
+                        .check_path(&model.robot, &anchored, at_the_models_arm)
                         .expect("a path past the bounds was sent");
                     withdrawals.done(*withdrawal, model.t, Some(model.following.held_or(model.t)));
                     model.following.follow(trajectory.clone(), model.t);
@@ -129,7 +127,7 @@ impl Loop {
                     let way: Vec<Waypoint> =
                         std::iter::once(Waypoint { t: 0.0, x: from, ..Waypoint::default() }).chain(samples).collect();
                     bounds
-                        .check_path(&model.robot, &way, at_the_models_arm(model))
+                        .check_path(&model.robot, &way, at_the_models_arm)
                         .expect("a segment's way from the hold past the bounds");
                     bounds.check_motion(&model.robot, &way, (true, false)).expect("a segment too fast from the hold");
                     assert_within_motor_speed(&model.robot, &way);
@@ -295,6 +293,7 @@ impl HilNode {
         self.answers(answers);
         assert!(!self.book.any_running() && !self.cartesian.any_running(), "a goal outlives the loop");
         self.hil_loop.take_requests(&mut self.model, &self.queue, &self.withdrawals);
+        self.hil_loop.seen = SeenOffsets::default();
         (self.looping, self.held_since_stop) = (false, true);
     }
 
@@ -309,6 +308,7 @@ impl HilNode {
             }
             self.hil_loop.take_requests(&mut self.model, &self.queue, &self.withdrawals);
             let (frame, _) = self.model.frame();
+            self.hil_loop.seen.seen(&self.model.robot, &frame.x);
             let now = now_ns(&self.model);
             let answers = self.commands.frame(&frame, true, Now::on_one_clock(now));
             self.answers(answers);
@@ -339,7 +339,12 @@ impl StateMachineTest for HilMachine {
         let still = |t| Waypoint { t, x: model.x, ..Waypoint::default() };
         let initial = Trajectory::with_robot_forearm(vec![still(0.0), still(1.0)], &model.robot).unwrap();
         let feeder = Feeder::new(&initial, model.robot.clone(), config.hil.protection.clone(), withdrawals.clone());
-        let mut hil_loop = Loop { feeder: Some(feeder), holding_at: None, joint_command_moves: Default::default() };
+        let mut hil_loop = Loop {
+            feeder: Some(feeder),
+            holding_at: None,
+            joint_command_moves: Default::default(),
+            seen: SeenOffsets::default(),
+        };
         hil_loop.start(&model, &withdrawals);
         commands.loop_started();
         let stopped = config.settings.constraints.stopped_velocity_tolerance;
