@@ -44,8 +44,13 @@ HELD_STATES = 125  # half a second of them
 HELD_RAD = 0.01  # the estimate's noise stays well inside [rad]
 
 
+def joint_distance(a, b):
+    """The most any joint differs between poses `a` and `b` [rad]."""
+    return max(abs(x - y) for x, y in zip(a, b))
+
+
 def near(a, b, rad=HELD_RAD):
-    return max(abs(x - y) for x, y in zip(a, b)) < rad
+    return joint_distance(a, b) < rad
 
 
 def holds(poses):
@@ -115,7 +120,7 @@ class FollowJointTrajectoryTest(DriverTest):
         poses = [[m.position[m.name.index(joint)] for joint in self.joints] for _, m in states
                  if set(self.joints) <= set(m.name)]
         self.assertTrue(poses, f"no /joint_states of {self.joints} from {self.node_name}")
-        distance = [max(abs(a - b) for a, b in zip(pose, poses[0])) for pose in poses]
+        distance = [joint_distance(pose, poses[0]) for pose in poses]
         return poses[0], poses[distance.index(max(distance))]
 
     def poses_where_its_own_trajectory_ends(self, seconds=1.0, timeout=30.0):
@@ -382,7 +387,7 @@ class SilFollowJointTrajectory(FollowJointTrajectoryTest):
         """The acceptance list between two poses the arm takes on its own trajectory (its
         workspace is narrow in joint space)."""
         start, apart = self.two_poses_of_its_own_trajectory()
-        distance = max(abs(a - b) for a, b in zip(start, apart))
+        distance = joint_distance(start, apart)
         self.assertGreater(distance, 0.05, "the arm hardly moves on its own trajectory")
         self.check_the_action([start, apart], [10.0, 0.0, 0.0], margin=distance / 4)
 
@@ -511,9 +516,6 @@ class Ros2ControlBringup(FollowJointTrajectoryTest):
         def poses(seconds):
             return [[m.position[m.name.index(j)] for j in motors] for _, m in self.collect(topic, JointState, seconds)]
 
-        def distance(a, b):
-            return max(abs(x - y) for x, y in zip(a, b))
-
         path, deadline = poses(1.0), time.monotonic() + 40.0
         while (state := self.controller_state("joint_trajectory_controller",
                                               max(deadline - time.monotonic(), 1.0))) != "active":
@@ -529,7 +531,7 @@ class Ros2ControlBringup(FollowJointTrajectoryTest):
         last = path[-1]
 
         def about(reach):
-            return min(path, key=lambda p: abs(distance(p, last) - reach))
+            return min(path, key=lambda p: abs(joint_distance(p, last) - reach))
 
         self.check_controllers(motors, about(0.1), about(0.05), bag)
 

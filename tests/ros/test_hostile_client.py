@@ -25,7 +25,8 @@ from lifecycle_msgs.srv import GetState
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from test_follow_joint_trajectory import ArduinoFollowJointTrajectory, FollowJointTrajectoryTest, installed, trajectory
+from test_follow_joint_trajectory import (ArduinoFollowJointTrajectory, FollowJointTrajectoryTest, installed, joint_distance,
+                                         trajectory)
 from test_nodes import (ERROR, OK, arc_rows, emulator, launch, multi_dof_trajectory, on_the_emulated_rig, stamp_s,
                         stop)
 
@@ -157,7 +158,7 @@ class HostileClient(FollowJointTrajectoryTest):
         self.assertNotIn("protective stop", loop.message, "the start-up arc tripped a protective stop twice")
         if unseen:
             raise unseen
-        self.assertGreater(max(abs(a - b) for a, b in zip(start, apart)), 0.1,
+        self.assertGreater(joint_distance(start, apart), 0.1,
                            f"the start-up arc was over before it was seen: {start}, {apart}")
         return rig, start, apart
 
@@ -195,7 +196,7 @@ class HostileClient(FollowJointTrajectoryTest):
         def moved(messages):
             poses = [[m.position[m.name.index(joint)] for joint in MOTORS] for _, m in messages
                      if set(MOTORS) <= set(m.name)]
-            return poses and max(abs(a - b) for a, b in zip(poses[-1], poses[0])) > 0.02
+            return poses and joint_distance(poses[-1], poses[0]) > 0.02
 
         ending = handle.get_result_async()
         self.assertTrue(moved(self.collect("/joint_states", JointState, 5.0, until=moved)),

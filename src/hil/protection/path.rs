@@ -175,46 +175,53 @@ impl ProtectionConfig {
 /// The forearm's sphere as [`ProtectionConfig::check_path`] holds a path to it: the platform
 /// point's offset ([`Robot::forearm_sphere_offset`]) within `band_m`.
 struct ForearmSphere<'a> {
+    config: &'a ProtectionConfig,
     robot: &'a Robot,
-    elbow: Vec3,
     /// The least and the most offset allowed [m] (inside the sphere is negative).
     band_m: (f64, f64),
-    /// Whose band it is, for the refusal.
-    bound: String,
+    /// Whether the path's start, and where the arm was seen lately, widened the band past the
+    /// bound's: a refusal names what did.
+    widened_by: (bool, bool),
 }
 
 impl<'a> ForearmSphere<'a> {
-    fn new(config: &ProtectionConfig, robot: &'a Robot, start: &Vec3, whose: PathStart) -> Self {
+    fn new(config: &'a ProtectionConfig, robot: &'a Robot, start: &Vec3, whose: PathStart) -> Self {
         let bound_m = config.max_forearm_offset_m;
-        let named = format!("hil.protection.max_forearm_offset_m ({bound_m:.4} m)");
         let (mut low, mut high) = (-bound_m, bound_m);
-        let mut widened_by = Vec::new();
+        let mut widened_by = (false, false);
         if let PathStart::AtTheReference { seen } = whose {
             let from_m = robot.forearm_sphere_offset(start);
             if from_m.is_finite() && !(-bound_m..=bound_m).contains(&from_m) {
                 (low, high) = (low.min(from_m), high.max(from_m));
-                widened_by.push("the path's start".to_owned());
+                widened_by.0 = true;
             }
             let cap_m = bound_m + config.max_tracking_error_m;
             if let Some((seen_low, seen_high)) = seen.filter(|(low, high)| low.is_finite() && high.is_finite()) {
                 let (seen_low, seen_high) = (seen_low.max(-cap_m), seen_high.min(cap_m));
                 if seen_low < low || seen_high > high {
                     (low, high) = (low.min(seen_low), high.max(seen_high));
-                    widened_by.push(format!(
-                        "where the arm was seen lately (by at most hil.protection.max_tracking_error_m, {:.4} m)",
-                        config.max_tracking_error_m
-                    ));
+                    widened_by.1 = true;
                 }
             }
         }
-        let bound = match widened_by.is_empty() {
-            true => named,
-            false => format!(
-                "the {low:+.4} to {high:+.4} m off it that {named} widened to {} allows",
-                widened_by.join(" and ")
-            ),
+        ForearmSphere { config, robot, band_m: (low, high), widened_by }
+    }
+
+    /// The band, as a refusal names it.
+    fn named(&self) -> String {
+        let named = format!("hil.protection.max_forearm_offset_m ({:.4} m)", self.config.max_forearm_offset_m);
+        let seen = format!(
+            "where the arm was seen lately (by at most hil.protection.max_tracking_error_m, {:.4} m)",
+            self.config.max_tracking_error_m
+        );
+        let widened_to = match self.widened_by {
+            (false, false) => return named,
+            (true, false) => "the path's start".to_owned(),
+            (false, true) => seen,
+            (true, true) => format!("the path's start and {seen}"),
         };
-        ForearmSphere { robot, elbow: robot.elbow(), band_m: (low, high), bound }
+        let (low, high) = self.band_m;
+        format!("the {low:+.4} to {high:+.4} m off it that {named} widened to {widened_to} allows")
     }
 
     /// The fraction [0, 1] of the way along the line from `a` to `b` [m] nearest the elbow: where
@@ -224,7 +231,7 @@ impl<'a> ForearmSphere<'a> {
         let along = b - a;
         let length2 = along.norm_squared();
         if length2 > 0.0 {
-            ((self.elbow - a).dot(&along) / length2).clamp(0.0, 1.0)
+            ((self.robot.elbow() - a).dot(&along) / length2).clamp(0.0, 1.0)
         } else {
             0.0
         }
@@ -236,11 +243,14 @@ impl<'a> ForearmSphere<'a> {
         if off >= self.band_m.0 && off <= self.band_m.1 {
             return Ok(());
         }
-        let (e, l_arm) = (&self.elbow, self.robot.params().l_arm);
+        let (e, l_arm) = (self.robot.elbow(), self.robot.params().l_arm);
         Err(format!(
             "at {at:.3} s the platform point would be {off:+.4} m off the forearm's sphere (radius {l_arm:.3} m \
              about the elbow at ({:.3}, {:.3}, {:.3}) m; + outside it), past {}",
-            e.x, e.y, e.z, self.bound
+            e.x,
+            e.y,
+            e.z,
+            self.named()
         ))
     }
 }
