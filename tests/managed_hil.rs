@@ -30,7 +30,7 @@ impl HilReporter for Reports {
         self.0.lock().unwrap().push((level, message));
     }
 
-    fn loop_started(&self) {
+    fn loop_started(&self, _started_ns: u64) {
         self.0.lock().unwrap().push((Level::Ok, RUNNING.to_owned()));
     }
 

@@ -542,8 +542,8 @@ fn hil_commands_at(
     let (requests, queue) = arm_hil::nodes::hil::feeder::feed_requests();
     let withdrawals = Arc::new(arm_hil::hil::Withdrawals::default());
     let mut commands = hil_commands::<u32>(robot, arm_hil::hil::HilConfig::default(), requests, withdrawals.clone());
-    commands.loop_started();
-    commands.frame(&hil_frame(5.0, here, here), true, Now::on_one_clock(0));
+    commands.loop_started(0);
+    commands.frame(&hil_frame(5.0, here, here), 0, true, Now::on_one_clock(0));
     let theta = robot.inverse_kinematics(&Vec3::from(here), None).unwrap();
     (commands, queue, withdrawals, theta)
 }
@@ -613,12 +613,12 @@ fn a_hil_goal_starts_only_where_the_arm_holds() {
     let here = [0.15, 0.0, 0.2];
     let goal = goal_trajectory(&robot, &[(0.0, here), (1.0, [0.151, 0.0, 0.2])]);
     assert!(commands.follow_cartesian_goal(1, goal.clone()).unwrap_err().contains("not active"));
-    commands.loop_started();
+    commands.loop_started(0);
     assert!(commands.follow_cartesian_goal(1, goal.clone()).unwrap_err().contains("first frame"));
-    let answers = commands.frame(&hil_frame(5.0, here, [0.16, 0.0, 0.2]), true, Now::on_one_clock(0));
+    let answers = commands.frame(&hil_frame(5.0, here, [0.16, 0.0, 0.2]), 0, true, Now::on_one_clock(0));
     assert!(answers.cartesian.is_empty(), "no goal yet");
     assert!(commands.follow_cartesian_goal(1, goal.clone()).unwrap_err().contains("0.0100 m from the arm's reference"));
-    commands.frame(&hil_frame(5.001, here, [0.152, 0.0, 0.2]), true, Now::on_one_clock(0));
+    commands.frame(&hil_frame(5.001, here, [0.152, 0.0, 0.2]), 0, true, Now::on_one_clock(0));
     let endless = goal_trajectory(&robot, &[(0.0, [0.152, 0.0, 0.2]), (2e9, [0.152, 0.0, 0.2])]);
     assert!(commands.follow_cartesian_goal(1, endless).unwrap_err().contains("max_duration_s"), "bounded as FJT's");
     // A waypoint 5 cm away 1 ms later: the loop would lose the arm.
@@ -628,6 +628,28 @@ fn a_hil_goal_starts_only_where_the_arm_holds() {
     assert_eq!(commands.follow_cartesian_goal(1, goal), Ok(None));
 }
 
+/// A quick deactivate and activate: frames of the loop that stopped, still on their way to the
+/// node, are not the new loop's, and commands wait for its own first frame.
+#[test]
+fn frames_of_a_stopped_loop_that_come_after_the_next_one_started_are_not_taken() {
+    use arm_hil::hil::{HilConfig, Withdrawals};
+    use arm_hil::nodes::hil::feeder::feed_requests;
+    use arm_hil::nodes::hil::managed::LoopEnd;
+    let robot = Robot::default();
+    let (requests, _queue) = feed_requests();
+    let mut commands = hil_commands::<u32>(&robot, HilConfig::default(), requests, Arc::new(Withdrawals::default()));
+    let (held, moving) = ([0.15, 0.0, 0.2], [0.152, 0.0, 0.2]);
+    commands.loop_started(1_000);
+    commands.frame(&hil_frame(5.0, moving, moving), 1_500, true, Now::on_one_clock(0));
+    commands.loop_stopped(&LoopEnd::Asked("deactivated".into()));
+    commands.loop_started(3_000);
+    commands.frame(&hil_frame(5.001, moving, moving), 2_000, true, Now::on_one_clock(0));
+    let waiting = commands.taking().unwrap_err();
+    assert!(waiting.contains("first frame"), "the old loop's frame was taken: {waiting}");
+    commands.frame(&hil_frame(0.0, held, held), 3_000, true, Now::on_one_clock(0));
+    assert_eq!(commands.taking().map(|(reference, _)| reference), Ok(Vec3::from(held)));
+}
+
 #[test]
 fn a_hil_goal_off_the_forearms_sphere_is_refused_with_its_offset() {
     use arm_hil::hil::{HilConfig, Withdrawals};
@@ -635,10 +657,10 @@ fn a_hil_goal_off_the_forearms_sphere_is_refused_with_its_offset() {
     let robot = Robot::default();
     let (requests, _queue) = feed_requests();
     let mut commands = hil_commands::<u32>(&robot, HilConfig::default(), requests, Arc::new(Withdrawals::default()));
-    commands.loop_started();
+    commands.loop_started(0);
     // (0.15, 0, 0.2) is on the sphere; 4 cm along x the platform would be 1.6 cm inside it.
     let here = [0.15, 0.0, 0.2];
-    commands.frame(&hil_frame(5.0, here, here), true, Now::on_one_clock(0));
+    commands.frame(&hil_frame(5.0, here, here), 0, true, Now::on_one_clock(0));
     let inward = goal_trajectory(&robot, &[(0.0, here), (4.0, [0.19, 0.0, 0.2])]);
     let refused = commands.follow_cartesian_goal(1, inward).unwrap_err();
     assert!(refused.contains("m off the forearm's sphere") && refused.contains("max_forearm_offset_m"), "{refused}");
@@ -667,6 +689,7 @@ fn a_hil_hold_where_the_arm_is_seen_off_the_forearms_sphere_is_taken_and_so_is_t
     for k in 0..200 {
         commands.frame(
             &hil_frame(6.0 + 1e-3 * k as f64, off(0.012).into(), off(0.009).into()),
+            0,
             true,
             Now::on_one_clock(0),
         );
@@ -688,8 +711,8 @@ fn a_hil_cancel_holds_the_arm_even_when_a_flood_has_filled_the_feeders_requests(
     let withdrawals = Arc::new(Withdrawals::default());
     let mut commands = hil_commands::<u32>(&robot, HilConfig::default(), requests, withdrawals.clone());
     let here = [0.15, 0.0, 0.2];
-    commands.loop_started();
-    commands.frame(&hil_frame(5.0, here, here), true, Now::on_one_clock(0));
+    commands.loop_started(0);
+    commands.frame(&hil_frame(5.0, here, here), 0, true, Now::on_one_clock(0));
     let goal = goal_trajectory(&robot, &[(0.0, here), (1.0, [0.151, 0.0, 0.2])]);
     assert_eq!(commands.follow_cartesian_goal(1, goal), Ok(None));
     let flood = (0..).map(|_| commands.segment(vec![point(0.5, here)])).take_while(Result::is_ok).count();
@@ -729,15 +752,16 @@ fn hil_goals_run_on_the_loop_complete_with_a_result_and_a_cancel_holds_the_arm()
         .unwrap()
         .with_frames(Box::new(FrameChannel(frames_tx)))
         .with_withdrawals(withdrawals);
-    commands.loop_started();
+    commands.loop_started(arm_hil::hil::realtime::monotonic_ns());
     let running = std::thread::spawn(move || hil.run());
 
     let end = initial.end_time();
-    let mut frame = frames.recv().unwrap().frame;
-    while frame.t < end + 0.1 {
-        assert!(commands.frame(&frame, true, Now::on_one_clock(0)).cartesian.is_empty());
-        frame = frames.recv().unwrap().frame;
+    let mut taken = frames.recv().unwrap();
+    while taken.frame.t < end + 0.1 {
+        assert!(commands.frame(&taken.frame, taken.taken_ns, true, Now::on_one_clock(0)).cartesian.is_empty());
+        taken = frames.recv().unwrap();
     }
+    let frame = taken.frame;
     let hold = frame.x_ref;
     let step = |dx: f64| [hold.x + dx, hold.y, hold.z];
     let first = goal_trajectory(&robot, &[(0.0, step(0.0)), (0.3, step(0.001)), (0.6, step(0.002))]);
@@ -745,8 +769,9 @@ fn hil_goals_run_on_the_loop_complete_with_a_result_and_a_cancel_holds_the_arm()
     let mut updates = Vec::new();
     let mut cancelled_at = None;
     while cancelled_at.is_none() || updates.iter().all(|update| !matches!(update, GoalUpdate::Finished(2, ..))) {
-        let frame = frames.recv_timeout(std::time::Duration::from_secs(2)).expect("a frame").frame;
-        for update in commands.frame(&frame, true, Now::on_one_clock(0)).cartesian {
+        let taken = frames.recv_timeout(std::time::Duration::from_secs(2)).expect("a frame");
+        let frame = taken.frame;
+        for update in commands.frame(&frame, taken.taken_ns, true, Now::on_one_clock(0)).cartesian {
             match &update {
                 GoalUpdate::Finished(1, ..) => {
                     let second = goal_trajectory(&robot, &[(0.0, step(0.002)), (2.0, step(0.0))]);
@@ -1045,8 +1070,8 @@ fn a_flood_of_commands_is_refused_past_the_queues_bounds_with_a_reason() {
     let here = short_arc(&robot).waypoints()[0].x;
     let (requests, queue) = feed_requests();
     let mut hil = hil_commands::<u32>(&robot, HilConfig::default(), requests, Arc::new(Withdrawals::default()));
-    hil.loop_started();
-    hil.frame(&Frame { x: here, x_ref: here, ..Frame::default() }, true, Now::on_one_clock(0));
+    hil.loop_started(0);
+    hil.frame(&Frame { x: here, x_ref: here, ..Frame::default() }, 0, true, Now::on_one_clock(0));
     let segment = || vec![point(0.5, here.into())];
     for _ in 0..FEED_DEPTH {
         hil.segment(segment()).unwrap();

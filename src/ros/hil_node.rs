@@ -51,9 +51,9 @@ impl HilReporter for NodeReporter {
         self.publisher.event(&HilEvent::Status(level, message));
     }
 
-    fn loop_started(&self) {
+    fn loop_started(&self, started_ns: u64) {
         if let Ok(mut commands) = self.commands.lock() {
-            commands.loop_started();
+            commands.loop_started(started_ns);
         }
         self.publisher.event(&HilEvent::LoopStarted);
     }
@@ -179,10 +179,10 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
                 event.waited(handed.elapsed());
                 publisher.publish(out, now, Some(&event))
             });
-            if let HilEvent::Frame { frame, .. } = &event {
+            if let HilEvent::Frame { frame, taken_ns, .. } = &event {
                 let now = now_for_device(&clock, &steady);
-                let answers =
-                    commands.lock().ok().map(|mut commands| commands.frame(frame, published.unwrap_or(false), now));
+                let published = published.unwrap_or(false);
+                let answers = commands.lock().ok().map(|mut commands| commands.frame(frame, *taken_ns, published, now));
                 if let Some(answers) = answers {
                     answering(answers);
                 }

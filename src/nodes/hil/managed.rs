@@ -20,7 +20,9 @@ use super::publisher::loop_failure;
 use super::HilNodeConfig;
 use crate::control::Trajectory;
 use crate::drivers::open_hardware;
-use crate::hil::{FrameChannel, Hardware, HilLoop, HilReport, LoopStatus, TakenFrame, Withdrawals, FEED_DEPTH};
+use crate::hil::{
+    realtime, FrameChannel, Hardware, HilLoop, HilReport, LoopStatus, TakenFrame, Withdrawals, FEED_DEPTH,
+};
 use crate::model::Robot;
 use crate::nodes::lifecycle::{Fault, Managed, Outcome, Step};
 use crate::nodes::status::Level;
@@ -32,8 +34,9 @@ const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 pub trait HilReporter: Send + Sync + 'static {
     /// The node's status is now `level`, `message`.
     fn status(&self, level: Level, message: String);
-    /// A loop started.
-    fn loop_started(&self);
+    /// A loop started at `started_ns` [ns, [`crate::hil::realtime::monotonic_ns`]]: every frame
+    /// of the loops before it was handed over earlier.
+    fn loop_started(&self, started_ns: u64);
     /// The loop stopped, the motors holding: whatever it ran is over.
     fn loop_stopped(&self, end: &LoopEnd);
 }
@@ -165,6 +168,9 @@ impl ManagedHil {
         let (Some(hardware), Some((feeder, requests))) = (self.hardware.take(), self.feeder.take()) else {
             return Outcome::Error("the rig is not open".into());
         };
+        // The loop before this one, if any, has been joined: its frames were all handed over
+        // before this time, which tells them from this loop's.
+        let started_ns = realtime::monotonic_ns();
         let stale = requests.drop_waiting();
         if stale > 0 {
             log::warn!("{stale} trajectory requests made while inactive dropped");
@@ -227,7 +233,7 @@ impl ManagedHil {
         match (run, feeder) {
             (Ok(run), Ok(feeder)) => {
                 self.running = Some(RunningLoop { stop, run, feeder });
-                self.reporter.loop_started();
+                self.reporter.loop_started(started_ns);
                 Outcome::Success
             }
             _ => Outcome::Error("cannot start the loop's threads".into()),

@@ -30,9 +30,11 @@ const FIGURES_PERIOD_NS: u64 = 1_000_000_000;
 /// What happens to hil_node that it publishes.
 #[derive(Debug, Clone)]
 pub enum HilEvent {
-    /// A frame of the running loop, taken `age_ns` before it is handed on: what is published of
-    /// it is stamped that much before the time it goes out at, the time the loop took it.
-    Frame { frame: Frame, age_ns: u64 },
+    /// A frame of the running loop, handed over by the loop at `taken_ns` [ns,
+    /// [`crate::hil::realtime::monotonic_ns`]], `age_ns` before it is handed on: what is
+    /// published of it is stamped that much before the time it goes out at, the time the loop
+    /// took it. `taken_ns` tells a frame of a loop that has since stopped from the next loop's.
+    Frame { frame: Frame, taken_ns: u64, age_ns: u64 },
     /// The running loop's figures so far (handed over every 100 ms at most).
     Figures(LoopStatus),
     /// A loop started.
@@ -106,7 +108,7 @@ impl HilPublisher {
         // it) would go out twice a second. Otherwise it goes out when it changes and once a
         // second.
         let report = match event {
-            Some(HilEvent::Frame { frame, age_ns }) if self.samples.due(frame.t) => {
+            Some(HilEvent::Frame { frame, age_ns, .. }) if self.samples.due(frame.t) => {
                 let elbow = self.arm.robot().elbow();
                 self.arm.sample(out, time_ns.saturating_sub(*age_ns), frame, &elbow)?;
                 sampled = true;
@@ -180,7 +182,9 @@ pub fn publish_loop(
     while !stop.load(Ordering::Relaxed) {
         injected.check();
         match frames.recv_timeout(TICK) {
-            Ok(taken) => publish(HilEvent::Frame { frame: taken.frame, age_ns: taken.age_ns() }),
+            Ok(taken) => {
+                publish(HilEvent::Frame { frame: taken.frame, taken_ns: taken.taken_ns, age_ns: taken.age_ns() })
+            }
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => break,
         }

@@ -17,7 +17,7 @@ use arm_hil::nodes::hil::feeder::{feed_requests, segment_after, FeedRequest, Fee
 use arm_hil::nodes::hil::managed::LoopEnd;
 use arm_hil::nodes::hil::{HilNodeConfig, HilNodeSettings};
 use arm_hil::nodes::trajectory_input::MultiDofPoint;
-use arm_hil::sim::SilConfig;
+use arm_hil::sim::{Frame, SilConfig};
 use proptest_state_machine::StateMachineTest;
 
 use super::{
@@ -213,6 +213,9 @@ pub(crate) struct HilNode {
     /// whether the loop stopped meanwhile.
     checking: Option<(u64, Result<Checked, String>, bool)>,
     looping: bool,
+    /// The loop's latest frame and when it was handed over [ns]: after a stop, one still on
+    /// its way to the node when the next loop starts.
+    last_frame: Option<(Frame, u64)>,
 }
 
 impl HilNode {
@@ -310,7 +313,8 @@ impl HilNode {
             let (frame, _) = self.model.frame();
             self.hil_loop.seen.seen(&self.model.robot, &frame.x);
             let now = now_ns(&self.model);
-            let answers = self.commands.frame(&frame, true, Now::on_one_clock(now));
+            self.last_frame = Some((frame, now));
+            let answers = self.commands.frame(&frame, now, true, Now::on_one_clock(now));
             self.answers(answers);
             one_owner(&self.book, &self.cartesian, now);
         }
@@ -346,7 +350,7 @@ impl StateMachineTest for HilMachine {
             seen: SeenOffsets::default(),
         };
         hil_loop.start(&model, &withdrawals);
-        commands.loop_started();
+        commands.loop_started(now_ns(&model));
         let stopped = config.settings.constraints.stopped_velocity_tolerance;
         HilNode {
             model,
@@ -361,6 +365,7 @@ impl StateMachineTest for HilMachine {
             held_since_stop: false,
             checking: None,
             looping: true,
+            last_frame: None,
         }
     }
 
@@ -396,8 +401,15 @@ impl StateMachineTest for HilMachine {
                 assert_eq!(node.queue.drop_waiting(), 0, "requests waited past a stop");
                 node.model.following.hold(node.model.x);
                 node.hil_loop.start(&node.model, &node.withdrawals);
-                node.commands.loop_started();
+                // The loop starts after the one before it had handed over its last frame.
+                node.commands.loop_started(now + 1);
                 node.looping = true;
+                // That frame, still on its way, is not the new loop's.
+                if let Some((frame, taken_ns)) = node.last_frame {
+                    let answers = node.commands.frame(&frame, taken_ns, true, Now::on_one_clock(now));
+                    node.answers(answers);
+                    assert!(node.commands.taking().is_err(), "the stopped loop's frame was taken by the next");
+                }
             }
             Transition::Arm(arm) => node.model.arm = arm,
             Transition::Run { frames } => node.run(frames),
