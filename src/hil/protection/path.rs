@@ -20,7 +20,9 @@ pub enum PathStart {
     /// path keeps within the band the bound spans, widened on each side to its start where that
     /// is farther off, and to where the arm was seen up to `max_forearm_offset_m` and
     /// `max_tracking_error_m` together: never farther off than it already is, or than the arm
-    /// was seen near it. The loop's reference comes off the sphere on a resume where the arm is
+    /// was seen near it. Past the bound, the band closes in behind the path: once the path has
+    /// come nearer the sphere, it goes no farther off again than the bound beyond the nearest it
+    /// came (where the arm was seen staying allowed). The loop's reference comes off the sphere on a resume where the arm is
     /// seen, or after a joint command to where it is seen (joint_trajectory_controller's hold
     /// after a cancel, at its state, which is a few frames old): such a hold, and the way back,
     /// must not be refused.
@@ -72,7 +74,7 @@ impl ProtectionConfig {
     /// is) through the others, a straight line between each two as its ring interpolates them.
     /// Each line's farthest points off the sphere (its ends outside it, its point nearest the
     /// elbow inside it) against `max_forearm_offset_m`, or the wider band a start at the loop's
-    /// reference allows ([`PathStart::AtTheReference`]); each waypoint after the first and
+    /// reference allows, closing in behind the path ([`PathStart::AtTheReference`]); each waypoint after the first and
     /// points along each line (every [`PATH_STEP_M`], at most [`PATH_CHECKS_PER_LINE`]), each
     /// pose (inverse kinematics from the one before), by [`ProtectionConfig::check_pose`]: what
     /// would trip the stop, or strain the forearm, is refused before anything moves. A line
@@ -84,14 +86,19 @@ impl ProtectionConfig {
         start: PathStart,
     ) -> Result<(), String> {
         let Some(first) = waypoints.first() else { return Ok(()) };
-        let sphere = ForearmSphere::new(self, robot, &first.x, start);
+        let mut sphere = ForearmSphere::new(self, robot, &first.x, start);
         sphere.holds(&first.x, 0.0)?;
         let mut previous = robot.inverse_kinematics(&first.x, None).ok();
         for pair in waypoints.windows(2) {
             let at = |s: f64| pair[0].t + (pair[1].t - pair[0].t) * s - first.t;
+            // Along a line the offset falls to its point nearest the elbow and rises after it:
+            // that point is the nearest the line comes to the sphere from outside, and farthest
+            // in from inside; the line's end is the farthest out after it.
             let deepest = sphere.nearest_the_elbow(&pair[0].x, &pair[1].x);
-            sphere.holds(&pair[0].x.lerp(&pair[1].x, deepest), at(deepest))?;
-            sphere.holds(&pair[1].x, at(1.0))?;
+            let passed = sphere.holds(&pair[0].x.lerp(&pair[1].x, deepest), at(deepest))?;
+            sphere.passed(passed);
+            let passed = sphere.holds(&pair[1].x, at(1.0))?;
+            sphere.passed(passed);
             let length = (pair[1].x - pair[0].x).norm();
             let checks = ((length / PATH_STEP_M).ceil() as usize).clamp(1, PATH_CHECKS_PER_LINE);
             for k in 1..=checks {
@@ -173,21 +180,27 @@ impl ProtectionConfig {
 }
 
 /// The forearm's sphere as [`ProtectionConfig::check_path`] holds a path to it: the platform
-/// point's offset ([`Robot::forearm_sphere_offset`]) within `band_m`.
+/// point's offset ([`Robot::forearm_sphere_offset`]) within `band_m`, which closes in behind
+/// the path as it comes nearer the sphere, to no less than `closes_to_m`.
 struct ForearmSphere<'a> {
     config: &'a ProtectionConfig,
     robot: &'a Robot,
     /// The least and the most offset allowed [m] (inside the sphere is negative).
     band_m: (f64, f64),
+    /// The band the path's own passing leaves it at least [m]: the bound's, widened to where the
+    /// arm was seen lately (a hold there stays taken however near the sphere the path starts).
+    closes_to_m: (f64, f64),
     /// Whether the path's start, and where the arm was seen lately, widened the band past the
-    /// bound's: a refusal names what did.
+    /// bound's, and whether the path's passing closed it in: a refusal names what did.
     widened_by: (bool, bool),
+    closed: bool,
 }
 
 impl<'a> ForearmSphere<'a> {
     fn new(config: &'a ProtectionConfig, robot: &'a Robot, start: &Vec3, whose: PathStart) -> Self {
         let bound_m = config.max_forearm_offset_m;
         let (mut low, mut high) = (-bound_m, bound_m);
+        let mut closes_to_m = (low, high);
         let mut widened_by = (false, false);
         if let PathStart::AtTheReference { seen } = whose {
             let from_m = robot.forearm_sphere_offset(start);
@@ -198,13 +211,26 @@ impl<'a> ForearmSphere<'a> {
             let cap_m = bound_m + config.max_tracking_error_m;
             if let Some((seen_low, seen_high)) = seen.filter(|(low, high)| low.is_finite() && high.is_finite()) {
                 let (seen_low, seen_high) = (seen_low.max(-cap_m), seen_high.min(cap_m));
+                closes_to_m = (closes_to_m.0.min(seen_low), closes_to_m.1.max(seen_high));
                 if seen_low < low || seen_high > high {
                     (low, high) = (low.min(seen_low), high.max(seen_high));
                     widened_by.1 = true;
                 }
             }
         }
-        ForearmSphere { config, robot, band_m: (low, high), widened_by }
+        ForearmSphere { config, robot, band_m: (low, high), closes_to_m, widened_by, closed: false }
+    }
+
+    /// The path passed a point `off_m` [m] off the sphere: on each side, the band closes in to
+    /// the bound beyond it, so that a path that came back nearer the sphere goes no farther off
+    /// again than any path may go off it (never to less than `closes_to_m`).
+    fn passed(&mut self, off_m: f64) {
+        let bound_m = self.config.max_forearm_offset_m;
+        let (low, high) = self.band_m;
+        let closed =
+            (low.max(off_m - bound_m).min(self.closes_to_m.0), high.min(off_m + bound_m).max(self.closes_to_m.1));
+        self.closed |= closed != self.band_m;
+        self.band_m = closed;
     }
 
     /// The band, as a refusal names it.
@@ -220,8 +246,12 @@ impl<'a> ForearmSphere<'a> {
             (false, true) => seen,
             (true, true) => format!("the path's start and {seen}"),
         };
+        let closed = match self.closed {
+            true => ", closed in behind the path to the bound beyond where it came nearest the sphere,",
+            false => "",
+        };
         let (low, high) = self.band_m;
-        format!("the {low:+.4} to {high:+.4} m off it that {named} widened to {widened_to} allows")
+        format!("the {low:+.4} to {high:+.4} m off it that {named} widened to {widened_to}{closed} allows")
     }
 
     /// The fraction [0, 1] of the way along the line from `a` to `b` [m] nearest the elbow: where
@@ -237,11 +267,12 @@ impl<'a> ForearmSphere<'a> {
         }
     }
 
-    /// Why the platform point `x` [m], `at` [s] along a path, is too far off the sphere, if it is.
-    fn holds(&self, x: &Vec3, at: f64) -> Result<(), String> {
+    /// The platform point `x` [m]'s offset off the sphere [m], or why it is too far off, `at`
+    /// [s] along a path.
+    fn holds(&self, x: &Vec3, at: f64) -> Result<f64, String> {
         let off = self.robot.forearm_sphere_offset(x);
         if off >= self.band_m.0 && off <= self.band_m.1 {
-            return Ok(());
+            return Ok(off);
         }
         let (e, l_arm) = (self.robot.elbow(), self.robot.params().l_arm);
         Err(format!(
@@ -366,6 +397,69 @@ mod tests {
         assert_eq!(check(&way(0.03, 0.0), &[0.03]), Ok(()));
         // The client's own start gets no such leave.
         assert!(config.check_path(&robot, &way(0.015, 0.0), PathStart::Requested).is_err());
+    }
+
+    #[test]
+    fn a_widened_band_closes_in_behind_a_path_that_comes_back_nearer_the_forearms_sphere() {
+        use crate::control::Waypoint;
+        let robot = Robot::default();
+        let config = ProtectionConfig::default();
+        let (elbow, l_arm) = (robot.elbow(), robot.params().l_arm);
+        let on = ArcSpec::default().waypoints(&elbow, l_arm).unwrap()[0].x;
+        let off = |by: f64| elbow + (on - elbow) * ((l_arm + by) / l_arm);
+        let way = |offsets_m: &[f64]| -> Vec<Waypoint> {
+            let at = |k: usize, by: f64| Waypoint { t: k as f64, x: off(by), ..Waypoint::default() };
+            offsets_m.iter().enumerate().map(|(k, &by)| at(k, by)).collect()
+        };
+        let check = |offsets_m: &[f64], seen: Option<(f64, f64)>| {
+            config.check_path(&robot, &way(offsets_m), PathStart::AtTheReference { seen })
+        };
+        // From 1.5 cm off, the way back may bulge out again by up to the bound (1 cm) beyond the
+        // nearest it came, never past its start; back on the sphere, the bound alone holds.
+        assert_eq!(check(&[0.015, 0.008, 0.015, 0.0], None), Ok(()));
+        let again = check(&[0.015, 0.003, 0.014], None).unwrap_err();
+        assert!(
+            again.starts_with("at 2.000 s the platform point would be +0.0140 m off")
+                && again.contains("the -0.0100 to +0.0130 m off it")
+                && again.contains("closed in behind the path to the bound beyond where it came nearest the sphere"),
+            "{again}"
+        );
+        assert!(check(&[0.015, 0.0, 0.011], None).unwrap_err().contains("+0.0110 m off"));
+        assert!(check(&[-0.015, -0.002, -0.013], None).unwrap_err().contains("-0.0130 m off"), "inside it alike");
+        // Where the arm was seen stays allowed however near the sphere the path came: JTC's hold
+        // after a cancel at its state, the path starting at the loop's reference.
+        assert_eq!(check(&[0.0, 0.006, 0.013], Some((0.011, 0.0131))), Ok(()));
+        assert_eq!(check(&[0.015, 0.0, 0.013], Some((0.0131, 0.0131))), Ok(()));
+        assert!(check(&[0.015, 0.0, 0.014], Some((0.0131, 0.0131))).is_err());
+        // A chord between two points 1.5 cm off that passes 2 mm off at its middle closes it.
+        let half_angle = ((l_arm + 0.002) / (l_arm + 0.015)).acos();
+        let axis = nalgebra::Unit::new_normalize((on - elbow).cross(&Vec3::z()));
+        let turned = nalgebra::Rotation3::from_axis_angle(&axis, 2.0 * half_angle) * (off(0.015) - elbow);
+        let chord = [
+            Waypoint { t: 0.0, x: off(0.015), ..Waypoint::default() },
+            Waypoint { t: 1.0, x: elbow + turned, ..Waypoint::default() },
+        ];
+        let refused = config.check_path(&robot, &chord, AT_THE_REFERENCE).unwrap_err();
+        assert!(
+            refused.starts_with("at 1.000 s the platform point would be +0.0150 m off")
+                && refused.contains("to +0.0120 m off it")
+                && refused.contains("closed in behind the path"),
+            "{refused}"
+        );
+    }
+
+    #[test]
+    fn a_requested_start_gets_no_leave() {
+        let robot = Robot::default();
+        let config = ProtectionConfig::default();
+        let (elbow, l_arm) = (robot.elbow(), robot.params().l_arm);
+        let on = ArcSpec::default().waypoints(&elbow, l_arm).unwrap()[0].x;
+        let off = |by: f64| elbow + (on - elbow) * ((l_arm + by) / l_arm);
+        let way = [
+            crate::control::Waypoint { t: 0.0, x: off(0.015), ..Default::default() },
+            crate::control::Waypoint { t: 1.0, x: off(0.0), ..Default::default() },
+        ];
+        assert!(config.check_path(&robot, &way, PathStart::Requested).is_err());
     }
 
     #[test]
