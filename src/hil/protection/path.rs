@@ -293,6 +293,14 @@ mod tests {
 
     const AT_THE_REFERENCE: PathStart = PathStart::AtTheReference { seen: None };
 
+    /// The built-in arc's first point moved straight out from the elbow to `by_m` [m] off the
+    /// forearm's sphere.
+    fn off_the_sphere(robot: &Robot, by_m: f64) -> Vec3 {
+        let (elbow, l_arm) = (robot.elbow(), robot.params().l_arm);
+        let on = ArcSpec::default().waypoints(&elbow, l_arm).unwrap()[0].x;
+        elbow + (on - elbow) * ((l_arm + by_m) / l_arm)
+    }
+
     #[test]
     fn a_path_off_the_forearms_sphere_is_refused_before_it_runs() {
         use crate::control::Waypoint;
@@ -353,9 +361,7 @@ mod tests {
         use crate::control::Waypoint;
         let robot = Robot::default();
         let config = ProtectionConfig::default();
-        let (elbow, l_arm) = (robot.elbow(), robot.params().l_arm);
-        let on = ArcSpec::default().waypoints(&elbow, l_arm).unwrap()[0].x;
-        let off = |by: f64| elbow + (on - elbow) * ((l_arm + by) / l_arm);
+        let off = |by_m: f64| off_the_sphere(&robot, by_m);
         let way = |from: f64, to: f64| {
             [
                 Waypoint { t: 0.0, x: off(from), ..Waypoint::default() },
@@ -404,9 +410,7 @@ mod tests {
         use crate::control::Waypoint;
         let robot = Robot::default();
         let config = ProtectionConfig::default();
-        let (elbow, l_arm) = (robot.elbow(), robot.params().l_arm);
-        let on = ArcSpec::default().waypoints(&elbow, l_arm).unwrap()[0].x;
-        let off = |by: f64| elbow + (on - elbow) * ((l_arm + by) / l_arm);
+        let off = |by_m: f64| off_the_sphere(&robot, by_m);
         let way = |offsets_m: &[f64]| -> Vec<Waypoint> {
             let at = |k: usize, by: f64| Waypoint { t: k as f64, x: off(by), ..Waypoint::default() };
             offsets_m.iter().enumerate().map(|(k, &by)| at(k, by)).collect()
@@ -432,8 +436,9 @@ mod tests {
         assert_eq!(check(&[0.015, 0.0, 0.013], Some((0.0131, 0.0131))), Ok(()));
         assert!(check(&[0.015, 0.0, 0.014], Some((0.0131, 0.0131))).is_err());
         // A chord between two points 1.5 cm off that passes 2 mm off at its middle closes it.
+        let (elbow, l_arm) = (robot.elbow(), robot.params().l_arm);
         let half_angle = ((l_arm + 0.002) / (l_arm + 0.015)).acos();
-        let axis = nalgebra::Unit::new_normalize((on - elbow).cross(&Vec3::z()));
+        let axis = nalgebra::Unit::new_normalize((off(0.0) - elbow).cross(&Vec3::z()));
         let turned = nalgebra::Rotation3::from_axis_angle(&axis, 2.0 * half_angle) * (off(0.015) - elbow);
         let chord = [
             Waypoint { t: 0.0, x: off(0.015), ..Waypoint::default() },
@@ -449,25 +454,9 @@ mod tests {
     }
 
     #[test]
-    fn a_requested_start_gets_no_leave() {
-        let robot = Robot::default();
-        let config = ProtectionConfig::default();
-        let (elbow, l_arm) = (robot.elbow(), robot.params().l_arm);
-        let on = ArcSpec::default().waypoints(&elbow, l_arm).unwrap()[0].x;
-        let off = |by: f64| elbow + (on - elbow) * ((l_arm + by) / l_arm);
-        let way = [
-            crate::control::Waypoint { t: 0.0, x: off(0.015), ..Default::default() },
-            crate::control::Waypoint { t: 1.0, x: off(0.0), ..Default::default() },
-        ];
-        assert!(config.check_path(&robot, &way, PathStart::Requested).is_err());
-    }
-
-    #[test]
     fn the_offsets_seen_are_those_of_the_latest_frames() {
         let robot = Robot::default();
-        let (elbow, l_arm) = (robot.elbow(), robot.params().l_arm);
-        let on = ArcSpec::default().waypoints(&elbow, l_arm).unwrap()[0].x;
-        let off = |by: f64| elbow + (on - elbow) * ((l_arm + by) / l_arm);
+        let off = |by_m: f64| off_the_sphere(&robot, by_m);
         let mut seen = SeenOffsets::default();
         assert_eq!(seen.band(), None, "nothing seen yet");
         seen.seen(&robot, &off(0.015));
