@@ -302,7 +302,7 @@ fn loop_fed_an_arc(to_deg: [f64; 2]) -> FedLoop {
     let stop = Arc::new(AtomicBool::new(false));
     let hil = HilLoop::new(hil_config, &config, robot.elbow(), 0.45, Box::new(rig), samples, stop)
         .unwrap()
-        .with_frames(Box::new(FrameChannel(frames_tx)))
+        .with_frames(Box::new(FrameChannel::new(frames_tx, 1)))
         .with_withdrawals(withdrawals.clone());
     for &waypoint in &waypoints {
         feed.send(FeedItem::Sample(waypoint)).unwrap();

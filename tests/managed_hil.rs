@@ -21,17 +21,18 @@ use arm_hil::nodes::load_trajectory;
 use arm_hil::nodes::status::Level;
 use arm_hil::sim::{Frame, SilConfig};
 
-/// What the node reported, in order.
+/// What the node reported, in order, and the numbers of the loops it started.
 #[derive(Default)]
-struct Reports(Mutex<Vec<(Level, String)>>);
+struct Reports(Mutex<Vec<(Level, String)>>, Mutex<Vec<u64>>);
 
 impl HilReporter for Reports {
     fn status(&self, level: Level, message: String) {
         self.0.lock().unwrap().push((level, message));
     }
 
-    fn loop_started(&self, _started_ns: u64) {
+    fn loop_started(&self, loop_number: u64) {
         self.0.lock().unwrap().push((Level::Ok, RUNNING.to_owned()));
+        self.1.lock().unwrap().push(loop_number);
     }
 
     fn loop_stopped(&self, _end: &LoopEnd) {}
@@ -98,11 +99,16 @@ impl Node {
     /// The next `count` frames, waiting up to 10 s for them: the loop's rate is the HIL tests'
     /// and benchmarks' business, here only whether it runs (a loaded machine runs it slower).
     fn frames(&self, count: usize) -> Vec<Frame> {
+        self.taken(count).iter().map(|taken| taken.frame).collect()
+    }
+
+    /// The next `count` frames as the loops handed them over.
+    fn taken(&self, count: usize) -> Vec<TakenFrame> {
         let deadline = Instant::now() + Duration::from_secs(10);
         let mut frames = Vec::with_capacity(count);
         while frames.len() < count {
             match self.frames.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok(taken) => frames.push(taken.frame),
+                Ok(taken) => frames.push(taken),
                 Err(_) => panic!("{} of {count} frames in 10 s", frames.len()),
             }
         }
@@ -155,6 +161,24 @@ fn the_loop_runs_only_while_active_and_resumes_where_the_arm_is() {
     node.set("shutdown");
     assert_eq!(node.node.lifecycle().state(), State::Finalized);
     assert!(node.faults.try_recv().is_err(), "no fault on the way");
+}
+
+/// A quick deactivate and activate, the first loop's last frames still in the channel: each
+/// frame carries the number of its loop, as the node told it when the loop started.
+#[test]
+fn each_loops_frames_carry_the_number_the_node_started_it_with() {
+    let mut node = Node::new(RigKind::Sim, None);
+    node.set("configure");
+    node.set("activate");
+    assert!(node.taken(100).iter().all(|taken| taken.loop_number == 1));
+    node.set("deactivate");
+    node.set("activate");
+    assert_eq!(*node.reports.1.lock().unwrap(), [1, 2]);
+    let numbers: Vec<u64> = node.taken(400).iter().map(|taken| taken.loop_number).collect();
+    let first_of_the_second = numbers.iter().position(|&n| n == 2).expect("the second loop's frames");
+    assert!(numbers[..first_of_the_second].iter().all(|&n| n == 1), "{numbers:?}");
+    assert!(numbers[first_of_the_second..].iter().all(|&n| n == 2), "{numbers:?}");
+    node.set("deactivate");
 }
 
 /// The simulated rig stopped while the arm moves: the next loop begins with the arm at rest, as

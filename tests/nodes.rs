@@ -515,6 +515,28 @@ fn a_segment_queued_behind_another_is_checked_across_the_line_between_them() {
     feeder.request(FeedRequest::Append(vec![point(0.1, [0.18, 0.0, 0.2])])).unwrap();
 }
 
+/// Segments queued from an arm held off the forearm's sphere: one may come back and sag out
+/// again, and the next goes on from where it ends; once back on the sphere, the next cannot
+/// take the arm back out to where it was.
+#[test]
+fn a_chain_of_segments_off_the_forearms_sphere_goes_on_from_each_end_but_not_back_out() {
+    use arm_hil::hil::Withdrawals;
+    use arm_hil::nodes::hil::feeder::{FeedRequest, Feeder};
+    let robot = Robot::default();
+    let on = Vec3::new(0.15, 0.0, 0.2);
+    let off = |by: f64| -> [f64; 3] { (robot.elbow() + (on - robot.elbow()) * ((0.45 + by) / 0.45)).into() };
+    let held = goal_trajectory(&robot, &[(0.0, off(0.015)), (1.0, off(0.015))]);
+    let feeder = || Feeder::new(&held, robot.clone(), ProtectionConfig::default(), Arc::new(Withdrawals::default()));
+    let mut sagging = feeder();
+    sagging.request(FeedRequest::Append(vec![point(0.5, off(0.012)), point(1.0, off(0.013))])).unwrap();
+    sagging.request(FeedRequest::Append(vec![point(0.5, off(0.0125))])).expect("on from where the last one ends");
+    let mut back = feeder();
+    back.request(FeedRequest::Append(vec![point(1.0, off(0.0))])).unwrap();
+    let refused = back.request(FeedRequest::Append(vec![point(1.0, off(0.015))])).unwrap_err().to_string();
+    assert!(refused.contains("+0.0150 m off the forearm's sphere"), "{refused}");
+    assert!(refused.ends_with("past hil.protection.max_forearm_offset_m (0.0100 m)"), "{refused}");
+}
+
 /// hil_node's commands, fed to the loop through `requests` and `withdrawals`.
 fn hil_commands<C: Clone>(
     robot: &Robot,
@@ -542,8 +564,8 @@ fn hil_commands_at(
     let (requests, queue) = arm_hil::nodes::hil::feeder::feed_requests();
     let withdrawals = Arc::new(arm_hil::hil::Withdrawals::default());
     let mut commands = hil_commands::<u32>(robot, arm_hil::hil::HilConfig::default(), requests, withdrawals.clone());
-    commands.loop_started(0);
-    commands.frame(&hil_frame(5.0, here, here), 0, true, Now::on_one_clock(0));
+    commands.loop_started(1);
+    commands.frame(&hil_frame(5.0, here, here), 1, true, Now::on_one_clock(0));
     let theta = robot.inverse_kinematics(&Vec3::from(here), None).unwrap();
     (commands, queue, withdrawals, theta)
 }
@@ -613,12 +635,12 @@ fn a_hil_goal_starts_only_where_the_arm_holds() {
     let here = [0.15, 0.0, 0.2];
     let goal = goal_trajectory(&robot, &[(0.0, here), (1.0, [0.151, 0.0, 0.2])]);
     assert!(commands.follow_cartesian_goal(1, goal.clone()).unwrap_err().contains("not active"));
-    commands.loop_started(0);
+    commands.loop_started(1);
     assert!(commands.follow_cartesian_goal(1, goal.clone()).unwrap_err().contains("first frame"));
-    let answers = commands.frame(&hil_frame(5.0, here, [0.16, 0.0, 0.2]), 0, true, Now::on_one_clock(0));
+    let answers = commands.frame(&hil_frame(5.0, here, [0.16, 0.0, 0.2]), 1, true, Now::on_one_clock(0));
     assert!(answers.cartesian.is_empty(), "no goal yet");
     assert!(commands.follow_cartesian_goal(1, goal.clone()).unwrap_err().contains("0.0100 m from the arm's reference"));
-    commands.frame(&hil_frame(5.001, here, [0.152, 0.0, 0.2]), 0, true, Now::on_one_clock(0));
+    commands.frame(&hil_frame(5.001, here, [0.152, 0.0, 0.2]), 1, true, Now::on_one_clock(0));
     let endless = goal_trajectory(&robot, &[(0.0, [0.152, 0.0, 0.2]), (2e9, [0.152, 0.0, 0.2])]);
     assert!(commands.follow_cartesian_goal(1, endless).unwrap_err().contains("max_duration_s"), "bounded as FJT's");
     // A waypoint 5 cm away 1 ms later: the loop would lose the arm.
@@ -639,14 +661,14 @@ fn frames_of_a_stopped_loop_that_come_after_the_next_one_started_are_not_taken()
     let (requests, _queue) = feed_requests();
     let mut commands = hil_commands::<u32>(&robot, HilConfig::default(), requests, Arc::new(Withdrawals::default()));
     let (held, moving) = ([0.15, 0.0, 0.2], [0.152, 0.0, 0.2]);
-    commands.loop_started(1_000);
-    commands.frame(&hil_frame(5.0, moving, moving), 1_500, true, Now::on_one_clock(0));
+    commands.loop_started(1);
+    commands.frame(&hil_frame(5.0, moving, moving), 1, true, Now::on_one_clock(0));
     commands.loop_stopped(&LoopEnd::Asked("deactivated".into()));
-    commands.loop_started(3_000);
-    commands.frame(&hil_frame(5.001, moving, moving), 2_000, true, Now::on_one_clock(0));
+    commands.loop_started(2);
+    commands.frame(&hil_frame(5.001, moving, moving), 1, true, Now::on_one_clock(0));
     let waiting = commands.taking().unwrap_err();
     assert!(waiting.contains("first frame"), "the old loop's frame was taken: {waiting}");
-    commands.frame(&hil_frame(0.0, held, held), 3_000, true, Now::on_one_clock(0));
+    commands.frame(&hil_frame(0.0, held, held), 2, true, Now::on_one_clock(0));
     assert_eq!(commands.taking().map(|(reference, _)| reference), Ok(Vec3::from(held)));
 }
 
@@ -657,10 +679,10 @@ fn a_hil_goal_off_the_forearms_sphere_is_refused_with_its_offset() {
     let robot = Robot::default();
     let (requests, _queue) = feed_requests();
     let mut commands = hil_commands::<u32>(&robot, HilConfig::default(), requests, Arc::new(Withdrawals::default()));
-    commands.loop_started(0);
+    commands.loop_started(1);
     // (0.15, 0, 0.2) is on the sphere; 4 cm along x the platform would be 1.6 cm inside it.
     let here = [0.15, 0.0, 0.2];
-    commands.frame(&hil_frame(5.0, here, here), 0, true, Now::on_one_clock(0));
+    commands.frame(&hil_frame(5.0, here, here), 1, true, Now::on_one_clock(0));
     let inward = goal_trajectory(&robot, &[(0.0, here), (4.0, [0.19, 0.0, 0.2])]);
     let refused = commands.follow_cartesian_goal(1, inward).unwrap_err();
     assert!(refused.contains("m off the forearm's sphere") && refused.contains("max_forearm_offset_m"), "{refused}");
@@ -689,7 +711,7 @@ fn a_hil_hold_where_the_arm_is_seen_off_the_forearms_sphere_is_taken_and_so_is_t
     for k in 0..200 {
         commands.frame(
             &hil_frame(6.0 + 1e-3 * k as f64, off(0.012).into(), off(0.009).into()),
-            0,
+            1,
             true,
             Now::on_one_clock(0),
         );
@@ -711,8 +733,8 @@ fn a_hil_cancel_holds_the_arm_even_when_a_flood_has_filled_the_feeders_requests(
     let withdrawals = Arc::new(Withdrawals::default());
     let mut commands = hil_commands::<u32>(&robot, HilConfig::default(), requests, withdrawals.clone());
     let here = [0.15, 0.0, 0.2];
-    commands.loop_started(0);
-    commands.frame(&hil_frame(5.0, here, here), 0, true, Now::on_one_clock(0));
+    commands.loop_started(1);
+    commands.frame(&hil_frame(5.0, here, here), 1, true, Now::on_one_clock(0));
     let goal = goal_trajectory(&robot, &[(0.0, here), (1.0, [0.151, 0.0, 0.2])]);
     assert_eq!(commands.follow_cartesian_goal(1, goal), Ok(None));
     let flood = (0..).map(|_| commands.segment(vec![point(0.5, here)])).take_while(Result::is_ok).count();
@@ -750,15 +772,15 @@ fn hil_goals_run_on_the_loop_complete_with_a_result_and_a_cancel_holds_the_arm()
     let mut commands = hil_commands::<u32>(&robot, hil_config.clone(), requests, withdrawals.clone());
     let hil = HilLoop::new(hil_config, &config, robot.elbow(), 0.45, Box::new(rig), samples, stop.clone())
         .unwrap()
-        .with_frames(Box::new(FrameChannel(frames_tx)))
+        .with_frames(Box::new(FrameChannel::new(frames_tx, 1)))
         .with_withdrawals(withdrawals);
-    commands.loop_started(arm_hil::hil::realtime::monotonic_ns());
+    commands.loop_started(1);
     let running = std::thread::spawn(move || hil.run());
 
     let end = initial.end_time();
     let mut taken = frames.recv().unwrap();
     while taken.frame.t < end + 0.1 {
-        assert!(commands.frame(&taken.frame, taken.taken_ns, true, Now::on_one_clock(0)).cartesian.is_empty());
+        assert!(commands.frame(&taken.frame, taken.loop_number, true, Now::on_one_clock(0)).cartesian.is_empty());
         taken = frames.recv().unwrap();
     }
     let frame = taken.frame;
@@ -771,7 +793,7 @@ fn hil_goals_run_on_the_loop_complete_with_a_result_and_a_cancel_holds_the_arm()
     while cancelled_at.is_none() || updates.iter().all(|update| !matches!(update, GoalUpdate::Finished(2, ..))) {
         let taken = frames.recv_timeout(std::time::Duration::from_secs(2)).expect("a frame");
         let frame = taken.frame;
-        for update in commands.frame(&frame, taken.taken_ns, true, Now::on_one_clock(0)).cartesian {
+        for update in commands.frame(&frame, taken.loop_number, true, Now::on_one_clock(0)).cartesian {
             match &update {
                 GoalUpdate::Finished(1, ..) => {
                     let second = goal_trajectory(&robot, &[(0.0, step(0.002)), (2.0, step(0.0))]);
@@ -1070,8 +1092,8 @@ fn a_flood_of_commands_is_refused_past_the_queues_bounds_with_a_reason() {
     let here = short_arc(&robot).waypoints()[0].x;
     let (requests, queue) = feed_requests();
     let mut hil = hil_commands::<u32>(&robot, HilConfig::default(), requests, Arc::new(Withdrawals::default()));
-    hil.loop_started(0);
-    hil.frame(&Frame { x: here, x_ref: here, ..Frame::default() }, 0, true, Now::on_one_clock(0));
+    hil.loop_started(1);
+    hil.frame(&Frame { x: here, x_ref: here, ..Frame::default() }, 1, true, Now::on_one_clock(0));
     let segment = || vec![point(0.5, here.into())];
     for _ in 0..FEED_DEPTH {
         hil.segment(segment()).unwrap();

@@ -132,7 +132,7 @@ fn hil_node_and_arm_hil_hil_bag_publish_the_same_loop_alike() {
     let hil = HilLoop::new(config, &sil, robot.elbow(), robot.params().l_arm, Box::new(hardware), feed, stop)
         .unwrap()
         .with_max_duration(1.5)
-        .with_frames(Box::new(FrameChannel(frames_tx)))
+        .with_frames(Box::new(FrameChannel::new(frames_tx, 1)))
         .with_status(figures.clone());
     let run = std::thread::spawn(move || hil.run());
     let mut events = vec![(1, HilEvent::LoopStarted)];
@@ -344,7 +344,7 @@ fn hil_nodes_joint_states_are_stamped_when_the_loop_took_each_frame() {
     // each then waits 0 - 8 ms for the publisher, whose clock reads that much later.
     for k in 0..10u64 {
         let frame = Frame { t: k as f64 * 0.004, ..Frame::default() };
-        let mut event = HilEvent::Frame { frame, taken_ns: 0, age_ns: (9 - k) * 4_000_000 };
+        let mut event = HilEvent::Frame { frame, loop_number: 1, age_ns: (9 - k) * 4_000_000 };
         let waited = Duration::from_millis(k % 3 * 4);
         event.waited(waited);
         publisher.event(&mut out, 1_000_000_000 + waited.as_nanos() as u64, Some(&event)).unwrap();

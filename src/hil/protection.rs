@@ -64,8 +64,9 @@ pub struct ProtectionConfig {
     /// Default 0.01: the built-in arc keeps to the sphere; a straight line between two points on
     /// it sags by c^2/8l (1 cm for a 19 cm chord), a joint-space move between two poses of the
     /// arc more (docs/hil.md). hil_node's joint goals, joint commands and segments may keep as
-    /// far off as they start, and its joint goals and joint commands go where the arm was seen
-    /// lately up to this and `max_tracking_error_m` together ([`PathStart::AtTheReference`]).
+    /// far off as they start until they come nearer the sphere, and its joint goals and joint
+    /// commands, near their start, go where the arm was seen lately up to this and
+    /// `max_tracking_error_m` together ([`PathStart::AtTheReference`]).
     pub max_forearm_offset_m: f64,
 }
 

@@ -98,10 +98,12 @@ pub trait FrameSink: Send {
 
 /// A frame of the loop, and when the loop handed it over [ns, [`realtime::monotonic_ns`]]: what
 /// is published of it is stamped with that time, however late the publishing thread takes it.
+/// `loop_number` says which of a node's loops it is of ([`FrameChannel::new`]).
 #[derive(Debug, Clone, Copy)]
 pub struct TakenFrame {
     pub frame: Frame,
     pub taken_ns: u64,
+    pub loop_number: u64,
 }
 
 impl TakenFrame {
@@ -114,11 +116,23 @@ impl TakenFrame {
 /// Frames into a bounded channel for another thread: the loop drops a frame that does not fit
 /// rather than wait.
 #[derive(Debug)]
-pub struct FrameChannel(pub std::sync::mpsc::SyncSender<TakenFrame>);
+pub struct FrameChannel {
+    frames: std::sync::mpsc::SyncSender<TakenFrame>,
+    loop_number: u64,
+}
+
+impl FrameChannel {
+    /// Frames into `frames`, each marked as loop `loop_number`'s: a node whose loops take turns
+    /// on one channel tells a stopped loop's frames, still in it, from the next loop's.
+    pub fn new(frames: std::sync::mpsc::SyncSender<TakenFrame>, loop_number: u64) -> FrameChannel {
+        FrameChannel { frames, loop_number }
+    }
+}
 
 impl FrameSink for FrameChannel {
     fn offer(&mut self, frame: &Frame) -> bool {
-        self.0.try_send(TakenFrame { frame: *frame, taken_ns: realtime::monotonic_ns() }).is_ok()
+        let taken = TakenFrame { frame: *frame, taken_ns: realtime::monotonic_ns(), loop_number: self.loop_number };
+        self.frames.try_send(taken).is_ok()
     }
 }
 

@@ -51,9 +51,9 @@ impl HilReporter for NodeReporter {
         self.publisher.event(&HilEvent::Status(level, message));
     }
 
-    fn loop_started(&self, started_ns: u64) {
+    fn loop_started(&self, loop_number: u64) {
         if let Ok(mut commands) = self.commands.lock() {
-            commands.loop_started(started_ns);
+            commands.loop_started(loop_number);
         }
         self.publisher.event(&HilEvent::LoopStarted);
     }
@@ -179,10 +179,11 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
                 event.waited(handed.elapsed());
                 publisher.publish(out, now, Some(&event))
             });
-            if let HilEvent::Frame { frame, taken_ns, .. } = &event {
+            if let HilEvent::Frame { frame, loop_number, .. } = &event {
                 let now = now_for_device(&clock, &steady);
                 let published = published.unwrap_or(false);
-                let answers = commands.lock().ok().map(|mut commands| commands.frame(frame, *taken_ns, published, now));
+                let answers =
+                    commands.lock().ok().map(|mut commands| commands.frame(frame, *loop_number, published, now));
                 if let Some(answers) = answers {
                     answering(answers);
                 }

@@ -375,7 +375,7 @@ pub(crate) fn run(args: HilArgs) -> anyhow::Result<()> {
     let status = Arc::new(Mutex::new(LoopStatus::default()));
     let publishing = publish_hil(&args.outputs, &robot, &args.rate, &hardware_name, frames, status.clone())?;
     if publishing.is_some() {
-        hil = hil.with_frames(Box::new(FrameChannel(frames_tx))).with_status(status);
+        hil = hil.with_frames(Box::new(FrameChannel::new(frames_tx, 1))).with_status(status);
     }
     let report = std::thread::Builder::new()
         .name("hil-loop".into())

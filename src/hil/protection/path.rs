@@ -14,18 +14,17 @@ const PATH_CHECKS_PER_LINE: usize = 8;
 /// Where a path that [`ProtectionConfig::check_path`] checks starts.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum PathStart {
-    /// Where the loop's reference already is (hil_node's joint goals, joint commands and
-    /// segments; a segment's way may start on the way queued before it), with the offsets from
-    /// the sphere the arm was `seen` at lately ([`SeenOffsets`]), where the node knows them. The
-    /// path keeps within the band the bound spans, widened on each side to its start where that
-    /// is farther off, and to where the arm was seen up to `max_forearm_offset_m` and
-    /// `max_tracking_error_m` together: never farther off than it already is, or than the arm
-    /// was seen near it. Past the bound, the band closes in behind the path: once the path has
-    /// come nearer the sphere, it goes no farther off again than the bound beyond the nearest it
-    /// came (where the arm was seen staying allowed). The loop's reference comes off the sphere on a resume where the arm is
-    /// seen, or after a joint command to where it is seen (joint_trajectory_controller's hold
-    /// after a cancel, at its state, which is a few frames old): such a hold, and the way back,
-    /// must not be refused.
+    /// Where the loop's reference already is, or where what is queued ends (hil_node's joint
+    /// goals, joint commands and segments), with the offsets from the sphere the arm was `seen`
+    /// at lately ([`SeenOffsets`]), where the node knows them. The path keeps within the band
+    /// the bound spans, widened on each side to its start where that is farther off, closing in
+    /// behind the path: once the path has come nearer the sphere, it goes no farther off again
+    /// than the bound beyond the nearest it came. Within `max_forearm_offset_m` and
+    /// `max_tracking_error_m` together (2 cm) of its start, it may also go as far off as the
+    /// arm was seen, up to that same distance. The loop's reference comes off the sphere on a
+    /// resume where the arm is seen, or after a joint command to where it is seen
+    /// (joint_trajectory_controller's hold after a cancel, at its state, which is a few frames
+    /// old): such a hold, and the way back, must not be refused.
     AtTheReference { seen: Option<(f64, f64)> },
     /// A point the client chose (a Cartesian goal's first waypoint, a port-5555 session's): held
     /// to `max_forearm_offset_m` as every other point is.
@@ -87,17 +86,19 @@ impl ProtectionConfig {
     ) -> Result<(), String> {
         let Some(first) = waypoints.first() else { return Ok(()) };
         let mut sphere = ForearmSphere::new(self, robot, &first.x, start);
-        sphere.holds(&first.x, 0.0)?;
+        sphere.holds(&first.x, 0.0, sphere.band_along(&first.x, &first.x))?;
         let mut previous = robot.inverse_kinematics(&first.x, None).ok();
         for pair in waypoints.windows(2) {
             let at = |s: f64| pair[0].t + (pair[1].t - pair[0].t) * s - first.t;
             // Along a line the offset falls to its point nearest the elbow and rises after it:
             // that point is the nearest the line comes to the sphere from outside, and farthest
-            // in from inside; the line's end is the farthest out after it.
+            // in from inside; the line's end is the farthest out after it. The band is the
+            // line's own until the line's end.
+            let band = sphere.band_along(&pair[0].x, &pair[1].x);
             let deepest = sphere.nearest_the_elbow(&pair[0].x, &pair[1].x);
-            let passed = sphere.holds(&pair[0].x.lerp(&pair[1].x, deepest), at(deepest))?;
+            let passed = sphere.holds(&pair[0].x.lerp(&pair[1].x, deepest), at(deepest), band)?;
             sphere.passed(passed);
-            let passed = sphere.holds(&pair[1].x, at(1.0))?;
+            let passed = sphere.holds(&pair[1].x, at(1.0), sphere.band_along(&pair[0].x, &pair[1].x))?;
             sphere.passed(passed);
             let length = (pair[1].x - pair[0].x).norm();
             let checks = ((length / PATH_STEP_M).ceil() as usize).clamp(1, PATH_CHECKS_PER_LINE);
@@ -180,78 +181,105 @@ impl ProtectionConfig {
 }
 
 /// The forearm's sphere as [`ProtectionConfig::check_path`] holds a path to it: the platform
-/// point's offset ([`Robot::forearm_sphere_offset`]) within `band_m`, which closes in behind
-/// the path as it comes nearer the sphere, to no less than `closes_to_m`.
+/// point's offset ([`Robot::forearm_sphere_offset`]) within `band_m`, which closes in behind the
+/// path as it comes nearer the sphere, or, on a line within `seen_reach_m` of the path's start,
+/// within `seen_m` where that is wider.
 struct ForearmSphere<'a> {
     config: &'a ProtectionConfig,
     robot: &'a Robot,
-    /// The least and the most offset allowed [m] (inside the sphere is negative).
+    /// The least and the most offset allowed [m] (inside the sphere is negative): the bound's,
+    /// widened to the path's start, closed in behind the path.
     band_m: (f64, f64),
-    /// The band the path's own passing leaves it at least [m]: the bound's, widened to where the
-    /// arm was seen lately (a hold there stays taken however near the sphere the path starts).
-    closes_to_m: (f64, f64),
-    /// Whether the path's start, and where the arm was seen lately, widened the band past the
-    /// bound's, and whether the path's passing closed it in: a refusal names what did.
-    widened_by: (bool, bool),
+    /// Where the arm was seen lately, capped [m], and how far from the path's start that holds
+    /// [m]: where a hold at the arm's state aims, which is within the tracking bound (and the
+    /// few frames the state is old) of the loop's reference.
+    seen_m: Option<(f64, f64)>,
+    seen_reach_m: f64,
+    start: Vec3,
+    /// Whether the path's start widened the band past the bound's, and whether the path's
+    /// passing has closed it in since: a refusal names what did.
+    widened: bool,
     closed: bool,
 }
+
+/// What a point of a path is held to: the band [m], and whether where the arm was seen widened
+/// it there.
+type Band = ((f64, f64), bool);
 
 impl<'a> ForearmSphere<'a> {
     fn new(config: &'a ProtectionConfig, robot: &'a Robot, start: &Vec3, whose: PathStart) -> Self {
         let bound_m = config.max_forearm_offset_m;
-        let (mut low, mut high) = (-bound_m, bound_m);
-        let mut closes_to_m = (low, high);
-        let mut widened_by = (false, false);
+        let reach_m = bound_m + config.max_tracking_error_m;
+        let mut sphere = ForearmSphere {
+            config,
+            robot,
+            band_m: (-bound_m, bound_m),
+            seen_m: None,
+            seen_reach_m: reach_m,
+            start: *start,
+            widened: false,
+            closed: false,
+        };
         if let PathStart::AtTheReference { seen } = whose {
             let from_m = robot.forearm_sphere_offset(start);
             if from_m.is_finite() && !(-bound_m..=bound_m).contains(&from_m) {
-                (low, high) = (low.min(from_m), high.max(from_m));
-                widened_by.0 = true;
+                sphere.band_m = (sphere.band_m.0.min(from_m), sphere.band_m.1.max(from_m));
+                sphere.widened = true;
             }
-            let cap_m = bound_m + config.max_tracking_error_m;
-            if let Some((seen_low, seen_high)) = seen.filter(|(low, high)| low.is_finite() && high.is_finite()) {
-                let (seen_low, seen_high) = (seen_low.max(-cap_m), seen_high.min(cap_m));
-                closes_to_m = (closes_to_m.0.min(seen_low), closes_to_m.1.max(seen_high));
-                if seen_low < low || seen_high > high {
-                    (low, high) = (low.min(seen_low), high.max(seen_high));
-                    widened_by.1 = true;
-                }
-            }
+            sphere.seen_m = seen
+                .filter(|(low, high)| low.is_finite() && high.is_finite())
+                .map(|(low, high)| (low.max(-reach_m), high.min(reach_m)));
         }
-        ForearmSphere { config, robot, band_m: (low, high), closes_to_m, widened_by, closed: false }
+        sphere
     }
 
-    /// The path passed a point `off_m` [m] off the sphere: on each side, the band closes in to
-    /// the bound beyond it, so that a path that came back nearer the sphere goes no farther off
-    /// again than any path may go off it (never to less than `closes_to_m`).
+    /// The band that holds on the line from `a` to `b` [m]: where the arm was seen widens it only
+    /// where the whole line is within reach of the start (both ends: the reach is a ball).
+    fn band_along(&self, a: &Vec3, b: &Vec3) -> Band {
+        let near = |x: &Vec3| (x - self.start).norm() <= self.seen_reach_m;
+        let (low, high) = self.band_m;
+        match self.seen_m {
+            Some((seen_low, seen_high)) if near(a) && near(b) && (seen_low < low || seen_high > high) => {
+                ((low.min(seen_low), high.max(seen_high)), true)
+            }
+            _ => ((low, high), false),
+        }
+    }
+
+    /// The path passed a point `off_m` [m] off the sphere: on each side, the band its start
+    /// widened closes in to the bound beyond it, so that a path that came back nearer the sphere
+    /// goes no farther off again than any path may go off it.
     fn passed(&mut self, off_m: f64) {
         let bound_m = self.config.max_forearm_offset_m;
         let (low, high) = self.band_m;
-        let closed =
-            (low.max(off_m - bound_m).min(self.closes_to_m.0), high.min(off_m + bound_m).max(self.closes_to_m.1));
+        let closed = (low.max(off_m - bound_m).min(-bound_m), high.min(off_m + bound_m).max(bound_m));
         self.closed |= closed != self.band_m;
         self.band_m = closed;
     }
 
-    /// The band, as a refusal names it.
-    fn named(&self) -> String {
+    /// `band`, as a refusal names it.
+    fn named(&self, ((low, high), seen): Band) -> String {
         let named = format!("hil.protection.max_forearm_offset_m ({:.4} m)", self.config.max_forearm_offset_m);
-        let seen = format!(
-            "where the arm was seen lately (by at most hil.protection.max_tracking_error_m, {:.4} m)",
+        let seen_words = format!(
+            "where the arm was seen lately (by at most hil.protection.max_tracking_error_m, {:.4} m, near the path's \
+             start)",
             self.config.max_tracking_error_m
         );
-        let widened_to = match self.widened_by {
-            (false, false) => return named,
-            (true, false) => "the path's start".to_owned(),
-            (false, true) => seen,
-            (true, true) => format!("the path's start and {seen}"),
+        let start = match (self.widened, self.closed) {
+            (false, _) => None,
+            (true, false) => Some("the path's start".to_owned()),
+            (true, true) => Some(
+                "the path's start, closed in behind the path to the bound beyond where it came nearest the sphere"
+                    .into(),
+            ),
         };
-        let closed = match self.closed {
-            true => ", closed in behind the path to the bound beyond where it came nearest the sphere,",
-            false => "",
+        let widened_to = match (start, seen) {
+            (None, false) => return named,
+            (Some(start), false) => start,
+            (None, true) => seen_words,
+            (Some(start), true) => format!("{start}, and to {seen_words}"),
         };
-        let (low, high) = self.band_m;
-        format!("the {low:+.4} to {high:+.4} m off it that {named} widened to {widened_to}{closed} allows")
+        format!("the {low:+.4} to {high:+.4} m off it that {named} widened to {widened_to} allows")
     }
 
     /// The fraction [0, 1] of the way along the line from `a` to `b` [m] nearest the elbow: where
@@ -268,10 +296,11 @@ impl<'a> ForearmSphere<'a> {
     }
 
     /// The platform point `x` [m]'s offset off the sphere [m], or why it is too far off, `at`
-    /// [s] along a path.
-    fn holds(&self, x: &Vec3, at: f64) -> Result<f64, String> {
+    /// [s] along a path, on a line held to `band`.
+    fn holds(&self, x: &Vec3, at: f64, band: Band) -> Result<f64, String> {
         let off = self.robot.forearm_sphere_offset(x);
-        if off >= self.band_m.0 && off <= self.band_m.1 {
+        let ((low, high), _) = band;
+        if off >= low && off <= high {
             return Ok(off);
         }
         let (e, l_arm) = (self.robot.elbow(), self.robot.params().l_arm);
@@ -281,7 +310,7 @@ impl<'a> ForearmSphere<'a> {
             e.x,
             e.y,
             e.z,
-            self.named()
+            self.named(band)
         ))
     }
 }
@@ -430,20 +459,36 @@ mod tests {
         );
         assert!(check(&[0.015, 0.0, 0.011], None).unwrap_err().contains("+0.0110 m off"));
         assert!(check(&[-0.015, -0.002, -0.013], None).unwrap_err().contains("-0.0130 m off"), "inside it alike");
-        // Where the arm was seen stays allowed however near the sphere the path came: JTC's hold
-        // after a cancel at its state, the path starting at the loop's reference.
+        // Where the arm was seen stays allowed near the path's start (within the bound and the
+        // tracking bound, 2 cm, of it) however near the sphere the path came: JTC's hold after a
+        // cancel, at its state, from the loop's reference.
         assert_eq!(check(&[0.0, 0.006, 0.013], Some((0.011, 0.0131))), Ok(()));
         assert_eq!(check(&[0.015, 0.0, 0.013], Some((0.0131, 0.0131))), Ok(()));
         assert!(check(&[0.015, 0.0, 0.014], Some((0.0131, 0.0131))).is_err());
-        // A chord between two points 1.5 cm off that passes 2 mm off at its middle closes it.
+        // Away from the start it is not: back on the sphere 10 cm along it, the path goes no
+        // farther off than the bound again, wherever the arm was seen.
         let (elbow, l_arm) = (robot.elbow(), robot.params().l_arm);
+        let around = |axis: Vec3, angle: f64, by_m: f64| {
+            let axis = nalgebra::Unit::new_normalize(axis);
+            elbow + nalgebra::Rotation3::from_axis_angle(&axis, angle) * (off(by_m) - elbow)
+        };
+        let along = |angle: f64, by_m: f64| around(Vec3::z(), angle, by_m);
+        let away = 0.1 / l_arm;
+        let point = |t: f64, x: Vec3| Waypoint { t, x, ..Waypoint::default() };
+        let there_and_out = [point(0.0, off(0.015)), point(1.0, along(away, 0.0)), point(2.0, along(away, 0.015))];
+        let seen = PathStart::AtTheReference { seen: Some((0.015, 0.0151)) };
+        let refused = config.check_path(&robot, &there_and_out, seen).unwrap_err();
+        assert!(
+            refused.starts_with("at 2.000 s the platform point would be +0.0150 m off")
+                && refused.contains("the -0.0100 to +0.0100 m off it")
+                && !refused.contains("seen"),
+            "{refused}"
+        );
+        assert_eq!(config.check_path(&robot, &there_and_out[..2], seen), Ok(()), "the way there is taken");
+        // A chord between two points 1.5 cm off that passes 2 mm off at its middle closes it.
         let half_angle = ((l_arm + 0.002) / (l_arm + 0.015)).acos();
-        let axis = nalgebra::Unit::new_normalize((off(0.0) - elbow).cross(&Vec3::z()));
-        let turned = nalgebra::Rotation3::from_axis_angle(&axis, 2.0 * half_angle) * (off(0.015) - elbow);
-        let chord = [
-            Waypoint { t: 0.0, x: off(0.015), ..Waypoint::default() },
-            Waypoint { t: 1.0, x: elbow + turned, ..Waypoint::default() },
-        ];
+        let across = (off(0.0) - elbow).cross(&Vec3::z());
+        let chord = [point(0.0, off(0.015)), point(1.0, around(across, 2.0 * half_angle, 0.015))];
         let refused = config.check_path(&robot, &chord, AT_THE_REFERENCE).unwrap_err();
         assert!(
             refused.starts_with("at 1.000 s the platform point would be +0.0150 m off")

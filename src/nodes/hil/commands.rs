@@ -66,9 +66,9 @@ pub struct HilCommands<J, C> {
     /// the arm's.
     theta: [f64; 3],
     looping: bool,
-    /// When the running loop started [ns, [`crate::hil::realtime::monotonic_ns`]]: a frame
-    /// handed over before it is of a loop that has stopped, still on its way to the node.
-    started_ns: u64,
+    /// The number of the latest loop started ([`crate::hil::TakenFrame`]): a frame of another is
+    /// of a loop that has stopped, still on its way to the node.
+    loop_number: u64,
     /// How many times the loop has stopped: a Cartesian goal checked across a stop is refused.
     stops: u64,
     /// Goals ended when a command of the other kind took the arm over, answered with the next
@@ -104,7 +104,7 @@ impl<J: Clone, C: Clone> HilCommands<J, C> {
             seen: SeenOffsets::default(),
             theta: [0.0; 3],
             looping: false,
-            started_ns: 0,
+            loop_number: 0,
             stops: 0,
             overtaken_joint: Vec::new(),
             overtaken_cartesian: Vec::new(),
@@ -215,14 +215,13 @@ impl<J: Clone, C: Clone> HilCommands<J, C> {
         Ok(())
     }
 
-    /// The loop's `frame`, handed over at `taken_ns` [ns, [`crate::hil::realtime::monotonic_ns`]],
-    /// at `now`, `published` or not: feedback to the goals (at the publish rate) and their ends,
+    /// The `frame` of loop `loop_number`, at `now`, `published` or not: feedback to the goals (at the publish rate) and their ends,
     /// a FollowJointTrajectory goal's control step, timed on the steps' clock and stamped on the
     /// ROS clock (its hold, when it ends short of its end, goes to the loop while it still has
     /// the arm). A frame of a loop that stopped is not taken, whether it comes while no loop
     /// runs or after the next one started: its reference and its arm are not the running loop's.
-    pub fn frame(&mut self, frame: &Frame, taken_ns: u64, published: bool, now: Now) -> Answers<J, C> {
-        if !self.looping || taken_ns < self.started_ns {
+    pub fn frame(&mut self, frame: &Frame, loop_number: u64, published: bool, now: Now) -> Answers<J, C> {
+        if !self.looping || loop_number != self.loop_number {
             return self.drain();
         }
         self.reference = Some((frame.x_ref, frame.xd_ref));
@@ -263,10 +262,9 @@ impl<J: Clone, C: Clone> HilCommands<J, C> {
         }
     }
 
-    /// A loop started at `started_ns` [ns, [`crate::hil::realtime::monotonic_ns`]], after the
-    /// loop before it had stopped: commands are taken from its first frame on.
-    pub fn loop_started(&mut self, started_ns: u64) {
-        (self.looping, self.started_ns) = (true, started_ns);
+    /// Loop `loop_number` starts: commands are taken from its first frame on.
+    pub fn loop_started(&mut self, loop_number: u64) {
+        (self.looping, self.loop_number) = (true, loop_number);
     }
 
     /// The loop ended (`end`): every goal ends, aborted with the reason; the joint command

@@ -255,12 +255,13 @@ impl Feeder {
                         None => return Err(SegmentError::HoldNotMade(n)),
                     },
                 };
-                let last = head[head.len() - 1].x;
-                let samples = segment_after(&points, &last, &self.robot)?;
+                let last = head.len() - 1;
+                let samples = segment_after(&points, &head[last].x, &self.robot)?;
                 let way: Vec<Waypoint> = head.into_iter().chain(samples.iter().copied()).collect();
-                // No client aims a segment at where the arm is seen: its band is its start's.
+                // Its way from where what is queued ends (the line before it was checked with
+                // what it ends); no client aims a segment at where the arm is seen.
                 let start = PathStart::AtTheReference { seen: None };
-                self.bounds.check_path(&self.robot, &way, start).map_err(SegmentError::Bounds)?;
+                self.bounds.check_path(&self.robot, &way[last..], start).map_err(SegmentError::Bounds)?;
                 // Its end is not taken as a stop: the next segment may go on from it.
                 self.bounds.check_motion(&self.robot, &way, (from_rest, false)).map_err(SegmentError::Bounds)?;
                 self.queue.push_back(FeedItem::Segment);

@@ -20,9 +20,7 @@ use super::publisher::loop_failure;
 use super::HilNodeConfig;
 use crate::control::Trajectory;
 use crate::drivers::open_hardware;
-use crate::hil::{
-    realtime, FrameChannel, Hardware, HilLoop, HilReport, LoopStatus, TakenFrame, Withdrawals, FEED_DEPTH,
-};
+use crate::hil::{FrameChannel, Hardware, HilLoop, HilReport, LoopStatus, TakenFrame, Withdrawals, FEED_DEPTH};
 use crate::model::Robot;
 use crate::nodes::lifecycle::{Fault, Managed, Outcome, Step};
 use crate::nodes::status::Level;
@@ -34,9 +32,8 @@ const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 pub trait HilReporter: Send + Sync + 'static {
     /// The node's status is now `level`, `message`.
     fn status(&self, level: Level, message: String);
-    /// A loop started at `started_ns` [ns, [`crate::hil::realtime::monotonic_ns`]]: every frame
-    /// of the loops before it was handed over earlier.
-    fn loop_started(&self, started_ns: u64);
+    /// Loop `loop_number` starts (the node counts its loops from 1): its frames carry the number.
+    fn loop_started(&self, loop_number: u64);
     /// The loop stopped, the motors holding: whatever it ran is over.
     fn loop_stopped(&self, end: &LoopEnd);
 }
@@ -88,6 +85,8 @@ pub struct ManagedHil {
     feeder: Option<(Feeder, RequestQueue)>,
     /// Whether a loop has run: later ones start where the arm is.
     resumed: bool,
+    /// How many loops have started: the number of the latest.
+    loops: u64,
     hardware: Option<Box<dyn Hardware>>,
     running: Option<RunningLoop>,
     /// Why the node stops the running loop, for what the loop ran.
@@ -117,6 +116,7 @@ impl ManagedHil {
             initial,
             feeder: Some((feeder, links.requests)),
             resumed: false,
+            loops: 0,
             hardware: None,
             running: None,
             stopping_for: Arc::default(),
@@ -165,42 +165,61 @@ impl ManagedHil {
 
     /// Starts the loop on the open rig, and its feeder.
     fn activate(&mut self) -> Outcome {
-        let (Some(hardware), Some((feeder, requests))) = (self.hardware.take(), self.feeder.take()) else {
+        let Some((feeder, requests)) = self.feeder.take() else {
+            return Outcome::Error("the loop's feeder was lost with a thread that panicked".into());
+        };
+        let Some(hardware) = self.hardware.take() else {
+            self.feeder = Some((feeder, requests));
             return Outcome::Error("the rig is not open".into());
         };
-        // The loop before this one, if any, has been joined: its frames were all handed over
-        // before this time, which tells them from this loop's.
-        let started_ns = realtime::monotonic_ns();
         let stale = requests.drop_waiting();
         if stale > 0 {
             log::warn!("{stale} trajectory requests made while inactive dropped");
         }
-        // A loop resumed holds where the arm is: the withdrawal it makes at its start says where.
-        let feeder = if self.resumed { feeder.holding(self.withdrawals.request()) } else { feeder };
         let (feed, samples) = sync_channel(FEED_DEPTH);
         let sil = &self.config.sil;
         let (elbow, l_arm) = (self.initial.elbow(), self.initial.l_arm());
         let stop = Arc::new(AtomicBool::new(false));
         let hil = match HilLoop::new(self.config.hil.clone(), sil, elbow, l_arm, hardware, samples, stop.clone()) {
             Ok(hil) => hil,
-            Err(error) => return Outcome::Error(format!("cannot start the loop: {error}")),
+            Err(error) => {
+                self.feeder = Some((feeder, requests));
+                return Outcome::Error(format!("cannot start the loop: {error}"));
+            }
         };
+        // Each loop's frames carry its number: those of a loop that stopped, still on their way
+        // to the node, are told from the next one's.
+        self.loops += 1;
+        let loop_number = self.loops;
         let hil = hil
-            .with_frames(Box::new(FrameChannel(self.frames.clone())))
+            .with_frames(Box::new(FrameChannel::new(self.frames.clone(), loop_number)))
             .with_status(self.status.clone())
             .with_withdrawals(self.withdrawals.clone());
-        let hil = if self.resumed { hil.starting_where_the_arm_is() } else { hil };
+        // A loop resumed holds where the arm is: the withdrawal it makes at its start says where.
+        let (hil, feeder) = match self.resumed {
+            true => (hil.starting_where_the_arm_is(), feeder.holding(self.withdrawals.request())),
+            false => (hil, feeder),
+        };
         self.resumed = true;
-
-        let feeder_stop = stop.clone();
-        let feeder = std::thread::Builder::new()
-            .name("hil-feed".into())
-            .spawn(move || run_feeder(feeder, requests, feed, &feeder_stop));
-        let (reporter, faults, looping) = (self.reporter.clone(), self.faults.clone(), self.looping.clone());
-        let (protective_stop, stopping_for) = (self.protective_stop.clone(), self.stopping_for.clone());
-        if let Ok(mut last) = protective_stop.lock() {
+        if let Ok(mut last) = self.protective_stop.lock() {
             *last = None;
         }
+        // Told before its threads start, so that its first frame is taken.
+        self.reporter.loop_started(loop_number);
+        let not_started = |reporter: &Arc<dyn HilReporter>, what: &str| {
+            let cause = format!("cannot start the loop's {what} thread");
+            reporter.loop_stopped(&LoopEnd::Fault(cause.clone()));
+            Outcome::Error(cause)
+        };
+        let feeder_stop = stop.clone();
+        let Ok(feeding) = std::thread::Builder::new()
+            .name("hil-feed".into())
+            .spawn(move || run_feeder(feeder, requests, feed, &feeder_stop))
+        else {
+            return not_started(&self.reporter, "feeder");
+        };
+        let (reporter, faults, looping) = (self.reporter.clone(), self.faults.clone(), self.looping.clone());
+        let (protective_stop, stopping_for) = (self.protective_stop.clone(), self.stopping_for.clone());
         looping.store(true, Ordering::Relaxed);
         let run = std::thread::Builder::new().name("hil-loop".into()).spawn(move || {
             let (report, hardware) = hil.run_and_release();
@@ -230,13 +249,19 @@ impl ManagedHil {
             }
             (report, hardware)
         });
-        match (run, feeder) {
-            (Ok(run), Ok(feeder)) => {
-                self.running = Some(RunningLoop { stop, run, feeder });
-                self.reporter.loop_started(started_ns);
+        match run {
+            Ok(run) => {
+                self.running = Some(RunningLoop { stop, run, feeder: feeding });
                 Outcome::Success
             }
-            _ => Outcome::Error("cannot start the loop's threads".into()),
+            Err(_) => {
+                // The loop and its rig went with the thread that did not start (the rig stops
+                // as it drops); the feeder is kept for the next.
+                self.looping.store(false, Ordering::Relaxed);
+                stop.store(true, Ordering::Relaxed);
+                self.feeder = feeding.join().ok();
+                not_started(&self.reporter, "control")
+            }
         }
     }
 
@@ -248,7 +273,11 @@ impl ManagedHil {
         }
         running.stop.store(true, Ordering::Relaxed);
         let (run, feeder) = (running.run.join(), running.feeder.join());
-        let (Ok((_, hardware)), Ok(feeder)) = (run, feeder) else {
+        let panicked = run.is_err() || feeder.is_err();
+        // What came back is kept: a thread's panic loses only its own part.
+        self.hardware = run.ok().map(|(_, hardware)| hardware);
+        self.feeder = feeder.ok();
+        if panicked {
             // A panic there is a fault: its rig stopped as it unwound (and from the panic hook),
             // but the loop never told the node: its goals end here.
             let cause = "a loop thread panicked".to_owned();
@@ -256,9 +285,7 @@ impl ManagedHil {
             self.reporter.status(Level::Error, cause.clone());
             self.reporter.loop_stopped(&LoopEnd::Fault(cause.clone()));
             return Outcome::Error(cause);
-        };
-        self.hardware = Some(hardware);
-        self.feeder = Some(feeder);
+        }
         Outcome::Success
     }
 

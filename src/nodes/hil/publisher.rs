@@ -30,11 +30,10 @@ const FIGURES_PERIOD_NS: u64 = 1_000_000_000;
 /// What happens to hil_node that it publishes.
 #[derive(Debug, Clone)]
 pub enum HilEvent {
-    /// A frame of the running loop, handed over by the loop at `taken_ns` [ns,
-    /// [`crate::hil::realtime::monotonic_ns`]], `age_ns` before it is handed on: what is
-    /// published of it is stamped that much before the time it goes out at, the time the loop
-    /// took it. `taken_ns` tells a frame of a loop that has since stopped from the next loop's.
-    Frame { frame: Frame, taken_ns: u64, age_ns: u64 },
+    /// A frame of the running loop (of loop `loop_number`, [`crate::hil::TakenFrame`]), taken
+    /// `age_ns` before it is handed on: what is published of it is stamped that much before the
+    /// time it goes out at, the time the loop took it.
+    Frame { frame: Frame, loop_number: u64, age_ns: u64 },
     /// The running loop's figures so far (handed over every 100 ms at most).
     Figures(LoopStatus),
     /// A loop started.
@@ -183,7 +182,7 @@ pub fn publish_loop(
         injected.check();
         match frames.recv_timeout(TICK) {
             Ok(taken) => {
-                publish(HilEvent::Frame { frame: taken.frame, taken_ns: taken.taken_ns, age_ns: taken.age_ns() })
+                publish(HilEvent::Frame { frame: taken.frame, loop_number: taken.loop_number, age_ns: taken.age_ns() })
             }
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => break,

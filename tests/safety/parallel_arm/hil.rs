@@ -213,9 +213,10 @@ pub(crate) struct HilNode {
     /// whether the loop stopped meanwhile.
     checking: Option<(u64, Result<Checked, String>, bool)>,
     looping: bool,
-    /// The loop's latest frame and when it was handed over [ns]: after a stop, one still on
-    /// its way to the node when the next loop starts.
-    last_frame: Option<(Frame, u64)>,
+    /// The number of the loop that runs or ran last, and its latest frame: after a stop, one
+    /// still on its way to the node when the next loop starts.
+    loop_number: u64,
+    last_frame: Option<Frame>,
 }
 
 impl HilNode {
@@ -313,8 +314,8 @@ impl HilNode {
             let (frame, _) = self.model.frame();
             self.hil_loop.seen.seen(&self.model.robot, &frame.x);
             let now = now_ns(&self.model);
-            self.last_frame = Some((frame, now));
-            let answers = self.commands.frame(&frame, now, true, Now::on_one_clock(now));
+            self.last_frame = Some(frame);
+            let answers = self.commands.frame(&frame, self.loop_number, true, Now::on_one_clock(now));
             self.answers(answers);
             one_owner(&self.book, &self.cartesian, now);
         }
@@ -350,7 +351,7 @@ impl StateMachineTest for HilMachine {
             seen: SeenOffsets::default(),
         };
         hil_loop.start(&model, &withdrawals);
-        commands.loop_started(now_ns(&model));
+        commands.loop_started(1);
         let stopped = config.settings.constraints.stopped_velocity_tolerance;
         HilNode {
             model,
@@ -365,6 +366,7 @@ impl StateMachineTest for HilMachine {
             held_since_stop: false,
             checking: None,
             looping: true,
+            loop_number: 1,
             last_frame: None,
         }
     }
@@ -401,12 +403,13 @@ impl StateMachineTest for HilMachine {
                 assert_eq!(node.queue.drop_waiting(), 0, "requests waited past a stop");
                 node.model.following.hold(node.model.x);
                 node.hil_loop.start(&node.model, &node.withdrawals);
-                // The loop starts after the one before it had handed over its last frame.
-                node.commands.loop_started(now + 1);
+                let stopped = node.loop_number;
+                node.loop_number += 1;
+                node.commands.loop_started(node.loop_number);
                 node.looping = true;
-                // That frame, still on its way, is not the new loop's.
-                if let Some((frame, taken_ns)) = node.last_frame {
-                    let answers = node.commands.frame(&frame, taken_ns, true, Now::on_one_clock(now));
+                // The stopped loop's last frame, still on its way, is not the new loop's.
+                if let Some(frame) = node.last_frame {
+                    let answers = node.commands.frame(&frame, stopped, true, Now::on_one_clock(now));
                     node.answers(answers);
                     assert!(node.commands.taking().is_err(), "the stopped loop's frame was taken by the next");
                 }
