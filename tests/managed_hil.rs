@@ -21,9 +21,10 @@ use arm_hil::nodes::load_trajectory;
 use arm_hil::nodes::status::Level;
 use arm_hil::sim::{Frame, SilConfig};
 
-/// What the node reported, in order, and the numbers of the loops it started.
+/// What the node reported, in order, and the numbers of the loops it started with when it said
+/// so [ns, `realtime::monotonic_ns`].
 #[derive(Default)]
-struct Reports(Mutex<Vec<(Level, String)>>, Mutex<Vec<u64>>);
+struct Reports(Mutex<Vec<(Level, String)>>, Mutex<Vec<(u64, u64)>>);
 
 impl HilReporter for Reports {
     fn status(&self, level: Level, message: String) {
@@ -32,7 +33,7 @@ impl HilReporter for Reports {
 
     fn loop_started(&self, loop_number: u64) {
         self.0.lock().unwrap().push((Level::Ok, RUNNING.to_owned()));
-        self.1.lock().unwrap().push(loop_number);
+        self.1.lock().unwrap().push((loop_number, arm_hil::hil::realtime::monotonic_ns()));
     }
 
     fn loop_stopped(&self, _end: &LoopEnd) {}
@@ -164,20 +165,29 @@ fn the_loop_runs_only_while_active_and_resumes_where_the_arm_is() {
 }
 
 /// A quick deactivate and activate, the first loop's last frames still in the channel: each
-/// frame carries the number of its loop, as the node told it when the loop started.
+/// frame carries the number of its loop, and the node is told of each loop before its first
+/// frame is handed over.
 #[test]
-fn each_loops_frames_carry_the_number_the_node_started_it_with() {
+fn each_loops_frames_carry_the_number_the_node_started_it_with_and_come_after_it() {
     let mut node = Node::new(RigKind::Sim, None);
     node.set("configure");
     node.set("activate");
-    assert!(node.taken(100).iter().all(|taken| taken.loop_number == 1));
+    let first = node.taken(100);
     node.set("deactivate");
     node.set("activate");
-    assert_eq!(*node.reports.1.lock().unwrap(), [1, 2]);
-    let numbers: Vec<u64> = node.taken(400).iter().map(|taken| taken.loop_number).collect();
-    let first_of_the_second = numbers.iter().position(|&n| n == 2).expect("the second loop's frames");
-    assert!(numbers[..first_of_the_second].iter().all(|&n| n == 1), "{numbers:?}");
-    assert!(numbers[first_of_the_second..].iter().all(|&n| n == 2), "{numbers:?}");
+    let started = node.reports.1.lock().unwrap().clone();
+    assert_eq!(started.iter().map(|(n, _)| *n).collect::<Vec<_>>(), [1, 2]);
+    let mut frames = first;
+    while frames.iter().filter(|taken| taken.loop_number == 2).count() < 100 {
+        frames.extend(node.taken(1));
+    }
+    let second = frames.iter().position(|taken| taken.loop_number == 2).unwrap();
+    assert!(frames[..second].iter().all(|taken| taken.loop_number == 1), "the loops' frames interleave");
+    assert!(frames[second..].iter().all(|taken| taken.loop_number == 2), "the loops' frames interleave");
+    for (loop_number, told_ns) in started {
+        let early = frames.iter().filter(|taken| taken.loop_number == loop_number && taken.taken_ns < told_ns).count();
+        assert_eq!(early, 0, "{early} frames of loop {loop_number} came before the node was told of it");
+    }
     node.set("deactivate");
 }
 

@@ -15,54 +15,71 @@ const PATH_CHECKS_PER_LINE: usize = 8;
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum PathStart {
     /// Where the loop's reference already is, or where what is queued ends (hil_node's joint
-    /// goals, joint commands and segments), with the offsets from the sphere the arm was `seen`
-    /// at lately ([`SeenOffsets`]), where the node knows them. The path keeps within the band
-    /// the bound spans, widened on each side to its start where that is farther off, closing in
-    /// behind the path: once the path has come nearer the sphere, it goes no farther off again
-    /// than the bound beyond the nearest it came. Within `max_forearm_offset_m` and
-    /// `max_tracking_error_m` together (2 cm) of its start, it may also go as far off as the
-    /// arm was seen, up to that same distance. The loop's reference comes off the sphere on a
-    /// resume where the arm is seen, or after a joint command to where it is seen
+    /// goals, joint commands and segments), with where the arm was `seen` lately ([`SeenArm`]),
+    /// where the node knows it. The path keeps within the band the bound spans, widened on each
+    /// side to its start where that is farther off, closing in behind the path: once the path
+    /// has come nearer the sphere, it goes no farther off again than the bound beyond the
+    /// nearest it came. On a line within `max_forearm_offset_m` and `max_tracking_error_m`
+    /// together (2 cm) of its start or of where the arm was seen, it may also go as far off as
+    /// the arm was seen, up to that same distance. The loop's reference comes off the sphere on
+    /// a resume where the arm is seen, or after a joint command to where it is seen
     /// (joint_trajectory_controller's hold after a cancel, at its state, which is a few frames
-    /// old): such a hold, and the way back, must not be refused.
-    AtTheReference { seen: Option<(f64, f64)> },
+    /// old and as far back along the arm's way): such a hold, and the way back, must not be
+    /// refused.
+    AtTheReference { seen: Option<Seen> },
     /// A point the client chose (a Cartesian goal's first waypoint, a port-5555 session's): held
     /// to `max_forearm_offset_m` as every other point is.
     Requested,
 }
 
-/// How many of the loop's latest frames [`SeenOffsets`] keeps: 0.128 s of the 1 kHz loop with
+/// How many of the loop's latest frames [`SeenArm`] keeps: 0.128 s of the 1 kHz loop with
 /// `hil.frame_every` 1 and no frame dropped on the way to the node, longer than the age of the
 /// state joint_trajectory_controller holds at.
 const SEEN_FRAMES: usize = 128;
 
-/// The platform point's offsets from the forearm's sphere [m] at the loop's latest frames, as
-/// its estimate saw them: where a hold at the arm's state may aim.
+/// Where the loop's estimate saw the arm at its latest frames ([`SeenArm::lately`]): where a
+/// hold at the arm's state may aim.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Seen {
+    /// The least and the most offset off the forearm's sphere [m].
+    pub offsets_m: (f64, f64),
+    /// The corners of the box the platform point kept within [m].
+    pub box_m: (Vec3, Vec3),
+}
+
+/// The platform point as the loop's estimate saw it at its latest frames.
 #[derive(Clone, Debug)]
-pub struct SeenOffsets {
-    offsets: [f64; SEEN_FRAMES],
+pub struct SeenArm {
+    offsets_m: [f64; SEEN_FRAMES],
+    points_m: [Vec3; SEEN_FRAMES],
     next: usize,
 }
 
-impl Default for SeenOffsets {
+impl Default for SeenArm {
     fn default() -> Self {
-        SeenOffsets { offsets: [f64::NAN; SEEN_FRAMES], next: 0 }
+        SeenArm { offsets_m: [f64::NAN; SEEN_FRAMES], points_m: [Vec3::zeros(); SEEN_FRAMES], next: 0 }
     }
 }
 
-impl SeenOffsets {
+impl SeenArm {
     /// The estimate saw the platform point at `x` [m].
     pub fn seen(&mut self, robot: &Robot, x: &Vec3) {
-        self.offsets[self.next] = robot.forearm_sphere_offset(x);
+        self.offsets_m[self.next] = robot.forearm_sphere_offset(x);
+        self.points_m[self.next] = *x;
         self.next = (self.next + 1) % SEEN_FRAMES;
     }
 
-    /// The least and the most offset seen [m], if any was.
-    pub fn band(&self) -> Option<(f64, f64)> {
-        let finite = self.offsets.iter().copied().filter(|off| off.is_finite());
-        finite.fold(None, |band, off| match band {
-            None => Some((off, off)),
-            Some((low, high)) => Some((f64::min(low, off), f64::max(high, off))),
+    /// Where the arm was seen over the frames kept, if anywhere (a point off the sphere by no
+    /// finite offset is left out).
+    pub fn lately(&self) -> Option<Seen> {
+        let seen = self.offsets_m.iter().zip(&self.points_m).filter(|(off, _)| off.is_finite());
+        seen.fold(None, |lately, (&off, x)| {
+            Some(match lately {
+                None => Seen { offsets_m: (off, off), box_m: (*x, *x) },
+                Some(Seen { offsets_m: (low, high), box_m: (lowest, highest) }) => {
+                    Seen { offsets_m: (low.min(off), high.max(off)), box_m: (lowest.inf(x), highest.sup(x)) }
+                }
+            })
         })
     }
 }
@@ -92,9 +109,11 @@ impl ProtectionConfig {
             let at = |s: f64| pair[0].t + (pair[1].t - pair[0].t) * s - first.t;
             // Along a line the offset falls to its point nearest the elbow and rises after it:
             // that point is the nearest the line comes to the sphere from outside, and farthest
-            // in from inside; the line's end is the farthest out after it. The band is the
-            // line's own until the line's end.
+            // in from inside; its start and its end are the farthest out before and after it.
+            // Each line is held to its own band, its start too (the line before may have been
+            // held to a wider one).
             let band = sphere.band_along(&pair[0].x, &pair[1].x);
+            sphere.holds(&pair[0].x, at(0.0), band)?;
             let deepest = sphere.nearest_the_elbow(&pair[0].x, &pair[1].x);
             let passed = sphere.holds(&pair[0].x.lerp(&pair[1].x, deepest), at(deepest), band)?;
             sphere.passed(passed);
@@ -182,19 +201,21 @@ impl ProtectionConfig {
 
 /// The forearm's sphere as [`ProtectionConfig::check_path`] holds a path to it: the platform
 /// point's offset ([`Robot::forearm_sphere_offset`]) within `band_m`, which closes in behind the
-/// path as it comes nearer the sphere, or, on a line within `seen_reach_m` of the path's start,
-/// within `seen_m` where that is wider.
+/// path as it comes nearer the sphere, or, on a line near the path's start or where the arm was
+/// seen, within where the arm was seen where that is wider.
 struct ForearmSphere<'a> {
     config: &'a ProtectionConfig,
     robot: &'a Robot,
     /// The least and the most offset allowed [m] (inside the sphere is negative): the bound's,
     /// widened to the path's start, closed in behind the path.
     band_m: (f64, f64),
-    /// Where the arm was seen lately, capped [m], and how far from the path's start that holds
-    /// [m]: where a hold at the arm's state aims, which is within the tracking bound (and the
-    /// few frames the state is old) of the loop's reference.
-    seen_m: Option<(f64, f64)>,
-    seen_reach_m: f64,
+    /// Where the arm was seen lately, its offsets capped at `hold_m`.
+    seen: Option<Seen>,
+    /// How far a hold at the arm's state may aim [m], both off the sphere and from the path's
+    /// start or where the arm was seen: the bound and the tracking bound together (the state is
+    /// the estimate, within the tracking bound of the loop's reference).
+    hold_m: f64,
+    /// The path's first point [m].
     start: Vec3,
     /// Whether the path's start widened the band past the bound's, and whether the path's
     /// passing has closed it in since: a refusal names what did.
@@ -202,20 +223,24 @@ struct ForearmSphere<'a> {
     closed: bool,
 }
 
-/// What a point of a path is held to: the band [m], and whether where the arm was seen widened
-/// it there.
-type Band = ((f64, f64), bool);
+/// What a line of a path is held to: the band [m], and whether where the arm was seen widened
+/// it there on each side.
+#[derive(Clone, Copy)]
+struct Band {
+    band_m: (f64, f64),
+    by_seen: (bool, bool),
+}
 
 impl<'a> ForearmSphere<'a> {
     fn new(config: &'a ProtectionConfig, robot: &'a Robot, start: &Vec3, whose: PathStart) -> Self {
         let bound_m = config.max_forearm_offset_m;
-        let reach_m = bound_m + config.max_tracking_error_m;
+        let hold_m = bound_m + config.max_tracking_error_m;
         let mut sphere = ForearmSphere {
             config,
             robot,
             band_m: (-bound_m, bound_m),
-            seen_m: None,
-            seen_reach_m: reach_m,
+            seen: None,
+            hold_m,
             start: *start,
             widened: false,
             closed: false,
@@ -226,24 +251,30 @@ impl<'a> ForearmSphere<'a> {
                 sphere.band_m = (sphere.band_m.0.min(from_m), sphere.band_m.1.max(from_m));
                 sphere.widened = true;
             }
-            sphere.seen_m = seen
-                .filter(|(low, high)| low.is_finite() && high.is_finite())
-                .map(|(low, high)| (low.max(-reach_m), high.min(reach_m)));
+            sphere.seen = seen
+                .map(|seen| Seen { offsets_m: (seen.offsets_m.0.max(-hold_m), seen.offsets_m.1.min(hold_m)), ..seen });
         }
         sphere
     }
 
     /// The band that holds on the line from `a` to `b` [m]: where the arm was seen widens it only
-    /// where the whole line is within reach of the start (both ends: the reach is a ball).
+    /// where both ends are near the path's start or where the arm was seen (a ball and a box
+    /// grown by the same distance, both convex: the whole line is).
     fn band_along(&self, a: &Vec3, b: &Vec3) -> Band {
-        let near = |x: &Vec3| (x - self.start).norm() <= self.seen_reach_m;
         let (low, high) = self.band_m;
-        match self.seen_m {
-            Some((seen_low, seen_high)) if near(a) && near(b) && (seen_low < low || seen_high > high) => {
-                ((low.min(seen_low), high.max(seen_high)), true)
-            }
-            _ => ((low, high), false),
-        }
+        let Some(seen) = self.seen else { return Band { band_m: (low, high), by_seen: (false, false) } };
+        let near = |x: &Vec3| {
+            let (lowest, highest) = seen.box_m;
+            let off_the_box = (lowest - x).sup(&(x - highest)).sup(&Vec3::zeros());
+            (x - self.start).norm() <= self.hold_m || off_the_box.norm() <= self.hold_m
+        };
+        let (seen_low, seen_high) = seen.offsets_m;
+        let by_seen = match near(a) && near(b) {
+            true => (seen_low < low, seen_high > high),
+            false => (false, false),
+        };
+        let band_m = (if by_seen.0 { seen_low } else { low }, if by_seen.1 { seen_high } else { high });
+        Band { band_m, by_seen }
     }
 
     /// The path passed a point `off_m` [m] off the sphere: on each side, the band its start
@@ -257,12 +288,13 @@ impl<'a> ForearmSphere<'a> {
         self.band_m = closed;
     }
 
-    /// `band`, as a refusal names it.
-    fn named(&self, ((low, high), seen): Band) -> String {
+    /// The band from `low` to `high` [m], as a refusal on one side of it names it, where the arm
+    /// was seen widening that side or not.
+    fn named(&self, (low, high): (f64, f64), by_seen: bool) -> String {
         let named = format!("hil.protection.max_forearm_offset_m ({:.4} m)", self.config.max_forearm_offset_m);
         let seen_words = format!(
             "where the arm was seen lately (by at most hil.protection.max_tracking_error_m, {:.4} m, near the path's \
-             start)",
+             start or where the arm was seen)",
             self.config.max_tracking_error_m
         );
         let start = match (self.widened, self.closed) {
@@ -273,7 +305,7 @@ impl<'a> ForearmSphere<'a> {
                     .into(),
             ),
         };
-        let widened_to = match (start, seen) {
+        let widened_to = match (start, by_seen) {
             (None, false) => return named,
             (Some(start), false) => start,
             (None, true) => seen_words,
@@ -299,10 +331,11 @@ impl<'a> ForearmSphere<'a> {
     /// [s] along a path, on a line held to `band`.
     fn holds(&self, x: &Vec3, at: f64, band: Band) -> Result<f64, String> {
         let off = self.robot.forearm_sphere_offset(x);
-        let ((low, high), _) = band;
+        let (low, high) = band.band_m;
         if off >= low && off <= high {
             return Ok(off);
         }
+        let by_seen = if off > high { band.by_seen.1 } else { band.by_seen.0 };
         let (e, l_arm) = (self.robot.elbow(), self.robot.params().l_arm);
         Err(format!(
             "at {at:.3} s the platform point would be {off:+.4} m off the forearm's sphere (radius {l_arm:.3} m \
@@ -310,7 +343,7 @@ impl<'a> ForearmSphere<'a> {
             e.x,
             e.y,
             e.z,
-            self.named(band)
+            self.named(band.band_m, by_seen)
         ))
     }
 }
@@ -321,6 +354,14 @@ mod tests {
     use crate::control::arc::ArcSpec;
 
     const AT_THE_REFERENCE: PathStart = PathStart::AtTheReference { seen: None };
+
+    /// Where the arm was seen, at each of `offsets_m` [m] off the sphere on the way out from the
+    /// elbow through [`off_the_sphere`]'s point.
+    fn seen_at(robot: &Robot, offsets_m: &[f64]) -> Option<Seen> {
+        let mut seen = SeenArm::default();
+        offsets_m.iter().for_each(|&by_m| seen.seen(robot, &off_the_sphere(robot, by_m)));
+        seen.lately()
+    }
 
     /// The built-in arc's first point moved straight out from the elbow to `by_m` [m] off the
     /// forearm's sphere.
@@ -398,9 +439,7 @@ mod tests {
             ]
         };
         let check = |way: &[Waypoint], seen_m: &[f64]| {
-            let mut seen = SeenOffsets::default();
-            seen_m.iter().for_each(|&by| seen.seen(&robot, &off(by)));
-            config.check_path(&robot, way, PathStart::AtTheReference { seen: seen.band() })
+            config.check_path(&robot, way, PathStart::AtTheReference { seen: seen_at(&robot, seen_m) })
         };
         // The loop's reference holds 1.5 cm off (the arm was seen there): a hold, and a way
         // back onto the sphere, are taken; a way 1 mm farther is not, nor one across to the
@@ -444,27 +483,27 @@ mod tests {
             let at = |k: usize, by: f64| Waypoint { t: k as f64, x: off(by), ..Waypoint::default() };
             offsets_m.iter().enumerate().map(|(k, &by)| at(k, by)).collect()
         };
-        let check = |offsets_m: &[f64], seen: Option<(f64, f64)>| {
-            config.check_path(&robot, &way(offsets_m), PathStart::AtTheReference { seen })
+        let check = |offsets_m: &[f64], seen_m: &[f64]| {
+            config.check_path(&robot, &way(offsets_m), PathStart::AtTheReference { seen: seen_at(&robot, seen_m) })
         };
         // From 1.5 cm off, the way back may bulge out again by up to the bound (1 cm) beyond the
         // nearest it came, never past its start; back on the sphere, the bound alone holds.
-        assert_eq!(check(&[0.015, 0.008, 0.015, 0.0], None), Ok(()));
-        let again = check(&[0.015, 0.003, 0.014], None).unwrap_err();
+        assert_eq!(check(&[0.015, 0.008, 0.015, 0.0], &[]), Ok(()));
+        let again = check(&[0.015, 0.003, 0.014], &[]).unwrap_err();
         assert!(
             again.starts_with("at 2.000 s the platform point would be +0.0140 m off")
                 && again.contains("the -0.0100 to +0.0130 m off it")
                 && again.contains("closed in behind the path to the bound beyond where it came nearest the sphere"),
             "{again}"
         );
-        assert!(check(&[0.015, 0.0, 0.011], None).unwrap_err().contains("+0.0110 m off"));
-        assert!(check(&[-0.015, -0.002, -0.013], None).unwrap_err().contains("-0.0130 m off"), "inside it alike");
-        // Where the arm was seen stays allowed near the path's start (within the bound and the
-        // tracking bound, 2 cm, of it) however near the sphere the path came: JTC's hold after a
-        // cancel, at its state, from the loop's reference.
-        assert_eq!(check(&[0.0, 0.006, 0.013], Some((0.011, 0.0131))), Ok(()));
-        assert_eq!(check(&[0.015, 0.0, 0.013], Some((0.0131, 0.0131))), Ok(()));
-        assert!(check(&[0.015, 0.0, 0.014], Some((0.0131, 0.0131))).is_err());
+        assert!(check(&[0.015, 0.0, 0.011], &[]).unwrap_err().contains("+0.0110 m off"));
+        assert!(check(&[-0.015, -0.002, -0.013], &[]).unwrap_err().contains("-0.0130 m off"), "inside it alike");
+        // Where the arm was seen stays allowed near the path's start and where it was seen
+        // (within the bound and the tracking bound, 2 cm), however near the sphere the path
+        // came: JTC's hold after a cancel, at its state, from the loop's reference.
+        assert_eq!(check(&[0.0, 0.006, 0.013], &[0.011, 0.0131]), Ok(()));
+        assert_eq!(check(&[0.015, 0.0, 0.013], &[0.0131]), Ok(()));
+        assert!(check(&[0.015, 0.0, 0.014], &[0.0131]).is_err());
         // Away from the start it is not: back on the sphere 10 cm along it, the path goes no
         // farther off than the bound again, wherever the arm was seen.
         let (elbow, l_arm) = (robot.elbow(), robot.params().l_arm);
@@ -476,7 +515,7 @@ mod tests {
         let away = 0.1 / l_arm;
         let point = |t: f64, x: Vec3| Waypoint { t, x, ..Waypoint::default() };
         let there_and_out = [point(0.0, off(0.015)), point(1.0, along(away, 0.0)), point(2.0, along(away, 0.015))];
-        let seen = PathStart::AtTheReference { seen: Some((0.015, 0.0151)) };
+        let seen = PathStart::AtTheReference { seen: seen_at(&robot, &[0.015, 0.0151]) };
         let refused = config.check_path(&robot, &there_and_out, seen).unwrap_err();
         assert!(
             refused.starts_with("at 2.000 s the platform point would be +0.0150 m off")
@@ -485,6 +524,26 @@ mod tests {
             "{refused}"
         );
         assert_eq!(config.check_path(&robot, &there_and_out[..2], seen), Ok(()), "the way there is taken");
+        // Held 0.9 cm off, the arm seen 1.3 cm off 2.5 cm back along its way (JTC's state a few
+        // frames old, the arm moving): the hold where it was seen is taken.
+        let back = 0.025 / l_arm;
+        let seen_back = (0..=5).map(|k| along(back * k as f64 / 5.0, 0.013));
+        let mut seen_arm = SeenArm::default();
+        seen_back.for_each(|x| seen_arm.seen(&robot, &x));
+        let hold = [point(0.0, off(0.009)), point(0.5, along(back, 0.013))];
+        let seen = PathStart::AtTheReference { seen: seen_arm.lately() };
+        assert_eq!(config.check_path(&robot, &hold, seen), Ok(()));
+        // Gone where the arm was seen, a path goes no farther at that offset, outside the sphere
+        // or inside it: on to a point on the sphere 3 cm away, its start is held to the bound.
+        for by in [0.013, -0.013] {
+            let on_from_there = [point(0.0, off(0.0)), point(1.0, off(by)), point(2.0, along(0.03 / l_arm, 0.0))];
+            let seen = PathStart::AtTheReference { seen: seen_at(&robot, &[by]) };
+            let refused = config.check_path(&robot, &on_from_there, seen).unwrap_err();
+            assert!(
+                refused.starts_with(&format!("at 1.000 s the platform point would be {by:+.4} m off")),
+                "{refused}"
+            );
+        }
         // A chord between two points 1.5 cm off that passes 2 mm off at its middle closes it.
         let half_angle = ((l_arm + 0.002) / (l_arm + 0.015)).acos();
         let across = (off(0.0) - elbow).cross(&Vec3::z());
@@ -499,19 +558,21 @@ mod tests {
     }
 
     #[test]
-    fn the_offsets_seen_are_those_of_the_latest_frames() {
+    fn where_the_arm_was_seen_is_where_the_latest_frames_saw_it() {
         let robot = Robot::default();
         let off = |by_m: f64| off_the_sphere(&robot, by_m);
-        let mut seen = SeenOffsets::default();
-        assert_eq!(seen.band(), None, "nothing seen yet");
+        let mut seen = SeenArm::default();
+        assert_eq!(seen.lately(), None, "nothing seen yet");
         seen.seen(&robot, &off(0.015));
         seen.seen(&robot, &Vec3::repeat(f64::NAN));
-        let (low, high) = seen.band().unwrap();
-        assert!((low - 0.015).abs() < 1e-12 && (high - 0.015).abs() < 1e-12, "a frame not seen is left out");
+        let lately = seen.lately().unwrap();
+        assert!((lately.offsets_m.0 - 0.015).abs() < 1e-12 && (lately.offsets_m.1 - 0.015).abs() < 1e-12);
+        assert_eq!(lately.box_m, (off(0.015), off(0.015)), "a frame not seen is left out");
         for _ in 0..SEEN_FRAMES {
             seen.seen(&robot, &off(0.005));
         }
-        let (low, high) = seen.band().unwrap();
+        let Seen { offsets_m: (low, high), box_m } = seen.lately().unwrap();
         assert!((low - 0.005).abs() < 1e-12 && (high - 0.005).abs() < 1e-12, "older frames drop out: {low} {high}");
+        assert_eq!(box_m, (off(0.005), off(0.005)));
     }
 }

@@ -14,7 +14,7 @@ use super::goals::HilGoals;
 use super::managed::LoopEnd;
 use super::HilNodeConfig;
 use crate::control::Trajectory;
-use crate::hil::protection::{PathStart, ProtectionConfig, SeenOffsets};
+use crate::hil::protection::{PathStart, ProtectionConfig, SeenArm};
 use crate::hil::Withdrawals;
 use crate::model::math::Vec3;
 use crate::model::Robot;
@@ -61,7 +61,7 @@ pub struct HilCommands<J, C> {
     /// Where the loop's estimate saw the platform point at its latest frames, off the forearm's
     /// sphere: where joint_trajectory_controller's hold aims (its state is the estimate's, a
     /// few frames old).
-    seen: SeenOffsets,
+    seen: SeenArm,
     /// The motors' angles at the latest frame [rad]: which of the inverse kinematics' roots is
     /// the arm's.
     theta: [f64; 3],
@@ -101,7 +101,7 @@ impl<J: Clone, C: Clone> HilCommands<J, C> {
             withdrawals,
             joint_claim: None,
             reference: None,
-            seen: SeenOffsets::default(),
+            seen: SeenArm::default(),
             theta: [0.0; 3],
             looping: false,
             loop_number: 0,
@@ -182,7 +182,7 @@ impl<J: Clone, C: Clone> HilCommands<J, C> {
     ) -> Result<(), String> {
         self.requests.room()?;
         let command = self.commands.trajectory(&self.robot, (now_s, stamp_s), self.taking(), names, positions)?;
-        let start = PathStart::AtTheReference { seen: self.seen.band() };
+        let start = PathStart::AtTheReference { seen: self.seen.lately() };
         if let Err(error) = self.bounds.check_path(&self.robot, command.trajectory.waypoints(), start) {
             // The loop goes on with the move before: the next command goes on from it.
             self.commands.not_sent();
@@ -215,11 +215,12 @@ impl<J: Clone, C: Clone> HilCommands<J, C> {
         Ok(())
     }
 
-    /// The `frame` of loop `loop_number`, at `now`, `published` or not: feedback to the goals (at the publish rate) and their ends,
-    /// a FollowJointTrajectory goal's control step, timed on the steps' clock and stamped on the
-    /// ROS clock (its hold, when it ends short of its end, goes to the loop while it still has
-    /// the arm). A frame of a loop that stopped is not taken, whether it comes while no loop
-    /// runs or after the next one started: its reference and its arm are not the running loop's.
+    /// The `frame` of loop `loop_number`, at `now`, `published` or not: feedback to the goals
+    /// (at the publish rate) and their ends, a FollowJointTrajectory goal's control step, timed
+    /// on the steps' clock and stamped on the ROS clock (its hold, when it ends short of its end,
+    /// goes to the loop while it still has the arm). A frame of a loop that stopped is not taken,
+    /// whether it comes while no loop runs or after the next one started: its reference and its
+    /// arm are not the running loop's.
     pub fn frame(&mut self, frame: &Frame, loop_number: u64, published: bool, now: Now) -> Answers<J, C> {
         if !self.looping || loop_number != self.loop_number {
             return self.drain();
@@ -271,7 +272,7 @@ impl<J: Clone, C: Clone> HilCommands<J, C> {
     /// stream closes; the next loop starts from where the arm is, with nothing of this one's.
     pub fn loop_stopped(&mut self, end: &LoopEnd) -> Answers<J, C> {
         (self.looping, self.reference, self.joint_claim) = (false, None, None);
-        self.seen = SeenOffsets::default();
+        self.seen = SeenArm::default();
         self.stops += 1;
         let mut answers = self.drain();
         let reason = format!("the arm stopped, holding: {}", end.reason());
@@ -294,7 +295,7 @@ impl<J: Clone, C: Clone> TakesJointGoals<J> for HilCommands<J, C> {
         let refused = |reason: String| Refusal::new(ErrorCode::InvalidGoal, reason);
         let reference = self.taking().map_err(refused)?;
         let start = reference_joints(&self.robot, reference, &self.theta).map_err(refused)?;
-        let (robot, bounds, seen) = (&self.robot, &self.bounds, self.seen.band());
+        let (robot, bounds, seen) = (&self.robot, &self.bounds, self.seen.lately());
         let (trajectory, replaced) = self.joint_goals.accept_from(handle, goal, now_ns, &start, |plan| {
             let trajectory = goal_trajectory(robot, plan, &reference.0, 0.0)?;
             bounds.check_path(robot, trajectory.waypoints(), PathStart::AtTheReference { seen })?;

@@ -96,7 +96,6 @@ pub struct ManagedHil {
     withdrawals: Arc<Withdrawals>,
     faults: Sender<Fault>,
     reporter: Arc<dyn HilReporter>,
-    looping: Arc<AtomicBool>,
     /// Why the last loop made a protective stop, if it did: the status while inactive.
     protective_stop: Arc<Mutex<Option<String>>>,
 }
@@ -125,14 +124,8 @@ impl ManagedHil {
             withdrawals: links.withdrawals,
             faults: links.faults,
             reporter,
-            looping: Arc::new(AtomicBool::new(false)),
             protective_stop: Arc::default(),
         }
-    }
-
-    /// True while a loop runs (the node is active and its rig answers).
-    pub fn looping(&self) -> Arc<AtomicBool> {
-        self.looping.clone()
     }
 
     /// Opens the rig and waits for its sensor.
@@ -163,10 +156,16 @@ impl ManagedHil {
         Outcome::Failure(reason)
     }
 
+    /// The loop could not start, for `reason`: an error, said on the status too.
+    fn failed_to_start(&self, reason: String) -> Outcome {
+        self.reporter.status(Level::Error, reason.clone());
+        Outcome::Error(reason)
+    }
+
     /// Starts the loop on the open rig, and its feeder.
     fn activate(&mut self) -> Outcome {
         let Some((feeder, requests)) = self.feeder.take() else {
-            return Outcome::Error("the loop's feeder was lost with a thread that panicked".into());
+            return Outcome::Error("the loop's feeder was lost with its thread (it panicked or did not start)".into());
         };
         let Some(hardware) = self.hardware.take() else {
             self.feeder = Some((feeder, requests));
@@ -184,7 +183,7 @@ impl ManagedHil {
             Ok(hil) => hil,
             Err(error) => {
                 self.feeder = Some((feeder, requests));
-                return Outcome::Error(format!("cannot start the loop: {error}"));
+                return self.failed_to_start(format!("cannot start the loop: {error}; the rig is closed"));
             }
         };
         // Each loop's frames carry its number: those of a loop that stopped, still on their way
@@ -206,24 +205,19 @@ impl ManagedHil {
         }
         // Told before its threads start, so that its first frame is taken.
         self.reporter.loop_started(loop_number);
-        let not_started = |reporter: &Arc<dyn HilReporter>, what: &str| {
-            let cause = format!("cannot start the loop's {what} thread");
-            reporter.loop_stopped(&LoopEnd::Fault(cause.clone()));
-            Outcome::Error(cause)
-        };
         let feeder_stop = stop.clone();
-        let Ok(feeding) = std::thread::Builder::new()
+        let feeding = std::thread::Builder::new()
             .name("hil-feed".into())
-            .spawn(move || run_feeder(feeder, requests, feed, &feeder_stop))
-        else {
-            return not_started(&self.reporter, "feeder");
+            .spawn(move || run_feeder(feeder, requests, feed, &feeder_stop));
+        let Ok(feeding) = feeding else {
+            // The feeder went with the thread, and the loop with its rig goes here.
+            self.reporter.loop_stopped(&LoopEnd::Fault("the loop's feeder thread did not start".into()));
+            return self.failed_to_start("cannot start the loop's feeder thread; the rig is closed".into());
         };
-        let (reporter, faults, looping) = (self.reporter.clone(), self.faults.clone(), self.looping.clone());
+        let (reporter, faults) = (self.reporter.clone(), self.faults.clone());
         let (protective_stop, stopping_for) = (self.protective_stop.clone(), self.stopping_for.clone());
-        looping.store(true, Ordering::Relaxed);
         let run = std::thread::Builder::new().name("hil-loop".into()).spawn(move || {
             let (report, hardware) = hil.run_and_release();
-            looping.store(false, Ordering::Relaxed);
             match &report.outcome {
                 Ok(()) => {
                     let why = stopping_for.lock().map(|why| why.clone()).unwrap_or_default();
@@ -257,10 +251,10 @@ impl ManagedHil {
             Err(_) => {
                 // The loop and its rig went with the thread that did not start (the rig stops
                 // as it drops); the feeder is kept for the next.
-                self.looping.store(false, Ordering::Relaxed);
                 stop.store(true, Ordering::Relaxed);
                 self.feeder = feeding.join().ok();
-                not_started(&self.reporter, "control")
+                self.reporter.loop_stopped(&LoopEnd::Fault("the loop's thread did not start".into()));
+                self.failed_to_start("cannot start the loop's thread; the rig is closed".into())
             }
         }
     }
@@ -273,20 +267,22 @@ impl ManagedHil {
         }
         running.stop.store(true, Ordering::Relaxed);
         let (run, feeder) = (running.run.join(), running.feeder.join());
-        let panicked = run.is_err() || feeder.is_err();
+        let (loop_panicked, feeder_panicked) = (run.is_err(), feeder.is_err());
         // What came back is kept: a thread's panic loses only its own part.
         self.hardware = run.ok().map(|(_, hardware)| hardware);
         self.feeder = feeder.ok();
-        if panicked {
-            // A panic there is a fault: its rig stopped as it unwound (and from the panic hook),
-            // but the loop never told the node: its goals end here.
-            let cause = "a loop thread panicked".to_owned();
-            self.looping.store(false, Ordering::Relaxed);
-            self.reporter.status(Level::Error, cause.clone());
-            self.reporter.loop_stopped(&LoopEnd::Fault(cause.clone()));
-            return Outcome::Error(cause);
+        if !(loop_panicked || feeder_panicked) {
+            return Outcome::Success;
         }
-        Outcome::Success
+        // A panic there is a fault: its rig stopped as it unwound (and from the panic hook). A
+        // loop that panicked never told the node: its goals end here (one whose feeder panicked
+        // ended as asked).
+        let cause = if loop_panicked { "a loop thread panicked" } else { "the loop's feeder thread panicked" };
+        self.reporter.status(Level::Error, cause.to_owned());
+        if loop_panicked {
+            self.reporter.loop_stopped(&LoopEnd::Fault(cause.to_owned()));
+        }
+        Outcome::Error(cause.to_owned())
     }
 
     /// Ends the loop for `why` and closes the rig.

@@ -30,9 +30,9 @@ const FIGURES_PERIOD_NS: u64 = 1_000_000_000;
 /// What happens to hil_node that it publishes.
 #[derive(Debug, Clone)]
 pub enum HilEvent {
-    /// A frame of the running loop (of loop `loop_number`, [`crate::hil::TakenFrame`]), taken
-    /// `age_ns` before it is handed on: what is published of it is stamped that much before the
-    /// time it goes out at, the time the loop took it.
+    /// A frame of loop `loop_number` ([`crate::hil::TakenFrame`]: the running loop's, or one of
+    /// a loop that has since stopped), taken `age_ns` before it is handed on: what is published
+    /// of it is stamped that much before the time it goes out at, the time the loop took it.
     Frame { frame: Frame, loop_number: u64, age_ns: u64 },
     /// The running loop's figures so far (handed over every 100 ms at most).
     Figures(LoopStatus),
