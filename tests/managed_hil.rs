@@ -166,7 +166,8 @@ fn the_loop_runs_only_while_active_and_resumes_where_the_arm_is() {
 
 /// A quick deactivate and activate, the first loop's last frames still in the channel: each
 /// frame carries the number of its loop, and the node is told of each loop before its first
-/// frame is handed over.
+/// frame is handed over (a guard on the order of the calls; that the node's commands then skip
+/// a stopped loop's frames is tests/nodes.rs's).
 #[test]
 fn each_loops_frames_carry_the_number_the_node_started_it_with_and_come_after_it() {
     let mut node = Node::new(RigKind::Sim, None);

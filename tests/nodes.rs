@@ -720,7 +720,7 @@ fn a_hil_hold_where_the_arm_is_seen_off_the_forearms_sphere_is_taken_and_so_is_t
     commands.joint_command((20.0, None), &names, seen.as_slice()).expect("the hold where the arm is seen");
     let past = robot.inverse_kinematics(&off(0.014), Some(&theta)).unwrap();
     let refused = commands.joint_command((30.0, None), &names, past.as_slice()).unwrap_err();
-    assert!(refused.contains("widened to where the arm was seen lately"), "{refused}");
+    assert!(refused.contains("widened to as far off as the arm was seen lately"), "{refused}");
 }
 
 #[test]

@@ -20,12 +20,12 @@ pub enum PathStart {
     /// side to its start where that is farther off, closing in behind the path: once the path
     /// has come nearer the sphere, it goes no farther off again than the bound beyond the
     /// nearest it came. On a line within `max_forearm_offset_m` and `max_tracking_error_m`
-    /// together (2 cm) of its start or of where the arm was seen, it may also go as far off as
-    /// the arm was seen, up to that same distance. The loop's reference comes off the sphere on
-    /// a resume where the arm is seen, or after a joint command to where it is seen
-    /// (joint_trajectory_controller's hold after a cancel, at its state, which is a few frames
-    /// old and as far back along the arm's way): such a hold, and the way back, must not be
-    /// refused.
+    /// together (2 cm) of the box the arm was seen in and the path's start, it may also go as
+    /// far off on each side as the arm was seen, up to that same distance. The loop's reference
+    /// comes off the sphere on a resume where the arm is seen, or after a joint command to where
+    /// it is seen (joint_trajectory_controller's hold after a cancel, at its state, which is a
+    /// few frames old and as far back along the arm's way): such a hold, and the way back, must
+    /// not be refused.
     AtTheReference { seen: Option<Seen> },
     /// A point the client chose (a Cartesian goal's first waypoint, a port-5555 session's): held
     /// to `max_forearm_offset_m` as every other point is.
@@ -103,7 +103,7 @@ impl ProtectionConfig {
     ) -> Result<(), String> {
         let Some(first) = waypoints.first() else { return Ok(()) };
         let mut sphere = ForearmSphere::new(self, robot, &first.x, start);
-        sphere.holds(&first.x, 0.0, sphere.band_along(&first.x, &first.x))?;
+        sphere.holds(&first.x, 0.0, sphere.band(sphere.near(&first.x, &first.x)))?;
         let mut previous = robot.inverse_kinematics(&first.x, None).ok();
         for pair in waypoints.windows(2) {
             let at = |s: f64| pair[0].t + (pair[1].t - pair[0].t) * s - first.t;
@@ -112,12 +112,13 @@ impl ProtectionConfig {
             // in from inside; its start and its end are the farthest out before and after it.
             // Each line is held to its own band, its start too (the line before may have been
             // held to a wider one).
-            let band = sphere.band_along(&pair[0].x, &pair[1].x);
+            let near = sphere.near(&pair[0].x, &pair[1].x);
+            let band = sphere.band(near);
             sphere.holds(&pair[0].x, at(0.0), band)?;
             let deepest = sphere.nearest_the_elbow(&pair[0].x, &pair[1].x);
             let passed = sphere.holds(&pair[0].x.lerp(&pair[1].x, deepest), at(deepest), band)?;
             sphere.passed(passed);
-            let passed = sphere.holds(&pair[1].x, at(1.0), sphere.band_along(&pair[0].x, &pair[1].x))?;
+            let passed = sphere.holds(&pair[1].x, at(1.0), sphere.band(near))?;
             sphere.passed(passed);
             let length = (pair[1].x - pair[0].x).norm();
             let checks = ((length / PATH_STEP_M).ceil() as usize).clamp(1, PATH_CHECKS_PER_LINE);
@@ -201,22 +202,21 @@ impl ProtectionConfig {
 
 /// The forearm's sphere as [`ProtectionConfig::check_path`] holds a path to it: the platform
 /// point's offset ([`Robot::forearm_sphere_offset`]) within `band_m`, which closes in behind the
-/// path as it comes nearer the sphere, or, on a line near the path's start or where the arm was
-/// seen, within where the arm was seen where that is wider.
+/// path as it comes nearer the sphere, or, on a line near where the arm was seen, as far off as
+/// it was seen where that is wider.
 struct ForearmSphere<'a> {
     config: &'a ProtectionConfig,
     robot: &'a Robot,
     /// The least and the most offset allowed [m] (inside the sphere is negative): the bound's,
     /// widened to the path's start, closed in behind the path.
     band_m: (f64, f64),
-    /// Where the arm was seen lately, its offsets capped at `hold_m`.
+    /// Where the arm was seen lately, its offsets capped at `hold_m`, its box grown to take in
+    /// the path's start.
     seen: Option<Seen>,
-    /// How far a hold at the arm's state may aim [m], both off the sphere and from the path's
-    /// start or where the arm was seen: the bound and the tracking bound together (the state is
-    /// the estimate, within the tracking bound of the loop's reference).
+    /// How far a hold at the arm's state may aim [m], both off the sphere and from that box: the
+    /// bound and the tracking bound together (the state is the estimate, within the tracking
+    /// bound of the loop's reference).
     hold_m: f64,
-    /// The path's first point [m].
-    start: Vec3,
     /// Whether the path's start widened the band past the bound's, and whether the path's
     /// passing has closed it in since: a refusal names what did.
     widened: bool,
@@ -241,7 +241,6 @@ impl<'a> ForearmSphere<'a> {
             band_m: (-bound_m, bound_m),
             seen: None,
             hold_m,
-            start: *start,
             widened: false,
             closed: false,
         };
@@ -251,30 +250,33 @@ impl<'a> ForearmSphere<'a> {
                 sphere.band_m = (sphere.band_m.0.min(from_m), sphere.band_m.1.max(from_m));
                 sphere.widened = true;
             }
-            sphere.seen = seen
-                .map(|seen| Seen { offsets_m: (seen.offsets_m.0.max(-hold_m), seen.offsets_m.1.min(hold_m)), ..seen });
+            sphere.seen = seen.map(|Seen { offsets_m: (low, high), box_m: (lowest, highest) }| Seen {
+                offsets_m: (low.max(-hold_m), high.min(hold_m)),
+                box_m: (lowest.inf(start), highest.sup(start)),
+            });
         }
         sphere
     }
 
-    /// The band that holds on the line from `a` to `b` [m]: where the arm was seen widens it only
-    /// where both ends are near the path's start or where the arm was seen (a ball and a box
-    /// grown by the same distance, both convex: the whole line is).
-    fn band_along(&self, a: &Vec3, b: &Vec3) -> Band {
+    /// Whether the line from `a` to `b` [m] is near where the arm was seen: both its ends, and
+    /// so the whole line, within `hold_m` of the box it was seen in (the box grown by `hold_m`
+    /// is convex).
+    fn near(&self, a: &Vec3, b: &Vec3) -> bool {
+        let Some(Seen { box_m: (lowest, highest), .. }) = self.seen else { return false };
+        let near = |x: &Vec3| (lowest - x).sup(&(x - highest)).sup(&Vec3::zeros()).norm() <= self.hold_m;
+        near(a) && near(b)
+    }
+
+    /// The band that holds on a line, `near` where the arm was seen or not: as far off on each
+    /// side as it was seen there, where that is wider.
+    fn band(&self, near: bool) -> Band {
         let (low, high) = self.band_m;
-        let Some(seen) = self.seen else { return Band { band_m: (low, high), by_seen: (false, false) } };
-        let near = |x: &Vec3| {
-            let (lowest, highest) = seen.box_m;
-            let off_the_box = (lowest - x).sup(&(x - highest)).sup(&Vec3::zeros());
-            (x - self.start).norm() <= self.hold_m || off_the_box.norm() <= self.hold_m
-        };
-        let (seen_low, seen_high) = seen.offsets_m;
-        let by_seen = match near(a) && near(b) {
-            true => (seen_low < low, seen_high > high),
-            false => (false, false),
-        };
-        let band_m = (if by_seen.0 { seen_low } else { low }, if by_seen.1 { seen_high } else { high });
-        Band { band_m, by_seen }
+        match self.seen {
+            Some(Seen { offsets_m: (seen_low, seen_high), .. }) if near => {
+                Band { band_m: (low.min(seen_low), high.max(seen_high)), by_seen: (seen_low < low, seen_high > high) }
+            }
+            _ => Band { band_m: (low, high), by_seen: (false, false) },
+        }
     }
 
     /// The path passed a point `off_m` [m] off the sphere: on each side, the band its start
@@ -293,9 +295,9 @@ impl<'a> ForearmSphere<'a> {
     fn named(&self, (low, high): (f64, f64), by_seen: bool) -> String {
         let named = format!("hil.protection.max_forearm_offset_m ({:.4} m)", self.config.max_forearm_offset_m);
         let seen_words = format!(
-            "where the arm was seen lately (by at most hil.protection.max_tracking_error_m, {:.4} m, near the path's \
-             start or where the arm was seen)",
-            self.config.max_tracking_error_m
+            "as far off as the arm was seen lately (up to hil.protection.max_tracking_error_m beyond the bound, on \
+             lines within {:.3} m of the box it was seen in and the path's start)",
+            self.hold_m
         );
         let start = match (self.widened, self.closed) {
             (false, _) => None,
@@ -461,7 +463,7 @@ mod tests {
         // outward): a hold where it was seen is taken, a way past it is not.
         assert_eq!(check(&way(0.009, 0.012), &[0.012, 0.010]), Ok(()));
         let past = check(&way(0.009, 0.013), &[0.012, 0.010]).unwrap_err();
-        assert!(past.contains("widened to where the arm was seen lately"), "{past}");
+        assert!(past.contains("widened to as far off as the arm was seen lately"), "{past}");
         // Where the arm was seen widens the band up to the bound and the tracking bound
         // together (2 cm); a start farther off still widens it to itself: a hold there, and the
         // way back, are taken.

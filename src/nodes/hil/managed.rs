@@ -28,6 +28,9 @@ use crate::nodes::status::Level;
 /// Longest configure waits for the rig's first sensor reading.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// Why no loop can start once the feeder is gone: it lives with the node's request queue.
+const FEEDER_LOST: &str = "the loop's feeder was lost with its thread (it panicked or did not start)";
+
 /// Where the node's state goes (in the ROS node: /diagnostics and the goal served).
 pub trait HilReporter: Send + Sync + 'static {
     /// The node's status is now `level`, `message`.
@@ -130,6 +133,9 @@ impl ManagedHil {
 
     /// Opens the rig and waits for its sensor.
     fn configure(&mut self) -> Outcome {
+        if self.feeder.is_none() {
+            return self.failed(format!("{FEEDER_LOST}; restart hil_node"));
+        }
         let settings = &self.config.settings;
         let opened = open_hardware(
             settings.hardware,
@@ -165,11 +171,11 @@ impl ManagedHil {
     /// Starts the loop on the open rig, and its feeder.
     fn activate(&mut self) -> Outcome {
         let Some((feeder, requests)) = self.feeder.take() else {
-            return Outcome::Error("the loop's feeder was lost with its thread (it panicked or did not start)".into());
+            return self.failed_to_start(FEEDER_LOST.into());
         };
         let Some(hardware) = self.hardware.take() else {
             self.feeder = Some((feeder, requests));
-            return Outcome::Error("the rig is not open".into());
+            return self.failed_to_start("the rig is not open".into());
         };
         let stale = requests.drop_waiting();
         if stale > 0 {
@@ -211,17 +217,26 @@ impl ManagedHil {
             .spawn(move || run_feeder(feeder, requests, feed, &feeder_stop));
         let Ok(feeding) = feeding else {
             // The feeder went with the thread, and the loop with its rig goes here.
+            drop(hil);
             self.reporter.loop_stopped(&LoopEnd::Fault("the loop's feeder thread did not start".into()));
             return self.failed_to_start("cannot start the loop's feeder thread; the rig is closed".into());
         };
         let (reporter, faults) = (self.reporter.clone(), self.faults.clone());
-        let (protective_stop, stopping_for) = (self.protective_stop.clone(), self.stopping_for.clone());
+        let (protective_stop, stopping_for, asked) =
+            (self.protective_stop.clone(), self.stopping_for.clone(), stop.clone());
         let run = std::thread::Builder::new().name("hil-loop".into()).spawn(move || {
             let (report, hardware) = hil.run_and_release();
             match &report.outcome {
-                Ok(()) => {
+                Ok(()) if asked.load(Ordering::Relaxed) => {
                     let why = stopping_for.lock().map(|why| why.clone()).unwrap_or_default();
                     reporter.loop_stopped(&LoopEnd::Asked(why));
+                }
+                Ok(()) => {
+                    // Not asked to: its feed ended (the feeder's thread went away).
+                    let cause = "loop stopped, motors stopped: its feed ended".to_owned();
+                    reporter.status(Level::Error, cause.clone());
+                    reporter.loop_stopped(&LoopEnd::Fault(cause.clone()));
+                    let _ = faults.send(Fault::Device(cause));
                 }
                 Err(error) => {
                     let cause = loop_failure(error);
