@@ -53,7 +53,8 @@ struct Node {
     frames: Receiver<TakenFrame>,
     faults: Receiver<Fault>,
     reports: Arc<Reports>,
-    _requests: FeedRequests,
+    /// The commands' end of the feeder's requests; dropped, the feeder ends.
+    requests: Option<FeedRequests>,
 }
 
 impl Node {
@@ -89,7 +90,7 @@ impl Node {
         };
         let reports = Arc::new(Reports::default());
         let managed = ManagedHil::new(config, robot, initial, links, reports.clone());
-        Node { node: Supervised::new(managed, false), frames, faults, reports, _requests: requests }
+        Node { node: Supervised::new(managed, false), frames, faults, reports, requests: Some(requests) }
     }
 
     fn set(&mut self, label: &str) {
@@ -190,6 +191,28 @@ fn each_loops_frames_carry_the_number_the_node_started_it_with_and_come_after_it
         assert_eq!(early, 0, "{early} frames of loop {loop_number} came before the node was told of it");
     }
     node.set("deactivate");
+}
+
+/// A loop whose feed ends while nothing asked it to stop (the feeder's thread gone: here, its
+/// requests' other end dropped) is a device fault, not an end the node asked for.
+#[test]
+fn a_loop_whose_feed_ends_unasked_is_a_device_fault() {
+    let mut node = Node::new(RigKind::Sim, None);
+    node.set("configure");
+    node.set("activate");
+    node.set("deactivate");
+    // Resumed, the loop holds with nothing queued: the feeder ends as soon as its requests do.
+    node.set("activate");
+    node.frames(10);
+    node.requests = None;
+    // The loop finds no sample coming (or, its ring played out first, its feed ended): a fault.
+    let cause = match node.faults.recv_timeout(Duration::from_secs(10)) {
+        Ok(Fault::Device(cause)) => cause,
+        other => panic!("not a device fault: {other:?}"),
+    };
+    assert!(cause.contains("no trajectory sample arrived") || cause.contains("its feed ended"), "{cause}");
+    let reports = node.reports.0.lock().unwrap().clone();
+    assert!(reports.iter().any(|(level, status)| *level == Level::Error && status.contains(&cause)), "{reports:?}");
 }
 
 /// The simulated rig stopped while the arm moves: the next loop begins with the arm at rest, as

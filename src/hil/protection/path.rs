@@ -20,8 +20,8 @@ pub enum PathStart {
     /// side to its start where that is farther off, closing in behind the path: once the path
     /// has come nearer the sphere, it goes no farther off again than the bound beyond the
     /// nearest it came. On a line within `max_forearm_offset_m` and `max_tracking_error_m`
-    /// together (2 cm) of the box the arm was seen in and the path's start, it may also go as
-    /// far off on each side as the arm was seen, up to that same distance. The loop's reference
+    /// together (2 cm) of the smallest box holding its start and where the arm was seen, it may
+    /// also go as far off on each side as the arm was seen, up to that same distance. The loop's reference
     /// comes off the sphere on a resume where the arm is seen, or after a joint command to where
     /// it is seen (joint_trajectory_controller's hold after a cancel, at its state, which is a
     /// few frames old and as far back along the arm's way): such a hold, and the way back, must
@@ -296,7 +296,7 @@ impl<'a> ForearmSphere<'a> {
         let named = format!("hil.protection.max_forearm_offset_m ({:.4} m)", self.config.max_forearm_offset_m);
         let seen_words = format!(
             "as far off as the arm was seen lately (up to hil.protection.max_tracking_error_m beyond the bound, on \
-             lines within {:.3} m of the box it was seen in and the path's start)",
+             lines within {:.3} m of the smallest box holding the path's start and where it was seen)",
             self.hold_m
         );
         let start = match (self.widened, self.closed) {

@@ -7,7 +7,9 @@
 //! fault: the loop stops the motors as it ends, the node is told on its fault channel and goes
 //! to unconfigured, and nothing is commanded until it is configured and activated again. A
 //! protective stop (a bound of docs/hil.md tripped) leaves the rig open with the motors holding:
-//! the node goes to inactive, its status an error naming the bound, until activated again.
+//! the node goes to inactive, its status an error naming the bound, until activated again. A
+//! node that has lost its loop's feeder (its thread panicked, or did not start) cannot run a loop
+//! again: error processing finalizes it, for a restart.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Sender, SyncSender};
@@ -171,7 +173,7 @@ impl ManagedHil {
     /// Starts the loop on the open rig, and its feeder.
     fn activate(&mut self) -> Outcome {
         let Some((feeder, requests)) = self.feeder.take() else {
-            return self.failed_to_start(FEEDER_LOST.into());
+            return self.failed_to_start(format!("{FEEDER_LOST}; restart hil_node"));
         };
         let Some(hardware) = self.hardware.take() else {
             self.feeder = Some((feeder, requests));
@@ -227,7 +229,7 @@ impl ManagedHil {
         let run = std::thread::Builder::new().name("hil-loop".into()).spawn(move || {
             let (report, hardware) = hil.run_and_release();
             match &report.outcome {
-                Ok(()) if asked.load(Ordering::Relaxed) => {
+                Ok(()) if asked.load(Ordering::Acquire) => {
                     let why = stopping_for.lock().map(|why| why.clone()).unwrap_or_default();
                     reporter.loop_stopped(&LoopEnd::Asked(why));
                 }
@@ -280,7 +282,8 @@ impl ManagedHil {
         if let Ok(mut stopping_for) = self.stopping_for.lock() {
             *stopping_for = why.to_owned();
         }
-        running.stop.store(true, Ordering::Relaxed);
+        // Release: the loop that sees the flag sees why it was set.
+        running.stop.store(true, Ordering::Release);
         let (run, feeder) = (running.run.join(), running.feeder.join());
         let (loop_panicked, feeder_panicked) = (run.is_err(), feeder.is_err());
         // What came back is kept: a thread's panic loses only its own part.
@@ -291,7 +294,7 @@ impl ManagedHil {
         }
         // A panic there is a fault: its rig stopped as it unwound (and from the panic hook). A
         // loop that panicked never told the node: its goals end here (one whose feeder panicked
-        // ended as asked).
+        // told it, its feed ended, unless it was being stopped).
         let cause = if loop_panicked { "a loop thread panicked" } else { "the loop's feeder thread panicked" };
         self.reporter.status(Level::Error, cause.to_owned());
         if loop_panicked {
@@ -334,7 +337,14 @@ impl Managed for ManagedHil {
                 outcome
             }
             // After a fault: its cause stays on the status until the node is configured again.
-            Step::Recover => self.release("hil_node is recovering from a fault"),
+            Step::Recover => {
+                let outcome = self.release("hil_node is recovering from a fault");
+                match self.feeder {
+                    // Unconfigured, it could never be configured again: finalized, for a restart.
+                    None => Outcome::Failure(format!("{FEEDER_LOST}; restart hil_node")),
+                    Some(_) => outcome,
+                }
+            }
         }
     }
 }
