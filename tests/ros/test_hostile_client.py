@@ -17,6 +17,7 @@ import time
 import unittest
 
 import rclpy
+import yaml
 from action_msgs.msg import GoalStatus
 from arm_hil.msg import ArmState
 from control_msgs.action import FollowJointTrajectory
@@ -27,8 +28,8 @@ from std_msgs.msg import Float64MultiArray
 
 from test_follow_joint_trajectory import (ArduinoFollowJointTrajectory, FollowJointTrajectoryTest, installed, joint_distance,
                                          trajectory)
-from test_nodes import (ERROR, OK, arc_rows, emulator, launch, multi_dof_trajectory, on_the_emulated_rig, stamp_s,
-                        stop)
+from test_nodes import (ERROR, OK, SHARE, arc_rows, emulator, launch, multi_dof_trajectory, on_the_emulated_rig,
+                        stamp_s, stop)
 
 Result = FollowJointTrajectory.Result
 TERMINAL = (GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_ABORTED, GoalStatus.STATUS_CANCELED)
@@ -122,16 +123,24 @@ class HostileClient(FollowJointTrajectoryTest):
         self.goal_ends_with_the_transition("arduino_driver", ArduinoFollowJointTrajectory.joints, [0.3, 1.4, 1.4, 1.4],
                                            "deactivate", seconds=8.0, after=1.0)
 
-    def hil_node_on_the_emulated_rig(self, *faults):
+    def hil_node_on_the_emulated_rig(self, *faults, sensor_timeout_s=None):
         """hil_node's bringup on the emulated rig with `faults` (emulate sensor's flags), its loop
-        running (its status says so): the rig, where the arm holds at the end of its start-up arc,
-        and where it was 1 s before (0.17 rad apart; a joint-space goal between them keeps within
-        0.1 mm of the forearm's sphere, docs/hil.md)."""
+        running (its status says so), its sensor timeout `sensor_timeout_s` where given (else the
+        package's): the rig, where the arm holds at the end of its start-up arc, and where it was
+        1 s before (0.17 rad apart; a joint-space goal between them keeps within 0.1 mm of the
+        forearm's sphere, docs/hil.md)."""
+        params = []
+        if sensor_timeout_s is not None:
+            config = yaml.safe_load((SHARE / "config" / "hil_node.yaml").read_text())
+            config["/**"]["ros__parameters"]["hil"]["sensor_timeout_s"] = sensor_timeout_s
+            path = pathlib.Path(tempfile.mkdtemp()) / "hil_node.yaml"
+            path.write_text(yaml.safe_dump(config))
+            params = [f"params_file:={path}"]
         for attempt in (1, 2):
             self.take_the_emulated_rig()
             rig, (sensor, stepper) = emulator("sensor", *faults)
             self.launched = launch("hil.launch.py", "hardware:=robotscara", f"sensor_device:={sensor}",
-                                   f"arduino_device:={stepper}", "rsp:=false")
+                                   f"arduino_device:={stepper}", "rsp:=false", *params)
             self.node_name, self.joints = "hil_node", MOTORS
             # The arm runs its start-up arc (9.9 s) once, then holds: where, and where it was 1 s
             # before, are the poses.
@@ -275,7 +284,9 @@ class HostileClient(FollowJointTrajectoryTest):
 
     @on_the_emulated_rig
     def test_a_flood_of_goals_and_commands_for_10_s_on_the_emulated_rig(self):
-        rig, start, apart = self.hil_node_on_the_emulated_rig()
+        # The flood is not about the sensor's timeout: the rig's 0.1 s is missed when the host
+        # stalls a loaded machine for as long (docs/testing.md), a device fault beside the point.
+        rig, start, apart = self.hil_node_on_the_emulated_rig(sensor_timeout_s=0.5)
         client = self.client()
         commands = self.node.create_publisher(JointState, "/hil_node/joint_command", 10)
         segments = self.node.create_publisher(type(multi_dof_trajectory([])), "/hil_node/trajectory", 10)
