@@ -21,11 +21,11 @@ pub enum PathStart {
     /// has come nearer the sphere, it goes no farther off again than the bound beyond the
     /// nearest it came. On a line within `max_forearm_offset_m` and `max_tracking_error_m`
     /// together (2 cm) of the smallest box holding its start and where the arm was seen, it may
-    /// also go as far off on each side as the arm was seen, up to that same distance. The loop's reference
-    /// comes off the sphere on a resume where the arm is seen, or after a joint command to where
-    /// it is seen (joint_trajectory_controller's hold after a cancel, at its state, which is a
-    /// few frames old and as far back along the arm's way): such a hold, and the way back, must
-    /// not be refused.
+    /// also go as far off on each side as the arm was seen, up to that same distance. The loop's
+    /// reference comes off the sphere on a resume where the arm is seen, or after a joint command
+    /// to where it is seen (joint_trajectory_controller's hold after a cancel, at its state,
+    /// which is a few frames old and as far back along the arm's way): such a hold, and the way
+    /// back, must not be refused.
     AtTheReference { seen: Option<Seen> },
     /// A point the client chose (a Cartesian goal's first waypoint, a port-5555 session's): held
     /// to `max_forearm_offset_m` as every other point is.
@@ -87,13 +87,13 @@ impl SeenArm {
 impl ProtectionConfig {
     /// Why the arm along `waypoints` would pass one of the pose bounds or leave the forearm's
     /// sphere, if it would: the way the loop takes from the first waypoint (`start` says whose it
-    /// is) through the others, a straight line between each two as its ring interpolates them.
-    /// Each line's farthest points off the sphere (its ends outside it, its point nearest the
-    /// elbow inside it) against `max_forearm_offset_m`, or the wider band a start at the loop's
-    /// reference allows, closing in behind the path ([`PathStart::AtTheReference`]); each waypoint after the first and
-    /// points along each line (every [`PATH_STEP_M`], at most [`PATH_CHECKS_PER_LINE`]), each
-    /// pose (inverse kinematics from the one before), by [`ProtectionConfig::check_pose`]: what
-    /// would trip the stop, or strain the forearm, is refused before anything moves. A line
+    /// is) through the others, a straight line between each two as its ring interpolates them. Each
+    /// line's farthest points off the sphere (its ends outside it, its point nearest the elbow
+    /// inside it) against `max_forearm_offset_m`, or the wider band a start at the loop's reference
+    /// allows, closing in behind the path ([`PathStart::AtTheReference`]); each waypoint after the
+    /// first and points along each line (every [`PATH_STEP_M`], at most [`PATH_CHECKS_PER_LINE`]),
+    /// each pose (inverse kinematics from the one before), by [`ProtectionConfig::check_pose`]:
+    /// what would trip the stop, or strain the forearm, is refused before anything moves. A line
     /// between two reachable waypoints can leave the workspace.
     pub fn check_path(
         &self,
