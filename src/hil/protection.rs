@@ -65,9 +65,8 @@ pub struct ProtectionConfig {
     /// it sags by c^2/8l (1 cm for a 19 cm chord), a joint-space move between two poses of the
     /// arc more (docs/hil.md). hil_node's joint goals, joint commands and segments may keep as
     /// far off as they start until they come nearer the sphere, and its joint goals and joint
-    /// commands, near the smallest box holding their start and where the arm was seen lately, go
-    /// as far off as it was seen, up to this and `max_tracking_error_m` together
-    /// ([`PathStart::AtTheReference`]).
+    /// commands go as far off as the arm was seen lately, up to this and `max_tracking_error_m`
+    /// together ([`PathStart::AtTheReference`]).
     pub max_forearm_offset_m: f64,
 }
 
