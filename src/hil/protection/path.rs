@@ -100,11 +100,9 @@ impl ProtectionConfig {
             let at = |s: f64| pair[0].t + (pair[1].t - pair[0].t) * s - first.t;
             // Along a line the offset falls to its point nearest the elbow and rises after it:
             // that point is the nearest the line comes to the sphere from outside, and farthest
-            // in from inside; its start and its end are the farthest out before and after it.
-            // Each line is held to its own band, its start too (the line before may have been
-            // held to a wider one).
+            // in from inside; its end is the farthest out after it (its start was passed: the
+            // band still holds it).
             let band = sphere.band();
-            sphere.holds(&pair[0].x, at(0.0), band)?;
             let deepest = sphere.nearest_the_elbow(&pair[0].x, &pair[1].x);
             let passed = sphere.holds(&pair[0].x.lerp(&pair[1].x, deepest), at(deepest), band)?;
             sphere.passed(passed);
