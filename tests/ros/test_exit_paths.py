@@ -19,12 +19,21 @@ from control_msgs.action import FollowJointTrajectory
 from test_follow_joint_trajectory import FollowJointTrajectoryTest, trajectory
 from test_nodes import EXECUTABLES, LOADED_STM32_SILENCE_S, LOGS, OK, REPO, SHARE, emulator, free_port, on_the_emulated_rig, said, start
 
-# The device commanded to a stop or hold within this of the signal [s]; the process gone within
-# EXIT_BOUND_S.
 __all__ = ["ExitPaths"]
 
+# The device commanded to a stop or hold within this of the signal [s] (and of whatever time the
+# host ran no CPU of the machine); the process gone within EXIT_BOUND_S.
 STOP_BOUND_S = 0.1
 EXIT_BOUND_S = 1.0
+
+
+def stolen_s():
+    """Per CPU of this machine, how long its host has run something else in its place [s]
+    (/proc/stat's steal column, in clock ticks)."""
+    ticks_per_s = os.sysconf("SC_CLK_TCK")
+    with open("/proc/stat") as stat:
+        rows = [line.split() for line in stat]
+    return [int(row[8]) / ticks_per_s for row in rows if row[0].startswith("cpu") and row[0] != "cpu"]
 
 
 def wait_for_emulator(seen, timeout=5.0):
@@ -68,9 +77,19 @@ class ExitPaths(FollowJointTrajectoryTest):
 
     def terminate(self, process):
         """SIGTERM to `process`; when it was sent [unix ns]."""
+        self.stolen_at_signal = stolen_s()
         sent = time.time_ns()
         os.kill(process.pid, signal.SIGTERM)
         return sent
+
+    def assert_within_stop_bound(self, latency_s, lines):
+        """`latency_s` from the signal to the device's stop within STOP_BOUND_S, plus the time since
+        the signal that the host ran neither CPU of the machine (at most the least either lost, to
+        the tick): a whole-machine silence (a 109 ms one in a loaded pass) delays every process
+        alike and is no latency of the node's."""
+        host_away_s = min(now - then for now, then in zip(stolen_s(), self.stolen_at_signal))
+        self.assertLess(latency_s, STOP_BOUND_S + host_away_s,
+                        f"the host ran no CPU of the machine for up to {host_away_s:.3f} s of it: {lines}")
 
     def assert_aborted(self, result, reason):
         rclpy.spin_until_future_complete(self.node, result, timeout_sec=5.0)
@@ -88,13 +107,13 @@ class ExitPaths(FollowJointTrajectoryTest):
         self.assertEqual(exit_status, status, process.log_path.read_text()[-2000:])
 
     def assert_stopped_after(self, lines, since_ns, stopped):
-        """Of the emulator's `lines`, those at or after `since_ns`: the first that `stopped` says is a
-        stop comes within STOP_BOUND_S, and none after it says otherwise."""
+        """Of the emulator's `lines`, those at or after `since_ns`, the signal: the first that
+        `stopped` says is a stop comes within the stop bound, and none after it says otherwise."""
         wait_for_emulator(lambda: any(stopped(line) for line in lines() if line["unix_ns"] >= since_ns))
         after = [line for line in lines() if line["unix_ns"] >= since_ns]
         stops = [i for i, line in enumerate(after) if stopped(line)]
         self.assertTrue(stops, f"no stop after the signal: {after}")
-        self.assertLess((after[stops[0]]["unix_ns"] - since_ns) / 1e9, STOP_BOUND_S, after)
+        self.assert_within_stop_bound((after[stops[0]]["unix_ns"] - since_ns) / 1e9, after)
         self.assertTrue(all(stopped(line) for line in after[stops[0]:]), f"it moved again: {after}")
         return after[stops[0]]
 
@@ -114,7 +133,7 @@ class ExitPaths(FollowJointTrajectoryTest):
         after = [line for line in lines if line["unix_ns"] >= sent]
         self.assertTrue(after, "no hold after the signal")
         hold, setpoint = after[-1], [line for line in lines if line["unix_ns"] < sent][-1]
-        self.assertLess((hold["unix_ns"] - sent) / 1e9, STOP_BOUND_S, after)
+        self.assert_within_stop_bound((hold["unix_ns"] - sent) / 1e9, after)
         off = lambda line: max(abs(t - a) for t, a in zip(line["targets"], hold["angles"]))  # noqa: E731
         self.assertLess(off(hold), 0.05, f"the hold is not where the servos were: {hold}")
         self.assertGreater(off(setpoint), 0.1, f"the goal's setpoint {setpoint} was there already: nothing shown")
