@@ -11,7 +11,7 @@ use crate::model::math::Vec3;
 use crate::model::{ArmMotion, Robot};
 
 mod path;
-pub use path::{PathStart, Seen, SeenArm};
+pub use path::{PathStart, SeenOffsets};
 
 /// The bounds. Every one is a parameter (`hil.protection` in a configuration file, hil_node's
 /// `hil.protection.*`); the defaults leave the built-in arc a wide berth.

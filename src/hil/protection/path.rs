@@ -15,7 +15,8 @@ const PATH_CHECKS_PER_LINE: usize = 8;
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum PathStart {
     /// Where the loop's reference already is, or where what is queued ends (hil_node's joint
-    /// goals, joint commands and segments), with where the arm was `seen` lately ([`SeenArm`]),
+    /// goals, joint commands and segments), with how far off the sphere the arm was `seen` lately
+    /// ([`SeenOffsets::band`]),
     /// where the node knows it. The path keeps within the band the bound spans, widened on each
     /// side to its start where that is farther off, closing in behind the path: once the path
     /// has come nearer the sphere, it goes no farther off again than the bound beyond the
@@ -25,52 +26,45 @@ pub enum PathStart {
     /// to where it is seen (joint_trajectory_controller's hold after a cancel, at its state,
     /// which is a few frames old and as far back along the arm's way): such a hold, and the way
     /// back, must not be refused.
-    AtTheReference { seen: Option<Seen> },
+    AtTheReference { seen: Option<(f64, f64)> },
     /// A point the client chose (a Cartesian goal's first waypoint, a port-5555 session's): held
     /// to `max_forearm_offset_m` as every other point is.
     Requested,
 }
 
-/// How many of the loop's latest frames [`SeenArm`] keeps: 0.128 s of the 1 kHz loop with
+/// How many of the loop's latest frames [`SeenOffsets`] keeps: 0.128 s of the 1 kHz loop with
 /// `hil.frame_every` 1 and no frame dropped on the way to the node, longer than the age of the
 /// state joint_trajectory_controller holds at.
 const SEEN_FRAMES: usize = 128;
 
-/// Where the loop's estimate saw the arm at its latest frames ([`SeenArm::lately`]): where a
-/// hold at the arm's state may aim.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Seen {
-    /// The least and the most offset off the forearm's sphere [m].
-    pub offsets_m: (f64, f64),
-}
-
-/// The platform point as the loop's estimate saw it at its latest frames.
+/// How far off the forearm's sphere the loop's estimate saw the platform point at its latest
+/// frames: where a hold at the arm's state may aim.
 #[derive(Clone, Debug)]
-pub struct SeenArm {
+pub struct SeenOffsets {
     offsets_m: [f64; SEEN_FRAMES],
     next: usize,
 }
 
-impl Default for SeenArm {
+impl Default for SeenOffsets {
     fn default() -> Self {
-        SeenArm { offsets_m: [f64::NAN; SEEN_FRAMES], next: 0 }
+        SeenOffsets { offsets_m: [f64::NAN; SEEN_FRAMES], next: 0 }
     }
 }
 
-impl SeenArm {
+impl SeenOffsets {
     /// The estimate saw the platform point at `x` [m].
     pub fn seen(&mut self, robot: &Robot, x: &Vec3) {
         self.offsets_m[self.next] = robot.forearm_sphere_offset(x);
         self.next = (self.next + 1) % SEEN_FRAMES;
     }
 
-    /// Where the arm was seen over the frames kept, if anywhere (a point off the sphere by no
-    /// finite offset is left out).
-    pub fn lately(&self) -> Option<Seen> {
+    /// The least and the most offset [m] over the frames kept, if any was seen (a point off the
+    /// sphere by no finite offset is left out).
+    pub fn band(&self) -> Option<(f64, f64)> {
         let finite = self.offsets_m.iter().copied().filter(|off| off.is_finite());
-        finite.fold(None, |lately, off| match lately {
-            None => Some(Seen { offsets_m: (off, off) }),
-            Some(Seen { offsets_m: (low, high) }) => Some(Seen { offsets_m: (low.min(off), high.max(off)) }),
+        finite.fold(None, |band, off| match band {
+            None => Some((off, off)),
+            Some((low, high)) => Some((low.min(off), high.max(off))),
         })
     }
 }
@@ -197,10 +191,10 @@ struct ForearmSphere<'a> {
     /// The least and the most offset allowed [m] (inside the sphere is negative): the bound's,
     /// widened to the path's start, closed in behind the path.
     band_m: (f64, f64),
-    /// Where the arm was seen lately, its offsets capped at the bound and the tracking bound
-    /// together (a hold at the arm's state aims at the estimate, within the tracking bound of
-    /// the loop's reference).
-    seen: Option<Seen>,
+    /// The least and the most offset the arm was seen at lately [m], each capped on either side
+    /// at the bound and the tracking bound together (a hold at the arm's state aims at the
+    /// estimate, within the tracking bound of the loop's reference).
+    seen: Option<(f64, f64)>,
     /// Whether the path's start widened the band past the bound's, and whether the path's
     /// passing has closed it in since: a refusal names what did.
     widened: bool,
@@ -227,8 +221,7 @@ impl<'a> ForearmSphere<'a> {
                 sphere.band_m = (sphere.band_m.0.min(from_m), sphere.band_m.1.max(from_m));
                 sphere.widened = true;
             }
-            sphere.seen =
-                seen.map(|Seen { offsets_m: (low, high) }| Seen { offsets_m: (low.max(-cap_m), high.min(cap_m)) });
+            sphere.seen = seen.map(|(low, high)| (low.clamp(-cap_m, cap_m), high.clamp(-cap_m, cap_m)));
         }
         sphere
     }
@@ -238,7 +231,7 @@ impl<'a> ForearmSphere<'a> {
     fn band(&self) -> Band {
         let (low, high) = self.band_m;
         match self.seen {
-            Some(Seen { offsets_m: (seen_low, seen_high) }) => {
+            Some((seen_low, seen_high)) => {
                 Band { band_m: (low.min(seen_low), high.max(seen_high)), by_seen: (seen_low < low, seen_high > high) }
             }
             None => Band { band_m: (low, high), by_seen: (false, false) },
@@ -325,10 +318,10 @@ mod tests {
 
     /// Where the arm was seen, at each of `offsets_m` [m] off the sphere on the way out from the
     /// elbow through [`off_the_sphere`]'s point.
-    fn seen_at(robot: &Robot, offsets_m: &[f64]) -> Option<Seen> {
-        let mut seen = SeenArm::default();
+    fn seen_at(robot: &Robot, offsets_m: &[f64]) -> Option<(f64, f64)> {
+        let mut seen = SeenOffsets::default();
         offsets_m.iter().for_each(|&by_m| seen.seen(robot, &off_the_sphere(robot, by_m)));
-        seen.lately()
+        seen.band()
     }
 
     /// The built-in arc's first point moved straight out from the elbow to `by_m` [m] off the
@@ -500,16 +493,16 @@ mod tests {
     fn where_the_arm_was_seen_is_where_the_latest_frames_saw_it() {
         let robot = Robot::default();
         let off = |by_m: f64| off_the_sphere(&robot, by_m);
-        let mut seen = SeenArm::default();
-        assert_eq!(seen.lately(), None, "nothing seen yet");
+        let mut seen = SeenOffsets::default();
+        assert_eq!(seen.band(), None, "nothing seen yet");
         seen.seen(&robot, &off(0.015));
         seen.seen(&robot, &Vec3::repeat(f64::NAN));
-        let Seen { offsets_m: (low, high) } = seen.lately().unwrap();
+        let (low, high) = seen.band().unwrap();
         assert!((low - 0.015).abs() < 1e-12 && (high - 0.015).abs() < 1e-12, "a frame not seen is left out");
         for _ in 0..SEEN_FRAMES {
             seen.seen(&robot, &off(0.005));
         }
-        let Seen { offsets_m: (low, high) } = seen.lately().unwrap();
+        let (low, high) = seen.band().unwrap();
         assert!((low - 0.005).abs() < 1e-12 && (high - 0.005).abs() < 1e-12, "older frames drop out: {low} {high}");
     }
 }

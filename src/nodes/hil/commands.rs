@@ -14,7 +14,7 @@ use super::goals::HilGoals;
 use super::managed::LoopEnd;
 use super::HilNodeConfig;
 use crate::control::Trajectory;
-use crate::hil::protection::{PathStart, ProtectionConfig, SeenArm};
+use crate::hil::protection::{PathStart, ProtectionConfig, SeenOffsets};
 use crate::hil::Withdrawals;
 use crate::model::math::Vec3;
 use crate::model::Robot;
@@ -61,7 +61,7 @@ pub struct HilCommands<J, C> {
     /// Where the loop's estimate saw the platform point at its latest frames, off the forearm's
     /// sphere: where joint_trajectory_controller's hold aims (its state is the estimate's, a
     /// few frames old).
-    seen: SeenArm,
+    seen: SeenOffsets,
     /// The motors' angles at the latest frame [rad]: which of the inverse kinematics' roots is
     /// the arm's.
     theta: [f64; 3],
@@ -101,7 +101,7 @@ impl<J: Clone, C: Clone> HilCommands<J, C> {
             withdrawals,
             joint_claim: None,
             reference: None,
-            seen: SeenArm::default(),
+            seen: SeenOffsets::default(),
             theta: [0.0; 3],
             looping: false,
             loop_number: 0,
@@ -182,7 +182,7 @@ impl<J: Clone, C: Clone> HilCommands<J, C> {
     ) -> Result<(), String> {
         self.requests.room()?;
         let command = self.commands.trajectory(&self.robot, (now_s, stamp_s), self.taking(), names, positions)?;
-        let start = PathStart::AtTheReference { seen: self.seen.lately() };
+        let start = PathStart::AtTheReference { seen: self.seen.band() };
         if let Err(error) = self.bounds.check_path(&self.robot, command.trajectory.waypoints(), start) {
             // The loop goes on with the move before: the next command goes on from it.
             self.commands.not_sent();
@@ -272,7 +272,7 @@ impl<J: Clone, C: Clone> HilCommands<J, C> {
     /// stream closes; the next loop starts from where the arm is, with nothing of this one's.
     pub fn loop_stopped(&mut self, end: &LoopEnd) -> Answers<J, C> {
         (self.looping, self.reference, self.joint_claim) = (false, None, None);
-        self.seen = SeenArm::default();
+        self.seen = SeenOffsets::default();
         self.stops += 1;
         let mut answers = self.drain();
         let reason = format!("the arm stopped, holding: {}", end.reason());
@@ -295,7 +295,7 @@ impl<J: Clone, C: Clone> TakesJointGoals<J> for HilCommands<J, C> {
         let refused = |reason: String| Refusal::new(ErrorCode::InvalidGoal, reason);
         let reference = self.taking().map_err(refused)?;
         let start = reference_joints(&self.robot, reference, &self.theta).map_err(refused)?;
-        let (robot, bounds, seen) = (&self.robot, &self.bounds, self.seen.lately());
+        let (robot, bounds, seen) = (&self.robot, &self.bounds, self.seen.band());
         let (trajectory, replaced) = self.joint_goals.accept_from(handle, goal, now_ns, &start, |plan| {
             let trajectory = goal_trajectory(robot, plan, &reference.0, 0.0)?;
             bounds.check_path(robot, trajectory.waypoints(), PathStart::AtTheReference { seen })?;

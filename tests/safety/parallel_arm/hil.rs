@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use arm_hil::control::{Trajectory, Waypoint};
-use arm_hil::hil::protection::{PathStart, ProtectionConfig, SeenArm};
+use arm_hil::hil::protection::{PathStart, ProtectionConfig, SeenOffsets};
 use arm_hil::hil::Withdrawals;
 use arm_hil::model::math::Vec3;
 use arm_hil::model::Robot;
@@ -36,7 +36,7 @@ struct Loop {
     /// Which of the requests the node sends are joint commands' moves.
     joint_command_moves: JointCommandMoves,
     /// Where the node saw the arm at the loop's latest frames, as it keeps them.
-    seen: SeenArm,
+    seen: SeenOffsets,
 }
 
 /// The requests joint commands sent, by their place among all the node sent: the loop takes
@@ -71,7 +71,7 @@ impl Loop {
     fn take_requests(&mut self, model: &mut Model, queue: &RequestQueue, withdrawals: &Withdrawals) {
         // The start every path the loop takes is checked from: its reference (each way is
         // anchored there), with where the node saw the arm lately.
-        let at_the_models_arm = PathStart::AtTheReference { seen: self.seen.lately() };
+        let at_the_models_arm = PathStart::AtTheReference { seen: self.seen.band() };
         let Some(feeder) = &mut self.feeder else { return };
         let bounds = ProtectionConfig::default();
         while let Some(request) = queue.try_take() {
@@ -297,7 +297,7 @@ impl HilNode {
         self.answers(answers);
         assert!(!self.book.any_running() && !self.cartesian.any_running(), "a goal outlives the loop");
         self.hil_loop.take_requests(&mut self.model, &self.queue, &self.withdrawals);
-        self.hil_loop.seen = SeenArm::default();
+        self.hil_loop.seen = SeenOffsets::default();
         (self.looping, self.held_since_stop) = (false, true);
     }
 
@@ -348,7 +348,7 @@ impl StateMachineTest for HilMachine {
             feeder: Some(feeder),
             holding_at: None,
             joint_command_moves: Default::default(),
-            seen: SeenArm::default(),
+            seen: SeenOffsets::default(),
         };
         hil_loop.start(&model, &withdrawals);
         commands.loop_started(1);
