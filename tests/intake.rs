@@ -141,6 +141,19 @@ fn a_feed_that_ends_before_a_continuing_moves_successor_holds_where_it_is() {
     assert_eq!(rig.cycle(0.5), Ok(RingSample::Ended), "the move overtaken does not play on to its end at 2 s");
 }
 
+#[test]
+fn a_feed_that_goes_away_without_its_end_holds_where_the_reference_is_and_ends_the_run() {
+    let Loop { mut ring, mut intake, feed, .. } = Loop::new(RING_CAPACITY);
+    drop(feed);
+    let now = 1.0;
+    intake.fill(&mut ring, now, 0).unwrap();
+    match ring.sample(now) {
+        RingSample::Reference(held) => assert!((held.x - step_along(0, 250).x).norm() < 1e-12, "1 s into the move"),
+        other => panic!("no hold where the reference was: {other:?}"),
+    }
+    assert_eq!(ring.sample(now + PERIOD_S), RingSample::Ended, "the move's second left in the ring is not played");
+}
+
 /// The loop's withdrawals read whole while the loop makes them: never the axes of one hold with
 /// those of another (the loop can make two in one cycle).
 #[test]

@@ -173,12 +173,14 @@ pub struct Intake {
     /// ring plays on until its mark, and is replaced from there), when the move after it
     /// starts [ns, the monotonic clock].
     dropping_until: Option<(u64, Option<u64>)>,
+    /// The feed's end has come: its feeder may be gone, as it should be, by the next fill.
+    ended: bool,
 }
 
 impl Intake {
     /// Takes from `feed`.
     pub fn new(feed: Receiver<FeedItem>) -> Intake {
-        Intake { feed, withdrawals: None, dropping_until: None }
+        Intake { feed, withdrawals: None, dropping_until: None, ended: false }
     }
 
     /// Makes the withdrawals `withdrawals` asks for.
@@ -218,12 +220,12 @@ impl Intake {
     /// withdrawal took back. `now` [s] is the trajectory time, when a segment starts, and
     /// `now_ns` the cycle's time on the monotonic clock.
     pub fn fill(&mut self, ring: &mut TrajectoryRing, now: f64, now_ns: u64) -> Result<(), RingError> {
-        while self.dropping_until.is_some() || ring.free() > 0 {
+        while !self.ended && (self.dropping_until.is_some() || ring.free() > 0) {
             let item = match self.feed.try_recv() {
                 Ok(item) => item,
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Disconnected) => {
-                    self.end(ring, now);
+                    self.lost(ring, now);
                     break;
                 }
             };
@@ -250,6 +252,17 @@ impl Intake {
             ring.withdraw(now);
         }
         ring.close();
+        self.ended = true;
+    }
+
+    /// The feed went away without its end (every feeder sends one: its thread is gone): what
+    /// the ring still holds came from a feeder no longer there, so the run ends where the
+    /// reference is now, at rest, and stops the motors, rather than playing that out.
+    fn lost(&mut self, ring: &mut TrajectoryRing, now: f64) {
+        self.dropping_until = None;
+        ring.withdraw(now);
+        ring.close();
+        self.ended = true;
     }
 
     /// The feed has reached the mark of withdrawal `marked`. The mark can come before the loop

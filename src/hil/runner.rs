@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::exit;
 use super::fault_injection::FaultInjection;
 use super::feed::{FeedItem, Intake, Withdrawals};
 use super::protection::{estimate_out_of_reach, CycleView, Protection, ProtectionConfig, Trip};
@@ -208,7 +209,8 @@ pub struct HilLoop {
 
 impl HilLoop {
     /// `sil` supplies the robot, controller and estimator settings; `elbow` [m] and `l_arm` [m]
-    /// are the forearm's. `stop` ends the run (with a safe stop) when set.
+    /// are the forearm's. `stop` ends the run (with a safe stop) when set, as does the process
+    /// being asked to end ([`exit::requested`]).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         config: HilConfig,
@@ -294,11 +296,21 @@ impl HilLoop {
                     Ok(()) => self.cycle_until_done(&mut ring, &mut stats),
                     Err(error) => (Err(error.into()), 0.0),
                 },
+                // A feed that ends because the run was stopped meanwhile is no fault.
+                None if self.asked_to_stop() => (Ok(()), 0.0),
                 None => (Err(HilError::NoTrajectory(startup)), 0.0),
             },
         };
         self.hardware.stop();
         (HilReport { stats, duration_s: outcome.1, outcome: outcome.0 }, self.hardware)
+    }
+
+    /// The run was asked to end: its stop was set, or the process was asked to end (a signal, a
+    /// panic), which stops the run here, in the loop's own thread, whatever the thread that
+    /// handles it is busy with. Acquire: a feeder that ended on the stop (and so ended the feed)
+    /// was told after it was set.
+    fn asked_to_stop(&self) -> bool {
+        self.stop.load(Ordering::Acquire) || exit::requested()
     }
 
     /// The loop proper. Returns the outcome and the loop time covered [s].
@@ -448,7 +460,7 @@ impl HilLoop {
                     *status = stats.status();
                 }
             }
-            if self.stop.load(Ordering::Relaxed) || self.max_duration_s.is_some_and(|limit| now + period > limit) {
+            if self.asked_to_stop() || self.max_duration_s.is_some_and(|limit| now + period > limit) {
                 return (Ok(()), now);
             }
             deadline = deadline + period_span;

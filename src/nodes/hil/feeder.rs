@@ -317,7 +317,8 @@ pub fn run_feeder(
     feed: SyncSender<FeedItem>,
     stop: &AtomicBool,
 ) -> (Feeder, RequestQueue) {
-    while !stop.load(Ordering::Relaxed) {
+    // Acquire: the loop, which finds the feed ended after this sees the stop, sees it as well.
+    while !stop.load(Ordering::Acquire) {
         let request = match feeder.front() {
             Some(&item) => match feed.try_send(item) {
                 Ok(()) => {

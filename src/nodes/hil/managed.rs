@@ -22,7 +22,7 @@ use super::publisher::loop_failure;
 use super::HilNodeConfig;
 use crate::control::Trajectory;
 use crate::drivers::open_hardware;
-use crate::hil::{FrameChannel, Hardware, HilLoop, HilReport, LoopStatus, TakenFrame, Withdrawals, FEED_DEPTH};
+use crate::hil::{exit, FrameChannel, Hardware, HilLoop, HilReport, LoopStatus, TakenFrame, Withdrawals, FEED_DEPTH};
 use crate::model::Robot;
 use crate::nodes::lifecycle::{Fault, Managed, Outcome, Step};
 use crate::nodes::status::Level;
@@ -233,6 +233,9 @@ impl ManagedHil {
                     let why = stopping_for.lock().map(|why| why.clone()).unwrap_or_default();
                     reporter.loop_stopped(&LoopEnd::Asked(why));
                 }
+                Ok(()) if exit::requested() => {
+                    reporter.loop_stopped(&LoopEnd::Asked("hil_node was shut down: the process is ending".into()));
+                }
                 Ok(()) => {
                     // Not asked to: its feed ended (the feeder's thread went away).
                     let cause = "loop stopped, motors stopped: its feed ended".to_owned();
@@ -282,7 +285,8 @@ impl ManagedHil {
         if let Ok(mut stopping_for) = self.stopping_for.lock() {
             *stopping_for = why.to_owned();
         }
-        // Release: the loop that sees the flag sees why it was set.
+        // Release: the feeder that sees the flag and ends the feed, and the loop that then finds it
+        // ended, see what came before (why it was set).
         running.stop.store(true, Ordering::Release);
         let (run, feeder) = (running.run.join(), running.feeder.join());
         let (loop_panicked, feeder_panicked) = (run.is_err(), feeder.is_err());
