@@ -37,6 +37,8 @@ struct Loop {
     joint_command_moves: JointCommandMoves,
     /// Where the node saw the arm at the loop's latest frames, as it keeps them.
     seen: SeenOffsets,
+    /// How far off the forearm's sphere the loop started [m].
+    start_offset_m: f64,
 }
 
 /// The requests joint commands sent, by their place among all the node sent: the loop takes
@@ -103,6 +105,7 @@ impl Loop {
                     bounds
                         .check_path(&model.robot, &anchored, at_the_models_arm)
                         .expect("a path past the bounds was sent");
+                    Loop::assert_no_ratchet(self.start_offset_m, &model.robot, &anchored);
                     withdrawals.done(*withdrawal, model.t, Some(model.following.held_or(model.t)));
                     model.following.follow(trajectory.clone(), model.t);
                     self.holding_at = None;
@@ -129,6 +132,7 @@ impl Loop {
                     bounds
                         .check_path(&model.robot, &way, at_the_models_arm)
                         .expect("a segment's way from the hold past the bounds");
+                    Loop::assert_no_ratchet(self.start_offset_m, &model.robot, &way);
                     bounds.check_motion(&model.robot, &way, (true, false)).expect("a segment too fast from the hold");
                     assert_within_motor_speed(&model.robot, &way);
                     let trajectory = Trajectory::with_robot_forearm(way, &model.robot).expect("a segment's way");
@@ -149,6 +153,29 @@ impl Loop {
         self.feeder = self.feeder.take().map(|feeder| feeder.holding(withdrawal));
         withdrawals.done(withdrawal, model.t, Some(model.x));
         self.holding_at = Some(model.x);
+        self.start_offset_m = model.robot.forearm_sphere_offset(&model.x);
+    }
+
+    /// No point along `way` (each line sampled every 1/64 of it) goes farther off the forearm's
+    /// sphere on a side than the loop's start (`start_offset_m` off it) or the bound and the tracking bound together
+    /// (docs/hil.md, "The forearm's sphere"): nothing ratchets the arm outward within a loop.
+    /// Kept apart from the node's own check, which the model also runs.
+    fn assert_no_ratchet(start_offset_m: f64, robot: &Robot, way: &[Waypoint]) {
+        const SAMPLES_PER_LINE: u32 = 64;
+        let bounds = ProtectionConfig::default();
+        let cap_m = bounds.max_forearm_offset_m + bounds.max_tracking_error_m;
+        let (low, high) = (start_offset_m.min(-cap_m), start_offset_m.max(cap_m));
+        let lines = way.windows(2).flat_map(|pair| {
+            (0..=SAMPLES_PER_LINE).map(move |k| pair[0].x.lerp(&pair[1].x, f64::from(k) / f64::from(SAMPLES_PER_LINE)))
+        });
+        for x in way.iter().map(|waypoint| waypoint.x).chain(lines) {
+            let off = robot.forearm_sphere_offset(&x);
+            assert!(
+                (low - 1e-9..=high + 1e-9).contains(&off),
+                "a path {off:+.4} m off the forearm's sphere, past {low:+.4} to {high:+.4} m (the loop started \
+                 {start_offset_m:+.4} m off it)"
+            );
+        }
     }
 }
 
@@ -349,6 +376,7 @@ impl StateMachineTest for HilMachine {
             holding_at: None,
             joint_command_moves: Default::default(),
             seen: SeenOffsets::default(),
+            start_offset_m: 0.0,
         };
         hil_loop.start(&model, &withdrawals);
         commands.loop_started(1);
