@@ -59,6 +59,7 @@ fn a_hil_loop_ends_when_the_process_is_asked_to_end_though_its_own_stop_is_never
         let _ = reports.send(hil.run());
     });
     std::thread::sleep(Duration::from_millis(300));
+    assert!(!exit::requested(), "the process was asked to end before the test asked it");
     // SAFETY: raise(3) has no preconditions; the handler installed above takes the signal.
     assert_eq!(unsafe { libc::raise(libc::SIGINT) }, 0);
     let report = report.recv_timeout(Duration::from_secs(5)).expect("the loop ran on after the request to end");

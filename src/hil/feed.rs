@@ -255,9 +255,10 @@ impl Intake {
         self.ended = true;
     }
 
-    /// The feed went away without its end (every feeder sends one: its thread is gone): what
-    /// the ring still holds came from a feeder no longer there, so the run ends where the
-    /// reference is now, at rest, and stops the motors, rather than playing that out.
+    /// The feed went away without its end (its feeder stopped, as hil_node's does, or its
+    /// thread is gone): what the ring still holds came from a feeder no longer there, so the run
+    /// ends at rest where the loop's reference is now, and stops the motors, rather than playing
+    /// that out.
     fn lost(&mut self, ring: &mut TrajectoryRing, now: f64) {
         self.dropping_until = None;
         ring.withdraw(now);

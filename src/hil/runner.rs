@@ -223,6 +223,8 @@ impl HilLoop {
     ) -> Result<HilLoop, HilError> {
         config.validate().map_err(HilError::Config)?;
         sil.validate().map_err(|error| HilError::Config(error.to_string()))?;
+        // Made here, not by the loop's first cycle: the flag is allocated the first time it is read.
+        exit::requested();
         let robot = Robot::new(sil.robot.clone()).map_err(|error| HilError::Config(error.to_string()))?;
         let sigma_m = l_arm * sil.sensor.quantum_rad;
         Ok(HilLoop {

@@ -221,7 +221,8 @@ impl<'a> ForearmSphere<'a> {
                 sphere.band_m = (sphere.band_m.0.min(from_m), sphere.band_m.1.max(from_m));
                 sphere.widened = true;
             }
-            sphere.seen = seen.map(|(low, high)| (low.clamp(-cap_m, cap_m), high.clamp(-cap_m, cap_m)));
+            // min and max, not clamp: no bound of a configuration can make this panic.
+            sphere.seen = seen.map(|(low, high)| (low.max(-cap_m).min(cap_m), high.min(cap_m).max(-cap_m)));
         }
         sphere
     }

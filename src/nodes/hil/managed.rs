@@ -234,7 +234,8 @@ impl ManagedHil {
                     reporter.loop_stopped(&LoopEnd::Asked(why));
                 }
                 Ok(()) if exit::requested() => {
-                    reporter.loop_stopped(&LoopEnd::Asked("hil_node was shut down: the process is ending".into()));
+                    let why = if exit::panicked() { "a panic ends the process" } else { "the process is ending" };
+                    reporter.loop_stopped(&LoopEnd::Asked(format!("hil_node was shut down: {why}")));
                 }
                 Ok(()) => {
                     // Not asked to: its feed ended (the feeder's thread went away).

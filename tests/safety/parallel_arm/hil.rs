@@ -37,8 +37,10 @@ struct Loop {
     joint_command_moves: JointCommandMoves,
     /// Where the node saw the arm at the loop's latest frames, as it keeps them.
     seen: SeenOffsets,
-    /// How far off the forearm's sphere the loop started [m].
+    /// How far off the forearm's sphere the loop started [m], and the least and the most any of
+    /// its frames saw it off.
     start_offset_m: f64,
+    seen_this_loop_m: (f64, f64),
 }
 
 /// The requests joint commands sent, by their place among all the node sent: the loop takes
@@ -105,7 +107,7 @@ impl Loop {
                     bounds
                         .check_path(&model.robot, &anchored, at_the_models_arm)
                         .expect("a path past the bounds was sent");
-                    Loop::assert_no_ratchet(self.start_offset_m, &model.robot, &anchored);
+                    Loop::assert_no_ratchet(self.start_offset_m, self.seen_this_loop_m, &model.robot, &anchored);
                     withdrawals.done(*withdrawal, model.t, Some(model.following.held_or(model.t)));
                     model.following.follow(trajectory.clone(), model.t);
                     self.holding_at = None;
@@ -132,7 +134,7 @@ impl Loop {
                     bounds
                         .check_path(&model.robot, &way, at_the_models_arm)
                         .expect("a segment's way from the hold past the bounds");
-                    Loop::assert_no_ratchet(self.start_offset_m, &model.robot, &way);
+                    Loop::assert_no_ratchet(self.start_offset_m, self.seen_this_loop_m, &model.robot, &way);
                     bounds.check_motion(&model.robot, &way, (true, false)).expect("a segment too fast from the hold");
                     assert_within_motor_speed(&model.robot, &way);
                     let trajectory = Trajectory::with_robot_forearm(way, &model.robot).expect("a segment's way");
@@ -154,17 +156,30 @@ impl Loop {
         withdrawals.done(withdrawal, model.t, Some(model.x));
         self.holding_at = Some(model.x);
         self.start_offset_m = model.robot.forearm_sphere_offset(&model.x);
+        self.seen_this_loop_m = (self.start_offset_m, self.start_offset_m);
+    }
+
+    /// The loop's estimate saw the platform point at `x` [m].
+    fn saw(&mut self, robot: &Robot, x: &Vec3) {
+        self.seen.seen(robot, x);
+        let off = robot.forearm_sphere_offset(x);
+        if off.is_finite() {
+            let (low, high) = self.seen_this_loop_m;
+            self.seen_this_loop_m = (low.min(off), high.max(off));
+        }
     }
 
     /// No point along `way` (each line sampled every 1/64 of it) goes farther off the forearm's
-    /// sphere on a side than the loop's start (`start_offset_m` off it) or the bound and the tracking bound together
-    /// (docs/hil.md, "The forearm's sphere"): nothing ratchets the arm outward within a loop.
-    /// Kept apart from the node's own check, which the model also runs.
-    fn assert_no_ratchet(start_offset_m: f64, robot: &Robot, way: &[Waypoint]) {
+    /// sphere on a side than the bound, where the loop started (`start_offset_m` off it) or, up
+    /// to the bound and the tracking bound together, where a frame of the loop saw the arm
+    /// (`seen_m`) (docs/hil.md, "The forearm's sphere"): nothing ratchets the arm outward within
+    /// a loop. Kept apart from the node's own check, which the model also runs.
+    fn assert_no_ratchet(start_offset_m: f64, (seen_low, seen_high): (f64, f64), robot: &Robot, way: &[Waypoint]) {
         const SAMPLES_PER_LINE: u32 = 64;
         let bounds = ProtectionConfig::default();
-        let cap_m = bounds.max_forearm_offset_m + bounds.max_tracking_error_m;
-        let (low, high) = (start_offset_m.min(-cap_m), start_offset_m.max(cap_m));
+        let (bound_m, cap_m) = (bounds.max_forearm_offset_m, bounds.max_forearm_offset_m + bounds.max_tracking_error_m);
+        let low = start_offset_m.min(-bound_m).min(seen_low.max(-cap_m));
+        let high = start_offset_m.max(bound_m).max(seen_high.min(cap_m));
         let lines = way.windows(2).flat_map(|pair| {
             (0..=SAMPLES_PER_LINE).map(move |k| pair[0].x.lerp(&pair[1].x, f64::from(k) / f64::from(SAMPLES_PER_LINE)))
         });
@@ -173,7 +188,7 @@ impl Loop {
             assert!(
                 (low - 1e-9..=high + 1e-9).contains(&off),
                 "a path {off:+.4} m off the forearm's sphere, past {low:+.4} to {high:+.4} m (the loop started \
-                 {start_offset_m:+.4} m off it)"
+                 {start_offset_m:+.4} m off it, and saw the arm {seen_low:+.4} to {seen_high:+.4} m off it)"
             );
         }
     }
@@ -339,7 +354,7 @@ impl HilNode {
             }
             self.hil_loop.take_requests(&mut self.model, &self.queue, &self.withdrawals);
             let (frame, _) = self.model.frame();
-            self.hil_loop.seen.seen(&self.model.robot, &frame.x);
+            self.hil_loop.saw(&self.model.robot, &frame.x);
             let now = now_ns(&self.model);
             self.last_frame = Some(frame);
             let answers = self.commands.frame(&frame, self.loop_number, true, Now::on_one_clock(now));
@@ -377,6 +392,7 @@ impl StateMachineTest for HilMachine {
             joint_command_moves: Default::default(),
             seen: SeenOffsets::default(),
             start_offset_m: 0.0,
+            seen_this_loop_m: (0.0, 0.0),
         };
         hil_loop.start(&model, &withdrawals);
         commands.loop_started(1);
