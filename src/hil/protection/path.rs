@@ -14,18 +14,17 @@ const PATH_CHECKS_PER_LINE: usize = 8;
 /// Where a path that [`ProtectionConfig::check_path`] checks starts.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum PathStart {
-    /// Where the loop's reference already is, or where what is queued ends (hil_node's joint
-    /// goals, joint commands and segments), with how far off the sphere the arm was `seen` lately
-    /// ([`SeenOffsets::band`]),
-    /// where the node knows it. The path keeps within the band the bound spans, widened on each
-    /// side to its start where that is farther off, closing in behind the path: once the path
-    /// has come nearer the sphere, it goes no farther off again than the bound beyond the
-    /// nearest it came. It may also go as far off on each side as the arm was seen, up to
-    /// `max_forearm_offset_m` and `max_tracking_error_m` together (2 cm). The loop's
+    /// Where the loop's reference already is, or where what is queued ends (hil_node's joint goals,
+    /// joint commands and segments), with how far off the sphere the arm was `seen` lately
+    /// ([`SeenOffsets::band`]), where the node knows it. The path keeps within the band the bound
+    /// spans, widened on each side to its start where that is farther off, closing in behind the
+    /// path: once the path has come nearer the sphere, it goes no farther off again than the bound
+    /// beyond the nearest it came. It may also go as far off on each side as the arm was seen, up
+    /// to `max_forearm_offset_m` and `max_tracking_error_m` together (2 cm by default). The loop's
     /// reference comes off the sphere on a resume where the arm is seen, or after a joint command
-    /// to where it is seen (joint_trajectory_controller's hold after a cancel, at its state,
-    /// which is a few frames old and as far back along the arm's way): such a hold, and the way
-    /// back, must not be refused.
+    /// to where it is seen (joint_trajectory_controller's hold after a cancel, at its state, which
+    /// is a few frames old and as far back along the arm's way): such a hold, and the way back,
+    /// must not be refused.
     AtTheReference { seen: Option<(f64, f64)> },
     /// A point the client chose (a Cartesian goal's first waypoint, a port-5555 session's): held
     /// to `max_forearm_offset_m` as every other point is.
