@@ -262,8 +262,7 @@ impl Intake {
     fn lost(&mut self, ring: &mut TrajectoryRing, now: f64) {
         self.dropping_until = None;
         ring.withdraw(now);
-        ring.close();
-        self.ended = true;
+        self.end(ring, now);
     }
 
     /// The feed has reached the mark of withdrawal `marked`. The mark can come before the loop
