@@ -407,6 +407,28 @@ fn a_loop_that_gets_no_trajectory_stops_safely_with_a_reason() {
     assert!(matches!(report.outcome, Err(HilError::NoTrajectory(_))));
 }
 
+#[test]
+fn a_loop_asked_to_stop_while_it_waits_for_its_first_sample_ends_at_once_and_cleanly() {
+    let robot = Robot::default();
+    let config = SilConfig::default();
+    let start = Waypoint { x: Vec3::new(0.15, 0.0, 0.2), ..Waypoint::default() };
+    let rig = SimulatedRig::new(robot.clone(), &config, &start, robot.elbow()).unwrap();
+    // A feeder that is there but sends nothing, for longer than the test waits.
+    let (_feed, samples) = sync_channel::<FeedItem>(1);
+    let hil_config = HilConfig { realtime_priority: None, startup_timeout_s: 60.0, ..HilConfig::default() };
+    let stop = Arc::new(AtomicBool::new(false));
+    let hil = HilLoop::new(hil_config, &config, robot.elbow(), 0.45, Box::new(rig), samples, stop.clone()).unwrap();
+    let (reports, report) = sync_channel(1);
+    std::thread::spawn(move || {
+        let _ = reports.send(hil.run());
+    });
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    stop.store(true, std::sync::atomic::Ordering::Release);
+    let report =
+        report.recv_timeout(std::time::Duration::from_secs(10)).expect("the loop waited on for its first sample");
+    assert!(report.outcome.is_ok(), "a stop asked for is no fault: {:?}", report.outcome);
+}
+
 proptest! {
     #[test]
     fn the_line_parsers_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {

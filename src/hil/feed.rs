@@ -10,7 +10,7 @@
 //! The loop's end of all this is its [`Intake`].
 
 use std::sync::atomic::{fence, AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, TryRecvError};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,6 +25,9 @@ const MAX_REPLACEMENT_LATE_S: f64 = 0.02;
 
 /// Samples in flight between a feeder and the loop.
 pub const FEED_DEPTH: usize = 256;
+
+/// How often a loop waiting for its first sample looks whether it was asked to stop.
+const STOP_POLL: Duration = Duration::from_millis(10);
 
 /// What feeds the ring buffer, in order.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -189,15 +192,18 @@ impl Intake {
         self
     }
 
-    /// Waits up to `timeout` for the first sample: the run starts at its time. Marks before
-    /// it have nothing to act on.
-    pub fn first_sample(&self, timeout: Duration) -> Option<Waypoint> {
+    /// Waits up to `timeout` for the first sample, or until `asked_to_stop` (looked at every
+    /// [`STOP_POLL`]): the run starts at its time. Marks before it have nothing to act on.
+    pub fn first_sample(&self, timeout: Duration, asked_to_stop: impl Fn() -> bool) -> Option<Waypoint> {
         let deadline = Instant::now() + timeout;
         loop {
-            match self.feed.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.feed.recv_timeout(left.min(STOP_POLL)) {
                 Ok(FeedItem::Sample(first)) => return Some(first),
                 Ok(FeedItem::Segment | FeedItem::Withdrawn(_)) => {}
-                Ok(FeedItem::End) | Err(_) => return None,
+                Ok(FeedItem::End) | Err(RecvTimeoutError::Disconnected) => return None,
+                Err(RecvTimeoutError::Timeout) if left.is_zero() || asked_to_stop() => return None,
+                Err(RecvTimeoutError::Timeout) => {}
             }
         }
     }

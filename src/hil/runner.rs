@@ -293,7 +293,7 @@ impl HilLoop {
         let startup = Duration::from_secs_f64(self.config.startup_timeout_s);
         let outcome = match self.start {
             Start::WhereTheArmIs => self.cycle_until_done(&mut ring, &mut stats),
-            Start::FirstSample => match self.intake.first_sample(startup) {
+            Start::FirstSample => match self.intake.first_sample(startup, || self.asked_to_stop()) {
                 Some(first) => match ring.push(first) {
                     Ok(()) => self.cycle_until_done(&mut ring, &mut stats),
                     Err(error) => (Err(error.into()), 0.0),
