@@ -27,23 +27,6 @@ echo "middleware: $RMW_IMPLEMENTATION"
 export ARM_HIL_ROS_ROOT="$root" ARM_HIL_ROS_WS="$ws"
 mkdir -p "$ws/src"
 ln -sfn "$repo" "$ws/src/arm_hil"
-echo "building arm_hil with colcon in $ws"
-# CMake is told the Python that ROS runs on: Humble's interface generator would otherwise take the
-# first python3.x on PATH. The executables are built with cargo's colcon-test profile, a
-# user's release build without its fat LTO (Cargo.toml says why).
-# ARM_HIL_CARGO_TARGET_DIR names a cargo target directory that the workspaces of other distros
-# share, one build after another (.ci/run's): the crates that bind no ROS are built once for
-# all. Both options are given every time: CMake keeps them in the workspace's cache.
-built_from=$SECONDS
-(cd "$ws" && colcon build --packages-select arm_hil --event-handlers console_cohesion- status- \
-  --cmake-args "-DPYTHON_EXECUTABLE=$(command -v python3)" -DARM_HIL_CARGO_PROFILE=colcon-test \
-  "-DARM_HIL_CARGO_TARGET_DIR=${ARM_HIL_CARGO_TARGET_DIR:-$ws/build/arm_hil/cargo}" >"$ws/build.log" 2>&1) \
-  || { tail -40 "$ws/build.log"; echo "ros suite: not run: the colcon build failed"; exit 1; }
-echo "built in $((SECONDS - built_from)) s"
-set +u
-. "$ws/install/setup.bash"
-set -u
-
 # `--benchmark` runs tests/ros/follow_benchmark.py (docs/performance.md) in place of the suite,
 # `--benchmark security` tests/ros/security_benchmark.py.
 script=test_nodes.py
@@ -51,6 +34,33 @@ if [ "${1:-}" = --benchmark ]; then
   script=follow_benchmark.py; shift
   [ "${1:-}" != security ] || { script=security_benchmark.py; shift; }
 fi
+
+echo "building arm_hil with colcon in $ws"
+# CMake is told the Python that ROS runs on: Humble's interface generator would otherwise take the
+# first python3.x on PATH. The tests' executables are built with cargo's colcon-test profile, a
+# user's release build without its fat LTO and lightly optimised (Cargo.toml says why); a
+# benchmark's with the `colcon` profile, what a user's build runs. ARM_HIL_CARGO_PROFILE names
+# another.
+# ARM_HIL_CARGO_TARGET_DIR names a cargo target directory that the workspaces of other distros
+# share, one build after another (.ci/run's): the crates that bind no ROS are built once for
+# all. Both options are given every time: CMake keeps them in the workspace's cache.
+profile=colcon-test
+[ "$script" = test_nodes.py ] || profile=colcon
+profile="${ARM_HIL_CARGO_PROFILE:-$profile}"
+# The tests' build links the system's zstd where it has one (every ROS 2 installation does,
+# rosbag2's compression uses it): its copy in the zstd-sys crate costs 14 s of CPU to build.
+if [ "$profile" = colcon-test ] && pkg-config --exists libzstd 2>/dev/null; then
+  export ZSTD_SYS_USE_PKG_CONFIG=1
+fi
+built_from=$SECONDS
+(cd "$ws" && colcon build --packages-select arm_hil --event-handlers console_cohesion- status- \
+  --cmake-args "-DPYTHON_EXECUTABLE=$(command -v python3)" "-DARM_HIL_CARGO_PROFILE=$profile" \
+  "-DARM_HIL_CARGO_TARGET_DIR=${ARM_HIL_CARGO_TARGET_DIR:-$ws/build/arm_hil/cargo}" >"$ws/build.log" 2>&1) \
+  || { tail -40 "$ws/build.log"; echo "ros suite: not run: the colcon build failed"; exit 1; }
+echo "built in $((SECONDS - built_from)) s"
+set +u
+. "$ws/install/setup.bash"
+set -u
 
 # DDS stays on this machine: a fresh network namespace with nothing but lo, and a /dev/shm of
 # its own: Fast DDS's shared-memory transport finds its peers through /dev/shm, across network
