@@ -408,6 +408,38 @@ fn a_loop_that_gets_no_trajectory_stops_safely_with_a_reason() {
 }
 
 #[test]
+fn a_loop_whose_feeder_sends_nothing_gives_up_at_its_start_up_timeout() {
+    let robot = Robot::default();
+    let config = SilConfig::default();
+    let start = Waypoint { x: Vec3::new(0.15, 0.0, 0.2), ..Waypoint::default() };
+    let rig = SimulatedRig::new(robot.clone(), &config, &start, robot.elbow()).unwrap();
+    // The feeder stays connected: the loop's own timeout ends the wait.
+    let (_feed, samples) = sync_channel::<FeedItem>(1);
+    let hil_config = HilConfig { realtime_priority: None, startup_timeout_s: 0.05, ..HilConfig::default() };
+    let stop = Arc::new(AtomicBool::new(false));
+    let waited = std::time::Instant::now();
+    let report = HilLoop::new(hil_config, &config, robot.elbow(), 0.45, Box::new(rig), samples, stop).unwrap().run();
+    assert!(matches!(report.outcome, Err(HilError::NoTrajectory(_))), "{:?}", report.outcome);
+    assert!(waited.elapsed() >= std::time::Duration::from_millis(50), "it waited out its timeout");
+    assert_eq!(report.stats.cycles, 0);
+}
+
+#[test]
+fn a_loop_stopped_before_it_took_its_queued_first_sample_never_drives_the_rig() {
+    let robot = Robot::default();
+    let config = SilConfig::default();
+    let start = Waypoint { x: Vec3::new(0.15, 0.0, 0.2), ..Waypoint::default() };
+    let rig = SimulatedRig::new(robot.clone(), &config, &start, robot.elbow()).unwrap();
+    let (feed, samples) = sync_channel(2);
+    feed.send(FeedItem::Sample(start)).unwrap();
+    let hil_config = HilConfig { realtime_priority: None, ..HilConfig::default() };
+    let stop = Arc::new(AtomicBool::new(true));
+    let report = HilLoop::new(hil_config, &config, robot.elbow(), 0.45, Box::new(rig), samples, stop).unwrap().run();
+    assert!(report.outcome.is_ok(), "a stop asked for is no fault: {:?}", report.outcome);
+    assert_eq!(report.stats.cycles, 0, "no cycle ran after the stop");
+}
+
+#[test]
 fn a_loop_asked_to_stop_while_it_waits_for_its_first_sample_ends_at_once_and_cleanly() {
     let robot = Robot::default();
     let config = SilConfig::default();
@@ -427,6 +459,7 @@ fn a_loop_asked_to_stop_while_it_waits_for_its_first_sample_ends_at_once_and_cle
     let report =
         report.recv_timeout(std::time::Duration::from_secs(10)).expect("the loop waited on for its first sample");
     assert!(report.outcome.is_ok(), "a stop asked for is no fault: {:?}", report.outcome);
+    assert_eq!(report.stats.cycles, 0);
 }
 
 proptest! {

@@ -294,6 +294,8 @@ impl HilLoop {
         let outcome = match self.start {
             Start::WhereTheArmIs => self.cycle_until_done(&mut ring, &mut stats),
             Start::FirstSample => match self.intake.first_sample(startup, || self.asked_to_stop()) {
+                // A stop asked for while samples were queued wins: nothing is driven.
+                Some(_) if self.asked_to_stop() => (Ok(()), 0.0),
                 Some(first) => match ring.push(first) {
                     Ok(()) => self.cycle_until_done(&mut ring, &mut stats),
                     Err(error) => (Err(error.into()), 0.0),

@@ -298,8 +298,9 @@ impl ManagedHil {
             return Outcome::Success;
         }
         // A panic there is a fault: its rig stopped as it unwound (and from the panic hook). A
-        // loop that panicked never told the node: its goals end here. One whose feeder panicked
-        // told it: the panic asked the process to end, which the loop saw and reported.
+        // loop that panicked never told the node: its goals end here. In hil_node one whose
+        // feeder panicked told it: the panic hook asked the process to end, which the loop saw
+        // and reported (without the hook, as its feed ended).
         let cause = if loop_panicked { "a loop thread panicked" } else { "the loop's feeder thread panicked" };
         self.reporter.status(Level::Error, cause.to_owned());
         if loop_panicked {
