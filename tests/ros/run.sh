@@ -5,6 +5,8 @@
 #   ARM_HIL_ROS_ROOT=/path/to/underlay bash tests/ros/run.sh [unittest names...]
 #   ARM_HIL_ROS_ROOT=/path/to/underlay bash tests/ros/run.sh --benchmark [security]
 #   ARM_HIL_RMW=rmw_fastrtps_cpp ARM_HIL_ROS_ROOT=... bash tests/ros/run.sh    (default: Cyclone DDS)
+# ARM_HIL_CARGO_PROFILE names the cargo profile built (colcon-test for the suite, colcon for a
+# benchmark), ARM_HIL_CARGO_TARGET_DIR a cargo target directory to build in.
 # ARM_HIL_ROS_ROOT holds install/setup.bash, and venv/ and cyclonedds_lo.xml when it is an
 # underlay built by tools/ros_underlay.sh; /opt/ros/jazzy or /opt/ros/humble work as well.
 set -euo pipefail
@@ -35,7 +37,6 @@ if [ "${1:-}" = --benchmark ]; then
   [ "${1:-}" != security ] || { script=security_benchmark.py; shift; }
 fi
 
-echo "building arm_hil with colcon in $ws"
 # CMake is told the Python that ROS runs on: Humble's interface generator would otherwise take the
 # first python3.x on PATH. The tests' executables are built with cargo's colcon-test profile, a
 # user's release build without its fat LTO and lightly optimised (Cargo.toml says why); a
@@ -47,8 +48,11 @@ echo "building arm_hil with colcon in $ws"
 profile=colcon-test
 [ "$script" = test_nodes.py ] || profile=colcon
 profile="${ARM_HIL_CARGO_PROFILE:-$profile}"
-# The tests' build links the system's zstd where it has one (every ROS 2 installation does,
-# rosbag2's compression uses it): its copy in the zstd-sys crate costs 14 s of CPU to build.
+echo "building arm_hil with colcon in $ws, cargo profile $profile"
+# The tests' build links the system's zstd where pkg-config finds it (usual where rosbag2 is
+# installed, whose compression uses it): its copy in the zstd-sys crate costs 14 s of CPU to
+# build. (zstd-sys and what uses it are then built again when PKG_CONFIG_PATH changes, as it
+# does from one distro to the other: some 10 s.)
 if [ "$profile" = colcon-test ] && pkg-config --exists libzstd 2>/dev/null; then
   export ZSTD_SYS_USE_PKG_CONFIG=1
 fi
