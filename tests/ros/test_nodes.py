@@ -848,7 +848,11 @@ class SilNode(NodeTest):
         self.first("/sil_node/state", ArmState)
         joint_states = []
         subscription = self.node.create_subscription(JointState, "/joint_states", joint_states.append, 1000)
-        # 2 s of states at 250 Hz, however long the new subscription takes to be matched.
+        # 2 s of states at 250 Hz once /joint_states comes: its subscription may take a second or
+        # more to be matched under load (a loaded Fast DDS run matched 55 of 500 when the states
+        # were taken from the start).
+        self.spin_until(lambda: joint_states, 10.0)
+        self.assertTrue(joint_states, "no /joint_states within 10 s")
         states = [m for _, m in self.collect("/sil_node/state", ArmState, 10.0, until=lambda m: len(m) >= 500)]
         self.node.destroy_subscription(subscription)
         joints = {stamp_s(m.header.stamp): m for m in joint_states}
