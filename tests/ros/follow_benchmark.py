@@ -26,6 +26,11 @@ acceptance included):
   `~/joint_command` that differs from the one before: topic_based_ros2_control stamps a command
   as it writes it, on the wall clock. (Taken as this process receives them instead, the
   commands that queue up while it waits between goals put 0.1 - 0.2 s on each.)
+The same first setpoint is also timed from the goal's acceptance: the stamp of the /rosout line
+the accepting node writes as it accepts (the node's own "goal UUID of N points", which the node
+writes once the goal is handed to its control steps, the serial drivers' first setpoint already
+sent; joint_trajectory_controller's "Accepted new action goal", before the goal is handed to its
+update). A setpoint sent before that line's stamp counts as negative.
 """
 
 import argparse
@@ -45,6 +50,7 @@ from action_msgs.msg import GoalStatus
 from builtin_interfaces.msg import Duration
 from control_msgs.action import FollowJointTrajectory
 from control_msgs.msg import JointTrajectoryControllerState
+from rcl_interfaces.msg import Log
 from rclpy.action import ActionClient
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -80,14 +86,17 @@ class Bench:
         """GOALS goals of `seconds` each, alternating between `poses`, after one, not counted,
         that brings the arm to the second from wherever it is: each goal's id, its feedback
         errors [rad], whether it succeeded and its feedback's desired positions with their
-        stamps; when each was sent [ns, wall clock]; with `watched` (topic, type, value),
+        stamps; when each was sent and when accepted [ns, wall clock: the stamp of the /rosout
+        line of its acceptance, None where none came]; with `watched` (topic, type, value),
         `value(message)` of each message on the topic meanwhile; and with `states` (a JointState
         topic), each message's stamp [ns] and positions by joint name.
         Each goal's point gives its velocities (zero), as MoveIt's and most planners' do: a
         point of positions alone makes joint_trajectory_controller interpolate linearly, a
         step of velocity at the start and the end that no arm of bounded acceleration follows."""
-        seen, arm = [], []
-        subscriptions = []
+        seen, arm, logs = [], [], []
+        # rcl's /rosout QoS keeps 1000 lines: deep enough for a goal's.
+        subscriptions = [self.node.create_subscription(
+            Log, "/rosout", lambda m: logs.append((time_ns(m.stamp), m.msg)), 1000)]
         if watched is not None:
             topic, kind, value = watched
             # Deep enough for every message of the goals at 1 kHz: the callbacks run only while
@@ -128,7 +137,10 @@ class Bench:
         client.destroy()
         for subscription in subscriptions:
             self.node.destroy_subscription(subscription)
-        return runs, sent_ns, seen, arm
+        native = not action.startswith("/joint_trajectory_controller/")
+        accepted_ns = [acceptance(logs, when, f"goal {run[0]} of " if native else "Accepted new action goal")
+                       for run, when in zip(runs, sent_ns)]
+        return runs, sent_ns, accepted_ns, seen, arm
 
     def rate(self, seconds=5.0):
         """/joint_states as this node receives them over `seconds` from the first: messages a
@@ -204,11 +216,22 @@ def arm_errors(runs, states):
     return {"arm_rms_mrad": rms, "arm_max_mrad": largest, "arm_samples": len(errors)}
 
 
-def first_setpoints(sent, times):
-    """From each goal's sending to the first of `times` [ns] after it: median and max [ms]."""
-    delays = sorted((after[0] - when) * 1e-6 for when in sent
-                    if (after := [t for t in times if t >= when]))
-    return {"first_ms": [delays[len(delays) // 2], delays[-1]] if delays else None}
+def acceptance(logs, sent, text):
+    """The stamp [ns] of the first of the /rosout `logs` (stamp, text) at or after `sent` [ns]
+    that holds `text`; None if none does."""
+    return next((stamp for stamp, msg in sorted(logs) if stamp >= sent and text in msg), None)
+
+
+def first_setpoints(sent, accepted, times):
+    """The first of `times` [ns] after each goal's sending, from its sending and from its
+    acceptance (`accepted`, None where unknown): medians and maxima [ms]."""
+    firsts = [next((t for t in times if t >= when), None) for when in sent]
+
+    def median_and_max(starts):
+        delays = sorted((first - start) * 1e-6 for first, start in zip(firsts, starts)
+                        if first is not None and start is not None)
+        return [delays[len(delays) // 2], delays[-1]] if delays else None
+    return {"first_ms": median_and_max(sent), "first_from_acceptance_ms": median_and_max(accepted)}
 
 
 def changes(seen):
@@ -231,7 +254,11 @@ def cpu_seconds(group):
 
 
 def stamp_ns(header):
-    return header.stamp.sec * 1_000_000_000 + header.stamp.nanosec
+    return time_ns(header.stamp)
+
+
+def time_ns(stamp):
+    return stamp.sec * 1_000_000_000 + stamp.nanosec
 
 
 JTC_ACTION = "/joint_trajectory_controller/follow_joint_trajectory"
@@ -300,8 +327,9 @@ def serial_figures(bench, nodes):
             path, commands = device_emulator(*emulator)
             node = launched(file, control, f"port:={path}")
             native = control == "native"
-            runs, sent, _, _ = bench.goals(f"/{name}/follow_joint_trajectory" if native else JTC_ACTION, joints, poses)
-            rows.append({"node": name, "control": control, **errors(runs), **first_setpoints(sent, commands)})
+            runs, sent, accepted, _, _ = bench.goals(f"/{name}/follow_joint_trajectory" if native else JTC_ACTION,
+                                                     joints, poses)
+            rows.append({"node": name, "control": control, **errors(runs), **first_setpoints(sent, accepted, commands)})
             ended(node)
     return rows
 
@@ -331,8 +359,8 @@ def arm_figures(bench, nodes, jtc_publish_rate_hz=None):
             (cpu_from, wall_from) = (cpu_seconds(node.pid), time.monotonic())
             # The node's own joint states: under ros2_control, those its hardware plugin reads.
             states = "/joint_states" if native else f"/{name}/hardware/joint_states"
-            runs, sent, seen, arm_states = bench.goals(f"/{name}/follow_joint_trajectory" if native else JTC_ACTION,
-                                                       arm, poses, watched=watched, states=states)
+            action = f"/{name}/follow_joint_trajectory" if native else JTC_ACTION
+            runs, sent, accepted, seen, arm_states = bench.goals(action, arm, poses, watched=watched, states=states)
             # The bringup's CPU while the goals ran, in percent of one core.
             cpu = 100.0 * (cpu_seconds(node.pid) - cpu_from) / (time.monotonic() - wall_from)
             ended(node)
@@ -340,10 +368,10 @@ def arm_figures(bench, nodes, jtc_publish_rate_hz=None):
                 # The first setpoints again, timed by a controller_state of every 1 ms step.
                 node = launched(file, control, *arguments, "publish_rate_hz:=1000")
                 node.kept_as = node.kept_as.with_name(node.kept_as.stem + "_1khz.log")
-                _, sent, seen, _ = bench.goals(f"/{name}/follow_joint_trajectory", arm, poses, watched=watched)
+                _, sent, accepted, seen, _ = bench.goals(action, arm, poses, watched=watched)
                 ended(node)
             rows.append({"node": name, "control": control, **errors(runs), **arm_errors(runs, arm_states),
-                         "rate": rate, "cpu_percent": cpu, **first_setpoints(sent, changes(seen))})
+                         "rate": rate, "cpu_percent": cpu, **first_setpoints(sent, accepted, changes(seen))})
     return rows
 
 
@@ -371,13 +399,15 @@ def table(rows, middlewares):
         if row is None:
             return "not run |  |  |  "
         first = "{:.1f} / {:.1f} ms".format(*row["first_ms"]) if row["first_ms"] else "none seen"
+        if row.get("first_from_acceptance_ms"):
+            first += "; {:.1f} / {:.1f} ms".format(*row["first_from_acceptance_ms"])
         arm = (f"{row['arm_rms_mrad']:.1f} / {row['arm_max_mrad']:.1f} mrad" if "arm_rms_mrad" in row
                else "not measured")
         return (f"{row['succeeded']} of {row['goals']} | {row['rms_mrad']:.1f} / {row['max_mrad']:.1f} mrad | "
                 f"{arm} | {first}")
     names = [MIDDLEWARES[m] for m in middlewares]
     head = " | ".join(f"{n}: succeeded | {n}: joint error RMS / max (feedback) | {n}: the arm's error RMS / max | "
-                      f"{n}: first setpoint median / max" for n in names)
+                      f"{n}: first setpoint median / max, from sending; from acceptance" for n in names)
     lines = [f"| node | {head} |", "|---|" + "---|" * (4 * len(names))]
     keys = list(dict.fromkeys((r["node"], r["control"]) for r in rows if "node" in r))
     for node, control in keys:
