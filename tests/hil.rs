@@ -440,6 +440,21 @@ fn a_loop_stopped_before_it_took_its_queued_first_sample_never_drives_the_rig() 
 }
 
 #[test]
+fn a_resumed_loop_stopped_before_its_first_cycle_never_drives_the_rig() {
+    let robot = Robot::default();
+    let config = SilConfig::default();
+    let start = Waypoint { x: Vec3::new(0.15, 0.0, 0.2), ..Waypoint::default() };
+    let rig = SimulatedRig::new(robot.clone(), &config, &start, robot.elbow()).unwrap();
+    let (_feed, samples) = sync_channel::<FeedItem>(1);
+    let hil_config = HilConfig { realtime_priority: None, ..HilConfig::default() };
+    let stop = Arc::new(AtomicBool::new(true));
+    let hil = HilLoop::new(hil_config, &config, robot.elbow(), 0.45, Box::new(rig), samples, stop).unwrap();
+    let report = hil.starting_where_the_arm_is().run();
+    assert!(report.outcome.is_ok(), "a stop asked for is no fault: {:?}", report.outcome);
+    assert_eq!(report.stats.cycles, 0, "no cycle ran after the stop");
+}
+
+#[test]
 fn a_loop_asked_to_stop_while_it_waits_for_its_first_sample_ends_at_once_and_cleanly() {
     let robot = Robot::default();
     let config = SilConfig::default();

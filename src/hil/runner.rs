@@ -294,8 +294,6 @@ impl HilLoop {
         let outcome = match self.start {
             Start::WhereTheArmIs => self.cycle_until_done(&mut ring, &mut stats),
             Start::FirstSample => match self.intake.first_sample(startup, || self.asked_to_stop()) {
-                // A stop asked for while samples were queued wins: nothing is driven.
-                Some(_) if self.asked_to_stop() => (Ok(()), 0.0),
                 Some(first) => match ring.push(first) {
                     Ok(()) => self.cycle_until_done(&mut ring, &mut stats),
                     Err(error) => (Err(error.into()), 0.0),
@@ -343,6 +341,11 @@ impl HilLoop {
         // Until the arm's start is known, the feed waits: its samples count from there.
         let mut awaiting_arm = self.start == Start::WhereTheArmIs;
         let injected = FaultInjection::for_this_thread();
+        // A stop asked for before the first cycle (a first sample still queued, a resume asked
+        // to end at once) wins: nothing is written to the rig.
+        if self.asked_to_stop() {
+            return (Ok(()), 0.0);
+        }
         loop {
             realtime::sleep_until(&deadline);
             injected.check();
