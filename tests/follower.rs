@@ -999,4 +999,16 @@ mod command_streams {
         assert_eq!(refusals.said(Ok(())), None);
         assert_eq!(refusals.said(inactive()).as_deref(), Some("the node is not active"));
     }
+
+    #[test]
+    fn a_refusal_for_the_same_bound_with_other_figures_is_the_same_refusal() {
+        let mut refusals = Refusals::default();
+        let off =
+            |at: &str, offset: &str| Err(format!("at {at} s the platform point would be {offset} m off the sphere"));
+        let first = refusals.said(off("0.040", "-0.0100"));
+        assert_eq!(first.as_deref(), Some("at 0.040 s the platform point would be -0.0100 m off the sphere"));
+        assert_eq!(refusals.said(off("0.034", "-0.0101")), None);
+        assert_eq!(refusals.said(off("0.018", "+0.0100")), None, "the other side of the same bound");
+        assert!(refusals.said(Err("the node is not active".into())).is_some(), "another bound is said");
+    }
 }
