@@ -21,6 +21,7 @@ use super::{seconds, trajectory_goal};
 use crate::nodes::follower::clocks::Now;
 use crate::nodes::follower::goals::{ControllerState, GoalEvent, Setpoint, TakesJointGoals, Tick};
 use crate::nodes::follower::{ErrorCode, Goal, JointTolerance, Outcome};
+use crate::outputs::wall_clock_ns;
 
 type Action = FollowJointTrajectory::Action;
 /// r2r's handle of a goal.
@@ -70,6 +71,9 @@ impl FollowJointTrajectoryServer {
                         continue;
                     }
                 };
+                // When the goal was accepted (its answer sent), for the goal's log line: what a
+                // first setpoint is timed from (tests/ros/follow_benchmark.py).
+                let accepted_ns = wall_clock_ns();
                 let uuid = handle.uuid;
                 let accepted = match goals.lock() {
                     Ok(mut goals) => goals.accept_joint_goal(handle.clone(), &goal, received.steps_ns),
@@ -86,7 +90,12 @@ impl FollowJointTrajectoryServer {
                         }
                         // Before the log line, which costs a millisecond or two (/rosout).
                         first_setpoint();
-                        log::info!("~/follow_joint_trajectory: goal {uuid} of {} points", goal.points.len());
+                        log::info!(
+                            "~/follow_joint_trajectory: goal {uuid} of {} points, accepted at {}.{:09} s",
+                            goal.points.len(),
+                            accepted_ns / 1_000_000_000,
+                            accepted_ns % 1_000_000_000
+                        );
                     }
                 }
                 let cancel_goals = goals.clone();

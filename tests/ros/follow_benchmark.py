@@ -26,11 +26,12 @@ acceptance included):
   `~/joint_command` that differs from the one before: topic_based_ros2_control stamps a command
   as it writes it, on the wall clock. (Taken as this process receives them instead, the
   commands that queue up while it waits between goals put 0.1 - 0.2 s on each.)
-The same first setpoint is also timed from the goal's acceptance: the stamp of the /rosout line
-the accepting node writes as it accepts (the node's own "goal UUID of N points", which the node
-writes once the goal is handed to its control steps, the serial drivers' first setpoint already
-sent; joint_trajectory_controller's "Accepted new action goal", before the goal is handed to its
-update). A setpoint sent before that line's stamp counts as negative.
+The same first setpoint is also timed from the goal's acceptance, as the accepting node says it
+on /rosout: our nodes' "goal UUID of N points, accepted at S s", stamped on the wall clock as
+the goal's answer has gone out (before the node checks and plans it: that is in the figure);
+joint_trajectory_controller's "Accepted new action goal", the line's own stamp, taken before
+JTC answers and hands the goal to its next update (up to a control period, 4 ms, is in the
+figure: it errs high). A goal whose line did not come is left out, and the count said.
 """
 
 import argparse
@@ -39,6 +40,7 @@ import json
 import math
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import threading
@@ -55,7 +57,7 @@ from rclpy.action import ActionClient
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from test_follow_joint_trajectory import installed
+from test_follow_joint_trajectory import installed, joint_distance
 from test_moveit import MOVEIT, joint_goal, move
 from test_nodes import EXECUTABLES, LOGS, RUNNING, launch, stop_all
 
@@ -82,9 +84,11 @@ class Bench:
         rclpy.init()
         self.node = rclpy.create_node("arm_hil_follow_benchmark")
 
-    def goals(self, action, joints, poses, seconds=1.0, watched=None, states=None):
+    def goals(self, action, joints, poses, seconds=1.0, watched=None, states=None, way=None):
         """GOALS goals of `seconds` each, alternating between `poses`, after one, not counted,
-        that brings the arm to the second from wherever it is: each goal's id, its feedback
+        that brings the arm to the second from wherever it is (along `way`, the arm's own
+        trajectory recorded as (stamp [ns], pose), where given: `way_along`); a placing that
+        does not succeed ends the benchmark, whose goals would start elsewhere: each goal's id, its feedback
         errors [rad], whether it succeeded and its feedback's desired positions with their
         stamps; when each was sent and when accepted [ns, wall clock: the stamp of the /rosout
         line of its acceptance, None where none came]; with `watched` (topic, type, value),
@@ -116,9 +120,19 @@ class Bench:
                                          time_from_start=Duration(sec=int(seconds)))
             return FollowJointTrajectory.Goal(trajectory=JointTrajectory(joint_names=list(joints), points=[point]))
 
-        placed = client.send_goal_async(goal_to(poses[1], 3.0))
+        if not way:
+            placing = goal_to(poses[1], 3.0)
+        else:
+            points = way_along(way, self.current_pose(joints), poses[1])
+            placing = FollowJointTrajectory.Goal(trajectory=JointTrajectory(joint_names=list(joints), points=points))
+        placed = client.send_goal_async(placing)
         rclpy.spin_until_future_complete(self.node, placed, timeout_sec=10.0)
-        rclpy.spin_until_future_complete(self.node, placed.result().get_result_async(), timeout_sec=15.0)
+        placed_result = placed.result().get_result_async()
+        rclpy.spin_until_future_complete(self.node, placed_result, timeout_sec=30.0)
+        outcome = placed_result.result()
+        if outcome is None or outcome.status != GoalStatus.STATUS_SUCCEEDED:
+            said = "no result" if outcome is None else f"status {outcome.status}: {outcome.result.error_string}"
+            raise RuntimeError(f"{action}: the goal that places the arm did not succeed ({said})")
         time.sleep(0.3)
         for index in range(GOALS):
             request = goal_to(poses[index % 2], seconds)
@@ -138,9 +152,33 @@ class Bench:
         for subscription in subscriptions:
             self.node.destroy_subscription(subscription)
         native = not action.startswith("/joint_trajectory_controller/")
-        accepted_ns = [acceptance(logs, when, f"goal {run[0]} of " if native else "Accepted new action goal")
-                       for run, when in zip(runs, sent_ns)]
+        windows = zip(sent_ns, sent_ns[1:] + [math.inf])
+        accepted_ns = [acceptance(logs, window, f"goal {run[0]} of " if native else "Accepted new action goal")
+                       for run, window in zip(runs, windows)]
         return runs, sent_ns, accepted_ns, seen, arm
+
+    def current_pose(self, joints, timeout_s=5.0):
+        """Where `joints` are, by the next /joint_states."""
+        got = []
+        subscription = self.node.create_subscription(
+            JointState, "/joint_states",
+            lambda m: got.append([m.position[m.name.index(j)] for j in joints]) if set(joints) <= set(m.name) else None,
+            10)
+        deadline = time.monotonic() + timeout_s
+        while not got and time.monotonic() < deadline:
+            rclpy.spin_once(self.node, timeout_sec=0.05)
+        self.node.destroy_subscription(subscription)
+        if not got:
+            raise RuntimeError(f"no /joint_states within {timeout_s} s to place the arm from")
+        return got[-1]
+
+    def recording(self, joints, recorded):
+        """Keeps each /joint_states of `joints` as (stamp [ns], pose) in `recorded` while this node
+        spins, from now on (deep enough for 20 s at 250 Hz between spins); destroy it after."""
+        return self.node.create_subscription(
+            JointState, "/joint_states",
+            lambda m: recorded.append((stamp_ns(m.header), [m.position[m.name.index(j)] for j in joints]))
+            if set(joints) <= set(m.name) else None, 5000)
 
     def rate(self, seconds=5.0):
         """/joint_states as this node receives them over `seconds` from the first: messages a
@@ -216,10 +254,41 @@ def arm_errors(runs, states):
     return {"arm_rms_mrad": rms, "arm_max_mrad": largest, "arm_samples": len(errors)}
 
 
-def acceptance(logs, sent, text):
-    """The stamp [ns] of the first of the /rosout `logs` (stamp, text) at or after `sent` [ns]
-    that holds `text`; None if none does."""
-    return next((stamp for stamp, msg in sorted(logs) if stamp >= sent and text in msg), None)
+ACCEPTED_AT = re.compile(r"accepted at (\d+)\.(\d{9}) s")
+
+
+def way_along(recorded, start, end, spacing_s=0.25, slower=1.5):
+    """Points of a goal along the arm's own `recorded` trajectory ((stamp [ns], pose)), from its
+    pose nearest `start` to its pose nearest `end`, one every `spacing_s` of it, `slower` times
+    as slow as the arm went, positions alone: joint_trajectory_controller and the nodes then
+    move along lines between poses a quarter second of the arm's trajectory apart, which keep
+    to the forearm's sphere (docs/hil.md), where one line from `start` to `end` may not."""
+    def nearest(pose):
+        return min(range(len(recorded)), key=lambda i: joint_distance(recorded[i][1], pose))
+    first, last = nearest(start), nearest(end)
+    step = 1 if last >= first else -1
+    kept = [first]
+    for index in range(first + step, last + step, step):
+        if abs(recorded[index][0] - recorded[kept[-1]][0]) >= spacing_s * 1e9 or index == last:
+            kept.append(index)
+    points = []
+    for index in kept:
+        at_s = 0.5 + slower * abs(recorded[index][0] - recorded[first][0]) * 1e-9
+        points.append(JointTrajectoryPoint(positions=list(recorded[index][1]),
+                                           time_from_start=Duration(sec=int(at_s), nanosec=int(at_s % 1 * 1e9))))
+    return points
+
+
+def acceptance(logs, window, text):
+    """When a goal was accepted [ns]: of the /rosout `logs` (stamp, text) stamped within `window`
+    (its sending, the next goal's) [ns], the first that holds `text`, by the time it says it
+    was accepted at, else by its stamp; None if none does."""
+    sent, until = window
+    line = next((line for line in sorted(logs) if sent <= line[0] < until and text in line[1]), None)
+    if line is None:
+        return None
+    said = ACCEPTED_AT.search(line[1])
+    return int(said[1]) * 1_000_000_000 + int(said[2]) if said else line[0]
 
 
 def first_setpoints(sent, accepted, times):
@@ -230,7 +299,7 @@ def first_setpoints(sent, accepted, times):
     def median_and_max(starts):
         delays = sorted((first - start) * 1e-6 for first, start in zip(firsts, starts)
                         if first is not None and start is not None)
-        return [delays[len(delays) // 2], delays[-1]] if delays else None
+        return [delays[len(delays) // 2], delays[-1], len(delays)] if delays else None
     return {"first_ms": median_and_max(sent), "first_from_acceptance_ms": median_and_max(accepted)}
 
 
@@ -340,10 +409,15 @@ def arm_figures(bench, nodes, jtc_publish_rate_hz=None):
     rows = []
     arm = ("joint1", "joint2", "joint3")
     for name, file, arguments in [("sil_node", "sil.launch.py", []), ("hil_node", "hil.launch.py", ["hardware:=sim"])]:
-        poses = None
+        poses, way = None, []
         for control in controls() if name in nodes else []:
             native = control == "native"
             rate_hz = [] if native or jtc_publish_rate_hz is None else [f"publish_rate_hz:={jtc_publish_rate_hz}"]
+            # The arm's own trajectory from its start, to place it along: under JTC the arm holds
+            # where it was when the controller became active, early in the node's start-up arc,
+            # far along it from the poses taken later (a joint-space line between them would
+            # leave the forearm's sphere by centimetres, which hil_node refuses).
+            recorder = bench.recording(arm, way) if poses is None else None
             node = launched(file, control, *arguments, *rate_hz)
             # Its /joint_states (250 Hz by default) as a subscriber gets them.
             rate = bench.rate() if native else None
@@ -351,6 +425,8 @@ def arm_figures(bench, nodes, jtc_publish_rate_hz=None):
             # hil_node's 1 s apart, for a joint-space goal between them to keep within 1 cm of
             # the forearm's sphere (docs/hil.md).
             poses = poses or bench.poses_of(arm, seconds=1.0 if name == "hil_node" else 3.0)
+            if recorder is not None:
+                bench.node.destroy_subscription(recorder)
             if native:
                 watched = (f"/{name}/controller_state", JointTrajectoryControllerState,
                            lambda m: (stamp_ns(m.header), list(m.reference.positions)))
@@ -360,7 +436,8 @@ def arm_figures(bench, nodes, jtc_publish_rate_hz=None):
             # The node's own joint states: under ros2_control, those its hardware plugin reads.
             states = "/joint_states" if native else f"/{name}/hardware/joint_states"
             action = f"/{name}/follow_joint_trajectory" if native else JTC_ACTION
-            runs, sent, accepted, seen, arm_states = bench.goals(action, arm, poses, watched=watched, states=states)
+            runs, sent, accepted, seen, arm_states = bench.goals(action, arm, poses, watched=watched, states=states,
+                                                                 way=way)
             # The bringup's CPU while the goals ran, in percent of one core.
             cpu = 100.0 * (cpu_seconds(node.pid) - cpu_from) / (time.monotonic() - wall_from)
             ended(node)
@@ -368,7 +445,7 @@ def arm_figures(bench, nodes, jtc_publish_rate_hz=None):
                 # The first setpoints again, timed by a controller_state of every 1 ms step.
                 node = launched(file, control, *arguments, "publish_rate_hz:=1000")
                 node.kept_as = node.kept_as.with_name(node.kept_as.stem + "_1khz.log")
-                _, sent, accepted, seen, _ = bench.goals(action, arm, poses, watched=watched)
+                _, sent, accepted, seen, _ = bench.goals(action, arm, poses, watched=watched, way=way)
                 ended(node)
             rows.append({"node": name, "control": control, **errors(runs), **arm_errors(runs, arm_states),
                          "rate": rate, "cpu_percent": cpu, **first_setpoints(sent, accepted, changes(seen))})
@@ -398,9 +475,12 @@ def table(rows, middlewares):
     def cell(row):
         if row is None:
             return "not run |  |  |  "
-        first = "{:.1f} / {:.1f} ms".format(*row["first_ms"]) if row["first_ms"] else "none seen"
-        if row.get("first_from_acceptance_ms"):
-            first += "; {:.1f} / {:.1f} ms".format(*row["first_from_acceptance_ms"])
+        def timed(figure):
+            median, largest, count = figure
+            return f"{median:.1f} / {largest:.1f} ms" + ("" if count == row["goals"] else f" ({count} goals)")
+        first = timed(row["first_ms"]) if row["first_ms"] else "none seen"
+        accepted = row.get("first_from_acceptance_ms")
+        first += f"; {timed(accepted)}" if accepted else "; no acceptance seen"
         arm = (f"{row['arm_rms_mrad']:.1f} / {row['arm_max_mrad']:.1f} mrad" if "arm_rms_mrad" in row
                else "not measured")
         return (f"{row['succeeded']} of {row['goals']} | {row['rms_mrad']:.1f} / {row['max_mrad']:.1f} mrad | "
