@@ -103,10 +103,11 @@ class Bench:
             Log, "/rosout", lambda m: logs.append((time_ns(m.stamp), m.msg)), 1000)]
         if watched is not None:
             topic, kind, value = watched
-            # Deep enough for every message of the goals at 1 kHz: the callbacks run only while
-            # this process spins and keep up with 1 kHz only just, and a reader that drops its
-            # oldest messages dropped a goal's first setpoints (a run timed them 310 ms late).
-            subscriptions.append(self.node.create_subscription(kind, topic, lambda m: seen.append(value(m)), 20000))
+            # Deep enough for every message of the placing and the goals at 1 kHz (some 25 s):
+            # the callbacks run only while this process spins and keep up with 1 kHz only just,
+            # and a reader that drops its oldest messages dropped a goal's first setpoints (runs
+            # timed them 310 and 850 ms late, the second with 20 s of depth).
+            subscriptions.append(self.node.create_subscription(kind, topic, lambda m: seen.append(value(m)), 60000))
         if states is not None:
             subscriptions.append(self.node.create_subscription(
                 JointState, states, lambda m: arm.append((stamp_ns(m.header), dict(zip(m.name, m.position)))), 1000))
@@ -148,6 +149,13 @@ class Bench:
                          done.result().status == GoalStatus.STATUS_SUCCEEDED,
                          [(stamp_ns(f.header), list(f.joint_names), list(f.desired.positions)) for f in feedback]))
             time.sleep(0.3)
+        # The callbacks lag behind a 1 kHz topic by seconds: what is still queued for them is
+        # taken before the subscriptions go (the last goals' messages were lost so before).
+        ended_ns, deadline = time.time_ns(), time.monotonic() + 30.0
+        while time.monotonic() < deadline and any(
+                taken is not None and (not taken or taken[-1][0] < ended_ns)
+                for taken in (seen if watched else None, arm if states else None)):
+            rclpy.spin_once(self.node, timeout_sec=0.05)
         client.destroy()
         for subscription in subscriptions:
             self.node.destroy_subscription(subscription)
