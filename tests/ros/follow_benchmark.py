@@ -168,10 +168,7 @@ class Bench:
     def current_pose(self, joints, timeout_s=5.0):
         """Where `joints` are, by the next /joint_states."""
         got = []
-        subscription = self.node.create_subscription(
-            JointState, "/joint_states",
-            lambda m: got.append([m.position[m.name.index(j)] for j in joints]) if set(joints) <= set(m.name) else None,
-            10)
+        subscription = self.joint_poses(joints, lambda _, pose: got.append(pose), 10)
         deadline = time.monotonic() + timeout_s
         while not got and time.monotonic() < deadline:
             rclpy.spin_once(self.node, timeout_sec=0.05)
@@ -183,10 +180,15 @@ class Bench:
     def recording(self, joints, recorded):
         """Keeps each /joint_states of `joints` as (stamp [ns], pose) in `recorded` while this node
         spins, from now on (deep enough for 20 s at 250 Hz between spins); destroy it after."""
-        return self.node.create_subscription(
-            JointState, "/joint_states",
-            lambda m: recorded.append((stamp_ns(m.header), [m.position[m.name.index(j)] for j in joints]))
-            if set(joints) <= set(m.name) else None, 5000)
+        return self.joint_poses(joints, lambda message, pose: recorded.append((stamp_ns(message.header), pose)), 5000)
+
+    def joint_poses(self, joints, keep, depth):
+        """A /joint_states subscription that calls `keep(message, pose)` with the positions of
+        `joints` in their order, for each message that has them all."""
+        def take(message):
+            if set(joints) <= set(message.name):
+                keep(message, [message.position[message.name.index(j)] for j in joints])
+        return self.node.create_subscription(JointState, "/joint_states", take, depth)
 
     def rate(self, seconds=5.0):
         """/joint_states as this node receives them over `seconds` from the first: messages a
@@ -212,10 +214,7 @@ class Bench:
         to `apart_rad` on any joint: a goal of 1 s between them asks half the motors' 2 rad/s on
         average, a spline from rest three quarters of it at its fastest."""
         poses = []
-        subscription = self.node.create_subscription(
-            JointState, "/joint_states",
-            lambda m: poses.append([m.position[m.name.index(j)] for j in joints]) if set(joints) <= set(m.name) else None,
-            50)
+        subscription = self.joint_poses(joints, lambda _, pose: poses.append(pose), 50)
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             rclpy.spin_once(self.node, timeout_sec=0.05)
