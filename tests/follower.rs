@@ -987,28 +987,62 @@ mod simulated_arm {
 mod command_streams {
     //! What every node does with a stream of commands it refuses.
 
-    use arm_hil::nodes::refusals::Refusals;
+    use std::time::{Duration, Instant};
+
+    use arm_hil::nodes::refusals::{Refusals, SAID_AT_MOST_EVERY};
 
     #[test]
     fn a_lasting_refusal_is_said_once_and_again_after_a_command_got_through() {
-        let mut refusals = Refusals::default();
+        let (mut refusals, now) = (Refusals::default(), Instant::now());
+        let later = now + SAID_AT_MOST_EVERY;
         let inactive = || Err("the node is not active".to_owned());
-        assert_eq!(refusals.said(inactive()).as_deref(), Some("the node is not active"));
-        assert_eq!(refusals.said(inactive()), None);
-        assert_eq!(refusals.said(Err("NaN".into())).as_deref(), Some("NaN"), "another reason is said");
-        assert_eq!(refusals.said(Ok(())), None);
-        assert_eq!(refusals.said(inactive()).as_deref(), Some("the node is not active"));
+        assert_eq!(refusals.said(now, inactive()).as_deref(), Some("the node is not active"));
+        assert_eq!(refusals.said(now, inactive()), None);
+        assert_eq!(refusals.said(later, Err("NaN".into())).as_deref(), Some("NaN"), "another reason is said");
+        assert_eq!(refusals.said(later, Ok(())), None);
+        assert_eq!(refusals.said(later + SAID_AT_MOST_EVERY, inactive()).as_deref(), Some("the node is not active"));
     }
 
     #[test]
     fn a_refusal_for_the_same_bound_with_other_figures_is_the_same_refusal() {
-        let mut refusals = Refusals::default();
+        let (mut refusals, now) = (Refusals::default(), Instant::now());
+        let later = now + SAID_AT_MOST_EVERY;
         let off =
-            |at: &str, offset: &str| Err(format!("at {at} s the platform point would be {offset} m off the sphere"));
-        let first = refusals.said(off("0.040", "-0.0100"));
-        assert_eq!(first.as_deref(), Some("at 0.040 s the platform point would be -0.0100 m off the sphere"));
-        assert_eq!(refusals.said(off("0.034", "-0.0101")), None);
-        assert_eq!(refusals.said(off("0.018", "+0.0100")), None, "the other side of the same bound");
-        assert!(refusals.said(Err("the node is not active".into())).is_some(), "another bound is said");
+            |at: &str, offset: &str| Err(format!("at {at} s the platform point would be {offset} m off the sphere."));
+        let first = refusals.said(now, off("0.040", "-0.0100"));
+        assert_eq!(first.as_deref(), Some("at 0.040 s the platform point would be -0.0100 m off the sphere."));
+        assert_eq!(refusals.said(later, off("0.034", "-0.0101")), None);
+        assert_eq!(refusals.said(later, off("0.018", "+0.0100")), None, "the other side of the same bound");
+        assert!(refusals.said(later, Err("the node is not active".into())).is_some(), "another bound is said");
+    }
+
+    #[test]
+    fn refusals_of_different_joints_or_motors_are_different_refusals() {
+        let (mut refusals, mut now) = (Refusals::default(), Instant::now());
+        for reason in [
+            "joint `joint1` is missing: a command names every commanded joint",
+            "joint `joint2` is missing: a command names every commanded joint",
+            "motor 0: its joint has not been heard lately, so no rate may run",
+            "motor 3: its joint has not been heard lately, so no rate may run",
+        ] {
+            now += SAID_AT_MOST_EVERY;
+            assert_eq!(refusals.said(now, Err(reason.into())).as_deref(), Some(reason));
+        }
+    }
+
+    #[test]
+    fn refusals_that_take_turns_are_said_at_most_once_a_second_with_those_held_back_counted() {
+        let (mut refusals, start) = (Refusals::default(), Instant::now());
+        let missing = |joint: &str| Err(format!("joint `{joint}` is missing: a command names every commanded joint"));
+        let mut said = Vec::new();
+        // Two reasons in turn at 250 Hz for 3 s.
+        for command in 0..750u32 {
+            let now = start + Duration::from_millis(4) * command;
+            if let Some(line) = refusals.said(now, missing(if command % 2 == 0 { "joint1" } else { "joint2" })) {
+                said.push(line);
+            }
+        }
+        assert_eq!(said.len(), 3, "{said:#?}");
+        assert!(said[1].ends_with("(125 other refusals held back since the line before)"), "{said:#?}");
     }
 }
