@@ -2,7 +2,7 @@
 //! mapping, and the loop against the simulated plant.
 
 use std::sync::atomic::AtomicBool;
-use std::sync::mpsc::sync_channel;
+use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
 
 use arm_hil::control::arc::ArcSpec;
@@ -393,62 +393,62 @@ fn a_continuing_withdrawal_plays_on_until_the_next_move_comes_and_it_takes_over_
     running.join().unwrap().outcome.unwrap();
 }
 
+/// Where the loops below start: the arm at rest at (0.15, 0, 0.2) m.
+fn at_rest() -> Waypoint {
+    Waypoint { x: Vec3::new(0.15, 0.0, 0.2), ..Waypoint::default() }
+}
+
+/// A loop with `hil` on the simulated rig at rest [`at_rest`], fed from `samples`, stopped by `stop`.
+fn loop_on_the_simulated_rig(hil: HilConfig, samples: Receiver<FeedItem>, stop: Arc<AtomicBool>) -> HilLoop {
+    let (robot, config) = (Robot::default(), SilConfig::default());
+    let rig = SimulatedRig::new(robot.clone(), &config, &at_rest(), robot.elbow()).unwrap();
+    HilLoop::new(
+        HilConfig { realtime_priority: None, ..hil },
+        &config,
+        robot.elbow(),
+        0.45,
+        Box::new(rig),
+        samples,
+        stop,
+    )
+    .unwrap()
+}
+
 #[test]
 fn a_loop_that_gets_no_trajectory_stops_safely_with_a_reason() {
-    let robot = Robot::default();
-    let config = SilConfig::default();
-    let start = Waypoint { x: Vec3::new(0.15, 0.0, 0.2), ..Waypoint::default() };
-    let rig = SimulatedRig::new(robot.clone(), &config, &start, robot.elbow()).unwrap();
     let (feed, samples) = sync_channel(1);
     drop(feed);
-    let hil_config = HilConfig { realtime_priority: None, startup_timeout_s: 0.05, ..HilConfig::default() };
-    let stop = Arc::new(AtomicBool::new(false));
-    let report = HilLoop::new(hil_config, &config, robot.elbow(), 0.45, Box::new(rig), samples, stop).unwrap().run();
+    let hil = HilConfig { startup_timeout_s: 0.05, ..HilConfig::default() };
+    let report = loop_on_the_simulated_rig(hil, samples, Arc::new(AtomicBool::new(false))).run();
     assert!(matches!(report.outcome, Err(HilError::NoTrajectory(_))));
 }
 
 #[test]
 fn a_loop_whose_feeder_sends_nothing_gives_up_at_its_start_up_timeout() {
-    let robot = Robot::default();
-    let config = SilConfig::default();
-    let start = Waypoint { x: Vec3::new(0.15, 0.0, 0.2), ..Waypoint::default() };
-    let rig = SimulatedRig::new(robot.clone(), &config, &start, robot.elbow()).unwrap();
     // The feeder stays connected: the loop's own timeout ends the wait.
     let (_feed, samples) = sync_channel::<FeedItem>(1);
-    let hil_config = HilConfig { realtime_priority: None, startup_timeout_s: 0.05, ..HilConfig::default() };
-    let stop = Arc::new(AtomicBool::new(false));
+    let hil = HilConfig { startup_timeout_s: 0.05, ..HilConfig::default() };
     let waited = std::time::Instant::now();
-    let report = HilLoop::new(hil_config, &config, robot.elbow(), 0.45, Box::new(rig), samples, stop).unwrap().run();
+    let report = loop_on_the_simulated_rig(hil, samples, Arc::new(AtomicBool::new(false))).run();
     assert!(matches!(report.outcome, Err(HilError::NoTrajectory(_))), "{:?}", report.outcome);
     assert!(waited.elapsed() >= std::time::Duration::from_millis(50), "it waited out its timeout");
     assert_eq!(report.stats.cycles, 0);
 }
 
+// A cycle writes the rig's torque; without one, the rig gets only the stop that ends every run.
 #[test]
 fn a_loop_stopped_before_it_took_its_queued_first_sample_never_drives_the_rig() {
-    let robot = Robot::default();
-    let config = SilConfig::default();
-    let start = Waypoint { x: Vec3::new(0.15, 0.0, 0.2), ..Waypoint::default() };
-    let rig = SimulatedRig::new(robot.clone(), &config, &start, robot.elbow()).unwrap();
     let (feed, samples) = sync_channel(2);
-    feed.send(FeedItem::Sample(start)).unwrap();
-    let hil_config = HilConfig { realtime_priority: None, ..HilConfig::default() };
-    let stop = Arc::new(AtomicBool::new(true));
-    let report = HilLoop::new(hil_config, &config, robot.elbow(), 0.45, Box::new(rig), samples, stop).unwrap().run();
+    feed.send(FeedItem::Sample(at_rest())).unwrap();
+    let report = loop_on_the_simulated_rig(HilConfig::default(), samples, Arc::new(AtomicBool::new(true))).run();
     assert!(report.outcome.is_ok(), "a stop asked for is no fault: {:?}", report.outcome);
     assert_eq!(report.stats.cycles, 0, "no cycle ran after the stop");
 }
 
 #[test]
 fn a_resumed_loop_stopped_before_its_first_cycle_never_drives_the_rig() {
-    let robot = Robot::default();
-    let config = SilConfig::default();
-    let start = Waypoint { x: Vec3::new(0.15, 0.0, 0.2), ..Waypoint::default() };
-    let rig = SimulatedRig::new(robot.clone(), &config, &start, robot.elbow()).unwrap();
     let (_feed, samples) = sync_channel::<FeedItem>(1);
-    let hil_config = HilConfig { realtime_priority: None, ..HilConfig::default() };
-    let stop = Arc::new(AtomicBool::new(true));
-    let hil = HilLoop::new(hil_config, &config, robot.elbow(), 0.45, Box::new(rig), samples, stop).unwrap();
+    let hil = loop_on_the_simulated_rig(HilConfig::default(), samples, Arc::new(AtomicBool::new(true)));
     let report = hil.starting_where_the_arm_is().run();
     assert!(report.outcome.is_ok(), "a stop asked for is no fault: {:?}", report.outcome);
     assert_eq!(report.stats.cycles, 0, "no cycle ran after the stop");
@@ -456,15 +456,11 @@ fn a_resumed_loop_stopped_before_its_first_cycle_never_drives_the_rig() {
 
 #[test]
 fn a_loop_asked_to_stop_while_it_waits_for_its_first_sample_ends_at_once_and_cleanly() {
-    let robot = Robot::default();
-    let config = SilConfig::default();
-    let start = Waypoint { x: Vec3::new(0.15, 0.0, 0.2), ..Waypoint::default() };
-    let rig = SimulatedRig::new(robot.clone(), &config, &start, robot.elbow()).unwrap();
     // A feeder that is there but sends nothing, for longer than the test waits.
     let (_feed, samples) = sync_channel::<FeedItem>(1);
-    let hil_config = HilConfig { realtime_priority: None, startup_timeout_s: 60.0, ..HilConfig::default() };
     let stop = Arc::new(AtomicBool::new(false));
-    let hil = HilLoop::new(hil_config, &config, robot.elbow(), 0.45, Box::new(rig), samples, stop.clone()).unwrap();
+    let hil = HilConfig { startup_timeout_s: 60.0, ..HilConfig::default() };
+    let hil = loop_on_the_simulated_rig(hil, samples, stop.clone());
     let (reports, report) = sync_channel(1);
     std::thread::spawn(move || {
         let _ = reports.send(hil.run());

@@ -36,6 +36,7 @@ figure: it errs high). A goal whose line did not come is left out, and the count
 
 import argparse
 import bisect
+import itertools
 import json
 import math
 import os
@@ -90,8 +91,8 @@ class Bench:
         trajectory recorded as (stamp [ns], pose), where given: `way_along`); a placing that
         does not succeed ends the benchmark, whose goals would start elsewhere: each goal's id, its feedback
         errors [rad], whether it succeeded and its feedback's desired positions with their
-        stamps; when each was sent and when accepted [ns, wall clock: the stamp of the /rosout
-        line of its acceptance, None where none came]; with `watched` (topic, type, value),
+        stamps; when each was sent and when accepted [ns, wall clock: as the accepting node's
+        /rosout line says it, `acceptance`, None where none came]; with `watched` (topic, type, value),
         `value(message)` of each message on the topic meanwhile; and with `states` (a JointState
         topic), each message's stamp [ns] and positions by joint name.
         Each goal's point gives its velocities (zero), as MoveIt's and most planners' do: a
@@ -128,6 +129,9 @@ class Bench:
             placing = FollowJointTrajectory.Goal(trajectory=JointTrajectory(joint_names=list(joints), points=points))
         placed = client.send_goal_async(placing)
         rclpy.spin_until_future_complete(self.node, placed, timeout_sec=10.0)
+        if placed.result() is None or not placed.result().accepted:
+            said = "no answer in 10 s" if placed.result() is None else "rejected"
+            raise RuntimeError(f"{action}: the goal that places the arm was not accepted ({said})")
         placed_result = placed.result().get_result_async()
         rclpy.spin_until_future_complete(self.node, placed_result, timeout_sec=30.0)
         outcome = placed_result.result()
@@ -142,11 +146,17 @@ class Bench:
             sent = client.send_goal_async(request, feedback_callback=lambda m, f=feedback: f.append(m.feedback))
             rclpy.spin_until_future_complete(self.node, sent, timeout_sec=10.0)
             handle = sent.result()
+            if handle is None or not handle.accepted:
+                print(f"{action}: goal {index} {'not answered in 10 s' if handle is None else 'rejected'}",
+                      file=sys.stderr, flush=True)
+                runs.append((None, [], False, []))
+                time.sleep(0.3)
+                continue
             done = handle.get_result_async()
             rclpy.spin_until_future_complete(self.node, done, timeout_sec=seconds + 10.0)
             runs.append((str(uuid.UUID(bytes=bytes(handle.goal_id.uuid))),
                          [e for f in feedback for e in f.error.positions],
-                         done.result().status == GoalStatus.STATUS_SUCCEEDED,
+                         done.result() is not None and done.result().status == GoalStatus.STATUS_SUCCEEDED,
                          [(stamp_ns(f.header), list(f.joint_names), list(f.desired.positions)) for f in feedback]))
             time.sleep(0.3)
         # The callbacks lag behind a 1 kHz topic by seconds: what is still queued for them is
@@ -156,12 +166,16 @@ class Bench:
                 taken is not None and (not taken or taken[-1][0] < ended_ns)
                 for taken in (seen if watched else None, arm if states else None)):
             rclpy.spin_once(self.node, timeout_sec=0.05)
+        if time.monotonic() >= deadline:
+            print(f"{action}: messages of the last goals still queued after 30 s; the figures lack them",
+                  file=sys.stderr, flush=True)
         client.destroy()
         for subscription in subscriptions:
             self.node.destroy_subscription(subscription)
         native = not action.startswith("/joint_trajectory_controller/")
         windows = zip(sent_ns, sent_ns[1:] + [math.inf])
-        accepted_ns = [acceptance(logs, window, f"goal {run[0]} of " if native else "Accepted new action goal")
+        accepted_ns = [acceptance(logs, window, f"goal {run[0]} of ") if native
+                       else acceptance(logs, window, "Accepted new action goal", by_stamp=True)
                        for run, window in zip(runs, windows)]
         return runs, sent_ns, accepted_ns, seen, arm
 
@@ -273,6 +287,11 @@ def way_along(recorded, start, end, spacing_s=0.25, slower=1.5):
     def nearest(pose):
         return min(range(len(recorded)), key=lambda i: joint_distance(recorded[i][1], pose))
     first, last = nearest(start), nearest(end)
+    # The recording (250 Hz) passes within a few milliradians of any pose the arm held along it.
+    for pose, index in ((start, first), (end, last)):
+        if joint_distance(recorded[index][1], pose) > 0.02:
+            raise RuntimeError(f"the arm's recorded trajectory ({len(recorded)} poses) does not pass {pose}: "
+                               f"nearest {joint_distance(recorded[index][1], pose):.3f} rad away")
     step = 1 if last >= first else -1
     kept = [first]
     for index in range(first + step, last + step, step):
@@ -286,16 +305,20 @@ def way_along(recorded, start, end, spacing_s=0.25, slower=1.5):
     return points
 
 
-def acceptance(logs, window, text):
+def acceptance(logs, window, text, by_stamp=False):
     """When a goal was accepted [ns]: of the /rosout `logs` (stamp, text) stamped within `window`
     (its sending, the next goal's) [ns], the first that holds `text`, by the time it says it
-    was accepted at, else by its stamp; None if none does."""
+    was accepted at (our nodes' line, written after the goal's check and first setpoint), or
+    `by_stamp`, by the line's stamp (joint_trajectory_controller's, stamped as it accepts);
+    None if no such line came."""
     sent, until = window
     line = next((line for line in sorted(logs) if sent <= line[0] < until and text in line[1]), None)
     if line is None:
         return None
     said = ACCEPTED_AT.search(line[1])
-    return int(said[1]) * 1_000_000_000 + int(said[2]) if said else line[0]
+    if said:
+        return int(said[1]) * 1_000_000_000 + int(said[2])
+    return line[0] if by_stamp else None
 
 
 def first_setpoints(sent, accepted, times):
@@ -371,7 +394,6 @@ def moveit_figures(bench):
     """MoveIt on the STM32 arm (launch/moveit.launch.py), where it is installed: GOALS joint
     goals between the two poses, planned and executed; the planning time move_group reports,
     and the time from the request to its result (the arm there)."""
-    rows = []
     for control in controls() if MOVEIT else []:
         path, _ = device_emulator("stm32", "--print-targets")
         node = launched("moveit.launch.py", control, "device:=stm32", f"port:={path}")
@@ -383,17 +405,15 @@ def moveit_figures(bench):
                 arrival.append(took)
         planning.sort()
         arrival.sort()
-        rows.append({"moveit": control, "succeeded": len(planning), "goals": GOALS,
-                     "planning_ms": planning[len(planning) // 2] * 1e3 if planning else None,
-                     "arrival_s": arrival[len(arrival) // 2] if arrival else None})
         ended(node)
-    return rows
+        yield {"moveit": control, "succeeded": len(planning), "goals": GOALS,
+               "planning_ms": planning[len(planning) // 2] * 1e3 if planning else None,
+               "arrival_s": arrival[len(arrival) // 2] if arrival else None}
 
 
 def serial_figures(bench, nodes):
     """stm32_driver and arduino_driver (those of `nodes`) on their emulators, natively and
     through JTC."""
-    rows = []
     fingers = ("finger_joint0", "finger_joint1", "finger_joint2", "finger_joint3")
     devices = [("stm32_driver", "stm32.launch.py", ("stm32", "--print-targets"), STM32, STM32_POSES),
                ("arduino_driver", "arduino.launch.py", ("rdscom", "--print-controls"), fingers,
@@ -405,15 +425,13 @@ def serial_figures(bench, nodes):
             native = control == "native"
             runs, sent, accepted, _, _ = bench.goals(f"/{name}/follow_joint_trajectory" if native else JTC_ACTION,
                                                      joints, poses)
-            rows.append({"node": name, "control": control, **errors(runs), **first_setpoints(sent, accepted, commands)})
             ended(node)
-    return rows
+            yield {"node": name, "control": control, **errors(runs), **first_setpoints(sent, accepted, commands)}
 
 
 def arm_figures(bench, nodes, jtc_publish_rate_hz=None):
     """sil_node and hil_node (the simulated rig; those of `nodes`), natively and through JTC
     (its bringup at `jtc_publish_rate_hz`, if given), and their /joint_states' rate."""
-    rows = []
     arm = ("joint1", "joint2", "joint3")
     for name, file, arguments in [("sil_node", "sil.launch.py", []), ("hil_node", "hil.launch.py", ["hardware:=sim"])]:
         poses, way = None, []
@@ -454,9 +472,8 @@ def arm_figures(bench, nodes, jtc_publish_rate_hz=None):
                 node.kept_as = node.kept_as.with_name(node.kept_as.stem + "_1khz.log")
                 _, sent, accepted, seen, _ = bench.goals(action, arm, poses, watched=watched, way=way)
                 ended(node)
-            rows.append({"node": name, "control": control, **errors(runs), **arm_errors(runs, arm_states),
-                         "rate": rate, "cpu_percent": cpu, **first_setpoints(sent, accepted, changes(seen))})
-    return rows
+            yield {"node": name, "control": control, **errors(runs), **arm_errors(runs, arm_states),
+                   "rate": rate, "cpu_percent": cpu, **first_setpoints(sent, accepted, changes(seen))}
 
 
 NODES = ("stm32_driver", "arduino_driver", "sil_node", "hil_node")
@@ -464,10 +481,10 @@ NODES = ("stm32_driver", "arduino_driver", "sil_node", "hil_node")
 
 def one_middleware(nodes, jtc_publish_rate_hz):
     """This process's middleware's figures for `nodes` (MoveIt's with stm32_driver), as JSON
-    lines."""
+    lines, each as it is measured (a benchmark that fails keeps those before)."""
     bench = Bench()
     moveit = moveit_figures(bench) if "stm32_driver" in nodes else []
-    for row in moveit + serial_figures(bench, nodes) + arm_figures(bench, nodes, jtc_publish_rate_hz):
+    for row in itertools.chain(moveit, serial_figures(bench, nodes), arm_figures(bench, nodes, jtc_publish_rate_hz)):
         print(json.dumps({"middleware": os.environ.get("RMW_IMPLEMENTATION", ""), **row}), flush=True)
     print(f"logs of the started processes: {LOGS}", file=sys.stderr)
     bench.node.destroy_node()
@@ -551,17 +568,19 @@ def main():
         return one_middleware(nodes, rate_hz)
     options = [] if rate_hz is None else [f"--jtc-publish-rate-hz={rate_hz}"]
     middlewares = [m for m in MIDDLEWARES if installed(m)]
-    rows = []
+    rows, failed = [], []
     for middleware in middlewares:
         print(f"=== {MIDDLEWARES[middleware]}", file=sys.stderr, flush=True)
         done = subprocess.run([sys.executable, __file__, "--one", *options, *nodes],
                               env={**os.environ, "RMW_IMPLEMENTATION": middleware}, stdout=subprocess.PIPE, text=True)
         rows += [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
         if done.returncode != 0:
-            sys.exit(f"the {MIDDLEWARES[middleware]} run failed ({done.returncode}): its output above")
+            failed.append(f"the {MIDDLEWARES[middleware]} run failed ({done.returncode}): its output above")
     print(f"FollowJointTrajectory on {os.environ.get('ROS_DISTRO', 'ROS 2')}, {GOALS} goals of 1 s each between "
           f"two poses{f', the parallel arm publishing at {rate_hz:g} Hz under JTC' if rate_hz else ''}:\n")
     print(table(rows, middlewares))
+    if failed:
+        sys.exit("; ".join(failed) + " (the table holds what was measured before)")
 
 
 if __name__ == "__main__":
