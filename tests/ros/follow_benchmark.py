@@ -278,10 +278,14 @@ def arm_errors(runs, states):
 ACCEPTED_AT = re.compile(r"accepted at (\d+)\.(\d{9}) s")
 
 
+# The placing goal's fastest joint speed [rad/s]: half the motors' 2 rad/s.
+PLACING_RAD_S = 1.0
+
+
 def way_along(recorded, start, end, spacing_s=0.25, slower=1.5):
     """Points of a goal along the arm's own `recorded` trajectory ((stamp [ns], pose)), from its
     pose nearest `start` to its pose nearest `end`, one every `spacing_s` of it, `slower` times
-    as slow as the arm went, positions alone: joint_trajectory_controller and the nodes then
+    as slow as the arm went and no faster than PLACING_RAD_S, positions alone: joint_trajectory_controller and the nodes then
     move along lines between poses a quarter second of the arm's trajectory apart, which keep
     to the forearm's sphere (docs/hil.md), where one line from `start` to `end` may not."""
     def nearest(pose):
@@ -297,9 +301,12 @@ def way_along(recorded, start, end, spacing_s=0.25, slower=1.5):
     for index in range(first + step, last + step, step):
         if abs(recorded[index][0] - recorded[kept[-1]][0]) >= spacing_s * 1e9 or index == last:
             kept.append(index)
-    points = []
-    for index in kept:
-        at_s = 0.5 + slower * abs(recorded[index][0] - recorded[first][0]) * 1e-9
+    points, at_s = [], 0.5
+    for before, index in zip([first] + kept, kept):
+        # No faster than PLACING_RAD_S between two points, whatever the recording holds (a run
+        # on Fast DDS once recorded a jump that asked 2.7 rad/s of the motors' 2).
+        at_s += max(slower * abs(recorded[index][0] - recorded[before][0]) * 1e-9,
+                    joint_distance(recorded[index][1], recorded[before][1]) / PLACING_RAD_S)
         points.append(JointTrajectoryPoint(positions=list(recorded[index][1]),
                                            time_from_start=Duration(sec=int(at_s), nanosec=int(at_s % 1 * 1e9))))
     return points
