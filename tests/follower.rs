@@ -989,18 +989,24 @@ mod command_streams {
 
     use std::time::{Duration, Instant};
 
-    use arm_hil::nodes::refusals::{Refusals, SAID_AT_MOST_EVERY};
+    use arm_hil::nodes::follower::stream_gate::HELD;
+    use arm_hil::nodes::refusals::{Refusals, Said, SAID_AT_MOST_EVERY};
+
+    fn reason(said: Option<Said>) -> Option<String> {
+        said.map(|said| said.reason)
+    }
 
     #[test]
     fn a_lasting_refusal_is_said_once_and_again_after_a_command_got_through() {
         let (mut refusals, now) = (Refusals::default(), Instant::now());
         let later = now + SAID_AT_MOST_EVERY;
         let inactive = || Err("the node is not active".to_owned());
-        assert_eq!(refusals.said(now, inactive()).as_deref(), Some("the node is not active"));
+        assert_eq!(reason(refusals.said(now, inactive())).as_deref(), Some("the node is not active"));
         assert_eq!(refusals.said(now, inactive()), None);
-        assert_eq!(refusals.said(later, Err("NaN".into())).as_deref(), Some("NaN"), "another reason is said");
+        assert_eq!(reason(refusals.said(later, Err("NaN".into()))).as_deref(), Some("NaN"), "another reason is said");
         assert_eq!(refusals.said(later, Ok(())), None);
-        assert_eq!(refusals.said(later + SAID_AT_MOST_EVERY, inactive()).as_deref(), Some("the node is not active"));
+        let again = refusals.said(later + SAID_AT_MOST_EVERY, inactive());
+        assert_eq!(reason(again).as_deref(), Some("the node is not active"));
     }
 
     #[test]
@@ -1009,7 +1015,7 @@ mod command_streams {
         let later = now + SAID_AT_MOST_EVERY;
         let off =
             |at: &str, offset: &str| Err(format!("at {at} s the platform point would be {offset} m off the sphere."));
-        let first = refusals.said(now, off("0.040", "-0.0100"));
+        let first = reason(refusals.said(now, off("0.040", "-0.0100")));
         assert_eq!(first.as_deref(), Some("at 0.040 s the platform point would be -0.0100 m off the sphere."));
         assert_eq!(refusals.said(later, off("0.034", "-0.0101")), None);
         assert_eq!(refusals.said(later, off("0.018", "+0.0100")), None, "the other side of the same bound");
@@ -1019,14 +1025,16 @@ mod command_streams {
     #[test]
     fn refusals_of_different_joints_or_motors_are_different_refusals() {
         let (mut refusals, mut now) = (Refusals::default(), Instant::now());
-        for reason in [
+        for text in [
             "joint `joint1` is missing: a command names every commanded joint",
             "joint `joint2` is missing: a command names every commanded joint",
             "motor 0: its joint has not been heard lately, so no rate may run",
             "motor 3: its joint has not been heard lately, so no rate may run",
+            "joint `finger_joint0`: 3 is past its limit 2.5",
+            "joint `finger_joint0`: 4 is past its limit 2.5",
         ] {
             now += SAID_AT_MOST_EVERY;
-            assert_eq!(refusals.said(now, Err(reason.into())).as_deref(), Some(reason));
+            assert_eq!(reason(refusals.said(now, Err(text.into()))).as_deref(), Some(text));
         }
     }
 
@@ -1043,6 +1051,39 @@ mod command_streams {
             }
         }
         assert_eq!(said.len(), 3, "{said:#?}");
-        assert!(said[1].ends_with("(125 other refusals held back since the line before)"), "{said:#?}");
+        assert!(said[0].reason.contains("joint1") && said[1].reason.contains("joint2"), "{said:#?}");
+        assert_eq!(said[1].held_back, 125, "joint2's refusals in joint1's second");
+        assert!(said[1].to_string().ends_with("(125 refusals held back since the line before)"), "{}", said[1]);
+    }
+
+    #[test]
+    fn a_refusal_between_two_of_another_lasting_one_is_said_once_its_second_is_over() {
+        let (mut refusals, start) = (Refusals::default(), Instant::now());
+        let at = |ms: u64| start + Duration::from_millis(ms);
+        let over = || Err("joint `joint1`: past its limit".to_owned());
+        assert_eq!(reason(refusals.said(at(0), Err(HELD.into()))).as_deref(), Some(HELD));
+        assert_eq!(refusals.said(at(100), over()), None, "within the held line's second");
+        assert_eq!(refusals.said(at(200), over()), None);
+        assert_eq!(refusals.said(at(300), Err(HELD.into())), None, "the held one lasts again");
+        let said = refusals.said(at(1000), Err(HELD.into())).expect("the second is over");
+        assert_eq!((said.reason.as_str(), said.held_back), ("joint `joint1`: past its limit", 2));
+        assert_eq!(reason(refusals.said(at(2000), Err(HELD.into()))).as_deref(), Some(HELD), "then the lasting one");
+        assert_eq!(refusals.said(at(3000), Err(HELD.into())), None);
+    }
+
+    #[test]
+    fn a_reason_is_shown_escaped_and_cut() {
+        let said = Said { reason: format!("joint `a\nb\u{1b}[31m{}`", "x".repeat(1000)), held_back: 0 }.to_string();
+        assert!(!said.contains('\n') && !said.contains('\u{1b}'), "{said}");
+        assert!(said.ends_with("...") && said.chars().count() == 303, "{}", said.chars().count());
+    }
+
+    #[test]
+    fn any_text_is_taken_without_a_panic() {
+        let (mut refusals, mut now) = (Refusals::default(), Instant::now());
+        for text in ["", "-", "+.", "1.", "é2.5", "²3.", "-1.2.3.", "joint `ü` 1e-3", "\u{0}9"] {
+            now += SAID_AT_MOST_EVERY;
+            assert!(refusals.said(now, Err(text.into())).is_some(), "{text:?}");
+        }
     }
 }

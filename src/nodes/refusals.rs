@@ -21,9 +21,40 @@ pub struct Refusals {
     last: Option<String>,
     /// When a refusal was said last.
     said_at: Option<Instant>,
-    /// Refusals not said since then, for differing from the last within a second.
+    /// The first refusal that differed from the last said within its second, to be said next.
+    first_held: Option<String>,
+    /// How many refusals that differed from the last said came within its second.
     held_back: u64,
 }
+
+/// A refusal to say, and how many were held back since the line before (itself among them
+/// when it was).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Said {
+    pub reason: String,
+    pub held_back: u64,
+}
+
+impl std::fmt::Display for Said {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Client text (a joint's name) is in a reason: shown escaped, and cut.
+        let mut shown: String = self.reason.chars().flat_map(char::escape_debug).take(SHOWN_CHARS + 1).collect();
+        let cut = match shown.chars().count() > SHOWN_CHARS {
+            true => {
+                shown.pop();
+                "..."
+            }
+            false => "",
+        };
+        match self.held_back {
+            0 => write!(f, "{shown}{cut}"),
+            n => write!(f, "{shown}{cut} ({n} refusals held back since the line before)"),
+        }
+    }
+}
+
+/// The most of a reason a line shows [chars].
+const SHOWN_CHARS: usize = 300;
 
 /// `reason` with each figure (a number with a decimal point, and its sign) as `#`: what stays
 /// are its words, and the numbers that name things (`motor 3`, `joint1`, `3 joints`).
@@ -58,11 +89,12 @@ fn words(reason: &str) -> String {
 }
 
 impl Refusals {
-    /// What to say at `now` of a command's `outcome`: why it was refused, unless the command
-    /// before was refused for the same (its figures aside), or a refusal was said less than
-    /// [`SAID_AT_MOST_EVERY`] ago (then it is counted, and the next line says how many were
-    /// held back); nothing when it got through (the next refusal is said again).
-    pub fn said(&mut self, now: Instant, outcome: Result<(), String>) -> Option<String> {
+    /// What to say at `now` of a command's `outcome`. A refusal is said unless the one said
+    /// last was the same (its figures aside) and nothing else came since, or a refusal was said
+    /// less than [`SAID_AT_MOST_EVERY`] ago: then a differing one is held back, counted, and
+    /// the first of them said once the second is over, at the next refusal. Nothing is said
+    /// when a command got through: the next refusal is said again (at most once a second).
+    pub fn said(&mut self, now: Instant, outcome: Result<(), String>) -> Option<Said> {
         let reason = match outcome {
             Ok(()) => {
                 self.last = None;
@@ -70,20 +102,34 @@ impl Refusals {
             }
             Err(reason) => reason,
         };
-        let words = words(&reason);
-        if self.last.as_ref() == Some(&words) {
-            return None;
-        }
-        if self.said_at.is_some_and(|at| now.saturating_duration_since(at) < SAID_AT_MOST_EVERY) {
-            self.held_back += 1;
+        let kind = words(&reason);
+        let new = self.last.as_ref() != Some(&kind);
+        let in_its_second = self.said_at.is_some_and(|at| now.saturating_duration_since(at) < SAID_AT_MOST_EVERY);
+        if in_its_second || (!new && self.first_held.is_none()) {
+            if new {
+                self.held_back += 1;
+                self.first_held.get_or_insert(reason);
+            }
             return None;
         }
         let held_back = std::mem::take(&mut self.held_back);
-        (self.last, self.said_at) = (Some(words), Some(now));
-        Some(match held_back {
-            0 => reason,
-            n => format!("{reason} ({n} other refusals held back since the line before)"),
-        })
+        let said = match self.first_held.take() {
+            Some(first) => {
+                // This refusal waits for the next second, unless it is the one said now.
+                let first_kind = words(&first);
+                if first_kind != kind {
+                    (self.first_held, self.held_back) = (Some(reason), 1);
+                }
+                self.last = Some(first_kind);
+                Said { reason: first, held_back }
+            }
+            None => {
+                self.last = Some(kind);
+                Said { reason, held_back }
+            }
+        };
+        self.said_at = Some(now);
+        Some(said)
     }
 
     /// Logs what [`Refusals::said`] says now of a command on `topic`: the command in force held
@@ -91,8 +137,8 @@ impl Refusals {
     /// any other refusal as an error.
     pub fn log(&mut self, topic: &str, outcome: Result<(), String>) {
         match self.said(Instant::now(), outcome) {
-            Some(reason) if reason.starts_with(HELD) => log::info!("{topic} held: {reason} (said once while it lasts)"),
-            Some(reason) => log::error!("{topic} refused: {reason} (said once while it lasts)"),
+            Some(said) if said.reason == HELD => log::info!("{topic} held: {said} (not said again while it lasts)"),
+            Some(said) => log::error!("{topic} refused: {said} (not said again while it lasts)"),
             None => {}
         }
     }

@@ -162,7 +162,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
             .map_err(|_| "the node's commands are unavailable".to_owned())
             .and_then(|mut commands| commands.segment(multi_dof_points(&message)));
         match refusals.said(Instant::now(), taken) {
-            Some(error) => log::error!("~/trajectory segment refused: {error} (said once while it lasts)"),
+            Some(said) => log::error!("~/trajectory segment refused: {said} (not said again while it lasts)"),
             None => log::debug!("~/trajectory: segment sent to the feeder"),
         }
         futures::future::ready(())

@@ -150,6 +150,7 @@ class Bench:
                 print(f"{action}: goal {index} {'not answered in 10 s' if handle is None else 'rejected'}",
                       file=sys.stderr, flush=True)
                 runs.append((None, [], False, []))
+                sent_ns[-1] = None  # no first setpoint to time: the goal is left out
                 time.sleep(0.3)
                 continue
             done = handle.get_result_async()
@@ -173,8 +174,11 @@ class Bench:
         for subscription in subscriptions:
             self.node.destroy_subscription(subscription)
         native = not action.startswith("/joint_trajectory_controller/")
-        windows = zip(sent_ns, sent_ns[1:] + [math.inf])
-        accepted_ns = [acceptance(logs, window, f"goal {run[0]} of ") if native
+        # Each goal's window runs to the next goal sent, whether or not that one was accepted.
+        sent_at = [when if when is not None else math.inf for when in sent_ns]
+        windows = zip(sent_at, [min(sent_at[i + 1:], default=math.inf) for i in range(len(sent_at))])
+        accepted_ns = [None if run[0] is None
+                       else acceptance(logs, window, f"goal {run[0]} of ") if native
                        else acceptance(logs, window, "Accepted new action goal", by_stamp=True)
                        for run, window in zip(runs, windows)]
         return runs, sent_ns, accepted_ns, seen, arm
@@ -329,9 +333,10 @@ def acceptance(logs, window, text, by_stamp=False):
 
 
 def first_setpoints(sent, accepted, times):
-    """The first of `times` [ns] after each goal's sending, from its sending and from its
-    acceptance (`accepted`, None where unknown): medians and maxima [ms]."""
-    firsts = [next((t for t in times if t >= when), None) for when in sent]
+    """The first of `times` [ns] after each goal's sending (`sent`, None for a goal left out),
+    from its sending and from its acceptance (`accepted`, None where unknown): medians and
+    maxima [ms]."""
+    firsts = [None if when is None else next((t for t in times if t >= when), None) for when in sent]
 
     def median_and_max(starts):
         delays = sorted((first - start) * 1e-6 for first, start in zip(firsts, starts)
