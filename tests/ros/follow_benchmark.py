@@ -91,7 +91,7 @@ class Bench:
         trajectory recorded as (stamp [ns], pose), where given: `way_along`); a placing that
         does not succeed ends the benchmark, whose goals would start elsewhere: each goal's id, its feedback
         errors [rad], whether it succeeded and its feedback's desired positions with their
-        stamps; when each was sent and when accepted [ns, wall clock: as the accepting node's
+        stamps; when each was sent (None for a goal not accepted) and when accepted [ns, wall clock: as the accepting node's
         /rosout line says it, `acceptance`, None where none came]; with `watched` (topic, type, value),
         `value(message)` of each message on the topic meanwhile; and with `states` (a JointState
         topic), each message's stamp [ns] and positions by joint name.
@@ -150,7 +150,6 @@ class Bench:
                 print(f"{action}: goal {index} {'not answered in 10 s' if handle is None else 'rejected'}",
                       file=sys.stderr, flush=True)
                 runs.append((None, [], False, []))
-                sent_ns[-1] = None  # no first setpoint to time: the goal is left out
                 time.sleep(0.3)
                 continue
             done = handle.get_result_async()
@@ -174,14 +173,14 @@ class Bench:
         for subscription in subscriptions:
             self.node.destroy_subscription(subscription)
         native = not action.startswith("/joint_trajectory_controller/")
-        # Each goal's window runs to the next goal sent, whether or not that one was accepted.
-        sent_at = [when if when is not None else math.inf for when in sent_ns]
-        windows = zip(sent_at, [min(sent_at[i + 1:], default=math.inf) for i in range(len(sent_at))])
+        windows = zip(sent_ns, sent_ns[1:] + [math.inf])
         accepted_ns = [None if run[0] is None
                        else acceptance(logs, window, f"goal {run[0]} of ") if native
                        else acceptance(logs, window, "Accepted new action goal", by_stamp=True)
                        for run, window in zip(runs, windows)]
-        return runs, sent_ns, accepted_ns, seen, arm
+        # A goal not accepted has no first setpoint to time: it is left out.
+        timed_ns = [None if run[0] is None else sent for run, sent in zip(runs, sent_ns)]
+        return runs, timed_ns, accepted_ns, seen, arm
 
     def current_pose(self, joints, timeout_s=5.0):
         """Where `joints` are, by the next /joint_states."""
