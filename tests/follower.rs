@@ -1072,6 +1072,18 @@ mod command_streams {
     }
 
     #[test]
+    fn a_refusal_held_back_is_said_once_its_second_is_over_though_commands_then_get_through() {
+        let (mut refusals, start) = (Refusals::default(), Instant::now());
+        let at = |ms: u64| start + Duration::from_millis(ms);
+        assert!(refusals.said(at(0), Err(HELD.into())).is_some());
+        assert_eq!(refusals.said(at(100), Err("joint `joint1`: past its limit".into())), None);
+        assert_eq!(refusals.said(at(500), Ok(())), None, "within the held line's second");
+        let said = refusals.said(at(1000), Ok(())).expect("the second is over");
+        assert_eq!((said.reason.as_str(), said.held_back), ("joint `joint1`: past its limit", 1));
+        assert_eq!(refusals.said(at(2000), Ok(())), None);
+    }
+
+    #[test]
     fn a_reason_is_shown_escaped_and_cut() {
         let said = Said { reason: format!("joint `a\nb\u{1b}[31m{}`", "x".repeat(1000)), held_back: 0 }.to_string();
         assert!(!said.contains('\n') && !said.contains('\u{1b}'), "{said}");

@@ -6,7 +6,7 @@ use crate::protocol::stm32::{Command, PidGains};
 /// A command refused before it was sent.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CommandError {
-    #[error("{what} = {value} is outside [{min}, {max}]")]
+    #[error("{what} = {value:?} is outside [{min}, {max}]")]
     OutOfRange { what: &'static str, value: f64, min: f64, max: f64 },
     #[error("{queued} packets are waiting for the wire: a command flood is refused")]
     Busy { queued: usize },

@@ -92,19 +92,27 @@ impl Refusals {
     /// What to say at `now` of a command's `outcome`. A refusal is said unless the one said
     /// last was the same (its figures aside) and nothing else came since, or a refusal was said
     /// less than [`SAID_AT_MOST_EVERY`] ago: then a differing one is held back, counted, and
-    /// the first of them said once the second is over, at the next refusal. Nothing is said
-    /// when a command got through: the next refusal is said again (at most once a second).
+    /// the first of them said once the second is over, at the next command. A command that got
+    /// through says only that: the next refusal is said again (at most once a second).
     pub fn said(&mut self, now: Instant, outcome: Result<(), String>) -> Option<Said> {
+        let in_its_second = self.said_at.is_some_and(|at| now.saturating_duration_since(at) < SAID_AT_MOST_EVERY);
         let reason = match outcome {
             Ok(()) => {
                 self.last = None;
-                return None;
+                // A refusal held back is said once its second is over, though commands now get
+                // through: it is not kept waiting for the next refusal.
+                return match in_its_second {
+                    true => None,
+                    false => self.first_held.take().map(|first| {
+                        self.said_at = Some(now);
+                        Said { reason: first, held_back: std::mem::take(&mut self.held_back) }
+                    }),
+                };
             }
             Err(reason) => reason,
         };
         let kind = words(&reason);
         let new = self.last.as_ref() != Some(&kind);
-        let in_its_second = self.said_at.is_some_and(|at| now.saturating_duration_since(at) < SAID_AT_MOST_EVERY);
         if in_its_second || (!new && self.first_held.is_none()) {
             if new {
                 self.held_back += 1;

@@ -161,9 +161,11 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
             .lock()
             .map_err(|_| "the node's commands are unavailable".to_owned())
             .and_then(|mut commands| commands.segment(multi_dof_points(&message)));
-        match refusals.said(Instant::now(), taken) {
-            Some(said) => log::error!("~/trajectory segment refused: {said} (not said again while it lasts)"),
-            None => log::debug!("~/trajectory: segment sent to the feeder"),
+        if taken.is_ok() {
+            log::debug!("~/trajectory: segment sent to the feeder");
+        }
+        if let Some(said) = refusals.said(Instant::now(), taken) {
+            log::error!("~/trajectory segment refused: {said} (not said again while it lasts)");
         }
         futures::future::ready(())
     }))?;

@@ -92,7 +92,7 @@ fn beyond_limits(motor: usize, mode: i64, value: f64) -> Option<String> {
         1 => (-MAX_VELOCITY_RAD_S, MAX_VELOCITY_RAD_S, "rad/s"),
         _ => (-MAX_EFFORT_NM, MAX_EFFORT_NM, "N m"),
     };
-    (!(lower..=upper).contains(&value)).then(|| format!("{value:.3} {unit} is outside [{lower}, {upper}] {unit}"))
+    (!(lower..=upper).contains(&value)).then(|| format!("{value:?} {unit} is outside [{lower}, {upper}] {unit}"))
 }
 
 /// The follower of `~/follow_joint_trajectory`: the four joints within their limits and speed,
