@@ -2,7 +2,7 @@
 //! unit graph (`cargo build --unit-graph`: resolved, nothing compiled, no ROS needed):
 //! - the ROS suite's `colcon-test` build compiles each crate once, the build scripts' copy and the
 //!   nodes' being one: a new dependency, or an update that changes a shared crate's features,
-//!   would otherwise bring back the second copies silently (54 units, 2026-12-07);
+//!   would otherwise bring back the second copies silently (55 units, 2026-12-07);
 //! - `resolver = "1"`, which that needs, gives a user's `colcon` build no feature that a
 //!   dependency is declared without on purpose (a dev-dependency's features reach the nodes
 //!   under it).

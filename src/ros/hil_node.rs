@@ -164,9 +164,7 @@ pub fn main(mut node: r2r::Node) -> anyhow::Result<()> {
         if taken.is_ok() {
             log::debug!("~/trajectory: segment sent to the feeder");
         }
-        if let Some(said) = refusals.said(Instant::now(), taken) {
-            log::error!("~/trajectory segment refused: {said} (not said again while it lasts)");
-        }
+        refusals.log("~/trajectory segment", taken);
         futures::future::ready(())
     }))?;
 
